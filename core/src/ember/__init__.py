@@ -1,0 +1,40 @@
+"""ember: composable transformations of NumPy programs, compiled by XLA.
+
+Backends come from independently installed plugins (``pip install ember-plugin-cpu``);
+``python -m ember doctor`` shows what is installed and working.
+"""
+
+from ember._src.config import config as config
+from ember._src.runtime import dispatch as _dispatch  # installs the eager dispatcher
+from ember._src.numpy import array_methods as _array_methods  # installs Array operators
+from ember._src.jit import jit as jit
+from ember._src.api import (
+    ShapeDtypeStruct as ShapeDtypeStruct,
+    block_until_ready as block_until_ready,
+    default_backend as default_backend,
+    device_count as device_count,
+    device_get as device_get,
+    device_put as device_put,
+    devices as devices,
+    eval_shape as eval_shape,
+    grad as grad,
+    jvp as jvp,
+    linearize as linearize,
+    local_device_count as local_device_count,
+    local_devices as local_devices,
+    make_jaxpr as make_jaxpr,
+    process_index as process_index,
+    value_and_grad as value_and_grad,
+    vjp as vjp,
+    vmap as vmap,
+)
+from ember._src.runtime.array import Array as Array
+from ember._src.runtime.backend import Device as Device
+from ember import errors as errors
+from ember import lax as lax
+from ember import numpy as numpy
+from ember import tree_util as tree_util
+
+__version__ = "0.1.0"
+
+del _dispatch, _array_methods

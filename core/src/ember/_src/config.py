@@ -1,0 +1,169 @@
+"""One configuration system for every option.
+
+Each option has a name, a type, a default and an environment variable ``EMBER_<NAME>`` that
+seeds it. ``config.update(name, value)`` sets it globally; ``with config.option(name, value):``
+sets it for a block of code (per thread/task, through a ``ContextVar``). Plugins define their
+own options through :func:`define` (re-exported by ``ember.extend``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+_UNSET: Any = object()
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected a boolean (1/0, true/false), got {text!r}")
+
+
+def _parse_str_list(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+@dataclass
+class Option:
+    name: str
+    default: Any
+    parse: Callable[[str], Any]
+    help: str
+    on_change: Callable[[Any], None] | None = None
+
+    @property
+    def env_var(self) -> str:
+        return "EMBER_" + self.name.upper()
+
+
+class Config:
+    """The registry of options. Use the module-level ``config`` instance."""
+
+    def __init__(self) -> None:
+        self._options: dict[str, Option] = {}
+        self._globals: dict[str, Any] = {}
+        self._overrides: dict[str, contextvars.ContextVar] = {}
+
+    def define(
+        self,
+        name: str,
+        default: Any,
+        *,
+        help: str,
+        parse: Callable[[str], Any] | None = None,
+        on_change: Callable[[Any], None] | None = None,
+    ) -> Option:
+        """Declare an option; its environment variable ``EMBER_<NAME>`` seeds its value."""
+        if name in self._options:
+            return self._options[name]
+        if parse is None:
+            parse = _default_parser(default)
+        option = Option(name, default, parse, help, on_change)
+        self._options[name] = option
+        self._overrides[name] = contextvars.ContextVar(f"ember_config_{name}", default=_UNSET)
+        raw = os.environ.get(option.env_var)
+        if raw is not None:
+            try:
+                self._globals[name] = parse(raw)
+            except ValueError as err:
+                raise ValueError(f"environment variable {option.env_var}={raw!r}: {err}") from None
+        else:
+            self._globals[name] = default
+        return option
+
+    def _option(self, name: str) -> Option:
+        try:
+            return self._options[name]
+        except KeyError:
+            known = ", ".join(sorted(self._options))
+            raise AttributeError(f"ember has no config option {name!r}; known: {known}") from None
+
+    def read(self, name: str) -> Any:
+        self._option(name)
+        value = self._overrides[name].get()
+        return self._globals[name] if value is _UNSET else value
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only for names that are not attributes: `config.enable_x64`.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self.read(name)
+
+    def update(self, name: str, value: Any) -> None:
+        """Set an option for the whole process."""
+        option = self._option(name)
+        self._globals[name] = value
+        if option.on_change is not None:
+            option.on_change(value)
+
+    @contextlib.contextmanager
+    def option(self, name: str, value: Any) -> Iterator[None]:
+        """Set an option for the duration of a ``with`` block (this thread/task only)."""
+        option = self._option(name)
+        token = self._overrides[name].set(value)
+        try:
+            if option.on_change is not None:
+                option.on_change(value)
+            yield
+        finally:
+            self._overrides[name].reset(token)
+            if option.on_change is not None:
+                option.on_change(self.read(name))
+
+    def values(self) -> dict[str, Any]:
+        return {name: self.read(name) for name in sorted(self._options)}
+
+    def describe(self) -> list[Option]:
+        return [self._options[name] for name in sorted(self._options)]
+
+
+def _default_parser(default: Any) -> Callable[[str], Any]:
+    if isinstance(default, bool):
+        return _parse_bool
+    if isinstance(default, int):
+        return int
+    if isinstance(default, float):
+        return float
+    if isinstance(default, tuple):
+        return _parse_str_list
+    return str
+
+
+config = Config()
+
+define = config.define
+
+# Core options. Plugins define theirs through ember.extend.config.
+config.define(
+    "enable_x64",
+    False,
+    help="Use 64-bit types (int64, float64, complex128) by default instead of their 32-bit kin.",
+)
+config.define(
+    "platforms",
+    (),
+    help="Comma-separated platforms to use, the first being the default; listed ones must load.",
+)
+config.define(
+    "disable_plugins",
+    (),
+    help="Comma-separated plugin names (entry-point names) that must not be loaded.",
+)
+config.define(
+    "disable_jit",
+    False,
+    help="Run jit-decorated functions eagerly, op by op (for debugging).",
+)
+config.define(
+    "log_compiles",
+    False,
+    help="Print a line each time a computation is compiled.",
+)

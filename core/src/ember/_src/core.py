@@ -1,0 +1,374 @@
+"""Abstract values, primitives, traces and tracers.
+
+ember uses a *current trace* rather than a stack of trace levels: ``Primitive.bind`` hands the
+operation to whichever trace is current. A transformation (jvp, vmap, staging) installs its
+own trace as current while the user's function runs; its rules then bind their own operations
+on the trace that was current before it (its ``parent``). Values that belong to some other
+trace are constants to it. The bottom trace, ``EvalTrace``, runs each primitive eagerly on a
+backend.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ember._src import dtypes, errors
+
+
+# --------------------------------------------------------------------------------------------
+# Abstract values
+
+
+class ShapedArray:
+    """The abstract value of an array: its shape, dtype and whether its dtype is weak."""
+
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+    array_abstraction_level: ClassVar[int] = 1
+
+    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+        self._hash = hash((self.shape, self.dtype, self.weak_type))
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: _prod(self.shape))
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+        return ShapedArray(
+            self.shape if shape is None else shape,
+            self.dtype if dtype is None else dtype,
+            self.weak_type if weak_type is None else weak_type,
+        )
+
+    def strip_weak_type(self) -> ShapedArray:
+        return self.update(weak_type=False) if self.weak_type else self
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is ShapedArray
+            and self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.weak_type == other.weak_type
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def str_short(self, short_dtypes: bool = True) -> str:
+        dims = ",".join(map(str, self.shape))
+        return f"{dtypes.short_name(self.dtype)}[{dims}]"
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.str_short()}{weak})"
+
+    def same_type(self, other: ShapedArray) -> bool:
+        """Equal shapes and dtypes (weak types may differ)."""
+        return self.shape == other.shape and self.dtype == other.dtype
+
+
+def _prod(values: Sequence[int]) -> int:
+    result = 1
+    for v in values:
+        result *= v
+    return result
+
+
+def raise_to_shaped(aval: ShapedArray) -> ShapedArray:
+    return aval
+
+
+def _aval_of_numpy(x: np.ndarray | np.generic) -> ShapedArray:
+    return ShapedArray(x.shape, dtypes.canonicalize(x.dtype))
+
+
+def _aval_of_python_scalar(x: Any) -> ShapedArray:
+    weak = type(x) is not bool
+    return ShapedArray((), dtypes.python_scalar_dtype(x), weak)
+
+
+_aval_getters: dict[type, Callable[[Any], ShapedArray]] = {
+    np.ndarray: _aval_of_numpy,
+    bool: _aval_of_python_scalar,
+    int: _aval_of_python_scalar,
+    float: _aval_of_python_scalar,
+    complex: _aval_of_python_scalar,
+}
+for _t in np.ScalarType:
+    if isinstance(_t, type) and issubclass(_t, np.generic):
+        _aval_getters[_t] = _aval_of_numpy
+
+
+def register_aval_getter(cls: type, getter: Callable[[Any], ShapedArray]) -> None:
+    """Teach ember the abstract value of a new array-like type (ember.Array registers here)."""
+    _aval_getters[cls] = getter
+
+
+def get_aval(x: Any) -> ShapedArray:
+    """The abstract value of any array-like: a tracer, an ember.Array, NumPy data, a scalar."""
+    if isinstance(x, Tracer):
+        return x.aval
+    getter = _aval_getters.get(type(x))
+    if getter is not None:
+        return getter(x)
+    for cls, getter in _aval_getters.items():
+        if isinstance(x, cls):
+            return getter(x)
+    raise errors.EmberTypeError(
+        f"value of type {type(x).__name__} is not a valid ember type: expected an array, "
+        f"a NumPy array or a Python scalar{errors.where()}"
+    )
+
+
+def is_arraylike(x: Any) -> bool:
+    return isinstance(x, Tracer) or type(x) in _aval_getters or any(
+        isinstance(x, cls) for cls in _aval_getters
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Primitives
+
+
+class Primitive:
+    """A named operation. Its rules (abstract evaluation, differentiation, batching, lowering,
+    reference evaluation) are registered beside it through ``ember._src.rules``."""
+
+    __slots__ = ("name", "multiple_results", "__weakref__")
+
+    def __init__(self, name: str, *, multiple_results: bool = False):
+        self.name = name
+        self.multiple_results = multiple_results
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        return _context.trace.process_primitive(self, args, params)
+
+
+# --------------------------------------------------------------------------------------------
+# Traces and tracers
+
+
+class Trace:
+    """Interprets primitives applied to its own tracers."""
+
+    __slots__ = ("parent", "__weakref__")
+
+    def __init__(self, parent: Trace | None):
+        self.parent = parent
+
+    def process_primitive(self, primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} cannot interpret primitives")
+
+    def owns(self, x: Any) -> bool:
+        return isinstance(x, Tracer) and x._trace is self
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}"
+
+
+class EvalTrace(Trace):
+    """The bottom trace: runs each primitive eagerly on the default backend."""
+
+    __slots__ = ()
+
+    def process_primitive(self, primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
+        for x in args:
+            if isinstance(x, Tracer):
+                raise _leaked_tracer_error(x, primitive)
+        return _eager_dispatcher(primitive, args, params)
+
+
+def _leaked_tracer_error(tracer: Tracer, primitive: Primitive) -> errors.UnexpectedTracerError:
+    return errors.UnexpectedTracerError(
+        f"{primitive.name} was applied to a tracer ({tracer.aval.str_short()}) that escaped the "
+        f"transformation which created it ({tracer._trace!r}). A value computed inside "
+        f"jit/grad/vmap was stored somewhere (a global, an attribute, a closure) and used after "
+        f"the transformation returned; return it from the function instead{errors.where()}"
+    )
+
+
+def _no_dispatcher(primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
+    raise errors.BackendError("ember's runtime is not initialised; import ember first")
+
+
+_eager_dispatcher: Callable[[Primitive, Sequence[Any], dict], Any] = _no_dispatcher
+
+
+def set_eager_dispatcher(dispatcher: Callable[[Primitive, Sequence[Any], dict], Any]) -> None:
+    """Install the function that runs a primitive eagerly (set once by ember's runtime)."""
+    global _eager_dispatcher
+    _eager_dispatcher = dispatcher
+
+
+class _TraceContext(threading.local):
+    def __init__(self) -> None:
+        self.trace: Trace = EvalTrace(None)
+
+
+_context = _TraceContext()
+
+
+def current_trace() -> Trace:
+    return _context.trace
+
+
+class set_current_trace:
+    """``with set_current_trace(trace):`` makes ``trace`` current for the block."""
+
+    __slots__ = ("trace", "previous")
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+
+    def __enter__(self) -> Trace:
+        self.previous = _context.trace
+        _context.trace = self.trace
+        return self.trace
+
+    def __exit__(self, *exc: Any) -> None:
+        _context.trace = self.previous
+
+
+def eval_trace_is_current() -> bool:
+    return type(_context.trace) is EvalTrace
+
+
+class Tracer:
+    """A value flowing through a trace. Operators are installed by ember's array API layer."""
+
+    __slots__ = ("_trace", "__weakref__")
+    __array_priority__ = 1000
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: len(self.aval.shape))
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __len__(self) -> int:
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object (a 0-d traced array)")
+        return self.aval.shape[0]
+
+    def __bool__(self) -> bool:
+        raise errors.TracerBoolConversionError(_concretization_message(self, "bool", "if/while"))
+
+    def __int__(self) -> int:
+        raise errors.TracerIntegerConversionError(_concretization_message(self, "int", "int()"))
+
+    def __index__(self) -> int:
+        raise errors.TracerIntegerConversionError(
+            _concretization_message(self, "int", "an index or a shape")
+        )
+
+    def __float__(self) -> float:
+        raise errors.ConcretizationTypeError(_concretization_message(self, "float", "float()"))
+
+    def __complex__(self) -> complex:
+        raise errors.ConcretizationTypeError(
+            _concretization_message(self, "complex", "complex()")
+        )
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise errors.TracerArrayConversionError(
+            f"a traced array {self.aval.str_short()} was converted to a NumPy array. Inside "
+            f"jit/grad/vmap use ember.numpy functions instead of NumPy's; for a debugging "
+            f"printout use ember.debug.print{errors.where()}"
+        )
+
+    def __hash__(self) -> int:
+        raise TypeError(f"unhashable type: traced array {self.aval.str_short()}")
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d traced array")
+        return (self[i] for i in range(self.aval.shape[0]))
+
+    def __repr__(self) -> str:
+        return f"Traced<{self.aval.str_short()}>with<{self._trace!r}>"
+
+    def item(self) -> Any:
+        raise errors.ConcretizationTypeError(_concretization_message(self, "Python scalar", "item()"))
+
+    def tolist(self) -> Any:
+        raise errors.ConcretizationTypeError(_concretization_message(self, "list", "tolist()"))
+
+
+def _concretization_message(tracer: Tracer, wanted: str, context: str) -> str:
+    return (
+        f"a traced array {tracer.aval.str_short()} was used where a concrete {wanted} is needed "
+        f"({context}), inside {tracer._trace!r}. Its value is not known while tracing. Use "
+        f"ember.numpy.where or ember.lax.cond/while_loop for value-dependent control flow, or "
+        f"mark the argument static (jit's static_argnums){errors.where()}"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Symbolic zeros (tangents and cotangents known to be zero cost nothing)
+
+
+class Zero:
+    """A symbolic zero of the given abstract value."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Zero({self.aval.str_short()})"
+
+
+def tangent_aval(aval: ShapedArray) -> ShapedArray:
+    """The type of tangents of ``aval``: itself for inexact dtypes, float0 otherwise."""
+    if dtypes.is_inexact(aval.dtype):
+        return aval.update(weak_type=False) if aval.weak_type else aval
+    return ShapedArray(aval.shape, dtypes.float0)
+
+
+# --------------------------------------------------------------------------------------------
+# Small shared helpers
+
+_counter = itertools.count()
+
+
+def fresh_id() -> int:
+    return next(_counter)
+
+
+def concrete_or_error(value: Any, context: str) -> Any:
+    """``value`` as a Python/NumPy value; a tracer raises a ConcretizationTypeError."""
+    if isinstance(value, Tracer):
+        raise errors.ConcretizationTypeError(_concretization_message(value, "value", context))
+    return value
+
+
+def canonicalize_shape(shape: Any, context: str = "shape") -> tuple[int, ...]:
+    """A shape argument as a tuple of non-negative ints, with clear errors for tracers."""
+    if isinstance(shape, (int, np.integer)) or isinstance(shape, Tracer) and not shape.aval.shape:
+        shape = (shape,)
+    try:
+        dims = tuple(operator.index(concrete_or_error(d, context)) for d in shape)
+    except TypeError as err:
+        if isinstance(err, errors.ConcretizationTypeError):
+            raise
+        raise errors.EmberTypeError(
+            f"{context} must be a sequence of integers, got {shape!r}{errors.where()}"
+        ) from None
+    if any(d < 0 for d in dims):
+        raise ValueError(f"{context} must have non-negative dimensions, got {dims}{errors.where()}")
+    return dims

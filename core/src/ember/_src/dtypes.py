@@ -1,0 +1,192 @@
+"""Dtypes: canonicalisation (32-bit unless x64 is on), weak types and type promotion.
+
+Promotion follows JAX's lattice: Python scalars are *weakly typed* (they adopt the dtype of
+the array they meet), and mixed signed/unsigned or int/float combinations climb the lattice
+to their least upper bound instead of NumPy's value-based rules.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from ember._src.config import config
+
+try:  # bfloat16 comes from ml_dtypes, which jaxlib depends on; the core runs without it.
+    import ml_dtypes
+
+    bfloat16: type | None = ml_dtypes.bfloat16
+except ImportError:  # pragma: no cover - exercised only without ml_dtypes
+    bfloat16 = None
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+# The three weak "types" of Python scalars, as lattice nodes.
+_WEAK_INT, _WEAK_FLOAT, _WEAK_COMPLEX = "int*", "float*", "complex*"
+
+_lattice: dict[Any, list[Any]] = {
+    bool_: [_WEAK_INT],
+    uint8: [int16, uint16],
+    uint16: [int32, uint32],
+    uint32: [int64, uint64],
+    uint64: [_WEAK_FLOAT],
+    _WEAK_INT: [uint8, int8],
+    int8: [int16],
+    int16: [int32],
+    int32: [int64],
+    int64: [_WEAK_FLOAT],
+    _WEAK_FLOAT: [float16, _WEAK_COMPLEX],
+    float16: [float32],
+    float32: [float64, complex64],
+    float64: [complex128],
+    _WEAK_COMPLEX: [complex64],
+    complex64: [complex128],
+    complex128: [],
+}
+if bfloat16 is not None:
+    _bf16 = np.dtype(bfloat16)
+    _lattice[_WEAK_FLOAT].insert(0, _bf16)
+    _lattice[_bf16] = [float32]
+
+
+def _upper_sets() -> dict[Any, frozenset]:
+    uppers: dict[Any, frozenset] = {}
+
+    def visit(node: Any) -> frozenset:
+        if node not in uppers:
+            result = {node}
+            for parent in _lattice[node]:
+                result |= visit(parent)
+            uppers[node] = frozenset(result)
+        return uppers[node]
+
+    for node in _lattice:
+        visit(node)
+    return uppers
+
+
+_UPPER = _upper_sets()
+
+_TO_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+
+def canonicalize(dtype: Any) -> np.dtype:
+    """The dtype ember computes in for ``dtype``: 64-bit kinds narrow unless x64 is on."""
+    dtype = np.dtype(dtype)
+    if not config.enable_x64:
+        return _TO_32.get(dtype, dtype)
+    return dtype
+
+
+def default_int() -> np.dtype:
+    return int64 if config.enable_x64 else int32
+
+
+def default_float() -> np.dtype:
+    return float64 if config.enable_x64 else float32
+
+
+def default_complex() -> np.dtype:
+    return complex128 if config.enable_x64 else complex64
+
+
+def _weak_node(dtype: np.dtype) -> Any:
+    if dtype.kind in "iu":
+        return _WEAK_INT
+    if dtype.kind == "f" or dtype == np.dtype(bfloat16 or np.float32):
+        return _WEAK_FLOAT
+    if dtype.kind == "c":
+        return _WEAK_COMPLEX
+    return dtype
+
+
+@functools.lru_cache(maxsize=1024)
+def _join(nodes: tuple) -> Any:
+    common = frozenset.intersection(*(_UPPER[node] for node in nodes))
+    for candidate in common:
+        if _UPPER[candidate] == common:
+            return candidate
+    raise TypeError(f"no common dtype for {nodes}")  # the lattice is a join-semilattice
+
+
+def promote(dtypes_and_weak: list[tuple[np.dtype, bool]]) -> tuple[np.dtype, bool]:
+    """The result (dtype, weak_type) of combining operands per JAX's promotion lattice."""
+    nodes = tuple(_weak_node(d) if weak else d for d, weak in dtypes_and_weak)
+    joined = _join(nodes)
+    if joined == _WEAK_INT:
+        return default_int(), True
+    if joined == _WEAK_FLOAT:
+        return default_float(), True
+    if joined == _WEAK_COMPLEX:
+        return default_complex(), True
+    all_weak = all(weak for _, weak in dtypes_and_weak)
+    return canonicalize(joined), all_weak
+
+
+def python_scalar_dtype(value: Any) -> np.dtype:
+    """The (weak) dtype a Python scalar takes: bool, default int, float or complex."""
+    if isinstance(value, bool):
+        return bool_
+    if isinstance(value, int):
+        return default_int()
+    if isinstance(value, float):
+        return default_float()
+    if isinstance(value, complex):
+        return default_complex()
+    raise TypeError(f"not a Python scalar: {type(value).__name__}")
+
+
+def is_python_scalar(value: Any) -> bool:
+    return type(value) in (bool, int, float, complex)
+
+
+def issubdtype(dtype: Any, category: Any) -> bool:
+    if bfloat16 is not None and np.dtype(dtype) == np.dtype(bfloat16):
+        return category in (np.floating, np.inexact, np.number, np.generic)
+    return np.issubdtype(dtype, category)
+
+
+def is_float(dtype: Any) -> bool:
+    return issubdtype(dtype, np.floating)
+
+
+def is_inexact(dtype: Any) -> bool:
+    return issubdtype(dtype, np.inexact)
+
+
+def is_integer(dtype: Any) -> bool:
+    return np.dtype(dtype).kind in "iu"
+
+
+def short_name(dtype: np.dtype) -> str:
+    """f32, i32, u8, bool, bf16, c64: the compact names used in jaxprs and error messages."""
+    return _SHORT_NAMES.get(np.dtype(dtype), str(dtype))
+
+
+_SHORT_NAMES = {
+    bool_: "bool",
+    int8: "i8",
+    int16: "i16",
+    int32: "i32",
+    int64: "i64",
+    uint8: "u8",
+    uint16: "u16",
+    uint32: "u32",
+    uint64: "u64",
+    float16: "f16",
+    float32: "f32",
+    float64: "f64",
+    complex64: "c64",
+    complex128: "c128",
+}
+if bfloat16 is not None:
+    _SHORT_NAMES[np.dtype(bfloat16)] = "bf16"
+
+# float0 is the dtype of tangents of integer and boolean values (they have no tangent space).
+float0 = np.dtype([("float0", np.void, 0)])

@@ -1,0 +1,94 @@
+"""The exceptions ember raises, and how they name the user's line of code.
+
+Every exception class here is public (``ember.errors``) and documented in docs/errors.md.
+They subclass the built-in type a NumPy user would expect (``TypeError`` for dtype and shape
+misuse, ``RuntimeError`` for backend problems) so that ``except TypeError`` keeps working.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+_EMBER_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PLUGIN_MARKERS = (os.sep + "ember_plugin_", os.sep + "pluggy" + os.sep)
+
+
+class EmberError(Exception):
+    """Base class of ember's own exceptions."""
+
+
+class EmberTypeError(EmberError, TypeError):
+    """An operation got operands of the wrong shape or dtype."""
+
+
+class ConcretizationTypeError(EmberTypeError):
+    """A traced value was needed as a concrete Python value (e.g. a shape, or `if x:`)."""
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    """A traced value was used where Python needs a bool (`if`, `while`, `and`, `or`)."""
+
+
+class TracerIntegerConversionError(ConcretizationTypeError):
+    """A traced value was used where Python needs an int (`range`, an index, a shape)."""
+
+
+class TracerArrayConversionError(ConcretizationTypeError):
+    """A traced value was converted to a NumPy array (``np.asarray(tracer)``)."""
+
+
+class UnexpectedTracerError(EmberError):
+    """A tracer escaped the transformation that created it and was used afterwards."""
+
+
+class BackendError(EmberError, RuntimeError):
+    """No backend can run the computation (none installed, none selected, init failed)."""
+
+
+class UnknownPlatformError(BackendError, ValueError):
+    """A platform name was asked for that no installed plugin provides."""
+
+
+class PluginError(EmberError, RuntimeError):
+    """A plugin is broken or incompatible with this version of ember."""
+
+
+class CompileError(EmberError, RuntimeError):
+    """The backend compiler rejected a lowered computation."""
+
+
+class ExecutionError(EmberError, RuntimeError):
+    """The backend failed while running a compiled computation."""
+
+
+def user_frame() -> traceback.FrameSummary | None:
+    """The innermost stack frame that belongs to user code (not ember, a plugin or pluggy)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not _is_internal(filename):
+            return traceback.FrameSummary(filename, frame.f_lineno, frame.f_code.co_name)
+        frame = frame.f_back
+    return None
+
+
+def _is_internal(filename: str) -> bool:
+    if filename.startswith(_EMBER_ROOT) or filename.startswith("<frozen"):
+        return True
+    return any(marker in filename for marker in _PLUGIN_MARKERS) or filename.endswith(
+        os.sep + "contextlib.py"
+    )
+
+
+def where() -> str:
+    """' (at file.py:12 in fn)' for the user's current line, or '' when there is none."""
+    frame = user_frame()
+    if frame is None:
+        return ""
+    return f" (at {format_frame(frame)})"
+
+
+def format_frame(frame: traceback.FrameSummary) -> str:
+    return f"{frame.filename}:{frame.lineno} in {frame.name}"

@@ -1,0 +1,109 @@
+"""Vectorisation (vmap): run a function on a batch by tracking where the batch axis lives.
+
+A ``BatchTracer`` holds a value with one extra axis, at position ``batch_dim``. Each
+primitive's batching rule receives the values and their batch dims (``None`` for operands
+that are not batched) and returns the result and the result's batch dim, so no data moves
+unless a rule needs it to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ember._src import errors, rules
+from ember._src.core import (
+    Primitive,
+    ShapedArray,
+    Trace,
+    Tracer,
+    current_trace,
+    get_aval,
+    set_current_trace,
+)
+
+not_mapped = None
+
+
+class BatchTracer(Tracer):
+    __slots__ = ("val", "batch_dim")
+
+    def __init__(self, trace: BatchTrace, val: Any, batch_dim: int):
+        self._trace = trace
+        self.val = val
+        self.batch_dim = batch_dim
+
+    @property
+    def aval(self) -> ShapedArray:
+        aval = get_aval(self.val)
+        shape = aval.shape[: self.batch_dim] + aval.shape[self.batch_dim + 1 :]
+        return ShapedArray(shape, aval.dtype, aval.weak_type)
+
+
+class BatchTrace(Trace):
+    __slots__ = ("axis_size", "axis_name")
+
+    def __init__(self, parent: Trace, axis_size: int, axis_name: Any = None):
+        super().__init__(parent)
+        self.axis_size = axis_size
+        self.axis_name = axis_name
+
+    def __repr__(self) -> str:
+        name = f", axis_name={self.axis_name!r}" if self.axis_name is not None else ""
+        return f"BatchTrace(axis_size={self.axis_size}{name})"
+
+    def unpack(self, x: Any) -> tuple[Any, int | None]:
+        if isinstance(x, BatchTracer) and x._trace is self:
+            return x.val, x.batch_dim
+        return x, not_mapped
+
+    def process_primitive(self, primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
+        vals, dims = [], []
+        batched = False
+        for x in args:
+            if isinstance(x, BatchTracer) and x._trace is self:
+                vals.append(x.val)
+                dims.append(x.batch_dim)
+                batched = True
+            else:
+                vals.append(x)
+                dims.append(not_mapped)
+        with set_current_trace(self.parent):
+            if not batched:
+                return primitive.bind(*vals, **params)
+            out, out_dim = rules.batch_rule(primitive)(vals, dims, **params)
+        if primitive.multiple_results:
+            return [self.wrap(v, d) for v, d in zip(out, out_dim)]
+        return self.wrap(out, out_dim)
+
+    def wrap(self, val: Any, batch_dim: int | None) -> Any:
+        if batch_dim is not_mapped:
+            return val
+        return BatchTracer(self, val, batch_dim)
+
+
+def batch_flat(
+    fun: Callable[..., Sequence[Any]],
+    args: Sequence[Any],
+    in_dims: Sequence[int | None],
+    axis_size: int,
+    axis_name: Any = None,
+) -> tuple[list[Any], list[int | None]]:
+    """Run ``fun`` batched; return the raw outputs and where each one's batch axis is."""
+    trace = BatchTrace(current_trace(), axis_size, axis_name)
+    wrapped = []
+    for x, d in zip(args, in_dims):
+        if d is not_mapped:
+            wrapped.append(x)
+            continue
+        shape = get_aval(x).shape
+        if not -len(shape) <= d < len(shape):
+            raise ValueError(
+                f"vmap in_axes={d} is out of range for an argument of rank {len(shape)}"
+                f"{errors.where()}"
+            )
+        wrapped.append(BatchTracer(trace, x, d % len(shape)))
+    with set_current_trace(trace):
+        outs = fun(*wrapped)
+    unpacked = [trace.unpack(x) for x in outs]
+    return [v for v, _ in unpacked], [d for _, d in unpacked]

@@ -1,0 +1,120 @@
+"""Partial evaluation: run what is known now, stage what is not.
+
+``PartialEvalTrace`` is a staging trace whose tracers are the *unknown* values. A primitive
+applied only to known values runs on the enclosing trace right away; one that touches an
+unknown value is recorded, and any known values it reads become the recorded jaxpr's
+constants — the *residuals*. Linearisation uses it with the tangents unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ember._src import rules
+from ember._src.core import Primitive, ShapedArray, current_trace, set_current_trace
+from ember._src.interpreters.eval import eval_jaxpr
+from ember._src.interpreters.staging import StagingTrace, StagingTracer, trace_to_jaxpr
+from ember._src.ir import ClosedJaxpr, Jaxpr, Var
+
+
+class PartialEvalTrace(StagingTrace):
+    __slots__ = ()
+
+    def owns(self, x: Any) -> bool:
+        return isinstance(x, StagingTracer) and x._trace is self
+
+    def process_primitive(self, primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
+        for x in args:
+            if isinstance(x, StagingTracer) and x._trace is self:
+                break
+        else:
+            with set_current_trace(self.parent):
+                return primitive.bind(*args, **params)
+        rule = rules.partial_eval_rule(primitive)
+        if rule is not None:
+            return rule(self, args, params)
+        return StagingTrace.process_primitive(self, primitive, args, params)
+
+    def stage(self, primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
+        """Record ``primitive`` unconditionally (used by custom partial-evaluation rules)."""
+        return StagingTrace.process_primitive(self, primitive, args, params)
+
+
+class PartialEvalResult:
+    """A jaxpr split in two: ``known`` runs now and also returns residuals; ``unknown`` takes
+    the residuals followed by the unknown inputs."""
+
+    def __init__(
+        self,
+        known: ClosedJaxpr,
+        unknown: ClosedJaxpr,
+        out_unknowns: list[bool],
+        num_residuals: int,
+    ):
+        self.known = known
+        self.unknown = unknown
+        self.out_unknowns = out_unknowns
+        self.num_residuals = num_residuals
+
+
+def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool]) -> PartialEvalResult:
+    known_avals = [a for a, u in zip(closed.in_avals, unknowns) if not u]
+    unknown_avals = [a for a, u in zip(closed.in_avals, unknowns) if u]
+    split: dict[str, Any] = {}
+
+    def known_part(*known_args: Any) -> list[Any]:
+        pe = PartialEvalTrace(current_trace(), "partial_eval")
+        unknown_args = [pe.new_arg(aval) for aval in unknown_avals]
+        args = merge(unknowns, known_args, unknown_args)
+        with set_current_trace(pe):
+            outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        out_unknowns = [pe.owns(x) for x in outs]
+        unknown_jaxpr = pe.to_jaxpr([x for x, u in zip(outs, out_unknowns) if u])
+        split["out_unknowns"] = out_unknowns
+        split["unknown"] = _residuals_as_inputs(unknown_jaxpr)
+        residuals = unknown_jaxpr.consts
+        split["num_residuals"] = len(residuals)
+        return [x for x, u in zip(outs, out_unknowns) if not u] + list(residuals)
+
+    known = trace_to_jaxpr(known_part, known_avals, name="partial_eval_known")
+    return PartialEvalResult(
+        known, split["unknown"], split["out_unknowns"], split["num_residuals"]
+    )
+
+
+def _residuals_as_inputs(closed: ClosedJaxpr) -> ClosedJaxpr:
+    jaxpr = closed.jaxpr
+    return ClosedJaxpr(
+        Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info),
+        [],
+    )
+
+
+def merge(mask: Sequence[bool], if_false: Sequence[Any], if_true: Sequence[Any]) -> list[Any]:
+    """Interleave two lists: take from ``if_true`` where ``mask`` is set, else ``if_false``."""
+    false_iter, true_iter = iter(if_false), iter(if_true)
+    return [next(true_iter) if m else next(false_iter) for m in mask]
+
+
+def unknown_avals(closed: ClosedJaxpr, unknowns: Sequence[bool]) -> list[ShapedArray]:
+    return [a for a, u in zip(closed.in_avals, unknowns) if u]
+
+
+def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr:
+    """Drop equations whose outputs nobody uses (all of ember's primitives are pure)."""
+    outvars = (
+        jaxpr.outvars
+        if used_outputs is None
+        else [v for v, used in zip(jaxpr.outvars, used_outputs) if used]
+    )
+    live: set[int] = {id(v) for v in outvars if isinstance(v, Var)}
+    kept = []
+    for eqn in reversed(jaxpr.eqns):
+        if any(id(v) in live for v in eqn.outvars):
+            kept.append(eqn)
+            live.update(id(v) for v in eqn.invars if isinstance(v, Var))
+    kept.reverse()
+    if len(kept) == len(jaxpr.eqns) and used_outputs is None:
+        return jaxpr
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, kept, jaxpr.debug_info)

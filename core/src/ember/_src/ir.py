@@ -1,0 +1,233 @@
+"""Jaxprs: ember's intermediate representation, and its pretty-printer.
+
+A ``Jaxpr`` is a list of equations in A-normal form: each ``Eqn`` applies one primitive to
+variables or literals and binds fresh variables. ``ClosedJaxpr`` pairs a jaxpr with the values
+of its constant variables.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ember._src import dtypes
+from ember._src.core import Primitive, ShapedArray
+
+
+class Var:
+    """A variable of a jaxpr; it prints as a short name assigned when the jaxpr is printed."""
+
+    __slots__ = ("aval", "suffix")
+
+    def __init__(self, aval: ShapedArray, suffix: str = ""):
+        self.aval = aval
+        self.suffix = suffix
+
+    def __repr__(self) -> str:
+        return f"Var({self.aval.str_short()})"
+
+
+class DropVar(Var):
+    """An output nobody reads (printed as ``_``)."""
+
+    __slots__ = ()
+
+
+class Literal:
+    """A scalar constant written into the jaxpr itself."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val: Any, aval: ShapedArray):
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Literal({self.val!r})"
+
+    def pretty(self) -> str:
+        val = self.val.item() if isinstance(self.val, (np.ndarray, np.generic)) else self.val
+        return f"{val}:{self.aval.str_short()}"
+
+
+Atom = Var | Literal
+
+
+class Eqn:
+    __slots__ = ("primitive", "invars", "outvars", "params", "source_info")
+
+    def __init__(
+        self,
+        primitive: Primitive,
+        invars: Sequence[Atom],
+        outvars: Sequence[Var],
+        params: dict[str, Any],
+        source_info: traceback.FrameSummary | None = None,
+    ):
+        self.primitive = primitive
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.params = params
+        self.source_info = source_info
+
+    def replace(self, **changes: Any) -> Eqn:
+        fields = {
+            "primitive": self.primitive,
+            "invars": self.invars,
+            "outvars": self.outvars,
+            "params": self.params,
+            "source_info": self.source_info,
+        }
+        fields.update(changes)
+        return Eqn(**fields)
+
+    def __repr__(self) -> str:
+        return f"Eqn({self.primitive.name})"
+
+
+class Jaxpr:
+    __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info")
+
+    def __init__(
+        self,
+        constvars: Sequence[Var],
+        invars: Sequence[Var],
+        outvars: Sequence[Atom],
+        eqns: Sequence[Eqn],
+        debug_info: str | None = None,
+    ):
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.eqns = list(eqns)
+        self.debug_info = debug_info
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.outvars]
+
+    def __str__(self) -> str:
+        return pretty_print(self)
+
+    def __repr__(self) -> str:
+        return pretty_print(self)
+
+    def pretty(self) -> str:
+        return pretty_print(self)
+
+
+class ClosedJaxpr:
+    """A jaxpr with no free constant variables: ``consts`` supplies their values."""
+
+    __slots__ = ("jaxpr", "consts", "__weakref__")
+
+    def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]):
+        assert len(consts) == len(jaxpr.constvars), (len(consts), len(jaxpr.constvars))
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+    eqns = property(lambda self: self.jaxpr.eqns)
+
+    def __str__(self) -> str:
+        return pretty_print(self.jaxpr)
+
+    __repr__ = __str__
+
+    def pretty(self) -> str:
+        return pretty_print(self.jaxpr)
+
+
+def closed_over_nothing(jaxpr: Jaxpr) -> ClosedJaxpr:
+    return ClosedJaxpr(jaxpr, [])
+
+
+# --------------------------------------------------------------------------------------------
+# Pretty printing
+
+
+class _Names:
+    def __init__(self) -> None:
+        self.names: dict[int, str] = {}
+
+    def __call__(self, var: Atom) -> str:
+        if isinstance(var, Literal):
+            return var.pretty()
+        if isinstance(var, DropVar):
+            return "_"
+        name = self.names.get(id(var))
+        if name is None:
+            name = _name_for(len(self.names)) + var.suffix
+            self.names[id(var)] = name
+        return name
+
+
+def _name_for(i: int) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    name = ""
+    i += 1
+    while i > 0:
+        i, rem = divmod(i - 1, 26)
+        name = letters[rem] + name
+    return name
+
+
+def _binder(names: _Names, var: Var) -> str:
+    if isinstance(var, DropVar):
+        return f"_:{var.aval.str_short()}"
+    return f"{names(var)}:{var.aval.str_short()}"
+
+
+def pretty_print(jaxpr: Jaxpr, indent: int = 0, names: _Names | None = None) -> str:
+    names = names or _Names()
+    pad = " " * indent
+    consts = " ".join(_binder(names, v) for v in jaxpr.constvars)
+    ins = " ".join(_binder(names, v) for v in jaxpr.invars)
+    lines = [f"{{ lambda {consts}; {ins}. let"]
+    for eqn in jaxpr.eqns:
+        lines.append(_pretty_eqn(eqn, names, indent + 4))
+    outs = ", ".join(names(v) for v in jaxpr.outvars)
+    lines.append(f"  in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}")
+    return ("\n" + pad).join(lines)
+
+
+def _pretty_eqn(eqn: Eqn, names: _Names, indent: int) -> str:
+    pad = " " * indent
+    outs = " ".join(_binder(names, v) for v in eqn.outvars)
+    ins = " ".join(names(v) for v in eqn.invars)
+    params = _pretty_params(eqn.params, names, indent)
+    return f"{pad}{outs} = {eqn.primitive.name}{params} {ins}"
+
+
+def _pretty_params(params: dict[str, Any], names: _Names, indent: int) -> str:
+    if not params:
+        return ""
+    parts = []
+    for key, value in sorted(params.items()):
+        parts.append(f"{key}={_pretty_value(value, names, indent)}")
+    if sum(len(p) for p in parts) > 60:
+        pad = " " * (indent + 2)
+        return "[\n" + "\n".join(pad + p for p in parts) + "\n" + " " * indent + "]"
+    return "[" + " ".join(parts) + "]"
+
+
+def _pretty_value(value: Any, names: _Names, indent: int) -> str:
+    if isinstance(value, ClosedJaxpr):
+        return pretty_print(value.jaxpr, indent + 4, names)
+    if isinstance(value, Jaxpr):
+        return pretty_print(value, indent + 4, names)
+    if isinstance(value, np.dtype):
+        return dtypes.short_name(value)
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return dtypes.short_name(np.dtype(value))
+    if callable(value) and hasattr(value, "__name__"):
+        return value.__name__
+    return repr(value)

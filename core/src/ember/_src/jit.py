@@ -1,0 +1,315 @@
+"""``jit``: trace once per argument signature, compile with XLA, call the executable.
+
+A jitted function keeps two caches. The *trace cache* maps (static arguments, argument
+structure, abstract values) to a jaxpr; the *executable cache* adds the device and maps to a
+compiled executable, ready to be called with device buffers. At the top level (no enclosing
+transformation) a call is a tree flatten, one dictionary lookup and one execute; under a
+transformation the jaxpr is bound as a ``jit`` equation so the transformation applies to it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ember._src import core
+from ember._src.api_util import HashableStatic, leaf_aval, static_names_to_nums
+from ember._src.config import config
+from ember._src.interpreters.partial_eval import dce_jaxpr
+from ember._src.interpreters.staging import trace_to_jaxpr
+from ember._src.ir import ClosedJaxpr, Jaxpr
+from ember._src.lowering.module import lower_module
+from ember._src.ops.call import jit_call
+from ember._src.runtime.array import Array
+from ember._src.runtime.dispatch import (
+    CompiledComputation,
+    common_device,
+    compile_jaxpr,
+    to_device,
+)
+from ember._src.runtime.backend import Device
+from ember._src.tree_util import PyTreeDef, tree_flatten, tree_unflatten
+
+
+class _Traced:
+    """A traced function: its const-free jaxpr, the hoisted consts and the output structure."""
+
+    __slots__ = ("jaxpr", "consts", "out_tree", "donated")
+
+    def __init__(self, jaxpr: ClosedJaxpr, consts: list[Any], out_tree: PyTreeDef, donated):
+        self.jaxpr = jaxpr
+        self.consts = consts
+        self.out_tree = out_tree
+        self.donated = donated
+
+
+class _Executable:
+    """A compiled entry of the executable cache, with its consts already on the device."""
+
+    __slots__ = ("compiled", "const_buffers", "out_tree")
+
+    def __init__(self, compiled: CompiledComputation, const_buffers: list[Any], out_tree):
+        self.compiled = compiled
+        self.const_buffers = const_buffers
+        self.out_tree = out_tree
+
+
+class JitFunction:
+    """The callable returned by ``ember.jit``."""
+
+    def __init__(
+        self,
+        fun: Callable[..., Any],
+        *,
+        static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Sequence[str] | None = None,
+        donate_argnums: int | Sequence[int] | None = None,
+        device: Device | None = None,
+    ):
+        if not callable(fun):
+            raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
+        functools.update_wrapper(self, fun)
+        self._fun = fun
+        self._name = getattr(fun, "__name__", type(fun).__name__)
+        self._static_argnums = _as_tuple(static_argnums)
+        names = (static_argnames,) if isinstance(static_argnames, str) else static_argnames
+        self._static_argnames = tuple(names or ())
+        for name, position in static_names_to_nums(fun, self._static_argnames).items():
+            if position not in self._static_argnums:
+                self._static_argnums += (position,)
+        self._donate_argnums = _as_tuple(donate_argnums)
+        self._device = device
+        self._has_statics = bool(self._static_argnums or self._static_argnames)
+        self._trace_cache: dict[tuple, _Traced] = {}
+        self._exec_cache: dict[tuple, _Executable] = {}
+
+    def __repr__(self) -> str:
+        return f"<jitted function {self._name}>"
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        # Support decorating methods: bind like a function would.
+        if instance is None:
+            return self
+        return functools.partial(self, instance)
+
+    # -- calling --------------------------------------------------------------------------------
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if config.disable_jit:
+            return self._fun(*args, **kwargs)
+        dynamic, statics = self._split(args, kwargs)
+        leaves, in_tree = tree_flatten(dynamic)
+        if core.eval_trace_is_current():
+            return self._call_top_level(leaves, in_tree, statics)
+        avals = tuple(leaf_aval(x, self._label(i)) for i, x in enumerate(leaves))
+        traced = self._trace(statics, in_tree, avals)
+        outs = jit_call([*traced.consts, *leaves], traced.jaxpr, self._name, traced.donated)
+        return tree_unflatten(traced.out_tree, outs)
+
+    def _call_top_level(self, leaves: list[Any], in_tree: PyTreeDef, statics: tuple) -> Any:
+        device = self._device or common_device(leaves, self._name)
+        buffers = []
+        avals = []
+        for i, x in enumerate(leaves):
+            if type(x) is not Array or x._device is not device:
+                leaf_aval(x, self._label(i))
+                x = to_device(x, device)
+            buffers.append(x._buffer)
+            avals.append(x.aval)
+        key = (statics, in_tree, tuple(avals), device)
+        entry = self._exec_cache.get(key)
+        if entry is None:
+            entry = self._compile(statics, in_tree, tuple(avals), device)
+            self._exec_cache[key] = entry
+        outs = entry.compiled.call_buffers(entry.const_buffers + buffers)
+        return tree_unflatten(entry.out_tree, outs)
+
+    def _compile(self, statics: tuple, in_tree: PyTreeDef, avals: tuple, device: Device):
+        traced = self._trace(statics, in_tree, avals)
+        compiled = compile_jaxpr(traced.jaxpr, device, f"jit_{self._name}", traced.donated)
+        const_buffers = [to_device(c, device)._buffer for c in traced.consts]
+        return _Executable(compiled, const_buffers, traced.out_tree)
+
+    # -- tracing --------------------------------------------------------------------------------
+
+    def _split(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
+        if not self._has_statics:
+            return (args, kwargs), ()
+        # Static positions beyond the call's positional arguments are simply absent.
+        nums = {n % len(args) for n in self._static_argnums if -len(args) <= n < len(args)}
+        static_pos = tuple(
+            (i, HashableStatic(args[i], f"#{i} (positional)", self._name)) for i in sorted(nums)
+        )
+        static_kw = tuple(
+            (k, HashableStatic(kwargs[k], repr(k), self._name))
+            for k in sorted(kwargs)
+            if k in self._static_argnames
+        )
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in nums)
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
+        return (dyn_args, dyn_kwargs), (static_pos, static_kw)
+
+    def _merge(self, dyn_args: tuple, dyn_kwargs: dict, statics: tuple) -> tuple[list, dict]:
+        if not statics:
+            return list(dyn_args), dyn_kwargs
+        static_pos, static_kw = statics
+        args = list(dyn_args)
+        for i, wrapped in static_pos:
+            args.insert(i, wrapped.value)
+        kwargs = dict(dyn_kwargs)
+        kwargs.update((k, wrapped.value) for k, wrapped in static_kw)
+        return args, kwargs
+
+    def _trace(self, statics: tuple, in_tree: PyTreeDef, avals: tuple) -> _Traced:
+        key = (statics, in_tree, avals)
+        traced = self._trace_cache.get(key)
+        if traced is not None:
+            return traced
+        out_trees: list[PyTreeDef] = []
+
+        def flat_fun(*leaves: Any) -> list[Any]:
+            dyn_args, dyn_kwargs = tree_unflatten(in_tree, leaves)
+            args, kwargs = self._merge(dyn_args, dyn_kwargs, statics)
+            out = self._fun(*args, **kwargs)
+            out_leaves, out_tree = tree_flatten(out)
+            out_trees.append(out_tree)
+            return out_leaves
+
+        closed = trace_to_jaxpr(flat_fun, avals, name=self._name)
+        jaxpr = dce_jaxpr(closed.jaxpr)
+        hoisted = Jaxpr(
+            [], [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns, self._name
+        )
+        donated = (False,) * len(closed.consts) + self._donated_leaves(in_tree, statics)
+        traced = _Traced(ClosedJaxpr(hoisted, []), list(closed.consts), out_trees[0], donated)
+        self._trace_cache[key] = traced
+        return traced
+
+    def _donated_leaves(self, in_tree: PyTreeDef, statics: tuple) -> tuple[bool, ...]:
+        args_def, kwargs_def = in_tree.children
+        if not self._donate_argnums:
+            return (False,) * in_tree.num_leaves
+        static_positions = {i for i, _ in statics[0]} if statics else set()
+        dynamic_positions = [
+            i for i in range(len(args_def.children) + len(static_positions))
+            if i not in static_positions
+        ]
+        n_args = len(dynamic_positions) + len(static_positions)
+        donate = {n % n_args for n in self._donate_argnums if -n_args <= n < n_args}
+        flags: list[bool] = []
+        for position, child in zip(dynamic_positions, args_def.children):
+            flags.extend([position in donate] * child.num_leaves)
+        flags.extend([False] * kwargs_def.num_leaves)
+        return tuple(flags)
+
+    def _label(self, leaf_index: int) -> str:
+        return f"argument leaf #{leaf_index} of {self._name}"
+
+    # -- ahead-of-time ----------------------------------------------------------------------------
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """Trace and lower for these arguments without running: ``.as_text()`` is StableHLO."""
+        dynamic, statics = self._split(args, kwargs)
+        leaves, in_tree = tree_flatten(dynamic)
+        avals = tuple(leaf_aval(x, self._label(i)) for i, x in enumerate(leaves))
+        device = self._device or common_device([x for x in leaves if type(x) is Array], self._name)
+        return Lowered(self, statics, in_tree, avals, device)
+
+    def trace(self, *args: Any, **kwargs: Any) -> ClosedJaxpr:
+        dynamic, statics = self._split(args, kwargs)
+        leaves, in_tree = tree_flatten(dynamic)
+        avals = tuple(leaf_aval(x, self._label(i)) for i, x in enumerate(leaves))
+        return self._trace(statics, in_tree, avals).jaxpr
+
+    def clear_cache(self) -> None:
+        self._trace_cache.clear()
+        self._exec_cache.clear()
+
+
+class Lowered:
+    """A jitted function lowered for one argument signature."""
+
+    def __init__(self, fn: JitFunction, statics, in_tree, avals, device: Device):
+        self._fn = fn
+        self._statics = statics
+        self._in_tree = in_tree
+        self._avals = avals
+        self._device = device
+        self._traced = fn._trace(statics, in_tree, avals)
+
+    @property
+    def jaxpr(self) -> ClosedJaxpr:
+        return self._traced.jaxpr
+
+    def as_text(self, platform: str | None = None) -> str:
+        """The StableHLO module, as MLIR text, for ``platform`` (default: the device's)."""
+        return lower_module(
+            self._traced.jaxpr,
+            platform=platform or self._device.platform,
+            name=f"jit_{self._fn._name}",
+            donated_invars=self._traced.donated,
+        )
+
+    def compile(self) -> Compiled:
+        key = (self._statics, self._in_tree, self._avals, self._device)
+        entry = self._fn._exec_cache.get(key)
+        if entry is None:
+            entry = self._fn._compile(self._statics, self._in_tree, self._avals, self._device)
+            self._fn._exec_cache[key] = entry
+        return Compiled(self._fn, entry)
+
+
+class Compiled:
+    """A compiled executable for one argument signature."""
+
+    def __init__(self, fn: JitFunction, entry: _Executable):
+        self._fn = fn
+        self._entry = entry
+
+    def as_text(self) -> str:
+        return self._entry.compiled.executable.as_text()
+
+    def cost_analysis(self) -> dict[str, float]:
+        return self._entry.compiled.executable.cost_analysis()
+
+    def memory_analysis(self) -> Any:
+        return self._entry.compiled.executable.memory_analysis()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._fn(*args, **kwargs)
+
+
+def _as_tuple(value: int | Sequence[int] | None) -> tuple[int, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, int):
+        return (value,)
+    return tuple(value)
+
+
+def jit(
+    fun: Callable[..., Any] | None = None,
+    *,
+    static_argnums: int | Sequence[int] | None = None,
+    static_argnames: str | Sequence[str] | None = None,
+    donate_argnums: int | Sequence[int] | None = None,
+    device: Device | None = None,
+) -> Any:
+    """Compile ``fun`` with XLA; usable as ``@jit`` or ``@jit(static_argnums=...)``."""
+    if fun is None:
+        return functools.partial(
+            jit,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+            donate_argnums=donate_argnums,
+            device=device,
+        )
+    return JitFunction(
+        fun,
+        static_argnums=static_argnums,
+        static_argnames=static_argnames,
+        donate_argnums=donate_argnums,
+        device=device,
+    )
+

@@ -1,0 +1,121 @@
+"""Lowering whole jaxprs: equation by equation into a StableHLO ``@main`` function."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ember._src import errors, rules
+from ember._src.ir import ClosedJaxpr, Jaxpr, Literal
+from ember._src.lowering.mlir import (
+    FunctionEmitter,
+    ModuleContext,
+    RuleContext,
+    tensor_type,
+)
+
+
+class LoweringError(errors.EmberError, TypeError):
+    """A primitive could not be lowered (names the primitive and the user's line)."""
+
+
+def lower_jaxpr_inline(
+    ctx: RuleContext, jaxpr: Jaxpr, consts: Sequence[str], args: Sequence[str]
+) -> list[str]:
+    """Emit the equations of ``jaxpr`` into the current function; return its outputs' names.
+
+    ``consts`` and ``args`` are SSA names for the jaxpr's constvars and invars.
+    """
+    env: dict[object, str] = {}
+    for var, name in zip(jaxpr.constvars, consts):
+        env[var] = name
+    for var, name in zip(jaxpr.invars, args):
+        env[var] = name
+
+    def read(atom) -> str:
+        if type(atom) is Literal:
+            return ctx.constant(atom.val, atom.aval)
+        return env[atom]
+
+    platform = ctx.platform
+    rule_cache: dict = {}
+    saved_in, saved_out = ctx.avals_in, ctx.avals_out
+    try:
+        for eqn in jaxpr.eqns:
+            primitive = eqn.primitive
+            rule = rule_cache.get(primitive)
+            if rule is None:
+                rule = rule_cache[primitive] = rules.lowering_rule(primitive, platform)
+            ctx.avals_in = [v.aval for v in eqn.invars]
+            ctx.avals_out = [v.aval for v in eqn.outvars]
+            operands = [read(v) for v in eqn.invars]
+            try:
+                outs = rule(ctx, *operands, **eqn.params)
+            except LoweringError:
+                raise
+            except Exception as err:
+                where = f" (from {eqn.source_info})" if eqn.source_info else ""
+                raise LoweringError(
+                    f"lowering {primitive.name} for platform {platform!r} failed{where}: {err}"
+                ) from err
+            if primitive.multiple_results:
+                env.update(zip(eqn.outvars, outs))
+            else:
+                env[eqn.outvars[0]] = outs
+        return [read(v) for v in jaxpr.outvars]
+    finally:
+        ctx.avals_in, ctx.avals_out = saved_in, saved_out
+
+
+def lower_module(
+    closed: ClosedJaxpr,
+    *,
+    platform: str,
+    name: str,
+    donated_invars: Sequence[bool] = (),
+    num_partitions: int = 1,
+    arg_attrs: Sequence[str | None] = (),
+    result_attrs: Sequence[str | None] = (),
+) -> str:
+    """The StableHLO module text of ``closed``, whose consts are inlined as constants.
+
+    Large constants should be hoisted into arguments by the caller (jit does this), since
+    every inline constant is compiled into the executable.
+    """
+    module = ModuleContext(platform, name)
+    fn = FunctionEmitter()
+    ctx = RuleContext(module, fn)
+    jaxpr = closed.jaxpr
+    donated = list(donated_invars) or [False] * len(jaxpr.invars)
+    extra_arg = list(arg_attrs) or [None] * len(jaxpr.invars)
+
+    params = []
+    arg_names = []
+    for i, var in enumerate(jaxpr.invars):
+        arg = f"%arg{i}"
+        fn.types[arg] = tensor_type(var.aval)
+        attrs = []
+        if donated[i]:
+            attrs.append("jax.buffer_donor = true")
+        if extra_arg[i]:
+            attrs.append(extra_arg[i])
+        attr_text = " {" + ", ".join(attrs) + "}" if attrs else ""
+        params.append(f"{arg}: {fn.types[arg]}{attr_text}")
+        arg_names.append(arg)
+
+    const_names = [ctx.constant(value, var.aval) for var, value in zip(jaxpr.constvars, closed.consts)]
+    outs = lower_jaxpr_inline(ctx, jaxpr, const_names, arg_names)
+
+    out_types = [fn.types[o] for o in outs]
+    extra_res = list(result_attrs) or [None] * len(outs)
+    results = ", ".join(
+        t + (f" {{{attr}}}" if attr else "") for t, attr in zip(out_types, extra_res)
+    )
+    ret = f"    return {', '.join(outs)} : {', '.join(out_types)}" if outs else "    return"
+    body = "\n".join(fn.lines)
+    functions = "\n".join(module.extra_functions)
+    return (
+        f"module @{module.name} attributes {{mhlo.num_partitions = {num_partitions} : i32, "
+        f"mhlo.num_replicas = 1 : i32}} {{\n"
+        f"  func.func public @main({', '.join(params)}) -> ({results}) {{\n"
+        f"{body}\n{ret}\n  }}\n{functions}}}\n"
+    )

@@ -1,0 +1,122 @@
+"""Operators and methods of ``ember.Array`` and of tracers, defined by ember.numpy.
+
+Both classes get the same set, so code behaves the same eagerly and under a transformation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember._src.core import Tracer
+from ember._src.numpy import contractions, elementwise, indexing, manipulation, reductions
+from ember._src.runtime.array import Array
+
+
+def _swap(fn):
+    def swapped(self: Any, other: Any) -> Any:
+        return fn(other, self)
+
+    return swapped
+
+
+def _defer(fn):
+    """Binary operators return NotImplemented for operand types ember doesn't know."""
+
+    def operator_method(self: Any, other: Any) -> Any:
+        if not _is_operand(other):
+            return NotImplemented
+        return fn(self, other)
+
+    return operator_method
+
+
+_OPERAND_TYPES = (Array, Tracer, int, float, complex, bool, np.ndarray, np.generic, list, tuple)
+
+
+def _is_operand(x: Any) -> bool:
+    return isinstance(x, _OPERAND_TYPES)
+
+
+_BINARY = {
+    "add": elementwise.add,
+    "sub": elementwise.subtract,
+    "mul": elementwise.multiply,
+    "truediv": elementwise.true_divide,
+    "floordiv": elementwise.floor_divide,
+    "mod": elementwise.remainder,
+    "pow": elementwise.power,
+    "matmul": contractions.matmul,
+    "and": elementwise.bitwise_and,
+    "or": elementwise.bitwise_or,
+    "xor": elementwise.bitwise_xor,
+}
+
+_COMPARISONS = {
+    "eq": elementwise.equal,
+    "ne": elementwise.not_equal,
+    "lt": elementwise.less,
+    "le": elementwise.less_equal,
+    "gt": elementwise.greater,
+    "ge": elementwise.greater_equal,
+}
+
+
+def _reshape_method(self: Any, *shape: Any, order: str = "C") -> Any:
+    target = shape[0] if len(shape) == 1 else shape
+    return manipulation.reshape(self, target, order)
+
+
+def _transpose_method(self: Any, *axes: Any) -> Any:
+    if not axes or (len(axes) == 1 and axes[0] is None):
+        return manipulation.transpose(self)
+    return manipulation.transpose(self, axes[0] if len(axes) == 1 else axes)
+
+
+_METHODS = {
+    "reshape": _reshape_method,
+    "transpose": _transpose_method,
+    "T": property(lambda self: manipulation.transpose(self)),
+    "mT": property(lambda self: manipulation.swapaxes(self, -1, -2)),
+    "astype": lambda self, dtype, copy=True: manipulation.astype(self, dtype),
+    "ravel": manipulation.ravel,
+    "flatten": manipulation.ravel,
+    "squeeze": manipulation.squeeze,
+    "swapaxes": manipulation.swapaxes,
+    "sum": reductions.sum,
+    "prod": reductions.prod,
+    "mean": reductions.mean,
+    "var": reductions.var,
+    "std": reductions.std,
+    "max": reductions.max,
+    "min": reductions.min,
+    "all": reductions.all,
+    "any": reductions.any,
+    "argmax": reductions.argmax,
+    "argmin": reductions.argmin,
+    "dot": contractions.dot,
+    "clip": elementwise.clip,
+    "round": elementwise.round,
+    "__getitem__": indexing.getitem,
+    "__neg__": elementwise.negative,
+    "__pos__": elementwise.positive,
+    "__abs__": elementwise.absolute,
+    "__invert__": elementwise.bitwise_not,
+}
+
+
+def install(cls: type) -> None:
+    for name, fn in _BINARY.items():
+        setattr(cls, f"__{name}__", _defer(fn))
+        setattr(cls, f"__r{name}__", _defer(_swap(fn)))
+    for name, fn in _COMPARISONS.items():
+        setattr(cls, f"__{name}__", _defer(fn))
+    for name, fn in _METHODS.items():
+        setattr(cls, name, fn)
+    # Defining __eq__ would otherwise make instances unhashable implicitly; keep that explicit.
+    cls.__hash__ = Tracer.__hash__ if cls is Tracer else None
+
+
+install(Array)
+install(Tracer)

@@ -1,0 +1,221 @@
+"""Contractions: dot, matmul, tensordot, inner, outer, vdot, vecdot and einsum."""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+from typing import Any
+
+from ember._src import errors
+from ember._src.core import get_aval
+from ember._src.numpy.manipulation import ravel
+from ember._src.numpy.util import (
+    as_operand,
+    broadcast_shapes,
+    canonicalize_axis,
+    prepare,
+    promote_dtypes,
+)
+from ember._src.ops import elementwise as ew
+from ember._src.ops.linalg import dot_general
+from ember._src.ops.shape import broadcast_to_shape, reduce_sum, reshape, squeeze, transpose
+
+
+def _operands(name: str, a: Any, b: Any) -> tuple[Any, Any]:
+    a, b = promote_dtypes(as_operand(a), as_operand(b))
+    return a, b
+
+
+def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+    """NumPy's dot: matrix product for 2-D, sum over a's last and b's second-to-last axis."""
+    a, b = _operands("dot", a, b)
+    a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
+    if a_ndim == 0 or b_ndim == 0:
+        return ew.mul(*prepare("dot", a, b))
+    b_axis = 0 if b_ndim == 1 else b_ndim - 2
+    _check_contracted("dot", a, b, a_ndim - 1, b_axis)
+    return dot_general(a, b, (((a_ndim - 1,), (b_axis,)), ((), ())), precision, preferred_element_type)
+
+
+def _check_contracted(name: str, a: Any, b: Any, a_axis: int, b_axis: int) -> None:
+    a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
+    if a_shape[a_axis] != b_shape[b_axis]:
+        raise ValueError(
+            f"{name}: shapes {a_shape} and {b_shape} not aligned: {a_shape[a_axis]} (dim "
+            f"{a_axis}) != {b_shape[b_axis]} (dim {b_axis}){errors.where()}"
+        )
+
+
+def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+    """The @ operator: batched matrix product with broadcast leading axes."""
+    a, b = _operands("matmul", a, b)
+    a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
+    if not a_shape or not b_shape:
+        raise ValueError(f"matmul: operands must not be scalars; use * instead{errors.where()}")
+    a_vector, b_vector = len(a_shape) == 1, len(b_shape) == 1
+    if a_vector:
+        a = reshape(a, (1,) + a_shape)
+    if b_vector:
+        b = reshape(b, b_shape + (1,))
+    a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
+    _check_contracted("matmul", a, b, len(a_shape) - 1, len(b_shape) - 2)
+    batch = broadcast_shapes("matmul", a_shape[:-2], b_shape[:-2])
+    a = broadcast_to_shape(a, batch + a_shape[-2:])
+    b = broadcast_to_shape(b, batch + b_shape[-2:])
+    nb = len(batch)
+    batch_dims = tuple(range(nb))
+    result = dot_general(
+        a, b, (((nb + 1,), (nb,)), (batch_dims, batch_dims)), precision, preferred_element_type
+    )
+    if a_vector:
+        result = _drop_axis(result, -2)
+    if b_vector:
+        result = _drop_axis(result, -1)
+    return result
+
+
+def _drop_axis(x: Any, axis: int) -> Any:
+    return squeeze(x, (axis % get_aval(x).ndim,))
+
+
+def tensordot(a: Any, b: Any, axes: Any = 2, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+    a, b = _operands("tensordot", a, b)
+    a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
+    if isinstance(axes, int):
+        if axes > min(a_ndim, b_ndim) or axes < 0:
+            raise ValueError(f"tensordot: axes={axes} exceeds the operands' ranks{errors.where()}")
+        a_axes = tuple(range(a_ndim - axes, a_ndim))
+        b_axes = tuple(range(axes))
+    else:
+        a_axes_raw, b_axes_raw = axes
+        a_axes_raw = (a_axes_raw,) if isinstance(a_axes_raw, int) else tuple(a_axes_raw)
+        b_axes_raw = (b_axes_raw,) if isinstance(b_axes_raw, int) else tuple(b_axes_raw)
+        if len(a_axes_raw) != len(b_axes_raw):
+            raise ValueError(f"tensordot: axes lists must have equal length, got {axes}{errors.where()}")
+        a_axes = tuple(canonicalize_axis(x, a_ndim) for x in a_axes_raw)
+        b_axes = tuple(canonicalize_axis(x, b_ndim) for x in b_axes_raw)
+    for i, j in zip(a_axes, b_axes):
+        _check_contracted("tensordot", a, b, i, j)
+    return dot_general(a, b, ((a_axes, b_axes), ((), ())), precision, preferred_element_type)
+
+
+def inner(a: Any, b: Any) -> Any:
+    a, b = _operands("inner", a, b)
+    if not get_aval(a).ndim or not get_aval(b).ndim:
+        return ew.mul(*prepare("inner", a, b))
+    return tensordot(a, b, ((-1,), (-1,)))
+
+
+def outer(a: Any, b: Any) -> Any:
+    a, b = _operands("outer", ravel(a), ravel(b))
+    return dot_general(reshape(a, get_aval(a).shape + (1,)), reshape(b, (1,) + get_aval(b).shape), (((1,), (0,)), ((), ())))
+
+
+def vdot(a: Any, b: Any) -> Any:
+    return dot(ravel(a), ravel(b))
+
+
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    x1, x2 = prepare("vecdot", x1, x2)
+    ndim = get_aval(x1).ndim
+    ax = canonicalize_axis(axis, ndim)
+    return reduce_sum(ew.mul(x1, x2), (ax,))
+
+
+# --------------------------------------------------------------------------------------------
+# einsum
+
+
+def einsum(subscripts: str, *operands: Any, precision: Any = None, preferred_element_type: Any = None, optimize: Any = True) -> Any:
+    """Einstein summation, contracted pairwise from left to right."""
+    if not isinstance(subscripts, str):
+        raise TypeError("einsum: only the string form of subscripts is supported")
+    operands = promote_dtypes(*(as_operand(o) for o in operands))
+    inputs, output = _parse_einsum(subscripts, [get_aval(o).ndim for o in operands])
+    if len(inputs) != len(operands):
+        raise ValueError(f"einsum: {len(inputs)} subscripts for {len(operands)} operands{errors.where()}")
+    sizes: dict[str, int] = {}
+    for labels, op in zip(inputs, operands):
+        shape = get_aval(op).shape
+        if len(labels) != len(shape):
+            raise ValueError(f"einsum: subscripts {labels!r} don't match operand of rank {len(shape)}{errors.where()}")
+        if len(set(labels)) != len(labels):
+            raise NotImplementedError(f"einsum: repeated subscripts within one operand ({labels!r}) are not supported yet")
+        for label, size in zip(labels, shape):
+            if sizes.setdefault(label, size) != size and size != 1:
+                raise ValueError(f"einsum: size of label {label!r} differs: {sizes[label]} vs {size}{errors.where()}")
+    terms = list(zip(inputs, operands))
+    while len(terms) > 1:
+        (la, a), (lb, b) = terms[0], terms[1]
+        rest = [labels for labels, _ in terms[2:]]
+        keep = set(output).union(*rest) if rest else set(output)
+        terms = [_contract_pair(la, a, lb, b, keep, precision, preferred_element_type)] + terms[2:]
+    labels, result = terms[0]
+    summed = tuple(i for i, label in enumerate(labels) if label not in output)
+    if summed:
+        result = reduce_sum(result, summed)
+        labels = "".join(label for label in labels if label in output)
+    return transpose(result, tuple(labels.index(label) for label in output))
+
+
+def _parse_einsum(subscripts: str, ndims: Sequence[int]) -> tuple[list[str], str]:
+    subscripts = subscripts.replace(" ", "")
+    if "->" in subscripts:
+        lhs, output = subscripts.split("->")
+    else:
+        lhs, output = subscripts, None
+    inputs = lhs.split(",")
+    if "..." in subscripts:
+        unused = [c for c in string.ascii_letters if c not in subscripts]
+        width = max((nd - len(s.replace("...", "")) for s, nd in zip(inputs, ndims) if "..." in s), default=0)
+        ellipsis = "".join(unused[:width])
+        expanded = []
+        for s, nd in zip(inputs, ndims):
+            if "..." in s:
+                own = nd - len(s.replace("...", ""))
+                s = s.replace("...", ellipsis[width - own:])
+            expanded.append(s)
+        inputs = expanded
+        if output is not None:
+            output = output.replace("...", ellipsis)
+    if output is None:
+        counts: dict[str, int] = {}
+        for s in inputs:
+            for c in s:
+                counts[c] = counts.get(c, 0) + 1
+        output = "".join(sorted(c for c, n in counts.items() if n == 1))
+    return inputs, output
+
+
+def _contract_pair(la: str, a: Any, lb: str, b: Any, keep: set[str], precision, preferred) -> tuple[str, Any]:
+    # Sum away labels that appear only in one operand and are not needed later.
+    a, la = _sum_unique(a, la, lb, keep)
+    b, lb = _sum_unique(b, lb, la, keep)
+    batch = [c for c in la if c in lb and c in keep]
+    contract = [c for c in la if c in lb and c not in keep]
+    numbers = (
+        (tuple(la.index(c) for c in contract), tuple(lb.index(c) for c in contract)),
+        (tuple(la.index(c) for c in batch), tuple(lb.index(c) for c in batch)),
+    )
+    a, b = _broadcast_shared(a, la, b, lb, batch + contract)
+    result = dot_general(a, b, numbers, precision, preferred)
+    free_a = [c for c in la if c not in batch and c not in contract]
+    free_b = [c for c in lb if c not in batch and c not in contract]
+    return "".join(batch + free_a + free_b), result
+
+
+def _sum_unique(x: Any, labels: str, other: str, keep: set[str]) -> tuple[Any, str]:
+    drop = tuple(i for i, c in enumerate(labels) if c not in other and c not in keep)
+    if not drop:
+        return x, labels
+    return reduce_sum(x, drop), "".join(c for i, c in enumerate(labels) if i not in drop)
+
+
+def _broadcast_shared(a: Any, la: str, b: Any, lb: str, shared: list[str]) -> tuple[Any, Any]:
+    a_shape, b_shape = list(get_aval(a).shape), list(get_aval(b).shape)
+    for c in shared:
+        i, j = la.index(c), lb.index(c)
+        size = max(a_shape[i], b_shape[j])
+        a_shape[i] = b_shape[j] = size
+    return broadcast_to_shape(a, tuple(a_shape)), broadcast_to_shape(b, tuple(b_shape))
+

@@ -1,0 +1,196 @@
+"""Array creation: array/asarray, zeros/ones/full (and *_like), arange, linspace, eye."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from ember._src import core, dtypes, errors
+from ember._src.core import Tracer, get_aval
+from ember._src.numpy.manipulation import stack
+from ember._src.numpy.util import cast, check_dtype_arg, shape_tuple
+from ember._src.ops import elementwise as lax
+from ember._src.ops.shape import (
+    broadcast_in_dim,
+    broadcast_to_shape,
+    convert_element_type,
+    iota,
+    reshape,
+)
+from ember._src.runtime import dispatch
+from ember._src.runtime.array import Array
+from ember._src.tree_util import tree_flatten
+
+
+def asarray(a: Any, dtype: Any = None, copy: bool | None = None, device: Any = None) -> Any:
+    """``a`` as an ember array (a no-op for arrays of the right dtype)."""
+    dtype = check_dtype_arg(dtype)
+    if isinstance(a, (Array, Tracer)):
+        if dtype is not None and dtype != a.dtype:
+            return convert_element_type(a, dtype)
+        return a
+    if isinstance(a, (list, tuple)):
+        leaves = tree_flatten(a)[0]
+        if any(isinstance(x, (Array, Tracer)) for x in leaves):
+            return stack([asarray(x, dtype) for x in a])
+    if hasattr(a, "__jax_array__"):
+        a = a.__jax_array__()
+    try:
+        host = np.asarray(a, dtype=dtype)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"cannot convert {type(a).__name__} to an array: {err}{errors.where()}") from None
+    if host.dtype == object:
+        raise TypeError(f"cannot convert {type(a).__name__} to an array of numbers{errors.where()}")
+    weak = dtype is None and dtypes.is_python_scalar(a)
+    if dtype is None:
+        host = host.astype(dtypes.canonicalize(host.dtype)) if not weak else np.asarray(
+            a, dtypes.python_scalar_dtype(a)
+        )
+    target = device if device is not None else None
+    return dispatch.device_put_numpy(host, _device_of(target), weak_type=weak)
+
+
+def _device_of(device: Any) -> Any:
+    if device is None:
+        return None
+    return getattr(device, "device", device)
+
+
+def array(object: Any, dtype: Any = None, copy: bool = True, ndmin: int = 0) -> Any:  # noqa: A002
+    result = asarray(object, dtype)
+    extra = ndmin - get_aval(result).ndim
+    if extra > 0:
+        result = reshape(result, (1,) * extra + get_aval(result).shape)
+    return result
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Any:
+    shape = shape_tuple(shape)
+    dtype = check_dtype_arg(dtype)
+    if isinstance(fill_value, (Array, Tracer)):
+        value = fill_value if dtype is None else convert_element_type(fill_value, dtype)
+        aval = get_aval(value)
+        if aval.ndim:
+            return broadcast_to_shape(value, shape)
+        return broadcast_in_dim(value, shape, ())
+    fill = np.asarray(fill_value)
+    if dtype is None:
+        dtype = (
+            dtypes.python_scalar_dtype(fill_value)
+            if dtypes.is_python_scalar(fill_value)
+            else dtypes.canonicalize(fill.dtype)
+        )
+    if fill.ndim:
+        return broadcast_to_shape(asarray(fill, dtype), shape)
+    return broadcast_in_dim(np.asarray(fill_value, dtype)[()], shape, ())
+
+
+def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
+    return full(shape, 0, dtype or dtypes.default_float())
+
+
+def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
+    return full(shape, 1, dtype or dtypes.default_float())
+
+
+def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
+    return zeros(shape, dtype)
+
+
+def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, tuple[int, ...]]:
+    aval = get_aval(a) if not isinstance(a, (list, tuple)) else get_aval(np.asarray(a))
+    return (check_dtype_arg(dtype) or aval.dtype), (aval.shape if shape is None else shape_tuple(shape))
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Any:
+    dtype, shape = _like(a, dtype, shape)
+    return full(shape, fill_value, dtype)
+
+
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
+    return full_like(a, 0, dtype, shape)
+
+
+def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
+    return full_like(a, 1, dtype, shape)
+
+
+def empty_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
+    return zeros_like(a, dtype, shape)
+
+
+def _static_number(value: Any, name: str) -> Any:
+    return core.concrete_or_error(value, f"arange's {name} argument")
+
+
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Any:
+    """Evenly spaced values in [start, stop); its arguments must be concrete (not traced)."""
+    start = _static_number(start, "start")
+    stop = _static_number(stop, "stop") if stop is not None else None
+    step = _static_number(step, "step") if step is not None else None
+    dtype = check_dtype_arg(dtype)
+    if stop is None and step is None and dtype is None or (stop is None and step is None):
+        count = operator.index(start) if isinstance(start, (int, np.integer)) else None
+        if count is not None:
+            return iota(dtype or dtypes.default_int(), (max(count, 0),), 0)
+    values = np.arange(start, stop, step)
+    if dtype is None:
+        dtype = dtypes.canonicalize(values.dtype)
+        if values.dtype.kind == "f":
+            dtype = dtypes.default_float()
+    if values.dtype.kind in "iu" and step in (None, 1) and np.dtype(dtype).kind in "iuf":
+        base = iota(dtype, (values.size,), 0)
+        offset = np.asarray(start if stop is not None else 0, dtype)[()]
+        return lax.add(base, offset) if offset else base
+    return asarray(values.astype(dtype))
+
+
+def linspace(
+    start: Any,
+    stop: Any,
+    num: int = 50,
+    endpoint: bool = True,
+    retstep: bool = False,
+    dtype: Any = None,
+    axis: int = 0,
+) -> Any:
+    num = operator.index(core.concrete_or_error(num, "linspace's num"))
+    if num < 0:
+        raise ValueError(f"linspace: number of samples, {num}, must be non-negative{errors.where()}")
+    dtype = check_dtype_arg(dtype) or dtypes.default_float()
+    compute = dtypes.default_float() if np.dtype(dtype).kind in "iub" else dtype
+    start_c = cast(start, compute) if dtypes.is_python_scalar(start) else convert_element_type(
+        asarray(start), compute
+    )
+    stop_c = cast(stop, compute) if dtypes.is_python_scalar(stop) else convert_element_type(
+        asarray(stop), compute
+    )
+    divisor = (num - 1) if endpoint else num
+    index = iota(dtypes.int32, (num,), 0)
+    delta = lax.sub(stop_c, start_c)
+    if get_aval(delta).shape:
+        raise ValueError(f"linspace supports scalar start and stop only{errors.where()}")
+    step = lax.div(delta, np.asarray(max(divisor, 1), compute)[()])
+    values = lax.add(lax.mul(convert_element_type(index, compute), step), start_c)
+    if endpoint and num > 1:
+        # Pin the last sample to stop exactly, as NumPy does, despite rounding in the steps.
+        values = lax.select_n(lax.eq(index, np.int32(num - 1)), values, stop_c)
+    result = convert_element_type(values, dtype) if dtype != compute else values
+    if retstep:
+        return result, step
+    return result
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:  # noqa: N803
+    n = operator.index(core.concrete_or_error(N, "eye's N"))
+    m = n if M is None else operator.index(core.concrete_or_error(M, "eye's M"))
+    dtype = check_dtype_arg(dtype) or dtypes.default_float()
+    rows = iota(dtypes.int32, (n, m), 0)
+    cols = iota(dtypes.int32, (n, m), 1)
+    return convert_element_type(lax.eq(lax.add(rows, np.int32(k)), cols), dtype)
+
+
+def identity(n: int, dtype: Any = None) -> Any:
+    return eye(n, dtype=dtype)

@@ -1,0 +1,351 @@
+"""ember.numpy's elementwise functions: NumPy promotion and broadcasting over lax primitives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember._src import dtypes, errors
+from ember._src.core import get_aval
+from ember._src.numpy.util import (
+    as_operand,
+    broadcast_args,
+    cast,
+    prepare,
+    prepare_inexact,
+    promote_dtypes,
+)
+from ember._src.ops import elementwise as lax
+
+
+def _unary_inexact(lax_fn):
+    def fn(x: Any, /) -> Any:
+        (x,) = prepare_inexact(lax_fn.__name__, x)
+        return lax_fn(x)
+
+    return fn
+
+
+def _unary_numeric(lax_fn):
+    def fn(x: Any, /) -> Any:
+        (x,) = promote_dtypes(x)
+        return lax_fn(x)
+
+    return fn
+
+
+def _binary(lax_fn, name: str):
+    def fn(x: Any, y: Any, /) -> Any:
+        x, y = prepare(name, x, y)
+        return lax_fn(x, y)
+
+    fn.__name__ = name
+    return fn
+
+
+def _binary_inexact(lax_fn, name: str):
+    def fn(x: Any, y: Any, /) -> Any:
+        x, y = prepare_inexact(name, x, y)
+        return lax_fn(x, y)
+
+    fn.__name__ = name
+    return fn
+
+
+add = _binary(lax.add, "add")
+subtract = _binary(lax.sub, "subtract")
+multiply = _binary(lax.mul, "multiply")
+maximum = _binary(lax.max, "maximum")
+minimum = _binary(lax.min, "minimum")
+arctan2 = _binary_inexact(lax.atan2, "arctan2")
+equal = _binary(lax.eq, "equal")
+not_equal = _binary(lax.ne, "not_equal")
+less = _binary(lax.lt, "less")
+less_equal = _binary(lax.le, "less_equal")
+greater = _binary(lax.gt, "greater")
+greater_equal = _binary(lax.ge, "greater_equal")
+
+exp = _unary_inexact(lax.exp)
+log = _unary_inexact(lax.log)
+log1p = _unary_inexact(lax.log1p)
+expm1 = _unary_inexact(lax.expm1)
+sin = _unary_inexact(lax.sin)
+cos = _unary_inexact(lax.cos)
+tan = _unary_inexact(lax.tan)
+tanh = _unary_inexact(lax.tanh)
+sinh = _unary_inexact(lax.sinh)
+cosh = _unary_inexact(lax.cosh)
+arcsin = _unary_inexact(lax.asin)
+arccos = _unary_inexact(lax.acos)
+arctan = _unary_inexact(lax.atan)
+arcsinh = _unary_inexact(lax.asinh)
+arccosh = _unary_inexact(lax.acosh)
+arctanh = _unary_inexact(lax.atanh)
+sqrt = _unary_inexact(lax.sqrt)
+cbrt = _unary_inexact(lax.cbrt)
+negative = _unary_numeric(lax.neg)
+sign = _unary_numeric(lax.sign)
+
+
+def _bitwise(lax_fn, name: str):
+    def fn(x: Any, y: Any, /) -> Any:
+        x, y = prepare(name, x, y)
+        dtype = get_aval(x).dtype
+        if dtype.kind not in "iub":
+            raise TypeError(
+                f"{name} is only defined for integer and boolean arrays, got "
+                f"{dtypes.short_name(dtype)}{errors.where()}"
+            )
+        return lax_fn(x, y)
+
+    fn.__name__ = name
+    return fn
+
+
+bitwise_and = _bitwise(lax.bitwise_and, "bitwise_and")
+bitwise_or = _bitwise(lax.bitwise_or, "bitwise_or")
+bitwise_xor = _bitwise(lax.bitwise_xor, "bitwise_xor")
+
+
+def bitwise_not(x: Any, /) -> Any:
+    (x,) = promote_dtypes(x)
+    dtype = get_aval(x).dtype
+    if dtype.kind not in "iub":
+        raise TypeError(
+            f"bitwise_not is only defined for integer and boolean arrays, got "
+            f"{dtypes.short_name(dtype)}{errors.where()}"
+        )
+    return lax.bitwise_not(x)
+
+
+invert = bitwise_not
+
+
+def _logical(lax_fn, name: str):
+    def fn(x: Any, y: Any, /) -> Any:
+        x, y = broadcast_args(name, cast(as_operand(x), dtypes.bool_), cast(as_operand(y), dtypes.bool_))
+        return lax_fn(x, y)
+
+    fn.__name__ = name
+    return fn
+
+
+logical_and = _logical(lax.bitwise_and, "logical_and")
+logical_or = _logical(lax.bitwise_or, "logical_or")
+logical_xor = _logical(lax.bitwise_xor, "logical_xor")
+
+
+def logical_not(x: Any, /) -> Any:
+    return lax.bitwise_not(cast(as_operand(x), dtypes.bool_))
+
+
+def true_divide(x: Any, y: Any, /) -> Any:
+    x, y = prepare_inexact("true_divide", x, y)
+    return lax.div(x, y)
+
+
+divide = true_divide
+
+
+def floor_divide(x: Any, y: Any, /) -> Any:
+    x, y = prepare("floor_divide", x, y)
+    dtype = get_aval(x).dtype
+    if dtype.kind in "iu":
+        # lax.div truncates toward zero; NumPy floors. Step down where the signs differ and the
+        # division was inexact.
+        quotient = lax.div(x, y)
+        if dtype.kind == "u":
+            return quotient
+        remainder = lax.rem(x, y)
+        zero = np.zeros((), dtype)
+        inexact = lax.ne(remainder, zero)
+        signs_differ = lax.ne(lax.lt(remainder, zero), lax.lt(y, zero))
+        adjust = lax.bitwise_and(inexact, signs_differ)
+        return lax.select_n(adjust, quotient, lax.sub(quotient, np.ones((), dtype)))
+    if dtype == dtypes.bool_:
+        raise TypeError(f"floor_divide is not defined for booleans{errors.where()}")
+    return lax.floor(lax.div(x, y))
+
+
+def remainder(x: Any, y: Any, /) -> Any:
+    x, y = prepare("remainder", x, y)
+    dtype = get_aval(x).dtype
+    # lax.rem takes the sign of x (C fmod); NumPy's remainder takes the sign of y.
+    r = lax.rem(x, y)
+    if dtype.kind == "u":
+        return r
+    zero = np.zeros((), dtype)
+    needs_shift = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
+    return lax.select_n(needs_shift, r, lax.add(r, y))
+
+
+mod = remainder
+
+
+def fmod(x: Any, y: Any, /) -> Any:
+    x, y = prepare("fmod", x, y)
+    return lax.rem(x, y)
+
+
+def power(x: Any, y: Any, /) -> Any:
+    if isinstance(y, (int, np.integer)) and not isinstance(y, bool) and not isinstance(x, (int, float)):
+        (x,) = promote_dtypes(as_operand(x))
+        if get_aval(x).dtype.kind in "iu" and y < 0:
+            raise ValueError(f"integers to negative integer powers are not allowed{errors.where()}")
+        return lax.integer_pow(x, int(y))
+    x, y = prepare("power", x, y)
+    dtype = get_aval(x).dtype
+    if dtype.kind in "iub":
+        return _integer_power(x, y)
+    return lax.pow(x, y)
+
+
+def _integer_power(x: Any, y: Any) -> Any:
+    """x ** y for integer arrays, by repeated squaring over the bits of y (y >= 0)."""
+    dtype = get_aval(x).dtype
+    bits = dtype.itemsize * 8
+    result = lax.add(lax.mul(x, np.zeros((), dtype)), np.ones((), dtype))
+    base = x
+    exponent = y
+    one = np.ones((), dtype)
+    for _ in range(bits):
+        odd = lax.ne(lax.bitwise_and(exponent, one), np.zeros((), dtype))
+        result = lax.select_n(odd, result, lax.mul(result, base))
+        base = lax.mul(base, base)
+        exponent = lax.div(exponent, np.asarray(2, dtype)[()])
+    return result
+
+
+pow = power  # noqa: A001 - the array API name
+
+
+def square(x: Any, /) -> Any:
+    (x,) = promote_dtypes(as_operand(x))
+    return lax.integer_pow(x, 2)
+
+
+def reciprocal(x: Any, /) -> Any:
+    (x,) = prepare_inexact("reciprocal", x)
+    return lax.div(np.ones((), get_aval(x).dtype), x)
+
+
+def absolute(x: Any, /) -> Any:
+    (x,) = promote_dtypes(as_operand(x))
+    if get_aval(x).dtype == dtypes.bool_:
+        return x
+    return lax.abs(x)
+
+
+abs = absolute  # noqa: A001
+
+
+def positive(x: Any, /) -> Any:
+    (x,) = promote_dtypes(as_operand(x))
+    return x
+
+
+def floor(x: Any, /) -> Any:
+    (x,) = promote_dtypes(as_operand(x))
+    return x if get_aval(x).dtype.kind in "iub" else lax.floor(x)
+
+
+def ceil(x: Any, /) -> Any:
+    (x,) = promote_dtypes(as_operand(x))
+    return x if get_aval(x).dtype.kind in "iub" else lax.ceil(x)
+
+
+def trunc(x: Any, /) -> Any:
+    (x,) = promote_dtypes(as_operand(x))
+    if get_aval(x).dtype.kind in "iub":
+        return x
+    return lax.select_n(lax.lt(x, np.zeros((), get_aval(x).dtype)), lax.floor(x), lax.ceil(x))
+
+
+def round(x: Any, decimals: int = 0) -> Any:  # noqa: A001
+    (x,) = promote_dtypes(as_operand(x))
+    dtype = get_aval(x).dtype
+    if dtype.kind in "iub":
+        return x
+    if decimals == 0:
+        return lax.round_(x)
+    factor = np.asarray(10.0**decimals, dtype)[()]
+    return lax.div(lax.round_(lax.mul(x, factor)), factor)
+
+
+around = round
+
+
+def rint(x: Any, /) -> Any:
+    return round(x)
+
+
+def isfinite(x: Any, /) -> Any:
+    (x,) = promote_dtypes(as_operand(x))
+    aval = get_aval(x)
+    if not dtypes.is_inexact(aval.dtype):
+        return lax.eq(x, x)
+    return lax.is_finite(x)
+
+
+def isnan(x: Any, /) -> Any:
+    (x,) = promote_dtypes(as_operand(x))
+    return lax.ne(x, x)
+
+
+def isinf(x: Any, /) -> Any:
+    (x,) = promote_dtypes(as_operand(x))
+    aval = get_aval(x)
+    if not dtypes.is_inexact(aval.dtype):
+        return lax.ne(x, x)
+    return lax.eq(lax.abs(x), np.asarray(np.inf, aval.dtype)[()])
+
+
+def log2(x: Any, /) -> Any:
+    (x,) = prepare_inexact("log2", x)
+    return lax.div(lax.log(x), np.asarray(np.log(2), get_aval(x).dtype)[()])
+
+
+def log10(x: Any, /) -> Any:
+    (x,) = prepare_inexact("log10", x)
+    return lax.div(lax.log(x), np.asarray(np.log(10), get_aval(x).dtype)[()])
+
+
+def exp2(x: Any, /) -> Any:
+    (x,) = prepare_inexact("exp2", x)
+    return lax.exp(lax.mul(x, np.asarray(np.log(2), get_aval(x).dtype)[()]))
+
+
+def logaddexp(x: Any, y: Any, /) -> Any:
+    x, y = prepare_inexact("logaddexp", x, y)
+    amax = lax.max(x, y)
+    delta = lax.sub(x, y)
+    # Where both are the same infinity, delta is nan: the answer is that infinity.
+    safe = lax.select_n(lax.ne(delta, delta), lax.neg(lax.abs(delta)), np.zeros((), get_aval(x).dtype))
+    return lax.add(amax, lax.log1p(lax.exp(safe)))
+
+
+def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    if min is not None:
+        x = maximum(x, min)
+    if max is not None:
+        x = minimum(x, max)
+    return x
+
+
+def where(condition: Any, x: Any = None, y: Any = None, /) -> Any:
+    """``x`` where ``condition`` holds, else ``y`` (the three-argument form)."""
+    if x is None or y is None:
+        raise ValueError(
+            "where with one argument returns indices whose number depends on the data; use "
+            f"ember.numpy.nonzero with a static size=, or pass both x and y{errors.where()}"
+        )
+    condition = cast(as_operand(condition), dtypes.bool_)
+    x, y = promote_dtypes(x, y)
+    condition, x, y = broadcast_args("where", condition, x, y)
+    return lax.select_n(condition, y, x)
+
+
+def sigmoid(x: Any) -> Any:
+    (x,) = prepare_inexact("sigmoid", x)
+    return lax.logistic(x)

@@ -1,0 +1,167 @@
+"""Reductions: sum, prod, mean, var, std, max, min, argmax, argmin, all, any."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from ember._src import dtypes, errors
+from ember._src.core import get_aval
+from ember._src.numpy.elementwise import where as select
+from ember._src.numpy.util import (
+    as_operand,
+    canonicalize_axes,
+    canonicalize_axis,
+    cast,
+    check_dtype_arg,
+    prepare,
+)
+from ember._src.ops import elementwise as ew
+from ember._src.ops import reduce as lax_reduce
+from ember._src.ops.shape import broadcast_to_shape, expand_dims, reduce_sum, reshape
+
+
+def _prepare(a: Any, axis: Any, dtype: Any, name: str, *, upcast_small_ints: bool):
+    a = as_operand(a)
+    aval = get_aval(a)
+    axes = canonicalize_axes(axis, aval.ndim)
+    dtype = check_dtype_arg(dtype)
+    if dtype is None and upcast_small_ints:
+        # NumPy sums bools and small integers in the default integer type.
+        if aval.dtype == dtypes.bool_ or (aval.dtype.kind in "iu" and aval.dtype.itemsize < dtypes.default_int().itemsize):
+            dtype = dtypes.default_int() if aval.dtype.kind != "u" else np.dtype(f"uint{dtypes.default_int().itemsize * 8}")
+    if dtype is not None and dtype != aval.dtype:
+        a = cast(a, dtype)
+    return a, axes
+
+
+def _keep(result: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
+    return expand_dims(result, axes) if keepdims and axes else result
+
+
+def _apply_where(a: Any, where: Any, identity: Any) -> Any:
+    if where is None:
+        return a
+    return select(where, a, identity)
+
+
+def sum(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:  # noqa: A001
+    a, axes = _prepare(a, axis, dtype, "sum", upcast_small_ints=True)
+    a = _apply_where(a, where, 0)
+    result = reduce_sum(a, axes)
+    if initial is not None:
+        result = ew.add(result, cast(initial, get_aval(result).dtype))
+    return _keep(result, axes, keepdims)
+
+
+def prod(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    a, axes = _prepare(a, axis, dtype, "prod", upcast_small_ints=True)
+    a = _apply_where(a, where, 1)
+    result = lax_reduce.reduce_prod(a, axes) if axes else a
+    if initial is not None:
+        result = ew.mul(result, cast(initial, get_aval(result).dtype))
+    return _keep(result, axes, keepdims)
+
+
+def _extremum(name: str, reducer, a: Any, axis: Any, keepdims: bool, initial: Any, where: Any) -> Any:
+    a, axes = _prepare(a, axis, None, name, upcast_small_ints=False)
+    aval = get_aval(a)
+    if where is not None and initial is None:
+        raise ValueError(f"{name} with where= needs an initial value{errors.where()}")
+    if builtins.any(aval.shape[ax] == 0 for ax in axes) and initial is None:
+        raise ValueError(
+            f"zero-size array to reduction operation {name} which has no identity{errors.where()}"
+        )
+    if where is not None:
+        a = _apply_where(a, where, initial)
+    result = reducer(a, axes) if axes else a
+    if initial is not None:
+        combine = ew.max if name == "max" else ew.min
+        result = combine(result, cast(initial, aval.dtype))
+    return _keep(result, axes, keepdims)
+
+
+def max(a: Any, axis: Any = None, out: None = None, keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:  # noqa: A001
+    return _extremum("max", lax_reduce.reduce_max, a, axis, keepdims, initial, where)
+
+
+def min(a: Any, axis: Any = None, out: None = None, keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:  # noqa: A001
+    return _extremum("min", lax_reduce.reduce_min, a, axis, keepdims, initial, where)
+
+
+amax = max
+amin = min
+
+
+def all(a: Any, axis: Any = None, out: None = None, keepdims: bool = False, *, where: Any = None) -> Any:  # noqa: A001
+    a, axes = _prepare(cast(as_operand(a), dtypes.bool_), axis, None, "all", upcast_small_ints=False)
+    a = _apply_where(a, where, True)
+    return _keep(lax_reduce.reduce_and(a, axes) if axes else a, axes, keepdims)
+
+
+def any(a: Any, axis: Any = None, out: None = None, keepdims: bool = False, *, where: Any = None) -> Any:  # noqa: A001
+    a, axes = _prepare(cast(as_operand(a), dtypes.bool_), axis, None, "any", upcast_small_ints=False)
+    a = _apply_where(a, where, False)
+    return _keep(lax_reduce.reduce_or(a, axes) if axes else a, axes, keepdims)
+
+
+def _count(aval_shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    return int(np.prod([aval_shape[ax] for ax in axes], dtype=np.int64))
+
+
+def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False, *, where: Any = None) -> Any:
+    a = as_operand(a)
+    aval = get_aval(a)
+    dtype = check_dtype_arg(dtype) or (aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.default_float())
+    axes = canonicalize_axes(axis, aval.ndim)
+    total = sum(cast(a, dtype, aval.weak_type), axis=axes, dtype=dtype, keepdims=keepdims, where=where)
+    if where is not None:
+        mask = broadcast_to_shape(cast(as_operand(where), dtype), aval.shape)
+        return ew.div(total, sum(mask, axis=axes, keepdims=keepdims))
+    n = _count(aval.shape, axes)
+    return ew.div(total, np.asarray(n, dtype)[()])
+
+
+def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0, keepdims: bool = False, *, correction: Any = None) -> Any:
+    if correction is not None:
+        ddof = correction
+    a = as_operand(a)
+    aval = get_aval(a)
+    axes = canonicalize_axes(axis, aval.ndim)
+    if aval.dtype.kind == "c":
+        raise TypeError(f"var and std of complex arrays are not supported yet{errors.where()}")
+    centered = ew.sub(*prepare("var", a, mean(a, axis=axes, dtype=dtype, keepdims=True)))
+    squared = ew.mul(centered, centered)
+    total = sum(squared, axis=axes, keepdims=keepdims)
+    n = _count(aval.shape, axes) - ddof
+    return ew.div(total, np.asarray(n, get_aval(total).dtype)[()])
+
+
+def std(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0, keepdims: bool = False, *, correction: Any = None) -> Any:
+    return ew.sqrt(var(a, axis, dtype, out, ddof, keepdims, correction=correction))
+
+
+def _arg_extremum(name: str, reducer, a: Any, axis: Any, keepdims: bool) -> Any:
+    a = as_operand(a)
+    aval = get_aval(a)
+    if axis is None:
+        a = reshape(a, (aval.size,))
+        if aval.size == 0:
+            raise ValueError(f"attempt to get {name} of an empty sequence{errors.where()}")
+        result = reducer(a, 0, dtypes.default_int())
+        return reshape(result, (1,) * aval.ndim) if keepdims else result
+    ax = canonicalize_axis(axis, aval.ndim)
+    if aval.shape[ax] == 0:
+        raise ValueError(f"attempt to get {name} of an empty sequence{errors.where()}")
+    result = reducer(a, ax, dtypes.default_int())
+    return expand_dims(result, (ax,)) if keepdims else result
+
+
+def argmax(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
+    return _arg_extremum("argmax", lax_reduce.argmax, a, axis, keepdims)
+
+
+def argmin(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
+    return _arg_extremum("argmin", lax_reduce.argmin, a, axis, keepdims)

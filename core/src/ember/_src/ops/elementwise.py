@@ -1,0 +1,943 @@
+"""Elementwise primitives: arithmetic, math functions, comparisons, logic and selection.
+
+At this level operands must share a dtype, and their shapes must be equal, except that a
+rank-0 operand broadcasts (so ``x * 2.0`` stays one equation). NumPy-style promotion and
+broadcasting happen one level up, in ``ember.numpy``. Each primitive here is made by a small
+factory that registers all of its rules at once; derivatives follow each definition.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ember._src import dtypes, errors, rules
+from ember._src.core import (
+    Primitive,
+    ShapedArray,
+    Tracer,
+    Zero,
+    get_aval,
+    register_aval_getter,
+    tangent_aval,
+)
+from ember._src.interpreters.ad import is_undefined
+from ember._src.interpreters.ad_util import add_any_p, add_tangents, instantiate
+from ember._src.interpreters.batching import not_mapped
+from ember._src.interpreters.staging import trace_to_jaxpr
+from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src.ops.shape import (
+    batch_size,
+    broadcast_in_dim,
+    compare_type,
+    convert_element_type,
+    move_axis,
+    reduce_sum,
+)
+
+_FLOAT = "float"  # inexact: floating and complex
+_INT = "int"  # integer or bool
+_NUM = "number"  # anything numeric, not bool
+_ANY = "any"
+
+
+def _kind_ok(dtype: np.dtype, kinds: str) -> bool:
+    if kinds == _ANY:
+        return True
+    if kinds == _FLOAT:
+        return dtypes.is_inexact(dtype)
+    if kinds == _INT:
+        return dtype.kind in "iub"
+    return dtype != dtypes.bool_
+
+
+_KIND_WORDS = {_FLOAT: "floating-point or complex", _INT: "integer or boolean", _NUM: "numeric"}
+
+
+def _nary_abstract_eval(name: str, kinds: str, result_dtype: np.dtype | None = None):
+    def abstract_eval(*avals: ShapedArray) -> ShapedArray:
+        dtype = avals[0].dtype
+        shape: tuple[int, ...] = ()
+        for aval in avals:
+            if aval.dtype != dtype:
+                raise errors.EmberTypeError(
+                    f"{name} requires arguments of one dtype, got "
+                    f"{', '.join(dtypes.short_name(a.dtype) for a in avals)}{errors.where()}"
+                )
+            if aval.shape:
+                if shape and aval.shape != shape:
+                    raise errors.EmberTypeError(
+                        f"{name} got incompatible shapes "
+                        f"{', '.join(str(a.shape) for a in avals)}{errors.where()}"
+                    )
+                shape = aval.shape
+        if not _kind_ok(dtype, kinds):
+            raise errors.EmberTypeError(
+                f"{name} needs {_KIND_WORDS[kinds]} operands, got {dtypes.short_name(dtype)}"
+                f"{errors.where()}"
+            )
+        if result_dtype is not None:
+            return ShapedArray(shape, result_dtype)
+        return ShapedArray(shape, dtype, all(a.weak_type for a in avals))
+
+    return abstract_eval
+
+
+def _elementwise_batch(primitive: Primitive):
+    def batch(vals, dims, **params):
+        logical = [
+            get_aval(x).shape if d is not_mapped else _drop(get_aval(x).shape, d)
+            for x, d in zip(vals, dims)
+        ]
+        out_shape = builtins.max(logical, key=len)
+        batched_dims = {d for d in dims if d is not not_mapped}
+        simple = len(batched_dims) == 1 and all(
+            (d is not_mapped and not shape) or (d is not not_mapped and shape == out_shape)
+            for d, shape in zip(dims, logical)
+        )
+        if simple:
+            return primitive.bind(*vals, **params), batched_dims.pop()
+        size = batch_size(vals, dims)
+        full = (size,) + out_shape
+        aligned = []
+        for x, d, shape in zip(vals, dims, logical):
+            if d is not_mapped:
+                if shape:
+                    x = broadcast_in_dim(x, full, tuple(range(1, len(full))))
+            else:
+                x = move_axis(x, d, 0)
+                if not shape and out_shape:
+                    x = broadcast_in_dim(x, full, (0,))
+            aligned.append(x)
+        return primitive.bind(*aligned, **params), 0
+
+    return batch
+
+
+def _drop(shape: tuple[int, ...], d: int) -> tuple[int, ...]:
+    return shape[:d] + shape[d + 1 :]
+
+
+def _broadcast_operands(ctx, operands: Sequence[str]) -> list[str]:
+    """Lowering: broadcast rank-0 operands to the output shape."""
+    out_aval = ctx.avals_out[0]
+    if not out_aval.shape:
+        return list(operands)
+    result = []
+    for x, aval in zip(operands, ctx.avals_in):
+        if not aval.shape:
+            x = ctx.broadcast_in_dim(x, ShapedArray(out_aval.shape, aval.dtype), ())
+        result.append(x)
+    return result
+
+
+def _hlo_lowering(hlo_op: str):
+    def lowering(ctx, *operands, **params):
+        return ctx.op(hlo_op, _broadcast_operands(ctx, operands), ctx.avals_out[0])
+
+    return lowering
+
+
+def _reference(numpy_fn: Callable[..., Any]):
+    def reference(*args, **params):
+        return numpy_fn(*args)
+
+    return reference
+
+
+def make_elementwise(
+    name: str,
+    numpy_fn: Callable[..., Any],
+    hlo_op: str | None,
+    kinds: str,
+    result_dtype: np.dtype | None = None,
+) -> Primitive:
+    primitive = Primitive(name)
+    rules.def_abstract_eval(primitive)(_nary_abstract_eval(name, kinds, result_dtype))
+    rules.def_batch(primitive)(_elementwise_batch(primitive))
+    rules.def_reference(primitive)(_reference(numpy_fn))
+    if hlo_op is not None:
+        rules.def_lowering(primitive)(_hlo_lowering(hlo_op))
+    return primitive
+
+
+def _zero_tangent_like(x: Any) -> Zero:
+    return Zero(tangent_aval(get_aval(x)))
+
+
+def def_unary_jvp(primitive: Primitive, derivative: Callable[[Any, Any], Any]) -> None:
+    """JVP of ``y = f(x)``: ``t * derivative(x, y)``."""
+
+    @rules.def_jvp(primitive)
+    def jvp(primals, tangents, **params):
+        (x,), (t,) = primals, tangents
+        y = primitive.bind(x, **params)
+        if type(t) is Zero:
+            return y, _zero_tangent_like(y)
+        return y, mul(t, derivative(x, y))
+
+
+def def_zero_jvp(primitive: Primitive) -> None:
+    """Piecewise-constant functions (comparisons, floor, sign, ...) have zero derivative."""
+
+    @rules.def_jvp(primitive)
+    def jvp(primals, tangents, **params):
+        y = primitive.bind(*primals, **params)
+        return y, _zero_tangent_like(y)
+
+
+def _unbroadcast(aval: ShapedArray, ct: Any) -> Any:
+    """Sum a cotangent down to a rank-0 operand that was broadcast."""
+    if type(ct) is Zero:
+        return Zero(aval)
+    ct_aval = get_aval(ct)
+    if ct_aval.shape and not aval.shape:
+        return reduce_sum(ct, tuple(range(ct_aval.ndim)))
+    return ct
+
+
+def _coerce(*args: Any) -> list[Any]:
+    """Give Python scalars the dtype of the array operands (as weakly typed values)."""
+    arrays = [a for a in args if not dtypes.is_python_scalar(a)]
+    if len(arrays) == len(args):
+        return list(args)
+    if arrays:
+        aval = get_aval(arrays[0])
+        dtype, weak = aval.dtype, True
+    else:
+        dtype, weak = dtypes.promote([(get_aval(a).dtype, True) for a in args])
+    return [
+        _scalar_constant(a, dtype, weak) if dtypes.is_python_scalar(a) else a for a in args
+    ]
+
+
+def _scalar_constant(value: Any, dtype: np.dtype, weak: bool) -> Any:
+    array = np.asarray(value, dtype)
+    return array.view(WeakScalar) if weak else array[()]
+
+
+class WeakScalar(np.ndarray):
+    """A Python scalar converted to an operand's dtype: a 0-d NumPy array that ember treats as
+    weakly typed, so ``x_f16 * 2`` stays float16 through staging and eager dispatch alike."""
+
+
+register_aval_getter(WeakScalar, lambda x: ShapedArray((), x.dtype, True))
+
+
+# --------------------------------------------------------------------------------------------
+# Arithmetic
+
+add_p = make_elementwise("add", np.add, "stablehlo.add", _ANY)
+sub_p = make_elementwise("sub", np.subtract, "stablehlo.subtract", _NUM)
+mul_p = make_elementwise("mul", np.multiply, "stablehlo.multiply", _ANY)
+div_p = make_elementwise("div", None, "stablehlo.divide", _NUM)
+rem_p = make_elementwise("rem", np.fmod, "stablehlo.remainder", _NUM)
+pow_p = make_elementwise("pow", np.power, "stablehlo.power", _FLOAT)
+max_p = make_elementwise("max", np.maximum, "stablehlo.maximum", _ANY)
+min_p = make_elementwise("min", np.minimum, "stablehlo.minimum", _ANY)
+atan2_p = make_elementwise("atan2", np.arctan2, "stablehlo.atan2", _FLOAT)
+nextafter_p = make_elementwise("nextafter", np.nextafter, None, _FLOAT)
+
+
+def add(x: Any, y: Any) -> Any:
+    return add_p.bind(*_coerce(x, y))
+
+
+def sub(x: Any, y: Any) -> Any:
+    return sub_p.bind(*_coerce(x, y))
+
+
+def mul(x: Any, y: Any) -> Any:
+    return mul_p.bind(*_coerce(x, y))
+
+
+def div(x: Any, y: Any) -> Any:
+    return div_p.bind(*_coerce(x, y))
+
+
+def rem(x: Any, y: Any) -> Any:
+    return rem_p.bind(*_coerce(x, y))
+
+
+def pow(x: Any, y: Any) -> Any:  # noqa: A001 - mirrors lax.pow
+    return pow_p.bind(*_coerce(x, y))
+
+
+def max(x: Any, y: Any) -> Any:  # noqa: A001 - mirrors lax.max
+    return max_p.bind(*_coerce(x, y))
+
+
+def min(x: Any, y: Any) -> Any:  # noqa: A001 - mirrors lax.min
+    return min_p.bind(*_coerce(x, y))
+
+
+def atan2(x: Any, y: Any) -> Any:
+    return atan2_p.bind(*_coerce(x, y))
+
+
+@rules.def_reference(div_p)
+def _div_reference(x, y):
+    if x.dtype.kind in "iu":
+        # XLA's integer division rounds toward zero (C semantics), not toward -inf.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            quotient = np.trunc(np.true_divide(x, y))
+        return np.where(y == 0, -1, quotient).astype(x.dtype)
+    return np.true_divide(x, y)
+
+
+@rules.def_jvp(add_p)
+def _add_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = add(x, y)
+    return out, _broadcast_tangent_sum(out, tx, ty, negate_second=False)
+
+
+@rules.def_jvp(sub_p)
+def _sub_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = sub(x, y)
+    return out, _broadcast_tangent_sum(out, tx, ty, negate_second=True)
+
+
+def _broadcast_tangent_sum(out: Any, tx: Any, ty: Any, negate_second: bool) -> Any:
+    out_aval = tangent_aval(get_aval(out))
+    if type(ty) is not Zero and negate_second:
+        ty = neg(ty)
+    tx, ty = (_full_shape(t, out_aval) for t in (tx, ty))
+    result = add_tangents(tx, ty)
+    return Zero(out_aval) if type(result) is Zero else result
+
+
+def _full_shape(t: Any, aval: ShapedArray) -> Any:
+    if type(t) is Zero:
+        return t
+    if not get_aval(t).shape and aval.shape:
+        return broadcast_in_dim(t, aval.shape, ())
+    return t
+
+
+@rules.def_transpose(add_p)
+def _add_transpose(ct, x, y):
+    return [
+        _unbroadcast(x.aval, ct) if is_undefined(x) else None,
+        _unbroadcast(y.aval, ct) if is_undefined(y) else None,
+    ]
+
+
+@rules.def_transpose(sub_p)
+def _sub_transpose(ct, x, y):
+    return [
+        _unbroadcast(x.aval, ct) if is_undefined(x) else None,
+        _unbroadcast(y.aval, neg(ct)) if is_undefined(y) else None,
+    ]
+
+
+@rules.def_jvp(mul_p)
+def _mul_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = mul(x, y)
+    out_aval = tangent_aval(get_aval(out))
+    a = Zero(out_aval) if type(tx) is Zero else _full_shape(mul(tx, y), out_aval)
+    b = Zero(out_aval) if type(ty) is Zero else _full_shape(mul(x, ty), out_aval)
+    return out, add_tangents(a, b)
+
+
+@rules.def_transpose(mul_p)
+def _mul_transpose(ct, x, y):
+    if is_undefined(x) and is_undefined(y):
+        raise TypeError("internal error: mul transposed with respect to both operands")
+    if type(ct) is Zero:
+        return [None, None]
+    if is_undefined(x):
+        return [_unbroadcast(x.aval, mul(ct, y)), None]
+    return [None, _unbroadcast(y.aval, mul(x, ct))]
+
+
+@rules.def_jvp(div_p)
+def _div_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = div(x, y)
+    out_aval = tangent_aval(get_aval(out))
+    a = Zero(out_aval) if type(tx) is Zero else _full_shape(div(tx, y), out_aval)
+    b = Zero(out_aval) if type(ty) is Zero else _full_shape(neg(mul(ty, div(out, y))), out_aval)
+    return out, add_tangents(a, b)
+
+
+@rules.def_transpose(div_p)
+def _div_transpose(ct, x, y):
+    if is_undefined(y):
+        raise TypeError("internal error: div is not linear in its denominator")
+    if type(ct) is Zero:
+        return [None, None]
+    return [_unbroadcast(x.aval, div(ct, y)), None]
+
+
+@rules.def_jvp(rem_p)
+def _rem_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = rem(x, y)
+    out_aval = tangent_aval(get_aval(out))
+    a = Zero(out_aval) if type(tx) is Zero else _full_shape(tx, out_aval)
+    trunc = round_(div(sub(x, out), y))
+    b = Zero(out_aval) if type(ty) is Zero else _full_shape(neg(mul(ty, trunc)), out_aval)
+    return out, add_tangents(a, b)
+
+
+@rules.def_jvp(pow_p)
+def _pow_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = pow(x, y)
+    out_aval = tangent_aval(get_aval(out))
+    a = Zero(out_aval)
+    if type(tx) is not Zero:
+        # d/dx x^y = y * x^(y-1); written so that x = 0, y = 0 gives 0 rather than nan.
+        safe = select_n(eq(y, _like(y, 0)), mul(y, pow(x, sub(y, _like(y, 1)))), _like(y, 0))
+        a = _full_shape(mul(tx, safe), out_aval)
+    b = Zero(out_aval)
+    if type(ty) is not Zero:
+        log_x = log(select_n(eq(x, _like(x, 0)), x, _like(x, 1)))
+        b = _full_shape(mul(ty, mul(out, log_x)), out_aval)
+    return out, add_tangents(a, b)
+
+
+def _minmax_jvp(primitive: Primitive, pick_x: Callable[[Any, Any], Any]):
+    @rules.def_jvp(primitive)
+    def jvp(primals, tangents):
+        x, y = primals
+        tx, ty = tangents
+        out = primitive.bind(x, y)
+        out_aval = tangent_aval(get_aval(out))
+        if type(tx) is Zero and type(ty) is Zero:
+            return out, Zero(out_aval)
+        # Ties split the derivative evenly, as JAX does, so grad(max)(x, x) is 0.5 each.
+        tx = _full_shape(instantiate(tx) if type(tx) is Zero else tx, out_aval)
+        ty = _full_shape(instantiate(ty) if type(ty) is Zero else ty, out_aval)
+        x_wins = convert_element_type(pick_x(x, y), out_aval.dtype)
+        tie = convert_element_type(eq(x, y), out_aval.dtype)
+        wx = add(x_wins, mul(tie, 0.5))
+        wy = sub(_like(wx, 1), wx)
+        return out, add(mul(tx, wx), mul(ty, wy))
+
+
+_minmax_jvp(max_p, lambda x, y: gt(x, y))
+_minmax_jvp(min_p, lambda x, y: lt(x, y))
+
+
+@rules.def_jvp(atan2_p)
+def _atan2_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = atan2(x, y)
+    out_aval = tangent_aval(get_aval(out))
+    denom = add(mul(x, x), mul(y, y))
+    a = Zero(out_aval) if type(tx) is Zero else _full_shape(mul(tx, div(y, denom)), out_aval)
+    b = Zero(out_aval) if type(ty) is Zero else _full_shape(mul(ty, neg(div(x, denom))), out_aval)
+    return out, add_tangents(a, b)
+
+
+def _like(x: Any, value: Any) -> Any:
+    """A scalar of ``x``'s dtype."""
+    return np.asarray(value, get_aval(x).dtype)[()]
+
+
+# --------------------------------------------------------------------------------------------
+# Unary math
+
+neg_p = make_elementwise("neg", np.negative, "stablehlo.negate", _NUM)
+sign_p = make_elementwise("sign", np.sign, "stablehlo.sign", _NUM)
+floor_p = make_elementwise("floor", np.floor, "stablehlo.floor", _FLOAT)
+ceil_p = make_elementwise("ceil", np.ceil, "stablehlo.ceil", _FLOAT)
+round_p = make_elementwise("round", np.round, "stablehlo.round_nearest_even", _FLOAT)
+abs_p = make_elementwise("abs", np.abs, "stablehlo.abs", _NUM)
+exp_p = make_elementwise("exp", np.exp, "stablehlo.exponential", _FLOAT)
+log_p = make_elementwise("log", np.log, "stablehlo.log", _FLOAT)
+log1p_p = make_elementwise("log1p", np.log1p, "stablehlo.log_plus_one", _FLOAT)
+expm1_p = make_elementwise("expm1", np.expm1, "stablehlo.exponential_minus_one", _FLOAT)
+sin_p = make_elementwise("sin", np.sin, "stablehlo.sine", _FLOAT)
+cos_p = make_elementwise("cos", np.cos, "stablehlo.cosine", _FLOAT)
+tan_p = make_elementwise("tan", np.tan, "stablehlo.tan", _FLOAT)
+tanh_p = make_elementwise("tanh", np.tanh, "stablehlo.tanh", _FLOAT)
+sqrt_p = make_elementwise("sqrt", np.sqrt, "stablehlo.sqrt", _FLOAT)
+rsqrt_p = make_elementwise("rsqrt", lambda x: 1 / np.sqrt(x), "stablehlo.rsqrt", _FLOAT)
+cbrt_p = make_elementwise("cbrt", np.cbrt, "stablehlo.cbrt", _FLOAT)
+logistic_p = make_elementwise(
+    "logistic", lambda x: (1 / (1 + np.exp(-x))).astype(x.dtype), "stablehlo.logistic", _FLOAT
+)
+asin_p = make_elementwise("asin", np.arcsin, None, _FLOAT)
+acos_p = make_elementwise("acos", np.arccos, None, _FLOAT)
+atan_p = make_elementwise("atan", np.arctan, None, _FLOAT)
+sinh_p = make_elementwise("sinh", np.sinh, None, _FLOAT)
+cosh_p = make_elementwise("cosh", np.cosh, None, _FLOAT)
+asinh_p = make_elementwise("asinh", np.arcsinh, None, _FLOAT)
+acosh_p = make_elementwise("acosh", np.arccosh, None, _FLOAT)
+atanh_p = make_elementwise("atanh", np.arctanh, None, _FLOAT)
+is_finite_p = make_elementwise("is_finite", np.isfinite, "stablehlo.is_finite", _FLOAT, dtypes.bool_)
+
+
+@rules.def_reference(round_p)
+def _round_reference(x):
+    return np.round(x)  # NumPy rounds half to even, as round_nearest_even does
+
+
+def neg(x: Any) -> Any:
+    return neg_p.bind(x)
+
+
+def sign(x: Any) -> Any:
+    return sign_p.bind(x)
+
+
+def floor(x: Any) -> Any:
+    return floor_p.bind(x)
+
+
+def ceil(x: Any) -> Any:
+    return ceil_p.bind(x)
+
+
+def round_(x: Any) -> Any:
+    return round_p.bind(x)
+
+
+def abs(x: Any) -> Any:  # noqa: A001 - mirrors lax.abs
+    return abs_p.bind(x)
+
+
+def exp(x: Any) -> Any:
+    return exp_p.bind(x)
+
+
+def log(x: Any) -> Any:
+    return log_p.bind(x)
+
+
+def log1p(x: Any) -> Any:
+    return log1p_p.bind(x)
+
+
+def expm1(x: Any) -> Any:
+    return expm1_p.bind(x)
+
+
+def sin(x: Any) -> Any:
+    return sin_p.bind(x)
+
+
+def cos(x: Any) -> Any:
+    return cos_p.bind(x)
+
+
+def tan(x: Any) -> Any:
+    return tan_p.bind(x)
+
+
+def tanh(x: Any) -> Any:
+    return tanh_p.bind(x)
+
+
+def sqrt(x: Any) -> Any:
+    return sqrt_p.bind(x)
+
+
+def rsqrt(x: Any) -> Any:
+    return rsqrt_p.bind(x)
+
+
+def cbrt(x: Any) -> Any:
+    return cbrt_p.bind(x)
+
+
+def logistic(x: Any) -> Any:
+    return logistic_p.bind(x)
+
+
+def asin(x: Any) -> Any:
+    return asin_p.bind(x)
+
+
+def acos(x: Any) -> Any:
+    return acos_p.bind(x)
+
+
+def atan(x: Any) -> Any:
+    return atan_p.bind(x)
+
+
+def sinh(x: Any) -> Any:
+    return sinh_p.bind(x)
+
+
+def cosh(x: Any) -> Any:
+    return cosh_p.bind(x)
+
+
+def asinh(x: Any) -> Any:
+    return asinh_p.bind(x)
+
+
+def acosh(x: Any) -> Any:
+    return acosh_p.bind(x)
+
+
+def atanh(x: Any) -> Any:
+    return atanh_p.bind(x)
+
+
+def is_finite(x: Any) -> Any:
+    return is_finite_p.bind(x)
+
+
+@rules.def_jvp(neg_p)
+def _neg_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return neg(x), t if type(t) is Zero else neg(t)
+
+
+@rules.def_transpose(neg_p)
+def _neg_transpose(ct, x):
+    return [Zero(x.aval) if type(ct) is Zero else neg(ct)]
+
+
+for _primitive in (sign_p, floor_p, ceil_p, round_p, is_finite_p):
+    def_zero_jvp(_primitive)
+
+def_unary_jvp(abs_p, lambda x, y: select_n(ge(x, _like(x, 0)), _like(x, -1), _like(x, 1)))
+def_unary_jvp(exp_p, lambda x, y: y)
+def_unary_jvp(log_p, lambda x, y: div(_like(x, 1), x))
+def_unary_jvp(log1p_p, lambda x, y: div(_like(x, 1), add(x, _like(x, 1))))
+def_unary_jvp(expm1_p, lambda x, y: add(y, _like(y, 1)))
+def_unary_jvp(sin_p, lambda x, y: cos(x))
+def_unary_jvp(cos_p, lambda x, y: neg(sin(x)))
+def_unary_jvp(tan_p, lambda x, y: add(_like(y, 1), mul(y, y)))
+def_unary_jvp(tanh_p, lambda x, y: sub(_like(y, 1), mul(y, y)))
+def_unary_jvp(sqrt_p, lambda x, y: div(_like(y, 0.5), y))
+def_unary_jvp(rsqrt_p, lambda x, y: mul(_like(y, -0.5), div(y, x)))
+def_unary_jvp(cbrt_p, lambda x, y: div(_like(y, 1 / 3), mul(y, y)))
+def_unary_jvp(logistic_p, lambda x, y: mul(y, sub(_like(y, 1), y)))
+def_unary_jvp(asin_p, lambda x, y: rsqrt(sub(_like(x, 1), mul(x, x))))
+def_unary_jvp(acos_p, lambda x, y: neg(rsqrt(sub(_like(x, 1), mul(x, x)))))
+def_unary_jvp(atan_p, lambda x, y: div(_like(x, 1), add(_like(x, 1), mul(x, x))))
+def_unary_jvp(sinh_p, lambda x, y: cosh(x))
+def_unary_jvp(cosh_p, lambda x, y: sinh(x))
+def_unary_jvp(asinh_p, lambda x, y: rsqrt(add(mul(x, x), _like(x, 1))))
+def_unary_jvp(acosh_p, lambda x, y: rsqrt(mul(sub(x, _like(x, 1)), add(x, _like(x, 1)))))
+def_unary_jvp(atanh_p, lambda x, y: div(_like(x, 1), sub(_like(x, 1), mul(x, x))))
+
+
+def _lower_via(expression: Callable[..., Any]):
+    """Lower a primitive by lowering the jaxpr of an expression of other primitives."""
+
+    def lowering(ctx, *operands, **params):
+        closed = trace_to_jaxpr(lambda *xs: [expression(*xs)], ctx.avals_in)
+        consts = [ctx.constant(c, get_aval(c)) for c in closed.consts]
+        return lower_jaxpr_inline(ctx, closed.jaxpr, consts, operands)[0]
+
+    return lowering
+
+
+# Functions StableHLO has no op for, lowered through identities (as XLA's own chlo does).
+rules.def_lowering(asin_p)(
+    _lower_via(lambda x: mul(_like(x, 2), atan2(x, add(_like(x, 1), sqrt(sub(_like(x, 1), mul(x, x)))))))
+)
+rules.def_lowering(acos_p)(
+    _lower_via(
+        lambda x: mul(_like(x, 2), atan2(sqrt(sub(_like(x, 1), mul(x, x))), add(_like(x, 1), x)))
+    )
+)
+rules.def_lowering(atan_p)(_lower_via(lambda x: atan2(x, _like(x, 1))))
+rules.def_lowering(sinh_p)(
+    _lower_via(lambda x: mul(_like(x, 0.5), sub(expm1(x), expm1(neg(x)))))
+)
+rules.def_lowering(cosh_p)(
+    _lower_via(lambda x: mul(_like(x, 0.5), add(exp(x), exp(neg(x)))))
+)
+rules.def_lowering(asinh_p)(
+    _lower_via(
+        lambda x: mul(
+            sign(x),
+            log1p(add(abs(x), div(mul(x, x), add(_like(x, 1), sqrt(add(mul(x, x), _like(x, 1))))))),
+        )
+    )
+)
+rules.def_lowering(acosh_p)(
+    _lower_via(lambda x: log(add(x, mul(sqrt(add(x, _like(x, 1))), sqrt(sub(x, _like(x, 1)))))))
+)
+rules.def_lowering(atanh_p)(
+    _lower_via(lambda x: mul(_like(x, 0.5), sub(log1p(x), log1p(neg(x)))))
+)
+
+
+# --------------------------------------------------------------------------------------------
+# integer_pow: x ** n for a static integer n (lowered to repeated multiplication)
+
+integer_pow_p = Primitive("integer_pow")
+rules.def_abstract_eval(integer_pow_p)(lambda x, *, y: _nary_abstract_eval("integer_pow", _NUM)(x))
+rules.def_batch(integer_pow_p)(_elementwise_batch(integer_pow_p))
+
+
+def integer_pow(x: Any, y: int) -> Any:
+    return integer_pow_p.bind(x, y=int(y))
+
+
+@rules.def_reference(integer_pow_p)
+def _integer_pow_reference(x, *, y):
+    return np.power(x, x.dtype.type(y)) if y >= 0 else (1 / np.power(x, -y)).astype(x.dtype)
+
+
+@rules.def_jvp(integer_pow_p)
+def _integer_pow_jvp(primals, tangents, *, y):
+    (x,), (t,) = primals, tangents
+    out = integer_pow(x, y)
+    if type(t) is Zero:
+        return out, _zero_tangent_like(out)
+    if y == 0:
+        return out, Zero(tangent_aval(get_aval(out)))
+    if y == 1:
+        return out, t
+    power = x if y == 2 else integer_pow(x, y - 1)
+    return out, mul(t, mul(_like(x, y), power))
+
+
+@rules.def_lowering(integer_pow_p)
+def _integer_pow_lowering(ctx, x, *, y):
+    aval = ctx.avals_out[0]
+    if y == 0:
+        return ctx.full(1, aval)
+    acc = None
+    base = x
+    n = -y if y < 0 else y
+    while n:
+        if n & 1:
+            acc = base if acc is None else ctx.op("stablehlo.multiply", [acc, base], aval)
+        n >>= 1
+        if n:
+            base = ctx.op("stablehlo.multiply", [base, base], aval)
+    if y < 0:
+        acc = ctx.op("stablehlo.divide", [ctx.full(1, aval), acc], aval)
+    return acc
+
+
+# --------------------------------------------------------------------------------------------
+# Comparisons and logic
+
+_DIRECTIONS = {"eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge": "GE"}
+
+
+def _make_comparison(name: str, numpy_fn: Callable[..., Any]) -> Primitive:
+    primitive = make_elementwise(name, numpy_fn, None, _ANY, dtypes.bool_)
+    direction = _DIRECTIONS[name]
+
+    @rules.def_lowering(primitive)
+    def lowering(ctx, x, y):
+        x, y = _broadcast_operands(ctx, [x, y])
+        return ctx.op(
+            "stablehlo.compare",
+            [x, y],
+            ctx.avals_out[0],
+            {
+                "comparison_direction": f"#stablehlo<comparison_direction {direction}>",
+                "compare_type": compare_type(ctx.avals_in[0].dtype),
+            },
+        )
+
+    def_zero_jvp(primitive)
+    return primitive
+
+
+eq_p = _make_comparison("eq", np.equal)
+ne_p = _make_comparison("ne", np.not_equal)
+lt_p = _make_comparison("lt", np.less)
+le_p = _make_comparison("le", np.less_equal)
+gt_p = _make_comparison("gt", np.greater)
+ge_p = _make_comparison("ge", np.greater_equal)
+
+
+def eq(x: Any, y: Any) -> Any:
+    return eq_p.bind(*_coerce(x, y))
+
+
+def ne(x: Any, y: Any) -> Any:
+    return ne_p.bind(*_coerce(x, y))
+
+
+def lt(x: Any, y: Any) -> Any:
+    return lt_p.bind(*_coerce(x, y))
+
+
+def le(x: Any, y: Any) -> Any:
+    return le_p.bind(*_coerce(x, y))
+
+
+def gt(x: Any, y: Any) -> Any:
+    return gt_p.bind(*_coerce(x, y))
+
+
+def ge(x: Any, y: Any) -> Any:
+    return ge_p.bind(*_coerce(x, y))
+
+
+and_p = make_elementwise("and", np.bitwise_and, "stablehlo.and", _INT)
+or_p = make_elementwise("or", np.bitwise_or, "stablehlo.or", _INT)
+xor_p = make_elementwise("xor", np.bitwise_xor, "stablehlo.xor", _INT)
+not_p = make_elementwise("not", np.invert, "stablehlo.not", _INT)
+for _primitive in (and_p, or_p, xor_p, not_p):
+    def_zero_jvp(_primitive)
+
+
+def bitwise_and(x: Any, y: Any) -> Any:
+    return and_p.bind(*_coerce(x, y))
+
+
+def bitwise_or(x: Any, y: Any) -> Any:
+    return or_p.bind(*_coerce(x, y))
+
+
+def bitwise_xor(x: Any, y: Any) -> Any:
+    return xor_p.bind(*_coerce(x, y))
+
+
+def bitwise_not(x: Any) -> Any:
+    return not_p.bind(x)
+
+
+# --------------------------------------------------------------------------------------------
+# select_n: cases[which], elementwise
+
+select_n_p = Primitive("select_n")
+
+
+def select_n(which: Any, *cases: Any) -> Any:
+    """Pick ``cases[which]`` elementwise; ``which`` is bool (two cases) or int32."""
+    if len(cases) == 1:
+        return cases[0]
+    cases = _coerce(*cases)
+    return select_n_p.bind(which, *cases)
+
+
+@rules.def_abstract_eval(select_n_p)
+def _select_n_abstract_eval(which, *cases):
+    if which.dtype != dtypes.bool_ and which.dtype.kind not in "iu":
+        raise errors.EmberTypeError(
+            f"select_n: the selector must be bool or integer, got {which.dtype}{errors.where()}"
+        )
+    if which.dtype == dtypes.bool_ and len(cases) > 2:
+        raise errors.EmberTypeError(
+            f"select_n: a bool selector picks between 2 cases, got {len(cases)}{errors.where()}"
+        )
+    out = _nary_abstract_eval("select_n", _ANY)(*cases)
+    if which.shape and out.shape and which.shape != out.shape:
+        raise errors.EmberTypeError(
+            f"select_n: selector shape {which.shape} differs from case shape {out.shape}"
+            f"{errors.where()}"
+        )
+    shape = out.shape or which.shape
+    return ShapedArray(shape, out.dtype, out.weak_type)
+
+
+rules.def_batch(select_n_p)(_elementwise_batch(select_n_p))
+
+
+@rules.def_jvp(select_n_p)
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    _, *case_tangents = tangents
+    out = select_n_p.bind(which, *cases)
+    out_aval = tangent_aval(get_aval(out))
+    if all(type(t) is Zero for t in case_tangents):
+        return out, Zero(out_aval)
+    filled = [_full_shape(instantiate(t) if type(t) is Zero else t, out_aval) for t in case_tangents]
+    return out, select_n_p.bind(which, *filled)
+
+
+@rules.def_transpose(select_n_p)
+def _select_n_transpose(ct, which, *cases):
+    if is_undefined(which):
+        raise TypeError("internal error: select_n is not linear in its selector")
+    result: list[Any] = [None]
+    if type(ct) is Zero:
+        return result + [Zero(c.aval) if is_undefined(c) else None for c in cases]
+    zero = instantiate(Zero(get_aval(ct)))
+    for i, case in enumerate(cases):
+        if not is_undefined(case):
+            result.append(None)
+            continue
+        picks = [zero] * len(cases)
+        picks[i] = ct
+        result.append(_unbroadcast(case.aval, select_n_p.bind(which, *picks)))
+    return result
+
+
+@rules.def_lowering(select_n_p)
+def _select_n_lowering(ctx, which, *cases):
+    out_aval = ctx.avals_out[0]
+    which_aval = ctx.avals_in[0]
+    cases = _broadcast_operands_from(ctx, cases, ctx.avals_in[1:])
+    pred_aval = ShapedArray(out_aval.shape, dtypes.bool_)
+    if which_aval.shape != out_aval.shape:
+        which = ctx.broadcast_in_dim(which, ShapedArray(out_aval.shape, which_aval.dtype), ())
+    if which_aval.dtype == dtypes.bool_:
+        return ctx.op("stablehlo.select", [which, cases[1], cases[0]], out_aval)
+    result = cases[0]
+    index_aval = ShapedArray(out_aval.shape, which_aval.dtype)
+    for i in range(1, len(cases)):
+        threshold = ctx.full(i, index_aval)
+        pred = ctx.op(
+            "stablehlo.compare",
+            [which, threshold],
+            pred_aval,
+            {
+                "comparison_direction": "#stablehlo<comparison_direction GE>",
+                "compare_type": compare_type(which_aval.dtype),
+            },
+        )
+        result = ctx.op("stablehlo.select", [pred, cases[i], result], out_aval)
+    return result
+
+
+def _broadcast_operands_from(ctx, operands, avals) -> list[str]:
+    out_aval = ctx.avals_out[0]
+    result = []
+    for x, aval in zip(operands, avals):
+        if not aval.shape and out_aval.shape:
+            x = ctx.broadcast_in_dim(x, ShapedArray(out_aval.shape, aval.dtype), ())
+        result.append(x)
+    return result
+
+
+@rules.def_reference(select_n_p)
+def _select_n_reference(which, *cases):
+    index = np.asarray(which, np.int64)
+    return np.choose(index, np.broadcast_arrays(*cases)).astype(cases[0].dtype)
+
+
+# add_any (automatic differentiation's own addition) batches like every other elementwise op.
+rules.def_batch(add_any_p)(_elementwise_batch(add_any_p))
+
+
+def is_tracer(x: Any) -> bool:
+    return isinstance(x, Tracer)
+
+
+# --------------------------------------------------------------------------------------------
+# stop_gradient: the identity, with a zero derivative
+
+stop_gradient_p = Primitive("stop_gradient")
+rules.def_abstract_eval(stop_gradient_p)(lambda x: x)
+rules.def_batch(stop_gradient_p)(lambda vals, dims: (stop_gradient_p.bind(vals[0]), dims[0]))
+rules.def_reference(stop_gradient_p)(lambda x: x)
+rules.def_lowering(stop_gradient_p)(lambda ctx, x: x)
+def_zero_jvp(stop_gradient_p)
+
+
+def stop_gradient(x: Any) -> Any:
+    """``x`` itself, but treated as a constant by differentiation."""
+    return stop_gradient_p.bind(x)

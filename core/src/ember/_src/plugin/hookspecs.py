@@ -1,0 +1,71 @@
+"""The plugin contract: every hook a backend plugin may implement.
+
+A plugin is a module (or object) with functions marked ``@ember.extend.hookimpl`` whose names
+match the specs below, advertised through the ``ember_plugins`` entry-point group::
+
+    [project.entry-points.ember_plugins]
+    foo = "ember_plugin_foo.plugin"
+
+ember imports a plugin only when a backend is first needed, never at ``import ember``. A
+hook implementation with a name that matches no spec here is an error (caught by pluggy's
+``check_pending``), so misspellings fail loudly.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from ember._src.plugin.registries import CollectiveRegistry, LoweringRegistry
+    from ember._src.plugin.spec import ClusterEnvironment, PlatformSpec
+
+PROJECT_NAME = "ember"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec
+def ember_platforms() -> list[PlatformSpec]:
+    """Describe the platforms this plugin provides.
+
+    Called once per plugin, when ember first needs a backend. Return a list of
+    :class:`ember.extend.PlatformSpec`: the platform's name and aliases, its priority (the
+    highest-priority platform that initialises becomes the default), the plugin API version it
+    was written against, and ``make_backend``: a zero-argument factory that creates the
+    :class:`ember.extend.Backend`. Device discovery belongs in the factory, which runs lazily
+    on first use; this hook itself must be cheap and must not touch hardware.
+
+    Not ``firstresult``: every plugin's platforms are collected.
+    """
+
+
+@hookspec
+def ember_register_lowerings(registry: LoweringRegistry) -> None:
+    """Register platform-specific lowering overrides and fused kernels.
+
+    Called once per plugin, before the plugin's first computation is lowered. Use
+    ``registry.register(primitive, rule, platform="name")``; a rule registered for a platform
+    replaces the generic StableHLO rule on that platform only.
+    """
+
+
+@hookspec
+def ember_register_collectives(registry: CollectiveRegistry) -> None:
+    """Declare which collectives the plugin's platforms implement, and how.
+
+    Called once per plugin, before the first collective is lowered for its platforms. Use
+    ``registry.register(platform, collective_name, implementation)``, where the implementation
+    is ``"xla"`` (XLA's own lowering) or a transport object of the plugin's.
+    """
+
+
+@hookspec
+def ember_cluster_environments() -> list[ClusterEnvironment]:
+    """Multi-process launch environments this plugin can detect (SLURM, Open MPI, ...).
+
+    Called by ``ember.distributed.initialize()`` when no coordinator is given explicitly.
+    Not ``firstresult``: every plugin's environments are tried, in order of priority.
+    """

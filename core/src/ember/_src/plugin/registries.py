@@ -1,0 +1,54 @@
+"""The registries handed to plugins' registration hooks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember._src import rules
+from ember._src.core import Primitive
+
+
+class LoweringRegistry:
+    """Passed to ``ember_register_lowerings``: platform overrides of lowering rules."""
+
+    def __init__(self, plugin_name: str):
+        self.plugin_name = plugin_name
+        self.registered: list[tuple[str, str]] = []
+
+    def register(self, primitive: Primitive | str, rule: rules.Rule, *, platform: str) -> None:
+        """Lower ``primitive`` with ``rule`` on ``platform`` (replacing the generic rule there)."""
+        if not platform:
+            raise ValueError(
+                f"plugin {self.plugin_name!r}: a lowering override must name its platform"
+            )
+        prim = _lookup(primitive, self.plugin_name)
+        rules.register_lowering(prim, rule, platform)
+        self.registered.append((prim.name, platform))
+
+
+class CollectiveRegistry:
+    """Passed to ``ember_register_collectives``: who implements which collective where."""
+
+    def __init__(self) -> None:
+        self._impls: dict[tuple[str, str], Any] = {}
+
+    def register(self, platform: str, collective: str, implementation: Any = "xla") -> None:
+        self._impls[(platform, collective)] = implementation
+
+    def implementation(self, platform: str, collective: str) -> Any:
+        return self._impls.get((platform, collective), "xla")
+
+    def declared(self) -> dict[tuple[str, str], Any]:
+        return dict(self._impls)
+
+
+def _lookup(primitive: Primitive | str, plugin_name: str) -> Primitive:
+    if isinstance(primitive, Primitive):
+        return primitive
+    known = rules.all_primitives()
+    try:
+        return known[primitive]
+    except KeyError:
+        raise ValueError(
+            f"plugin {plugin_name!r} registered a lowering for unknown primitive {primitive!r}"
+        ) from None

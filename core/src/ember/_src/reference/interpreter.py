@@ -1,0 +1,34 @@
+"""Evaluating a jaxpr with NumPy, one primitive's reference rule at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ember._src import rules
+from ember._src.ir import ClosedJaxpr, Literal
+
+
+def evaluate_jaxpr(closed: ClosedJaxpr, args: Sequence[Any]) -> list[np.ndarray]:
+    """Run ``closed`` on NumPy arguments; results have exactly the outvars' dtypes."""
+    jaxpr = closed.jaxpr
+    env: dict[Any, np.ndarray] = {}
+
+    def read(atom: Any) -> np.ndarray:
+        if type(atom) is Literal:
+            return np.asarray(atom.val, atom.aval.dtype)
+        return env[atom]
+
+    for var, value in zip(jaxpr.constvars, closed.consts):
+        env[var] = np.asarray(value, var.aval.dtype)
+    for var, value in zip(jaxpr.invars, args):
+        env[var] = np.asarray(value)
+    for eqn in jaxpr.eqns:
+        rule = rules.reference_rule(eqn.primitive)
+        outs = rule(*[read(v) for v in eqn.invars], **eqn.params)
+        outs = outs if eqn.primitive.multiple_results else [outs]
+        for var, value in zip(eqn.outvars, outs):
+            env[var] = np.asarray(value, var.aval.dtype).reshape(var.aval.shape)
+    return [read(v) for v in jaxpr.outvars]

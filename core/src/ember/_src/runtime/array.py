@@ -1,0 +1,218 @@
+"""``ember.Array``: an immutable array living on a device.
+
+An Array wraps one backend buffer with its abstract value (shape, dtype, weak type) and the
+device it lives on. Arithmetic operators and array methods are installed by ember's NumPy
+layer; this module holds what needs the concrete value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember._src import core, dtypes, errors
+from ember._src.core import ShapedArray
+from ember._src.runtime.backend import Device
+from ember._src.runtime.sharding import SingleDeviceSharding
+
+
+class Array:
+    """An n-dimensional array on a device (the result of every ember computation)."""
+
+    __slots__ = ("aval", "_buffer", "_device", "_host", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, aval: ShapedArray, buffer: Any, device: Device):
+        self.aval = aval
+        self._buffer = buffer
+        self._device = device
+        self._host: np.ndarray | None = None
+
+    # -- metadata -------------------------------------------------------------------------------
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: len(self.aval.shape))
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    @property
+    def itemsize(self) -> int:
+        return self.aval.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.aval.size * self.aval.dtype.itemsize
+
+    @property
+    def sharding(self) -> SingleDeviceSharding:
+        return SingleDeviceSharding(self._device)
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    def devices(self) -> set[Device]:
+        return {self._device}
+
+    @property
+    def committed(self) -> bool:
+        return True
+
+    # -- the value ------------------------------------------------------------------------------
+
+    @property
+    def _value(self) -> np.ndarray:
+        if self._host is None:
+            self._check_alive()
+            host = self._device.backend.buffer_to_numpy(self._buffer)
+            if host.dtype != self.aval.dtype:
+                host = host.astype(self.aval.dtype)
+            host = np.asarray(host)
+            if host.flags.writeable:
+                host = host.copy()
+                host.setflags(write=False)
+            self._host = host
+        return self._host
+
+    def _check_alive(self) -> None:
+        if self._buffer is None or self._device.backend.is_deleted(self._buffer):
+            raise RuntimeError(f"Array {self.aval.str_short()} has been deleted or donated")
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        value = self._value
+        if dtype is not None and np.dtype(dtype) != value.dtype:
+            return value.astype(dtype)
+        if copy:
+            return value.copy()
+        return value
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, **kwargs: Any) -> Any:
+        if self._device.platform not in ("cpu", "reference"):
+            raise BufferError(
+                f"__dlpack__ of an array on {self._device!r} is not supported; "
+                f"move it to the host with ember.device_get first"
+            )
+        return self._value.__dlpack__(stream=stream, **kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU
+
+    def item(self, *args: Any) -> Any:
+        return self._value.item(*args)
+
+    def tolist(self) -> Any:
+        return self._value.tolist()
+
+    def block_until_ready(self) -> Array:
+        self._check_alive()
+        self._device.backend.block_until_ready([self._buffer])
+        return self
+
+    def is_ready(self) -> bool:
+        return True
+
+    def delete(self) -> None:
+        if self._buffer is not None:
+            self._device.backend.delete(self._buffer)
+        self._buffer = None
+        self._host = None
+
+    def is_deleted(self) -> bool:
+        return self._buffer is None or self._device.backend.is_deleted(self._buffer)
+
+    def copy_to_host_async(self) -> None:
+        self._value  # noqa: B018 - reading caches the host copy
+
+    # -- Python protocol ------------------------------------------------------------------------
+
+    def __bool__(self) -> bool:
+        if self.aval.size != 1:
+            raise ValueError(
+                f"the truth value of an array with {self.aval.size} elements is ambiguous; "
+                f"use .any() or .all(){errors.where()}"
+            )
+        return bool(self._value)
+
+    def __int__(self) -> int:
+        return int(self._scalar("int"))
+
+    def __float__(self) -> float:
+        return float(self._scalar("float"))
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar("complex"))
+
+    def __index__(self) -> int:
+        if not dtypes.is_integer(self.aval.dtype) or self.aval.shape:
+            raise TypeError(
+                f"only integer scalar arrays can be converted to an index, not "
+                f"{self.aval.str_short()}{errors.where()}"
+            )
+        return int(self._value)
+
+    def _scalar(self, what: str) -> Any:
+        if self.aval.size != 1:
+            raise TypeError(
+                f"only size-1 arrays can be converted to a Python {what}, not "
+                f"{self.aval.str_short()}{errors.where()}"
+            )
+        return self._value.reshape(())[()]
+
+    def __len__(self) -> int:
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object (a 0-d array)")
+        return self.aval.shape[0]
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.aval.shape[0]))
+
+    __hash__ = None  # type: ignore[assignment]  # arrays are mutable-looking: unhashable, as NumPy
+
+    def __repr__(self) -> str:
+        if self.is_deleted():
+            return f"Array(<deleted>, shape={self.shape}, dtype={self.dtype.name})"
+        prefix = "Array("
+        body = np.array2string(self._value, separator=", ", prefix=prefix)
+        weak = ", weak_type=True" if self.aval.weak_type else ""
+        return f"{prefix}{body}, dtype={self.dtype.name}{weak})"
+
+    def __str__(self) -> str:
+        return str(self._value)
+
+    def __format__(self, spec: str) -> str:
+        if self.aval.shape:
+            return format(self._value, spec) if not spec else str(self._value)
+        return format(self._value[()], spec)
+
+    def __reduce__(self) -> Any:
+        return (_rebuild, (np.asarray(self._value), self.aval.weak_type))
+
+    def __copy__(self) -> Array:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> Array:
+        return self
+
+
+def _rebuild(value: np.ndarray, weak_type: bool) -> Array:
+    return _host_to_device(value, weak_type=weak_type)
+
+
+def _no_runtime(value: np.ndarray, weak_type: bool) -> Array:
+    raise errors.BackendError("ember's runtime is not initialised; import ember first")
+
+
+_host_to_device = _no_runtime
+
+
+def set_host_to_device(put) -> None:
+    """Install the host-to-device transfer used to unpickle Arrays (set by the runtime)."""
+    global _host_to_device
+    _host_to_device = put
+
+
+core.register_aval_getter(Array, lambda x: x.aval)

@@ -1,0 +1,143 @@
+"""The contract between ember's core and a backend: devices, buffers, compile, execute.
+
+A backend plugin's platform factory returns a ``Backend``. The core hands it a
+``Computation`` (a closed jaxpr plus its StableHLO lowering, produced lazily for the backend's
+platform) and gets back an ``Executable`` that runs on backend *buffers* (opaque objects the
+backend made). ``ember.Array`` wraps one buffer with its abstract value and sharding.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ember._src.core import ShapedArray
+from ember._src.ir import ClosedJaxpr
+
+Buffer = Any
+
+
+class Device:
+    """One device of a backend. Plugins subclass this (or set the same attributes).
+
+    Attributes: ``platform`` (e.g. "cpu"), ``id`` (unique across processes), ``device_kind``
+    (e.g. "cpu", "NVIDIA H100"), ``process_index`` (the process that owns it), ``backend``.
+    """
+
+    platform: str
+    id: int
+    device_kind: str
+    process_index: int = 0
+    backend: Backend
+
+    def __repr__(self) -> str:
+        return f"{self.platform.capitalize()}Device(id={self.id})"
+
+    def __lt__(self, other: Device) -> bool:
+        return (self.platform, self.id) < (other.platform, other.id)
+
+
+class Computation:
+    """What a backend compiles.
+
+    ``jaxpr`` is the whole program; ``as_text(platform)`` returns its StableHLO module, lowered
+    with the given platform's rule overrides (built on first request, then cached). XLA-based
+    backends compile the text; the reference backend interprets ``jaxpr`` directly.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        jaxpr: ClosedJaxpr,
+        *,
+        devices: Sequence[Device],
+        donated_invars: Sequence[bool] | None = None,
+        lower: Callable[[Computation, str], str] | None = None,
+        text: dict[str, str] | None = None,
+    ):
+        self.name = name
+        self.jaxpr = jaxpr
+        self.in_avals: tuple[ShapedArray, ...] = tuple(jaxpr.in_avals)
+        self.out_avals: tuple[ShapedArray, ...] = tuple(jaxpr.out_avals)
+        self.devices = tuple(devices)
+        self.donated_invars = tuple(donated_invars or (False,) * len(self.in_avals))
+        self._lower = lower
+        self._text: dict[str, str] = dict(text or {})
+
+    @property
+    def num_partitions(self) -> int:
+        return len(self.devices)
+
+    def as_text(self, platform: str) -> str:
+        text = self._text.get(platform)
+        if text is None:
+            if self._lower is None:
+                raise ValueError(f"computation {self.name!r} has no lowering for {platform!r}")
+            text = self._text[platform] = self._lower(self, platform)
+        return text
+
+
+class Executable(abc.ABC):
+    """A compiled computation, ready to run on buffers of its backend."""
+
+    @abc.abstractmethod
+    def execute(self, args: Sequence[Buffer]) -> list[Buffer]:
+        """Run on one buffer per input; return one buffer per output."""
+
+    def as_text(self) -> str:
+        """The compiled program (e.g. optimised HLO), for humans."""
+        raise NotImplementedError(f"{type(self).__name__} cannot print its compiled program")
+
+    def cost_analysis(self) -> dict[str, float]:
+        raise NotImplementedError(f"{type(self).__name__} has no cost analysis")
+
+    def memory_analysis(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} has no memory analysis")
+
+
+class Backend(abc.ABC):
+    """The runtime of one platform (one PJRT client, or the NumPy reference)."""
+
+    platform: str
+
+    @abc.abstractmethod
+    def devices(self) -> list[Device]:
+        """Every device of this platform, across all processes."""
+
+    def local_devices(self) -> list[Device]:
+        return [d for d in self.devices() if d.process_index == self.process_index()]
+
+    def process_index(self) -> int:
+        return 0
+
+    @abc.abstractmethod
+    def buffer_from_numpy(self, value: np.ndarray, aval: ShapedArray, device: Device) -> Buffer:
+        """Copy ``value`` (already of ``aval``'s canonical dtype) onto ``device``."""
+
+    @abc.abstractmethod
+    def buffer_to_numpy(self, buffer: Buffer) -> np.ndarray:
+        """The buffer's contents on the host (read-only is fine)."""
+
+    @abc.abstractmethod
+    def compile(self, computation: Computation) -> Executable:
+        """Compile for ``computation.devices``; errors raise ember.errors.CompileError."""
+
+    def copy_to_device(self, buffer: Buffer, aval: ShapedArray, device: Device) -> Buffer:
+        """Move a buffer of this backend to another of its devices."""
+        return self.buffer_from_numpy(self.buffer_to_numpy(buffer), aval, device)
+
+    def block_until_ready(self, buffers: Sequence[Buffer]) -> None:
+        """Wait until the buffers' values are computed."""
+
+    def delete(self, buffer: Buffer) -> None:
+        """Free a buffer's memory now (a later use raises)."""
+
+    def is_deleted(self, buffer: Buffer) -> bool:
+        return False
+
+    def versions(self) -> dict[str, str]:
+        """Library versions worth reporting in ``python -m ember doctor``."""
+        return {}

@@ -1,0 +1,169 @@
+"""Eager execution: each primitive runs as its own small cached executable.
+
+``apply_primitive`` is what the bottom ``EvalTrace`` calls. It places the operands on one
+device, looks up (or builds, lowers and compiles) a one-equation computation keyed by the
+primitive, its parameters, the operands' abstract values and the device, and runs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ember._src import core, errors, rules
+from ember._src.config import config
+from ember._src.core import Primitive, ShapedArray, get_aval
+from ember._src.ir import ClosedJaxpr, Eqn, Jaxpr, Var
+from ember._src.lowering.module import lower_module
+from ember._src.plugin import manager
+from ember._src.runtime.array import Array, set_host_to_device
+from ember._src.runtime.backend import Computation, Device, Executable
+
+
+# --------------------------------------------------------------------------------------------
+# Devices and transfers
+
+
+def default_device() -> Device:
+    return manager.default_backend().local_devices()[0]
+
+
+def device_put_numpy(
+    value: Any, device: Device | None = None, *, weak_type: bool = False
+) -> Array:
+    """Copy host data (NumPy or a Python scalar) to ``device`` as an ember.Array."""
+    aval = get_aval(value)
+    if weak_type and not aval.weak_type:
+        aval = aval.update(weak_type=True)
+    device = device or default_device()
+    host = np.asarray(value, dtype=aval.dtype)
+    buffer = device.backend.buffer_from_numpy(host, aval, device)
+    return Array(aval, buffer, device)
+
+
+def to_device(value: Any, device: Device) -> Array:
+    """``value`` as an Array on ``device`` (moving or copying it if needed)."""
+    if isinstance(value, Array):
+        if value._device == device:
+            return value
+        value._check_alive()
+        src = value._device.backend
+        if device.backend is src:
+            return Array(value.aval, src.copy_to_device(value._buffer, value.aval, device), device)
+        return device_put_numpy(value._value, device, weak_type=value.aval.weak_type)
+    if isinstance(value, core.Tracer):
+        raise TypeError("internal error: a tracer reached device placement")
+    return device_put_numpy(value, device)
+
+
+def common_device(args: Sequence[Any], what: str) -> Device:
+    """The device every committed Array in ``args`` lives on (error if they disagree)."""
+    device = None
+    for x in args:
+        if type(x) is Array:
+            if device is None:
+                device = x._device
+            elif x._device != device:
+                raise ValueError(
+                    f"{what} got arrays committed to different devices: {device!r} and "
+                    f"{x._device!r}; move them with ember.device_put first{errors.where()}"
+                )
+    return device if device is not None else default_device()
+
+
+# --------------------------------------------------------------------------------------------
+# Compiled computations
+
+
+class CompiledComputation:
+    """A backend executable plus what is needed to call it with Arrays."""
+
+    __slots__ = ("executable", "out_avals", "device", "computation")
+
+    def __init__(self, computation: Computation, executable: Executable):
+        self.computation = computation
+        self.executable = executable
+        self.out_avals = computation.out_avals
+        self.device = computation.devices[0]
+
+    def call_buffers(self, buffers: list[Any]) -> list[Array]:
+        device = self.device
+        outs = self.executable.execute(buffers)
+        return [Array(aval, buf, device) for aval, buf in zip(self.out_avals, outs)]
+
+
+def lower_computation(computation: Computation, platform: str) -> str:
+    return lower_module(
+        computation.jaxpr,
+        platform=platform,
+        name=computation.name,
+        donated_invars=computation.donated_invars,
+        num_partitions=1,
+    )
+
+
+def compile_jaxpr(
+    closed: ClosedJaxpr,
+    device: Device,
+    name: str,
+    donated_invars: Sequence[bool] | None = None,
+) -> CompiledComputation:
+    computation = Computation(
+        name,
+        closed,
+        devices=[device],
+        donated_invars=donated_invars,
+        lower=lower_computation,
+    )
+    if config.log_compiles:
+        print(f"ember: compiling {name} for {device!r}")
+    executable = device.backend.compile(computation)
+    return CompiledComputation(computation, executable)
+
+
+# --------------------------------------------------------------------------------------------
+# Eager primitives
+
+_eager_cache: dict[tuple, CompiledComputation] = {}
+
+
+def _single_equation(primitive: Primitive, avals: list[ShapedArray], params: dict) -> ClosedJaxpr:
+    invars = [Var(a) for a in avals]
+    out = rules.abstract_eval_rule(primitive)(*avals, **params)
+    outs = list(out) if primitive.multiple_results else [out]
+    outvars = [Var(a) for a in outs]
+    eqn = Eqn(primitive, invars, outvars, params)
+    return ClosedJaxpr(Jaxpr([], invars, outvars, [eqn], primitive.name), [])
+
+
+def apply_primitive(primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
+    device = common_device(args, primitive.name)
+    buffers = []
+    avals = []
+    for x in args:
+        if type(x) is not Array or x._device is not device:
+            x = to_device(x, device)
+        buffers.append(x._buffer)
+        avals.append(x.aval)
+    try:
+        key = (primitive, tuple(params.items()), tuple(avals), device)
+        compiled = _eager_cache.get(key)
+    except TypeError:
+        raise TypeError(f"internal error: unhashable parameters of {primitive.name}: {params}")
+    if compiled is None:
+        closed = _single_equation(primitive, avals, params)
+        donated = params.get("donated_invars")
+        compiled = compile_jaxpr(closed, device, primitive.name, donated)
+        _eager_cache[key] = compiled
+    outs = compiled.call_buffers(buffers)
+    return outs if primitive.multiple_results else outs[0]
+
+
+def clear_caches() -> None:
+    _eager_cache.clear()
+
+
+core.set_eager_dispatcher(apply_primitive)
+set_host_to_device(device_put_numpy)

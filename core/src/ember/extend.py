@@ -1,0 +1,42 @@
+"""The versioned API for plugin authors.
+
+A backend plugin implements hooks (``@hookimpl``) from ``ember._src.plugin.hookspecs`` and
+describes its platforms with ``PlatformSpec``; its backend subclasses ``Backend``,
+``Executable`` and ``Device``. ``PLUGIN_API_VERSION`` is the contract's version.
+"""
+
+from ember._src.config import define as define_config_option
+from ember._src.core import Primitive as Primitive
+from ember._src.core import ShapedArray as ShapedArray
+from ember._src.ir import ClosedJaxpr as ClosedJaxpr
+from ember._src.lowering.mlir import RuleContext as RuleContext
+from ember._src.plugin.hookspecs import hookimpl as hookimpl
+from ember._src.plugin.hookspecs import hookspec as hookspec
+from ember._src.plugin.registries import CollectiveRegistry as CollectiveRegistry
+from ember._src.plugin.registries import LoweringRegistry as LoweringRegistry
+from ember._src.plugin.spec import PLUGIN_API_VERSION as PLUGIN_API_VERSION
+from ember._src.plugin.spec import ClusterEnvironment as ClusterEnvironment
+from ember._src.plugin.spec import PlatformSpec as PlatformSpec
+from ember._src.runtime.backend import Backend as Backend
+from ember._src.runtime.backend import Computation as Computation
+from ember._src.runtime.backend import Device as Device
+from ember._src.runtime.backend import Executable as Executable
+
+__all__ = [
+    "PLUGIN_API_VERSION",
+    "Backend",
+    "ClosedJaxpr",
+    "ClusterEnvironment",
+    "CollectiveRegistry",
+    "Computation",
+    "Device",
+    "Executable",
+    "LoweringRegistry",
+    "PlatformSpec",
+    "Primitive",
+    "RuleContext",
+    "ShapedArray",
+    "define_config_option",
+    "hookimpl",
+    "hookspec",
+]
