@@ -362,7 +362,8 @@ def canonicalize_shape(shape: Any, context: str = "shape") -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)) or isinstance(shape, Tracer) and not shape.aval.shape:
         shape = (shape,)
     try:
-        dims = tuple(operator.index(concrete_or_error(d, context)) for d in shape)
+        # operator.index on a tracer raises TracerIntegerConversionError, naming the problem.
+        dims = tuple(operator.index(d) for d in shape)
     except TypeError as err:
         if isinstance(err, errors.ConcretizationTypeError):
             raise

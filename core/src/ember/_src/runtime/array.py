@@ -94,7 +94,10 @@ class Array:
                 f"__dlpack__ of an array on {self._device!r} is not supported; "
                 f"move it to the host with ember.device_get first"
             )
-        return self._value.__dlpack__(stream=stream, **kwargs)
+        if max_version is None:
+            # Old consumers can't be told the buffer is read-only: give them their own copy.
+            return self._value.copy().__dlpack__(stream=stream, **kwargs)
+        return self._value.__dlpack__(stream=stream, max_version=max_version, **kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (1, 0)  # kDLCPU

@@ -1,0 +1,137 @@
+"""grad, value_and_grad, jvp, vjp and linearize against finite differences."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as enp
+from ember import lax
+
+from .util import assert_close, numerical_gradient
+
+FUNCTIONS = {
+    "tanh_sum": lambda x: enp.sum(enp.tanh(x) ** 2),
+    "exp_log": lambda x: enp.sum(enp.log1p(enp.exp(x)) * x),
+    "trig": lambda x: enp.sum(enp.sin(x) * enp.cos(2.0 * x) + enp.arctan(x)),
+    "sqrt_div": lambda x: enp.sum(enp.sqrt(x * x + 1.0) / (x * x + 2.0)),
+    "max_min": lambda x: enp.max(x) - enp.min(x) + enp.mean(enp.maximum(x, 0.1)),
+    "prod": lambda x: enp.prod(x),
+    "power": lambda x: enp.sum(enp.power(enp.abs(x) + 1.0, 1.7)),
+    "matmul": lambda x: enp.sum((x.reshape(2, 3) @ x.reshape(3, 2)) ** 2),
+    "shape_ops": lambda x: enp.sum(
+        enp.concatenate([x[::-1], enp.broadcast_to(x[:2], (3, 2)).ravel()]) ** 3
+    ),
+    "logistic": lambda x: enp.sum(lax.logistic(x) * enp.arcsinh(x)),
+    "where": lambda x: enp.sum(enp.where(x > 0, x**2, -x)),
+    "einsum": lambda x: enp.einsum("i,i->", x, enp.cosh(x)),
+    "var": lambda x: enp.var(x) + enp.std(x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_grad_matches_finite_differences(name, rng):
+    f = FUNCTIONS[name]
+    x = rng.uniform(0.3, 1.2, size=(6,)).astype(np.float32) * rng.choice([-1, 1], 6)
+    expected = numerical_gradient(lambda v: f(v.astype(np.float32)), [x])
+    assert_close(ember.grad(f)(x), expected, rtol=2e-2, atol=2e-3)
+    assert_close(ember.jit(ember.grad(f))(x), expected, rtol=2e-2, atol=2e-3)
+
+
+def test_value_and_grad_argnums_and_has_aux(rng):
+    w = rng.normal(size=(3, 2)).astype(np.float32)
+    x = rng.normal(size=(4, 3)).astype(np.float32)
+
+    def loss(w, x, scale):
+        y = x @ w
+        return scale * enp.sum(y**2), {"mean": enp.mean(y)}
+
+    (value, aux), (gw, gx) = ember.value_and_grad(loss, argnums=(0, 1), has_aux=True)(w, x, 2.0)
+    y = x @ w
+    assert_close(value, 2 * np.sum(y**2), rtol=1e-5)
+    assert_close(aux["mean"], np.mean(y), rtol=1e-5, atol=1e-6)
+    assert_close(gw, 4 * x.T @ y, rtol=1e-4, atol=1e-5)
+    assert_close(gx, 4 * y @ w.T, rtol=1e-4, atol=1e-5)
+    g, aux2 = ember.grad(loss, has_aux=True)(w, x, 2.0)
+    assert_close(g, gw, rtol=1e-6)
+
+
+def test_grad_of_pytree_arguments():
+    params = {"a": np.float32(2.0), "b": [np.float32(3.0), np.ones(2, np.float32)]}
+    g = ember.grad(lambda p: p["a"] * p["b"][0] + enp.sum(p["b"][1] * p["a"]))(params)
+    assert_close(g["a"], 3.0 + 2.0)
+    assert_close(g["b"][0], 2.0)
+    assert_close(g["b"][1], [2.0, 2.0])
+
+
+def test_jvp_and_vjp_agree_with_each_other(rng):
+    f = lambda x, y: (enp.sin(x) * y, enp.sum(x * y))
+    x = rng.normal(size=(5,)).astype(np.float32)
+    y = rng.normal(size=(5,)).astype(np.float32)
+    tx = rng.normal(size=(5,)).astype(np.float32)
+    ty = rng.normal(size=(5,)).astype(np.float32)
+    primals, tangents = ember.jvp(f, (x, y), (tx, ty))
+    assert_close(primals[0], np.sin(x) * y)
+    assert_close(tangents[0], np.cos(x) * tx * y + np.sin(x) * ty, rtol=1e-5, atol=1e-6)
+    out, vjp_fun = ember.vjp(f, x, y)
+    ct = (rng.normal(size=(5,)).astype(np.float32), np.float32(0.7))
+    cx, cy = vjp_fun(ct)
+    # <ct, J t> == <J^T ct, t>
+    lhs = np.dot(ct[0], tangents[0]) + ct[1] * tangents[1]
+    rhs = np.dot(cx, tx) + np.dot(cy, ty)
+    assert_close(lhs, rhs, rtol=1e-4, atol=1e-5)
+
+
+def test_linearize_evaluates_the_jvp_at_a_fixed_point(rng):
+    x = rng.normal(size=(4,)).astype(np.float32)
+    out, f_jvp = ember.linearize(lambda v: enp.exp(v) * v, x)
+    t = np.ones(4, np.float32)
+    assert_close(out, np.exp(x) * x)
+    assert_close(f_jvp(t), np.exp(x) * x + np.exp(x), rtol=1e-5)
+
+
+def test_nested_grad_gives_second_derivatives():
+    f = lambda x: x**3 + enp.sin(x)
+    d2 = ember.grad(ember.grad(f))(np.float32(0.5))
+    assert_close(d2, 6 * 0.5 - np.sin(0.5), rtol=1e-5)
+    d3 = ember.jit(ember.grad(ember.grad(ember.grad(f))))(np.float32(0.5))
+    assert_close(d3, 6 - np.cos(0.5), rtol=1e-5)
+
+
+def test_grad_through_jit_and_jit_of_grad_agree(rng):
+    inner = ember.jit(lambda w, x: enp.tanh(x @ w))
+    loss = lambda w, x: enp.sum(inner(w, x) ** 2)
+    w = rng.normal(size=(3, 3)).astype(np.float32)
+    x = rng.normal(size=(2, 3)).astype(np.float32)
+    expected = numerical_gradient(lambda w: loss(w.astype(np.float32), x), [w])
+    assert_close(ember.grad(loss)(w, x), expected, rtol=2e-2, atol=2e-3)
+    assert_close(ember.jit(ember.grad(loss))(w, x), expected, rtol=2e-2, atol=2e-3)
+
+
+def test_stop_gradient_blocks_the_derivative():
+    g = ember.grad(lambda x: x * lax.stop_gradient(x))(np.float32(3.0))
+    assert_close(g, 3.0)
+
+
+def test_max_splits_ties_evenly():
+    g = ember.grad(lambda x, y: enp.maximum(x, y), argnums=(0, 1))(np.float32(2.0), np.float32(2.0))
+    assert_close(g, (0.5, 0.5))
+
+
+def test_grad_rejects_integer_inputs_and_vector_outputs():
+    with pytest.raises(TypeError, match="inexact"):
+        ember.grad(lambda x: x * 2.0)(np.int32(3))
+    with pytest.raises(TypeError, match="scalar-output"):
+        ember.grad(lambda x: x * 2.0)(np.ones(3, np.float32))
+
+
+def test_jvp_checks_tangent_types():
+    with pytest.raises(TypeError, match="tangent"):
+        ember.jvp(enp.sin, (np.ones(3, np.float32),), (np.ones(4, np.float32),))
+
+
+def test_reference_and_default_backend_agree_on_a_gradient(rng, reference_device):
+    f = ember.grad(lambda x: enp.sum(enp.tanh(x) * enp.exp(-x * x)))
+    x = rng.normal(size=(8,)).astype(np.float32)
+    on_reference = ember.jit(f, device=reference_device)(x)
+    assert on_reference.devices() == {reference_device}
+    assert_close(ember.jit(f)(x), on_reference, rtol=1e-5, atol=1e-6)

@@ -1,0 +1,30 @@
+"""ember never imports jax: not at import, not while computing."""
+
+import pathlib
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_importing_and_running_ember_does_not_import_jax():
+    code = (
+        "import sys, ember, ember.numpy as enp\n"
+        "x = enp.arange(4.0)\n"
+        "ember.jit(ember.grad(lambda v: enp.sum(v * v)))(x).block_until_ready()\n"
+        "ember.vmap(lambda v: v + 1)(x)\n"
+        "bad = sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.'))\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+def test_no_source_file_imports_jax():
+    pattern = re.compile(r"^\s*(import jax\b|from jax\b|from jax\.|import jax\.)", re.MULTILINE)
+    offenders = []
+    for folder in ("core", "plugins", "plugin_cpu", "tests", "examples"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if pattern.search(path.read_text()):
+                offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []
