@@ -95,7 +95,7 @@ def main() -> None:
     losses: list[float] = []
     start = time.perf_counter()
     progress = tqdm(range(args.epochs), desc="training", unit="epoch")
-    for epoch in progress:
+    for _ in progress:
         order = rng.permutation(x_train.shape[0])
         epoch_loss = 0.0
         for step in range(steps_per_epoch):
@@ -120,10 +120,11 @@ def main() -> None:
 
 
 def save_plot(losses: list[float], path: str) -> None:
-    import matplotlib
+    # matplotlib is optional: imported only when a plot is asked for.
+    import matplotlib  # noqa: PLC0415
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415
 
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(range(1, len(losses) + 1), losses, marker="o", markersize=3)

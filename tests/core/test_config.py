@@ -31,7 +31,11 @@ def test_environment_variable_seeds_an_option():
     env = dict(os.environ, EMBER_ENABLE_X64="1")
     out = subprocess.run(
         [sys.executable, "-c", "import ember; print(ember.config.enable_x64)"],
-        env=env, capture_output=True, text=True, check=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
     assert out.stdout.strip() == "True"
 

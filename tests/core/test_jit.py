@@ -1,6 +1,7 @@
 """jit: caching, static and donated arguments, lowering and compilation introspection."""
 
 import functools
+
 import numpy as np
 import pytest
 

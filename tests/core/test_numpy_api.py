@@ -8,9 +8,29 @@ import ember.numpy as enp
 
 from .util import assert_close
 
-UNARY = ["exp", "log1p", "sin", "cos", "tan", "tanh", "sinh", "cosh", "arctan", "arcsinh",
-         "sqrt", "cbrt", "negative", "sign", "floor", "ceil", "trunc", "square", "abs",
-         "expm1", "rint"]
+UNARY = [
+    "exp",
+    "log1p",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "sinh",
+    "cosh",
+    "arctan",
+    "arcsinh",
+    "sqrt",
+    "cbrt",
+    "negative",
+    "sign",
+    "floor",
+    "ceil",
+    "trunc",
+    "square",
+    "abs",
+    "expm1",
+    "rint",
+]
 
 
 @pytest.mark.parametrize("name", UNARY)
@@ -35,8 +55,17 @@ def test_log_and_arccosh(rng):
     assert_close(enp.log10(x), np.log10(x))
 
 
-BINARY = ["add", "subtract", "multiply", "true_divide", "maximum", "minimum", "power",
-          "arctan2", "logaddexp"]
+BINARY = [
+    "add",
+    "subtract",
+    "multiply",
+    "true_divide",
+    "maximum",
+    "minimum",
+    "power",
+    "arctan2",
+    "logaddexp",
+]
 
 
 @pytest.mark.parametrize("name", BINARY)
@@ -177,9 +206,19 @@ def test_contractions(rng):
 @pytest.mark.parametrize(
     "index",
     [
-        1, -1, (1, 2), (slice(None), 0), slice(1, None), slice(None, None, -1), (Ellipsis, 1),
-        (None, 1), (slice(0, 3, 2), slice(None, None, -2)), (1, None, slice(1, 3)),
-        slice(5, 1, -2), (slice(None), None), slice(3, 3),
+        1,
+        -1,
+        (1, 2),
+        (slice(None), 0),
+        slice(1, None),
+        slice(None, None, -1),
+        (Ellipsis, 1),
+        (None, 1),
+        (slice(0, 3, 2), slice(None, None, -2)),
+        (1, None, slice(1, 3)),
+        slice(5, 1, -2),
+        (slice(None), None),
+        slice(3, 3),
     ],
 )
 def test_basic_indexing_matches_numpy(index, rng):

@@ -58,8 +58,12 @@ def test_vmap_of_reductions_indexing_and_argmax(rng):
     x = rng.normal(size=(4, 5, 6)).astype(np.float32)
     assert_close(ember.vmap(lambda m: enp.max(m, axis=1))(x), x.max(axis=2))
     assert_close(ember.vmap(lambda m: m[1:, ::-2])(x), x[:, 1:, ::-2])
-    np.testing.assert_array_equal(ember.vmap(lambda m: enp.argmax(m, 0), in_axes=2)(x), x.argmax(0).T)
-    assert_close(ember.vmap(lambda m: m.T @ m)(x), np.einsum("bij,bik->bjk", x, x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(
+        ember.vmap(lambda m: enp.argmax(m, 0), in_axes=2)(x), x.argmax(0).T
+    )
+    assert_close(
+        ember.vmap(lambda m: m.T @ m)(x), np.einsum("bij,bik->bjk", x, x), rtol=1e-4, atol=1e-4
+    )
 
 
 def test_inconsistent_sizes_are_reported():

@@ -4,10 +4,7 @@ Backends come from independently installed plugins (``pip install ember-plugin-c
 ``python -m ember doctor`` shows what is installed and working.
 """
 
-from ember._src.config import config as config
-from ember._src.runtime import dispatch as _dispatch  # installs the eager dispatcher
-from ember._src.numpy import array_methods as _array_methods  # installs Array operators
-from ember._src.jit import jit as jit
+from ember import errors as errors, lax as lax, numpy as numpy, tree_util as tree_util
 from ember._src.api import (
     ShapeDtypeStruct as ShapeDtypeStruct,
     block_until_ready as block_until_ready,
@@ -28,12 +25,12 @@ from ember._src.api import (
     vjp as vjp,
     vmap as vmap,
 )
+from ember._src.config import config as config
+from ember._src.jit import jit as jit
+from ember._src.numpy import array_methods as _array_methods  # installs Array operators
+from ember._src.runtime import dispatch as _dispatch  # installs the eager dispatcher
 from ember._src.runtime.array import Array as Array
 from ember._src.runtime.backend import Device as Device
-from ember import errors as errors
-from ember import lax as lax
-from ember import numpy as numpy
-from ember import tree_util as tree_util
 
 __version__ = "0.1.0"
 

@@ -6,21 +6,25 @@ describes its platforms with ``PlatformSpec``; its backend subclasses ``Backend`
 """
 
 from ember._src.config import define as define_config_option
-from ember._src.core import Primitive as Primitive
-from ember._src.core import ShapedArray as ShapedArray
+from ember._src.core import Primitive as Primitive, ShapedArray as ShapedArray
 from ember._src.ir import ClosedJaxpr as ClosedJaxpr
 from ember._src.lowering.mlir import RuleContext as RuleContext
-from ember._src.plugin.hookspecs import hookimpl as hookimpl
-from ember._src.plugin.hookspecs import hookspec as hookspec
-from ember._src.plugin.registries import CollectiveRegistry as CollectiveRegistry
-from ember._src.plugin.registries import LoweringRegistry as LoweringRegistry
-from ember._src.plugin.spec import PLUGIN_API_VERSION as PLUGIN_API_VERSION
-from ember._src.plugin.spec import ClusterEnvironment as ClusterEnvironment
-from ember._src.plugin.spec import PlatformSpec as PlatformSpec
-from ember._src.runtime.backend import Backend as Backend
-from ember._src.runtime.backend import Computation as Computation
-from ember._src.runtime.backend import Device as Device
-from ember._src.runtime.backend import Executable as Executable
+from ember._src.plugin.hookspecs import hookimpl as hookimpl, hookspec as hookspec
+from ember._src.plugin.registries import (
+    CollectiveRegistry as CollectiveRegistry,
+    LoweringRegistry as LoweringRegistry,
+)
+from ember._src.plugin.spec import (
+    PLUGIN_API_VERSION as PLUGIN_API_VERSION,
+    ClusterEnvironment as ClusterEnvironment,
+    PlatformSpec as PlatformSpec,
+)
+from ember._src.runtime.backend import (
+    Backend as Backend,
+    Computation as Computation,
+    Device as Device,
+    Executable as Executable,
+)
 
 __all__ = [
     "PLUGIN_API_VERSION",

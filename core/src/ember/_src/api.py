@@ -149,7 +149,9 @@ def grad(
     return grad_fun
 
 
-def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+def jvp(
+    fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
+) -> tuple[Any, Any]:
     """Forward mode: ``(fun(*primals), the directional derivative along tangents)``."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp expects primals and tangents as tuples or lists of arguments")
@@ -158,11 +160,15 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
     primal_leaves, tree = tree_flatten(tuple(primals))
     tangent_leaves, tangent_tree = tree_flatten(tuple(tangents))
     if tree != tangent_tree:
-        raise TypeError(f"jvp: primal structure {tree} differs from tangent structure {tangent_tree}")
+        raise TypeError(
+            f"jvp: primal structure {tree} differs from tangent structure {tangent_tree}"
+        )
     for i, (p, t) in enumerate(zip(primal_leaves, tangent_leaves)):
         expected = tangent_aval(leaf_aval(p, f"primal leaf #{i}"))
         got = get_aval(t)
-        if expected.shape != got.shape or (expected.dtype != got.dtype and got.dtype != dtypes.float0):
+        if expected.shape != got.shape or (
+            expected.dtype != got.dtype and got.dtype != dtypes.float0
+        ):
             raise errors.EmberTypeError(
                 f"jvp: tangent leaf #{i} has type {got.str_short()} but the primal needs "
                 f"{expected.str_short()}{errors.where()}"
@@ -385,9 +391,9 @@ class ShapeDtypeStruct:
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, ShapeDtypeStruct)
-            and (self.shape, self.dtype) == (other.shape, other.dtype)
+        return isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype) == (
+            other.shape,
+            other.dtype,
         )
 
     def __hash__(self) -> int:

@@ -72,7 +72,7 @@ def _equal(a: Any, b: Any) -> bool:
         return False
     try:
         return bool(a == b)
-    except Exception:  # noqa: BLE001 - e.g. arrays: identity is the only safe equality
+    except Exception:
         return a is b
 
 

@@ -20,7 +20,6 @@ import numpy as np
 
 from ember._src import dtypes, errors
 
-
 # --------------------------------------------------------------------------------------------
 # Abstract values
 
@@ -128,8 +127,10 @@ def get_aval(x: Any) -> ShapedArray:
 
 
 def is_arraylike(x: Any) -> bool:
-    return isinstance(x, Tracer) or type(x) in _aval_getters or any(
-        isinstance(x, cls) for cls in _aval_getters
+    return (
+        isinstance(x, Tracer)
+        or type(x) in _aval_getters
+        or any(isinstance(x, cls) for cls in _aval_getters)
     )
 
 
@@ -222,7 +223,7 @@ def current_trace() -> Trace:
     return _context.trace
 
 
-class set_current_trace:
+class set_current_trace:  # noqa: N801 - used like a function: `with set_current_trace(t):`
     """``with set_current_trace(trace):`` makes ``trace`` current for the block."""
 
     __slots__ = ("trace", "previous")
@@ -279,9 +280,7 @@ class Tracer:
         raise errors.ConcretizationTypeError(_concretization_message(self, "float", "float()"))
 
     def __complex__(self) -> complex:
-        raise errors.ConcretizationTypeError(
-            _concretization_message(self, "complex", "complex()")
-        )
+        raise errors.ConcretizationTypeError(_concretization_message(self, "complex", "complex()"))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise errors.TracerArrayConversionError(
@@ -302,7 +301,9 @@ class Tracer:
         return f"Traced<{self.aval.str_short()}>with<{self._trace!r}>"
 
     def item(self) -> Any:
-        raise errors.ConcretizationTypeError(_concretization_message(self, "Python scalar", "item()"))
+        raise errors.ConcretizationTypeError(
+            _concretization_message(self, "Python scalar", "item()")
+        )
 
     def tolist(self) -> Any:
         raise errors.ConcretizationTypeError(_concretization_message(self, "list", "tolist()"))

@@ -22,13 +22,13 @@ from ember._src.ir import ClosedJaxpr, Jaxpr
 from ember._src.lowering.module import lower_module
 from ember._src.ops.call import jit_call
 from ember._src.runtime.array import Array
+from ember._src.runtime.backend import Device
 from ember._src.runtime.dispatch import (
     CompiledComputation,
     common_device,
     compile_jaxpr,
     to_device,
 )
-from ember._src.runtime.backend import Device
 from ember._src.tree_util import PyTreeDef, tree_flatten, tree_unflatten
 
 
@@ -75,7 +75,7 @@ class JitFunction:
         self._static_argnums = _as_tuple(static_argnums)
         names = (static_argnames,) if isinstance(static_argnames, str) else static_argnames
         self._static_argnames = tuple(names or ())
-        for name, position in static_names_to_nums(fun, self._static_argnames).items():
+        for position in static_names_to_nums(fun, self._static_argnames).values():
             if position not in self._static_argnums:
                 self._static_argnums += (position,)
         self._donate_argnums = _as_tuple(donate_argnums)
@@ -192,7 +192,8 @@ class JitFunction:
             return (False,) * in_tree.num_leaves
         static_positions = {i for i, _ in statics[0]} if statics else set()
         dynamic_positions = [
-            i for i in range(len(args_def.children) + len(static_positions))
+            i
+            for i in range(len(args_def.children) + len(static_positions))
             if i not in static_positions
         ]
         n_args = len(dynamic_positions) + len(static_positions)
@@ -312,4 +313,3 @@ def jit(
         donate_argnums=donate_argnums,
         device=device,
     )
-

@@ -136,7 +136,9 @@ def lowering_rule(primitive: Primitive, platform: str) -> Rule:
         rule = rules.get(platform) or rules.get(None)
         if rule is not None:
             return rule
-    raise _missing(primitive, f"StableHLO lowering (platform {platform!r})", "jit or eager execution")
+    raise _missing(
+        primitive, f"StableHLO lowering (platform {platform!r})", "jit or eager execution"
+    )
 
 
 def has_lowering(primitive: Primitive, platform: str | None = None) -> bool:

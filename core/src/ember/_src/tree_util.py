@@ -160,7 +160,11 @@ class PyTreeDef:
         if self.node is list:
             return f"[{inner}]"
         if self.node is dict:
-            return "{" + ", ".join(f"{k!r}: {c._describe()}" for k, c in zip(self.aux, self.children)) + "}"
+            return (
+                "{"
+                + ", ".join(f"{k!r}: {c._describe()}" for k, c in zip(self.aux, self.children))
+                + "}"
+            )
         if self.node is type(None):
             return "None"
         return f"{getattr(self.node, '__name__', self.node)}({inner})"
@@ -169,7 +173,9 @@ class PyTreeDef:
 _LEAF = PyTreeDef(None, None, (), 1)
 
 
-def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list[Any], PyTreeDef]:
+def tree_flatten(
+    tree: Any, is_leaf: Callable[[Any], bool] | None = None
+) -> tuple[list[Any], PyTreeDef]:
     """Flatten ``tree`` into its leaves (left to right) and its structure."""
     leaves: list[Any] = []
     treedef = _flatten(tree, leaves, is_leaf)

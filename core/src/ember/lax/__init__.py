@@ -1,5 +1,10 @@
 """ember.lax: the primitive-level API (strict dtypes, explicit broadcasting)."""
 
+from ember._src.lax_api import (
+    broadcast as broadcast,
+    select as select,
+    stop_gradient as stop_gradient,
+)
 from ember._src.ops.elementwise import (
     abs as abs,
     acos as acos,
@@ -77,9 +82,4 @@ from ember._src.ops.shape import (
     slice_op as slice,
     squeeze as squeeze,
     transpose as transpose,
-)
-from ember._src.lax_api import (
-    broadcast as broadcast,
-    select as select,
-    stop_gradient as stop_gradient,
 )

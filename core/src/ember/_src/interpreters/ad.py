@@ -225,9 +225,7 @@ def backward_pass(
             for v in eqn.invars
         ]
         if eqn.primitive.multiple_results:
-            ct_arg = [
-                Zero(v.aval) if ct is None else ct for v, ct in zip(eqn.outvars, cts_out)
-            ]
+            ct_arg = [Zero(v.aval) if ct is None else ct for v, ct in zip(eqn.outvars, cts_out)]
         else:
             ct_arg = cts_out[0]
         cts_in = rules.transpose_rule(eqn.primitive)(ct_arg, *invals, **eqn.params)
@@ -235,8 +233,7 @@ def backward_pass(
             accumulate(var, ct)
 
     return [
-        ct_env.get(v, Zero(v.aval)) if is_undefined(a) else None
-        for v, a in zip(jaxpr.invars, args)
+        ct_env.get(v, Zero(v.aval)) if is_undefined(a) else None for v, a in zip(jaxpr.invars, args)
     ]
 
 

@@ -62,9 +62,7 @@ def typecheck(jaxpr: Jaxpr) -> None:
         expected = rules.abstract_eval_rule(eqn.primitive)(*avals_in, **eqn.params)
         expected = list(expected) if eqn.primitive.multiple_results else [expected]
         got = [v.aval for v in eqn.outvars]
-        if len(expected) != len(got) or any(
-            not e.same_type(g) for e, g in zip(expected, got)
-        ):
+        if len(expected) != len(got) or any(not e.same_type(g) for e, g in zip(expected, got)):
             shown = ", ".join(a.str_short() for a in expected)
             raise JaxprTypeError(
                 f"{where}: outputs are typed {', '.join(a.str_short() for a in got)} "

@@ -78,9 +78,7 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool]) -> Partial
         return [x for x, u in zip(outs, out_unknowns) if not u] + list(residuals)
 
     known = trace_to_jaxpr(known_part, known_avals, name="partial_eval_known")
-    return PartialEvalResult(
-        known, split["unknown"], split["out_unknowns"], split["num_residuals"]
-    )
+    return PartialEvalResult(known, split["unknown"], split["out_unknowns"], split["num_residuals"])
 
 
 def _residuals_as_inputs(closed: ClosedJaxpr) -> ClosedJaxpr:

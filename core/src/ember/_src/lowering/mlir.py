@@ -174,9 +174,7 @@ class RuleContext:
             return self.constant(scalar, aval)
         return self.op("stablehlo.constant", [], aval, {"value": dense_attr(scalar, aval)})
 
-    def broadcast_in_dim(
-        self, x: str, out: ShapedArray, dims: Sequence[int]
-    ) -> str:
+    def broadcast_in_dim(self, x: str, out: ShapedArray, dims: Sequence[int]) -> str:
         return self.op(
             "stablehlo.broadcast_in_dim", [x], out, {"broadcast_dimensions": i64_array(dims)}
         )

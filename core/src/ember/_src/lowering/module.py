@@ -102,7 +102,9 @@ def lower_module(
         params.append(f"{arg}: {fn.types[arg]}{attr_text}")
         arg_names.append(arg)
 
-    const_names = [ctx.constant(value, var.aval) for var, value in zip(jaxpr.constvars, closed.consts)]
+    const_names = [
+        ctx.constant(value, var.aval) for var, value in zip(jaxpr.constvars, closed.consts)
+    ]
     outs = lower_jaxpr_inline(ctx, jaxpr, const_names, arg_names)
 
     out_types = [fn.types[o] for o in outs]

@@ -34,7 +34,9 @@ def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = 
         return ew.mul(*prepare("dot", a, b))
     b_axis = 0 if b_ndim == 1 else b_ndim - 2
     _check_contracted("dot", a, b, a_ndim - 1, b_axis)
-    return dot_general(a, b, (((a_ndim - 1,), (b_axis,)), ((), ())), precision, preferred_element_type)
+    return dot_general(
+        a, b, (((a_ndim - 1,), (b_axis,)), ((), ())), precision, preferred_element_type
+    )
 
 
 def _check_contracted(name: str, a: Any, b: Any, a_axis: int, b_axis: int) -> None:
@@ -78,7 +80,9 @@ def _drop_axis(x: Any, axis: int) -> Any:
     return squeeze(x, (axis % get_aval(x).ndim,))
 
 
-def tensordot(a: Any, b: Any, axes: Any = 2, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+def tensordot(
+    a: Any, b: Any, axes: Any = 2, *, precision: Any = None, preferred_element_type: Any = None
+) -> Any:
     a, b = _operands("tensordot", a, b)
     a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
     if isinstance(axes, int):
@@ -91,7 +95,9 @@ def tensordot(a: Any, b: Any, axes: Any = 2, *, precision: Any = None, preferred
         a_axes_raw = (a_axes_raw,) if isinstance(a_axes_raw, int) else tuple(a_axes_raw)
         b_axes_raw = (b_axes_raw,) if isinstance(b_axes_raw, int) else tuple(b_axes_raw)
         if len(a_axes_raw) != len(b_axes_raw):
-            raise ValueError(f"tensordot: axes lists must have equal length, got {axes}{errors.where()}")
+            raise ValueError(
+                f"tensordot: axes lists must have equal length, got {axes}{errors.where()}"
+            )
         a_axes = tuple(canonicalize_axis(x, a_ndim) for x in a_axes_raw)
         b_axes = tuple(canonicalize_axis(x, b_ndim) for x in b_axes_raw)
     for i, j in zip(a_axes, b_axes):
@@ -108,7 +114,11 @@ def inner(a: Any, b: Any) -> Any:
 
 def outer(a: Any, b: Any) -> Any:
     a, b = _operands("outer", ravel(a), ravel(b))
-    return dot_general(reshape(a, get_aval(a).shape + (1,)), reshape(b, (1,) + get_aval(b).shape), (((1,), (0,)), ((), ())))
+    return dot_general(
+        reshape(a, get_aval(a).shape + (1,)),
+        reshape(b, (1,) + get_aval(b).shape),
+        (((1,), (0,)), ((), ())),
+    )
 
 
 def vdot(a: Any, b: Any) -> Any:
@@ -126,24 +136,40 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
 # einsum
 
 
-def einsum(subscripts: str, *operands: Any, precision: Any = None, preferred_element_type: Any = None, optimize: Any = True) -> Any:
+def einsum(
+    subscripts: str,
+    *operands: Any,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+    optimize: Any = True,
+) -> Any:
     """Einstein summation, contracted pairwise from left to right."""
     if not isinstance(subscripts, str):
         raise TypeError("einsum: only the string form of subscripts is supported")
     operands = promote_dtypes(*(as_operand(o) for o in operands))
     inputs, output = _parse_einsum(subscripts, [get_aval(o).ndim for o in operands])
     if len(inputs) != len(operands):
-        raise ValueError(f"einsum: {len(inputs)} subscripts for {len(operands)} operands{errors.where()}")
+        raise ValueError(
+            f"einsum: {len(inputs)} subscripts for {len(operands)} operands{errors.where()}"
+        )
     sizes: dict[str, int] = {}
     for labels, op in zip(inputs, operands):
         shape = get_aval(op).shape
         if len(labels) != len(shape):
-            raise ValueError(f"einsum: subscripts {labels!r} don't match operand of rank {len(shape)}{errors.where()}")
+            raise ValueError(
+                f"einsum: subscripts {labels!r} don't match an operand of rank {len(shape)}"
+                f"{errors.where()}"
+            )
         if len(set(labels)) != len(labels):
-            raise NotImplementedError(f"einsum: repeated subscripts within one operand ({labels!r}) are not supported yet")
+            raise NotImplementedError(
+                f"einsum: repeated subscripts within one operand ({labels!r}) are not supported yet"
+            )
         for label, size in zip(labels, shape):
             if sizes.setdefault(label, size) != size and size != 1:
-                raise ValueError(f"einsum: size of label {label!r} differs: {sizes[label]} vs {size}{errors.where()}")
+                raise ValueError(
+                    f"einsum: size of label {label!r} differs: {sizes[label]} vs {size}"
+                    f"{errors.where()}"
+                )
     terms = list(zip(inputs, operands))
     while len(terms) > 1:
         (la, a), (lb, b) = terms[0], terms[1]
@@ -167,13 +193,16 @@ def _parse_einsum(subscripts: str, ndims: Sequence[int]) -> tuple[list[str], str
     inputs = lhs.split(",")
     if "..." in subscripts:
         unused = [c for c in string.ascii_letters if c not in subscripts]
-        width = max((nd - len(s.replace("...", "")) for s, nd in zip(inputs, ndims) if "..." in s), default=0)
+        width = max(
+            (nd - len(s.replace("...", "")) for s, nd in zip(inputs, ndims) if "..." in s),
+            default=0,
+        )
         ellipsis = "".join(unused[:width])
         expanded = []
         for s, nd in zip(inputs, ndims):
             if "..." in s:
                 own = nd - len(s.replace("...", ""))
-                s = s.replace("...", ellipsis[width - own:])
+                s = s.replace("...", ellipsis[width - own :])
             expanded.append(s)
         inputs = expanded
         if output is not None:
@@ -187,7 +216,9 @@ def _parse_einsum(subscripts: str, ndims: Sequence[int]) -> tuple[list[str], str
     return inputs, output
 
 
-def _contract_pair(la: str, a: Any, lb: str, b: Any, keep: set[str], precision, preferred) -> tuple[str, Any]:
+def _contract_pair(
+    la: str, a: Any, lb: str, b: Any, keep: set[str], precision, preferred
+) -> tuple[str, Any]:
     # Sum away labels that appear only in one operand and are not needed later.
     a, la = _sum_unique(a, la, lb, keep)
     b, lb = _sum_unique(b, lb, la, keep)
@@ -218,4 +249,3 @@ def _broadcast_shared(a: Any, la: str, b: Any, lb: str, shared: list[str]) -> tu
         size = max(a_shape[i], b_shape[j])
         a_shape[i] = b_shape[j] = size
     return broadcast_to_shape(a, tuple(a_shape)), broadcast_to_shape(b, tuple(b_shape))
-

@@ -40,13 +40,17 @@ def asarray(a: Any, dtype: Any = None, copy: bool | None = None, device: Any = N
     try:
         host = np.asarray(a, dtype=dtype)
     except (TypeError, ValueError) as err:
-        raise TypeError(f"cannot convert {type(a).__name__} to an array: {err}{errors.where()}") from None
+        raise TypeError(
+            f"cannot convert {type(a).__name__} to an array: {err}{errors.where()}"
+        ) from None
     if host.dtype == object:
         raise TypeError(f"cannot convert {type(a).__name__} to an array of numbers{errors.where()}")
     weak = dtype is None and dtypes.is_python_scalar(a)
     if dtype is None:
-        host = host.astype(dtypes.canonicalize(host.dtype)) if not weak else np.asarray(
-            a, dtypes.python_scalar_dtype(a)
+        host = (
+            host.astype(dtypes.canonicalize(host.dtype))
+            if not weak
+            else np.asarray(a, dtypes.python_scalar_dtype(a))
         )
     target = device if device is not None else None
     return dispatch.device_put_numpy(host, _device_of(target), weak_type=weak)
@@ -58,7 +62,7 @@ def _device_of(device: Any) -> Any:
     return getattr(device, "device", device)
 
 
-def array(object: Any, dtype: Any = None, copy: bool = True, ndmin: int = 0) -> Any:  # noqa: A002
+def array(object: Any, dtype: Any = None, copy: bool = True, ndmin: int = 0) -> Any:
     result = asarray(object, dtype)
     extra = ndmin - get_aval(result).ndim
     if extra > 0:
@@ -101,7 +105,9 @@ def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
 
 def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, tuple[int, ...]]:
     aval = get_aval(a) if not isinstance(a, (list, tuple)) else get_aval(np.asarray(a))
-    return (check_dtype_arg(dtype) or aval.dtype), (aval.shape if shape is None else shape_tuple(shape))
+    return (check_dtype_arg(dtype) or aval.dtype), (
+        aval.shape if shape is None else shape_tuple(shape)
+    )
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Any:
@@ -158,14 +164,20 @@ def linspace(
 ) -> Any:
     num = operator.index(core.concrete_or_error(num, "linspace's num"))
     if num < 0:
-        raise ValueError(f"linspace: number of samples, {num}, must be non-negative{errors.where()}")
+        raise ValueError(
+            f"linspace: number of samples, {num}, must be non-negative{errors.where()}"
+        )
     dtype = check_dtype_arg(dtype) or dtypes.default_float()
     compute = dtypes.default_float() if np.dtype(dtype).kind in "iub" else dtype
-    start_c = cast(start, compute) if dtypes.is_python_scalar(start) else convert_element_type(
-        asarray(start), compute
+    start_c = (
+        cast(start, compute)
+        if dtypes.is_python_scalar(start)
+        else convert_element_type(asarray(start), compute)
     )
-    stop_c = cast(stop, compute) if dtypes.is_python_scalar(stop) else convert_element_type(
-        asarray(stop), compute
+    stop_c = (
+        cast(stop, compute)
+        if dtypes.is_python_scalar(stop)
+        else convert_element_type(asarray(stop), compute)
     )
     divisor = (num - 1) if endpoint else num
     index = iota(dtypes.int32, (num,), 0)
@@ -183,7 +195,7 @@ def linspace(
     return result
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:  # noqa: N803
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
     n = operator.index(core.concrete_or_error(N, "eye's N"))
     m = n if M is None else operator.index(core.concrete_or_error(M, "eye's M"))
     dtype = check_dtype_arg(dtype) or dtypes.default_float()

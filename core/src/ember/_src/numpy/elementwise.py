@@ -124,7 +124,9 @@ invert = bitwise_not
 
 def _logical(lax_fn, name: str):
     def fn(x: Any, y: Any, /) -> Any:
-        x, y = broadcast_args(name, cast(as_operand(x), dtypes.bool_), cast(as_operand(y), dtypes.bool_))
+        x, y = broadcast_args(
+            name, cast(as_operand(x), dtypes.bool_), cast(as_operand(y), dtypes.bool_)
+        )
         return lax_fn(x, y)
 
     fn.__name__ = name
@@ -189,7 +191,11 @@ def fmod(x: Any, y: Any, /) -> Any:
 
 
 def power(x: Any, y: Any, /) -> Any:
-    if isinstance(y, (int, np.integer)) and not isinstance(y, bool) and not isinstance(x, (int, float)):
+    if (
+        isinstance(y, (int, np.integer))
+        and not isinstance(y, bool)
+        and not isinstance(x, (int, float))
+    ):
         (x,) = promote_dtypes(as_operand(x))
         if get_aval(x).dtype.kind in "iu" and y < 0:
             raise ValueError(f"integers to negative integer powers are not allowed{errors.where()}")
@@ -217,7 +223,7 @@ def _integer_power(x: Any, y: Any) -> Any:
     return result
 
 
-pow = power  # noqa: A001 - the array API name
+pow = power
 
 
 def square(x: Any, /) -> Any:
@@ -237,7 +243,7 @@ def absolute(x: Any, /) -> Any:
     return lax.abs(x)
 
 
-abs = absolute  # noqa: A001
+abs = absolute
 
 
 def positive(x: Any, /) -> Any:
@@ -262,7 +268,7 @@ def trunc(x: Any, /) -> Any:
     return lax.select_n(lax.lt(x, np.zeros((), get_aval(x).dtype)), lax.floor(x), lax.ceil(x))
 
 
-def round(x: Any, decimals: int = 0) -> Any:  # noqa: A001
+def round(x: Any, decimals: int = 0) -> Any:
     (x,) = promote_dtypes(as_operand(x))
     dtype = get_aval(x).dtype
     if dtype.kind in "iub":
@@ -321,11 +327,13 @@ def logaddexp(x: Any, y: Any, /) -> Any:
     amax = lax.max(x, y)
     delta = lax.sub(x, y)
     # Where both are the same infinity, delta is nan: the answer is that infinity.
-    safe = lax.select_n(lax.ne(delta, delta), lax.neg(lax.abs(delta)), np.zeros((), get_aval(x).dtype))
+    safe = lax.select_n(
+        lax.ne(delta, delta), lax.neg(lax.abs(delta)), np.zeros((), get_aval(x).dtype)
+    )
     return lax.add(amax, lax.log1p(lax.exp(safe)))
 
 
-def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:
     if min is not None:
         x = maximum(x, min)
     if max is not None:

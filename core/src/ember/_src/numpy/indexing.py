@@ -141,7 +141,9 @@ def _is_static_int(value: Any) -> bool:
 
 
 def _is_traced_int(value: Any) -> bool:
-    return isinstance(value, Tracer) and value.aval.shape == () and dtypes.is_integer(value.aval.dtype)
+    return (
+        isinstance(value, Tracer) and value.aval.shape == () and dtypes.is_integer(value.aval.dtype)
+    )
 
 
 def _unsupported(entry: Any) -> Exception:

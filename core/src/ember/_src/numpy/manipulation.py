@@ -29,10 +29,16 @@ def reshape(a: Any, /, shape: Any = None, order: str = "C", *, newshape: Any = N
         raise NotImplementedError(f"reshape with order={order!r} (only 'C' is supported)")
     a = as_operand(a)
     aval = get_aval(a)
-    dims = [shape] if isinstance(shape, (int, np.integer)) or isinstance(shape, core.Tracer) else list(shape)
+    dims = (
+        [shape]
+        if isinstance(shape, (int, np.integer)) or isinstance(shape, core.Tracer)
+        else list(shape)
+    )
     dims = [operator.index(core.concrete_or_error(d, "reshape's shape")) for d in dims]
     if dims.count(-1) > 1:
-        raise ValueError(f"can only specify one unknown dimension (-1), got {tuple(dims)}{errors.where()}")
+        raise ValueError(
+            f"can only specify one unknown dimension (-1), got {tuple(dims)}{errors.where()}"
+        )
     if -1 in dims:
         known = int(np.prod([d for d in dims if d != -1], dtype=np.int64))
         if known == 0 or aval.size % known:
@@ -98,7 +104,8 @@ def broadcast_to(a: Any, shape: Any) -> Any:
         target = None
     if target != tuple(shape):
         raise ValueError(
-            f"cannot broadcast an array of shape {aval.shape} to shape {tuple(shape)}{errors.where()}"
+            f"cannot broadcast an array of shape {aval.shape} to shape {tuple(shape)}"
+            f"{errors.where()}"
         )
     return lax.broadcast_to_shape(a, shape)
 

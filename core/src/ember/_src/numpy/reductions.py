@@ -18,8 +18,7 @@ from ember._src.numpy.util import (
     check_dtype_arg,
     prepare,
 )
-from ember._src.ops import elementwise as ew
-from ember._src.ops import reduce as lax_reduce
+from ember._src.ops import elementwise as ew, reduce as lax_reduce
 from ember._src.ops.shape import broadcast_to_shape, expand_dims, reduce_sum, reshape
 
 
@@ -30,8 +29,14 @@ def _prepare(a: Any, axis: Any, dtype: Any, name: str, *, upcast_small_ints: boo
     dtype = check_dtype_arg(dtype)
     if dtype is None and upcast_small_ints:
         # NumPy sums bools and small integers in the default integer type.
-        if aval.dtype == dtypes.bool_ or (aval.dtype.kind in "iu" and aval.dtype.itemsize < dtypes.default_int().itemsize):
-            dtype = dtypes.default_int() if aval.dtype.kind != "u" else np.dtype(f"uint{dtypes.default_int().itemsize * 8}")
+        if aval.dtype == dtypes.bool_ or (
+            aval.dtype.kind in "iu" and aval.dtype.itemsize < dtypes.default_int().itemsize
+        ):
+            dtype = (
+                dtypes.default_int()
+                if aval.dtype.kind != "u"
+                else np.dtype(f"uint{dtypes.default_int().itemsize * 8}")
+            )
     if dtype is not None and dtype != aval.dtype:
         a = cast(a, dtype)
     return a, axes
@@ -47,7 +52,15 @@ def _apply_where(a: Any, where: Any, identity: Any) -> Any:
     return select(where, a, identity)
 
 
-def sum(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:  # noqa: A001
+def sum(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: None = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
     a, axes = _prepare(a, axis, dtype, "sum", upcast_small_ints=True)
     a = _apply_where(a, where, 0)
     result = reduce_sum(a, axes)
@@ -56,7 +69,15 @@ def sum(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims:
     return _keep(result, axes, keepdims)
 
 
-def prod(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+def prod(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: None = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
     a, axes = _prepare(a, axis, dtype, "prod", upcast_small_ints=True)
     a = _apply_where(a, where, 1)
     result = lax_reduce.reduce_prod(a, axes) if axes else a
@@ -65,7 +86,9 @@ def prod(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims
     return _keep(result, axes, keepdims)
 
 
-def _extremum(name: str, reducer, a: Any, axis: Any, keepdims: bool, initial: Any, where: Any) -> Any:
+def _extremum(
+    name: str, reducer, a: Any, axis: Any, keepdims: bool, initial: Any, where: Any
+) -> Any:
     a, axes = _prepare(a, axis, None, name, upcast_small_ints=False)
     aval = get_aval(a)
     if where is not None and initial is None:
@@ -83,11 +106,25 @@ def _extremum(name: str, reducer, a: Any, axis: Any, keepdims: bool, initial: An
     return _keep(result, axes, keepdims)
 
 
-def max(a: Any, axis: Any = None, out: None = None, keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:  # noqa: A001
+def max(
+    a: Any,
+    axis: Any = None,
+    out: None = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
     return _extremum("max", lax_reduce.reduce_max, a, axis, keepdims, initial, where)
 
 
-def min(a: Any, axis: Any = None, out: None = None, keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:  # noqa: A001
+def min(
+    a: Any,
+    axis: Any = None,
+    out: None = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
     return _extremum("min", lax_reduce.reduce_min, a, axis, keepdims, initial, where)
 
 
@@ -95,14 +132,22 @@ amax = max
 amin = min
 
 
-def all(a: Any, axis: Any = None, out: None = None, keepdims: bool = False, *, where: Any = None) -> Any:  # noqa: A001
-    a, axes = _prepare(cast(as_operand(a), dtypes.bool_), axis, None, "all", upcast_small_ints=False)
+def all(
+    a: Any, axis: Any = None, out: None = None, keepdims: bool = False, *, where: Any = None
+) -> Any:
+    a, axes = _prepare(
+        cast(as_operand(a), dtypes.bool_), axis, None, "all", upcast_small_ints=False
+    )
     a = _apply_where(a, where, True)
     return _keep(lax_reduce.reduce_and(a, axes) if axes else a, axes, keepdims)
 
 
-def any(a: Any, axis: Any = None, out: None = None, keepdims: bool = False, *, where: Any = None) -> Any:  # noqa: A001
-    a, axes = _prepare(cast(as_operand(a), dtypes.bool_), axis, None, "any", upcast_small_ints=False)
+def any(
+    a: Any, axis: Any = None, out: None = None, keepdims: bool = False, *, where: Any = None
+) -> Any:
+    a, axes = _prepare(
+        cast(as_operand(a), dtypes.bool_), axis, None, "any", upcast_small_ints=False
+    )
     a = _apply_where(a, where, False)
     return _keep(lax_reduce.reduce_or(a, axes) if axes else a, axes, keepdims)
 
@@ -111,12 +156,24 @@ def _count(aval_shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
     return int(np.prod([aval_shape[ax] for ax in axes], dtype=np.int64))
 
 
-def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False, *, where: Any = None) -> Any:
+def mean(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: None = None,
+    keepdims: bool = False,
+    *,
+    where: Any = None,
+) -> Any:
     a = as_operand(a)
     aval = get_aval(a)
-    dtype = check_dtype_arg(dtype) or (aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.default_float())
+    dtype = check_dtype_arg(dtype) or (
+        aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.default_float()
+    )
     axes = canonicalize_axes(axis, aval.ndim)
-    total = sum(cast(a, dtype, aval.weak_type), axis=axes, dtype=dtype, keepdims=keepdims, where=where)
+    total = sum(
+        cast(a, dtype, aval.weak_type), axis=axes, dtype=dtype, keepdims=keepdims, where=where
+    )
     if where is not None:
         mask = broadcast_to_shape(cast(as_operand(where), dtype), aval.shape)
         return ew.div(total, sum(mask, axis=axes, keepdims=keepdims))
@@ -124,7 +181,16 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims
     return ew.div(total, np.asarray(n, dtype)[()])
 
 
-def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0, keepdims: bool = False, *, correction: Any = None) -> Any:
+def var(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: None = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+    *,
+    correction: Any = None,
+) -> Any:
     if correction is not None:
         ddof = correction
     a = as_operand(a)
@@ -139,7 +205,16 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int
     return ew.div(total, np.asarray(n, get_aval(total).dtype)[()])
 
 
-def std(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0, keepdims: bool = False, *, correction: Any = None) -> Any:
+def std(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: None = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+    *,
+    correction: Any = None,
+) -> Any:
     return ew.sqrt(var(a, axis, dtype, out, ddof, keepdims, correction=correction))
 
 

@@ -71,8 +71,7 @@ def broadcast_shapes(name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
     except ValueError:
         shown = " ".join(str(s) for s in shapes)
         raise ValueError(
-            f"{name}: operands could not be broadcast together with shapes {shown}"
-            f"{errors.where()}"
+            f"{name}: operands could not be broadcast together with shapes {shown}{errors.where()}"
         ) from None
 
 
@@ -82,7 +81,9 @@ def broadcast_args(name: str, *args: Any) -> list[Any]:
     if all(s == shapes[0] or not s for s in shapes):
         return list(args)
     shape = broadcast_shapes(name, *shapes)
-    return [a if not s or s == shape else broadcast_to_shape(a, shape) for a, s in zip(args, shapes)]
+    return [
+        a if not s or s == shape else broadcast_to_shape(a, shape) for a, s in zip(args, shapes)
+    ]
 
 
 def prepare(name: str, *args: Any) -> list[Any]:

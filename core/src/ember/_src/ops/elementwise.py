@@ -209,9 +209,7 @@ def _coerce(*args: Any) -> list[Any]:
         dtype, weak = aval.dtype, True
     else:
         dtype, weak = dtypes.promote([(get_aval(a).dtype, True) for a in args])
-    return [
-        _scalar_constant(a, dtype, weak) if dtypes.is_python_scalar(a) else a for a in args
-    ]
+    return [_scalar_constant(a, dtype, weak) if dtypes.is_python_scalar(a) else a for a in args]
 
 
 def _scalar_constant(value: Any, dtype: np.dtype, weak: bool) -> Any:
@@ -262,15 +260,15 @@ def rem(x: Any, y: Any) -> Any:
     return rem_p.bind(*_coerce(x, y))
 
 
-def pow(x: Any, y: Any) -> Any:  # noqa: A001 - mirrors lax.pow
+def pow(x: Any, y: Any) -> Any:
     return pow_p.bind(*_coerce(x, y))
 
 
-def max(x: Any, y: Any) -> Any:  # noqa: A001 - mirrors lax.max
+def max(x: Any, y: Any) -> Any:
     return max_p.bind(*_coerce(x, y))
 
 
-def min(x: Any, y: Any) -> Any:  # noqa: A001 - mirrors lax.min
+def min(x: Any, y: Any) -> Any:
     return min_p.bind(*_coerce(x, y))
 
 
@@ -480,7 +478,9 @@ cosh_p = make_elementwise("cosh", np.cosh, None, _FLOAT)
 asinh_p = make_elementwise("asinh", np.arcsinh, None, _FLOAT)
 acosh_p = make_elementwise("acosh", np.arccosh, None, _FLOAT)
 atanh_p = make_elementwise("atanh", np.arctanh, None, _FLOAT)
-is_finite_p = make_elementwise("is_finite", np.isfinite, "stablehlo.is_finite", _FLOAT, dtypes.bool_)
+is_finite_p = make_elementwise(
+    "is_finite", np.isfinite, "stablehlo.is_finite", _FLOAT, dtypes.bool_
+)
 
 
 @rules.def_reference(round_p)
@@ -508,7 +508,7 @@ def round_(x: Any) -> Any:
     return round_p.bind(x)
 
 
-def abs(x: Any) -> Any:  # noqa: A001 - mirrors lax.abs
+def abs(x: Any) -> Any:
     return abs_p.bind(x)
 
 
@@ -646,7 +646,9 @@ def _lower_via(expression: Callable[..., Any]):
 
 # Functions StableHLO has no op for, lowered through identities (as XLA's own chlo does).
 rules.def_lowering(asin_p)(
-    _lower_via(lambda x: mul(_like(x, 2), atan2(x, add(_like(x, 1), sqrt(sub(_like(x, 1), mul(x, x)))))))
+    _lower_via(
+        lambda x: mul(_like(x, 2), atan2(x, add(_like(x, 1), sqrt(sub(_like(x, 1), mul(x, x))))))
+    )
 )
 rules.def_lowering(acos_p)(
     _lower_via(
@@ -654,12 +656,8 @@ rules.def_lowering(acos_p)(
     )
 )
 rules.def_lowering(atan_p)(_lower_via(lambda x: atan2(x, _like(x, 1))))
-rules.def_lowering(sinh_p)(
-    _lower_via(lambda x: mul(_like(x, 0.5), sub(expm1(x), expm1(neg(x)))))
-)
-rules.def_lowering(cosh_p)(
-    _lower_via(lambda x: mul(_like(x, 0.5), add(exp(x), exp(neg(x)))))
-)
+rules.def_lowering(sinh_p)(_lower_via(lambda x: mul(_like(x, 0.5), sub(expm1(x), expm1(neg(x))))))
+rules.def_lowering(cosh_p)(_lower_via(lambda x: mul(_like(x, 0.5), add(exp(x), exp(neg(x))))))
 rules.def_lowering(asinh_p)(
     _lower_via(
         lambda x: mul(
@@ -671,9 +669,7 @@ rules.def_lowering(asinh_p)(
 rules.def_lowering(acosh_p)(
     _lower_via(lambda x: log(add(x, mul(sqrt(add(x, _like(x, 1))), sqrt(sub(x, _like(x, 1)))))))
 )
-rules.def_lowering(atanh_p)(
-    _lower_via(lambda x: mul(_like(x, 0.5), sub(log1p(x), log1p(neg(x)))))
-)
+rules.def_lowering(atanh_p)(_lower_via(lambda x: mul(_like(x, 0.5), sub(log1p(x), log1p(neg(x))))))
 
 
 # --------------------------------------------------------------------------------------------
@@ -854,7 +850,9 @@ def _select_n_jvp(primals, tangents):
     out_aval = tangent_aval(get_aval(out))
     if all(type(t) is Zero for t in case_tangents):
         return out, Zero(out_aval)
-    filled = [_full_shape(instantiate(t) if type(t) is Zero else t, out_aval) for t in case_tangents]
+    filled = [
+        _full_shape(instantiate(t) if type(t) is Zero else t, out_aval) for t in case_tangents
+    ]
     return out, select_n_p.bind(which, *filled)
 
 

@@ -17,7 +17,9 @@ from ember._src.ops.shape import convert_element_type, move_axis, transpose
 
 dot_general_p = Primitive("dot_general")
 
-DimensionNumbers = tuple[tuple[tuple[int, ...], tuple[int, ...]], tuple[tuple[int, ...], tuple[int, ...]]]
+DimensionNumbers = tuple[
+    tuple[tuple[int, ...], tuple[int, ...]], tuple[tuple[int, ...], tuple[int, ...]]
+]
 
 _PRECISIONS = {None: "DEFAULT", "default": "DEFAULT", "high": "HIGH", "highest": "HIGHEST"}
 
@@ -35,7 +37,9 @@ def dot_general(
     """
     (lc, rc), (lb, rb) = dimension_numbers
     numbers = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
-    preferred = None if preferred_element_type is None else dtypes.canonicalize(preferred_element_type)
+    preferred = (
+        None if preferred_element_type is None else dtypes.canonicalize(preferred_element_type)
+    )
     return dot_general_p.bind(
         lhs,
         rhs,
@@ -78,8 +82,10 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, prefer
             raise fail(f"invalid or repeated {side} dimensions")
     for a, b in itertools.chain(zip(lc, rc), zip(lb, rb)):
         if lhs.shape[a] != rhs.shape[b]:
-            raise fail(f"dimension {a} of lhs (size {lhs.shape[a]}) and {b} of rhs (size "
-                       f"{rhs.shape[b]}) must match")
+            raise fail(
+                f"dimension {a} of lhs (size {lhs.shape[a]}) and {b} of rhs (size "
+                f"{rhs.shape[b]}) must match"
+            )
     batch = tuple(lhs.shape[d] for d in lb)
     lhs_free = tuple(lhs.shape[d] for d in _free_dims(lhs.ndim, lc, lb))
     rhs_free = tuple(rhs.shape[d] for d in _free_dims(rhs.ndim, rc, rb))

@@ -58,9 +58,7 @@ def broadcast_to_shape(x: Any, shape: Sequence[int]) -> Any:
     if aval.shape == shape:
         return x
     offset = len(shape) - aval.ndim
-    if offset < 0 or any(
-        d != 1 and d != s for d, s in zip(aval.shape, shape[offset:])
-    ):
+    if offset < 0 or any(d != 1 and d != s for d, s in zip(aval.shape, shape[offset:])):
         raise _shape_error(f"cannot broadcast shape {aval.shape} to {shape}")
     keep = [i for i, d in enumerate(aval.shape) if d == shape[offset + i]]
     if len(keep) != aval.ndim:
@@ -177,9 +175,7 @@ def lower_reduction(ctx, x, axes, hlo_op: str, init: Any) -> str:
     in_aval, out_aval = ctx.avals_in[0], ctx.avals_out[0]
     scalar = ShapedArray((), in_aval.dtype)
     init_value = ctx.constant(init, scalar)
-    body = ctx.region(
-        [scalar, scalar], lambda c, a, b: [c.op(hlo_op, [a, b], scalar)]
-    )
+    body = ctx.region([scalar, scalar], lambda c, a, b: [c.op(hlo_op, [a, b], scalar)])
     return ctx.op(
         "stablehlo.reduce",
         [x, init_value],
@@ -216,8 +212,7 @@ def reshape(x: Any, new_sizes: Sequence[int]) -> Any:
 def _reshape_abstract_eval(x, *, new_sizes):
     if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
         raise _shape_error(
-            f"cannot reshape an array of shape {x.shape} ({x.size} elements) into shape "
-            f"{new_sizes}"
+            f"cannot reshape an array of shape {x.shape} ({x.size} elements) into shape {new_sizes}"
         )
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
@@ -384,8 +379,7 @@ def _concatenate_abstract_eval(*xs, dimension):
             a != b for i, (a, b) in enumerate(zip(x.shape, first.shape)) if i != dimension
         ):
             raise _shape_error(
-                f"concatenate: shapes {first.shape} and {x.shape} differ outside axis "
-                f"{dimension}"
+                f"concatenate: shapes {first.shape} and {x.shape} differ outside axis {dimension}"
             )
     shape = list(first.shape)
     shape[dimension] = sum(x.shape[dimension] for x in xs)
@@ -730,7 +724,11 @@ def _convert_lowering(ctx, x, *, new_dtype, weak_type):
                 "compare_type": _compare_type(in_aval.dtype),
             },
         )
-    if dtypes.is_inexact(in_aval.dtype) and in_aval.dtype.kind == "c" and out_aval.dtype.kind != "c":
+    if (
+        dtypes.is_inexact(in_aval.dtype)
+        and in_aval.dtype.kind == "c"
+        and out_aval.dtype.kind != "c"
+    ):
         x = ctx.op("stablehlo.real", [x], ShapedArray(in_aval.shape, _real_dtype(in_aval.dtype)))
     return ctx.convert(x, out_aval)
 
@@ -782,9 +780,7 @@ def _iota_jvp(primals, tangents, **params):
 
 @rules.def_lowering(iota_p)
 def _iota_lowering(ctx, *, dtype, shape, dimension):
-    return ctx.op(
-        "stablehlo.iota", [], ctx.avals_out[0], {"iota_dimension": f"{dimension} : i64"}
-    )
+    return ctx.op("stablehlo.iota", [], ctx.avals_out[0], {"iota_dimension": f"{dimension} : i64"})
 
 
 @rules.def_reference(iota_p)

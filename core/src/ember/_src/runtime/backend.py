@@ -129,11 +129,11 @@ class Backend(abc.ABC):
         """Move a buffer of this backend to another of its devices."""
         return self.buffer_from_numpy(self.buffer_to_numpy(buffer), aval, device)
 
-    def block_until_ready(self, buffers: Sequence[Buffer]) -> None:
-        """Wait until the buffers' values are computed."""
+    def block_until_ready(self, buffers: Sequence[Buffer]) -> None:  # noqa: B027
+        """Wait until the buffers' values are computed (a no-op for synchronous backends)."""
 
-    def delete(self, buffer: Buffer) -> None:
-        """Free a buffer's memory now (a later use raises)."""
+    def delete(self, buffer: Buffer) -> None:  # noqa: B027
+        """Free a buffer's memory now (a no-op where memory is garbage-collected)."""
 
     def is_deleted(self, buffer: Buffer) -> bool:
         return False

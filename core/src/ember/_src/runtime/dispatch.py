@@ -21,7 +21,6 @@ from ember._src.plugin import manager
 from ember._src.runtime.array import Array, set_host_to_device
 from ember._src.runtime.backend import Computation, Device, Executable
 
-
 # --------------------------------------------------------------------------------------------
 # Devices and transfers
 
@@ -30,9 +29,7 @@ def default_device() -> Device:
     return manager.default_backend().local_devices()[0]
 
 
-def device_put_numpy(
-    value: Any, device: Device | None = None, *, weak_type: bool = False
-) -> Array:
+def device_put_numpy(value: Any, device: Device | None = None, *, weak_type: bool = False) -> Array:
     """Copy host data (NumPy or a Python scalar) to ``device`` as an ember.Array."""
     aval = get_aval(value)
     if weak_type and not aval.weak_type:
@@ -151,7 +148,9 @@ def apply_primitive(primitive: Primitive, args: Sequence[Any], params: dict) -> 
         key = (primitive, tuple(params.items()), tuple(avals), device)
         compiled = _eager_cache.get(key)
     except TypeError:
-        raise TypeError(f"internal error: unhashable parameters of {primitive.name}: {params}")
+        raise TypeError(
+            f"internal error: unhashable parameters of {primitive.name}: {params}"
+        ) from None
     if compiled is None:
         closed = _single_equation(primitive, avals, params)
         donated = params.get("donated_invars")

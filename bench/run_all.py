@@ -1,0 +1,44 @@
+"""Run every benchmark and print ember/JAX ratios against the targets.
+
+    python bench/run_all.py            # all of them
+    python bench/run_all.py dispatch   # only those whose module name contains "dispatch"
+
+JAX is imported here only (never by ember or its tests): install it in the bench
+environment (``tox -e bench``). Without JAX the ember figures are printed alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pathlib
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("EMBER_PLATFORMS", "cpu")
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+
+from harness import header
+
+MODULES = ["bench_dispatch", "bench_tracing", "bench_training"]
+
+
+def main(argv: list[str]) -> None:
+    selected = [m for m in MODULES if not argv or any(a in m for a in argv)]
+    try:
+        import jax  # noqa: F401
+
+        have_jax = True
+    except ImportError:
+        have_jax = False
+        print("JAX is not installed: printing ember's figures alone")
+    print(header())
+    for name in selected:
+        module = importlib.import_module(name)
+        for result in module.run(have_jax):
+            print(result.row(), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
