@@ -146,6 +146,10 @@ def has_lowering(primitive: Primitive, platform: str | None = None) -> bool:
     return platform in rules or None in rules
 
 
+def has_reference(primitive: Primitive) -> bool:
+    return primitive in _reference
+
+
 def has_transpose(primitive: Primitive) -> bool:
     return primitive in _transpose
 

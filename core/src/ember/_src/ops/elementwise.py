@@ -237,7 +237,6 @@ pow_p = make_elementwise("pow", np.power, "stablehlo.power", _FLOAT)
 max_p = make_elementwise("max", np.maximum, "stablehlo.maximum", _ANY)
 min_p = make_elementwise("min", np.minimum, "stablehlo.minimum", _ANY)
 atan2_p = make_elementwise("atan2", np.arctan2, "stablehlo.atan2", _FLOAT)
-nextafter_p = make_elementwise("nextafter", np.nextafter, None, _FLOAT)
 
 
 def add(x: Any, y: Any) -> Any:
