@@ -88,6 +88,7 @@ def _count(computation: Computation) -> int:
 
 class ReferenceBackend(Backend):
     platform = PLATFORM
+    compiles_stablehlo = False
 
     def __init__(self, device_count: int = 1):
         self._devices = [ReferenceDevice(self, i) for i in range(device_count)]

@@ -102,6 +102,8 @@ class Backend(abc.ABC):
     """The runtime of one platform (one PJRT client, or the NumPy reference)."""
 
     platform: str
+    # False for backends that run the jaxpr itself and never read the StableHLO text.
+    compiles_stablehlo: bool = True
 
     @abc.abstractmethod
     def devices(self) -> list[Device]:

@@ -1,0 +1,8 @@
+"""The backend conformance suite, run against any installed ember backend.
+
+    pytest --pyargs ember_plugin_kit.conformance --ember-platform=NAME
+
+Every check runs a computation on the backend under test and compares it with the NumPy
+``reference`` backend (or with NumPy itself): transfers of every dtype, eager primitives,
+jit with donation, differentiation, compile errors and executable introspection.
+"""

@@ -1,0 +1,125 @@
+"""An ember ``Backend`` over any PJRT client.
+
+A PJRT backend plugin creates a client (``make_cpu_client``, ``make_plugin_client``) and wraps
+it in ``PjrtBackend``; everything else (transfers, compiling StableHLO text, executing,
+donation, introspection) is shared here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ember.errors import CompileError, ExecutionError
+from ember.extend import Backend, Computation, Device, Executable, ShapedArray
+from ember_plugin_kit.pjrt import _jaxlib
+
+
+class PjrtDevice(Device):
+    """An ember device backed by one PJRT device."""
+
+    def __init__(self, backend: PjrtBackend, raw: _jaxlib.RawDevice):
+        self.raw = raw
+        self.sharding = _jaxlib.DeviceSharding(raw)
+        self.platform = backend.platform
+        self.id = raw.id
+        self.device_kind = raw.device_kind
+        self.process_index = raw.process_index
+        self.backend = backend
+
+    def memory_stats(self) -> dict[str, int] | None:
+        return self.raw.memory_stats()
+
+
+class PjrtExecutable(Executable):
+    """A loaded PJRT executable with its result handlers built once."""
+
+    def __init__(self, computation: Computation, loaded: Any, devices: Sequence[PjrtDevice]):
+        self.computation = computation
+        self.loaded = loaded
+        self._name = computation.name
+        sharding = devices[0].sharding
+        self._handlers = [_jaxlib.result_handler(a, sharding) for a in computation.out_avals]
+
+    def execute(self, args: Sequence[Any]) -> list[Any]:
+        try:
+            return _jaxlib.execute(self.loaded, args, self._handlers)
+        except _jaxlib.XlaRuntimeError as exc:
+            raise ExecutionError(f"{self._name} failed while running: {exc}") from None
+
+    def as_text(self) -> str:
+        return _jaxlib.hlo_text(self.loaded)
+
+    def cost_analysis(self) -> dict[str, float]:
+        return dict(self.loaded.cost_analysis())
+
+    def memory_analysis(self) -> Any:
+        return _jaxlib.memory_stats(self.loaded)
+
+    def serialize(self) -> bytes:
+        backend = self.computation.devices[0].backend
+        return _jaxlib.serialize(backend.client, self.loaded)
+
+
+class PjrtBackend(Backend):
+    """The backend of one platform, over one PJRT client."""
+
+    def __init__(self, platform: str, client: _jaxlib.RawClient):
+        self.platform = platform
+        self.client = client
+        self._devices = [PjrtDevice(self, d) for d in client.devices()]
+        self._by_raw = {d.raw: d for d in self._devices}
+
+    def devices(self) -> list[Device]:
+        return list(self._devices)
+
+    def process_index(self) -> int:
+        return self.client.process_index()
+
+    def buffer_from_numpy(self, value: np.ndarray, aval: ShapedArray, device: Device) -> Any:
+        return _jaxlib.put(value, aval, device.sharding, device.raw)
+
+    def buffer_to_numpy(self, buffer: Any) -> np.ndarray:
+        return _jaxlib.to_numpy(buffer)
+
+    def copy_to_device(self, buffer: Any, aval: ShapedArray, device: Device) -> Any:
+        return _jaxlib.copy_to(buffer, device.sharding)
+
+    def compile(self, computation: Computation) -> PjrtExecutable:
+        text = computation.as_text(self.platform)
+        raw_devices = [d.raw for d in computation.devices]
+        try:
+            loaded = _jaxlib.compile_text(self.client, text, raw_devices)
+        except _jaxlib.XlaRuntimeError as exc:
+            raise CompileError(describe_compile_error(computation.name, text, str(exc))) from None
+        return PjrtExecutable(computation, loaded, computation.devices)
+
+    def block_until_ready(self, buffers: Sequence[Any]) -> None:
+        _jaxlib.block_until_ready(buffers)
+
+    def delete(self, buffer: Any) -> None:
+        buffer.delete()
+
+    def is_deleted(self, buffer: Any) -> bool:
+        return buffer.is_deleted()
+
+    def versions(self) -> dict[str, str]:
+        return {"jaxlib": _jaxlib.JAXLIB_VERSION, "pjrt platform": self.client.platform_version}
+
+
+_LOCATION = re.compile(r"^-?:?(\d+):(\d+): error: (.*)$", re.MULTILINE)
+
+
+def describe_compile_error(name: str, text: str, message: str) -> str:
+    """XLA's message, with the StableHLO op it points at quoted from the module text."""
+    lines = text.splitlines()
+    quoted = []
+    for match in _LOCATION.finditer(message):
+        lineno = int(match.group(1))
+        if 0 < lineno <= len(lines):
+            quoted.append(f"  line {lineno}: {lines[lineno - 1].strip()}\n  error: {match[3]}")
+    detail = "\n".join(quoted) if quoted else message.strip()
+    return f"XLA could not compile {name}:\n{detail}"

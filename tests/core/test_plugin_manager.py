@@ -1,0 +1,184 @@
+"""Plugin discovery, isolation and selection, with plugins installed through real metadata."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import ember
+from ember._src.plugin.manager import (
+    BLOCKED,
+    FAILED,
+    INCOMPATIBLE,
+    OK,
+    PluginManager,
+    discover_entry_points,
+)
+from ember.errors import BackendError, UnknownPlatformError
+
+FAKE_PLUGINS = pathlib.Path(__file__).parent / "fake_plugins"
+
+
+@pytest.fixture
+def fake_plugins(monkeypatch):
+    """Put the fake distribution (a dist-info with entry points) on sys.path."""
+    monkeypatch.syspath_prepend(str(FAKE_PLUGINS))
+    yield
+    for name in ("ember_fake_plugins", "ember_fake_broken"):
+        sys.modules.pop(name, None)
+
+
+@pytest.fixture
+def manager(fake_plugins):
+    with ember.config.option("platforms", ()):
+        yield PluginManager()
+
+
+def test_discovery_reads_metadata_without_importing(fake_plugins):
+    sources = {s.name: s for s in discover_entry_points()}
+    assert sources["fake_good"].distribution == "ember-fake-plugins"
+    assert sources["fake_good"].version == "0.1"
+    assert "reference" in sources
+    assert "ember_fake_plugins" not in sys.modules
+
+
+def test_statuses(manager):
+    manager.load()
+    plugins = manager.plugins
+    assert plugins["fake_good"].status == OK
+    assert plugins["fake_good"].platforms == ["fake"]
+    assert plugins["fake_broken"].status == FAILED
+    assert "libfake.so: cannot open shared object file" in plugins["fake_broken"].traceback
+    assert plugins["fake_misspelled"].status == FAILED
+    assert "ember_platfroms" in plugins["fake_misspelled"].message
+    assert plugins["fake_old_api"].status == INCOMPATIBLE
+    assert "API version [0]" in plugins["fake_old_api"].message
+    assert "fakeold" not in manager.platforms
+
+
+def test_registration_hooks_run_once_per_plugin(manager):
+    manager.load()
+    module = sys.modules["ember_fake_plugins"]
+    assert module.lowerings_seen.count("fake_good") == 1
+
+
+def test_default_is_highest_priority_that_initialises(manager):
+    backend = manager.default_backend()
+    assert backend.platform == "fake"
+    failed = manager.platforms["fakefail"]
+    assert failed.status == FAILED
+    assert "no such accelerator attached" in failed.traceback
+
+
+def test_backends_initialise_lazily(manager):
+    manager.load()
+    assert all(p.backend is None for p in manager.platforms.values())
+    manager.backend("reference")
+    assert manager.platforms["reference"].status == OK
+    assert manager.platforms["fake"].backend is None
+
+
+def test_aliases(manager):
+    assert manager.backend("fake-alias") is manager.backend("fake")
+
+
+def test_platforms_option_selects_and_orders(fake_plugins):
+    with ember.config.option("platforms", ("reference", "fake")):
+        manager = PluginManager()
+        assert manager.default_backend().platform == "reference"
+        assert manager.backend("fake").platform == "fake"
+        with pytest.raises(UnknownPlatformError, match="not selected"):
+            manager.backend("fakefail")
+
+
+def test_unknown_platform_lists_the_available_ones(fake_plugins):
+    with ember.config.option("platforms", ("tpuu",)):
+        manager = PluginManager()
+        with pytest.raises(UnknownPlatformError, match=r"unknown platform 'tpuu'.*fake, ") as info:
+            manager.default_backend()
+    assert "test_plugin_manager.py" in str(info.value)  # names the user's line
+
+
+def test_listed_platform_that_fails_raises(fake_plugins):
+    with ember.config.option("platforms", ("fakefail", "reference")):
+        manager = PluginManager()
+        with pytest.raises(BackendError, match="no such accelerator attached"):
+            manager.default_backend()
+
+
+def test_disable_plugins_blocks(fake_plugins):
+    with (
+        ember.config.option("platforms", ()),
+        ember.config.option("disable_plugins", ("fake_good",)),
+    ):
+        manager = PluginManager()
+        manager.load()
+        assert manager.plugins["fake_good"].status == BLOCKED
+        with pytest.raises(UnknownPlatformError):
+            manager.backend("fake")
+
+
+def test_no_backend_installed():
+    with ember.config.option("platforms", ()):
+        manager = PluginManager(sources=[])
+        with pytest.raises(BackendError, match="no backend plugin is installed"):
+            manager.default_backend()
+
+
+def _run(code: str, **env: str) -> subprocess.CompletedProcess:
+    environ = {**os.environ, **env}
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=environ
+    )
+
+
+def test_broken_plugins_never_break_import_ember():
+    code = "import ember, ember.numpy as enp; print(float(enp.ones(3).sum()))"
+    done = _run(code, PYTHONPATH=str(FAKE_PLUGINS), EMBER_PLATFORMS="reference")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "3.0"
+
+
+def test_computing_without_any_backend_is_a_clear_error():
+    code = (
+        "import ember, ember.numpy as enp\n"
+        "try:\n"
+        "    enp.ones(3)\n"
+        "except ember.errors.BackendError as e:\n"
+        "    print('BackendError:', e)\n"
+    )
+    done = _run(code, EMBER_PLATFORMS="", EMBER_DISABLE_PLUGINS="reference,cpu")
+    assert done.returncode == 0, done.stderr
+    assert "BackendError: no ember backend could be initialised (at <string>:3" in done.stdout
+    assert "pip install ember-plugin-cpu" in done.stdout
+
+
+def test_unknown_platform_in_environment():
+    code = "import ember\ntry:\n    ember.devices()\nexcept ValueError as e:\n    print(e)\n"
+    done = _run(code, EMBER_PLATFORMS="gpuu")
+    assert done.returncode == 0, done.stderr
+    assert "unknown platform 'gpuu' (from EMBER_PLATFORMS=gpuu)" in done.stdout
+    assert "reference" in done.stdout
+
+
+def test_doctor_reports_every_plugin_with_its_error():
+    done = subprocess.run(
+        [sys.executable, "-m", "ember", "doctor"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(FAKE_PLUGINS), "EMBER_PLATFORMS": ""},
+    )
+    out = done.stdout
+    assert done.returncode == 1  # a plugin failed
+    assert "fake_good    ok" in out
+    assert "fake_broken  failed" in out
+    assert "ImportError: libfake.so: cannot open shared object file (fake)" in out
+    assert "fake_old_api incompatible" in out
+    assert "fakefail     failed" in out and "OSError: no such accelerator attached" in out
+    assert "fake         ok" in out and "(default)" in out
+    assert "numpy" in out and "pluggy" in out

@@ -1,0 +1,122 @@
+"""The PJRT bridge on XLA's CPU client (needs jaxlib: run in the `cpu` tox env)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pjrt = pytest.importorskip("ember_plugin_kit.pjrt")
+
+import ember  # noqa: E402
+import ember.numpy as enp  # noqa: E402
+from ember.errors import CompileError, ExecutionError  # noqa: E402
+from ember.extend import Computation  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    return ember.devices("cpu")[0]
+
+
+def _run(code: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **env},
+    )
+
+
+def test_compile_error_quotes_the_lowered_op():
+    text = "module {\n  func.func @main() {\n    %0 = stablehlo.frobnicate : tensor<f32>\n  }\n}"
+    message = "-:3:10: error: custom op 'stablehlo.frobnicate' is unknown"
+    described = pjrt.describe_compile_error("jit_f", text, message)
+    assert "line 3: %0 = stablehlo.frobnicate : tensor<f32>" in described
+    assert "custom op 'stablehlo.frobnicate' is unknown" in described
+
+
+def test_bad_module_raises_compile_error_naming_the_op(cpu):
+    closed = ember.make_jaxpr(lambda x: x)(np.float32(0))
+    text = (
+        "func.func public @main(%a: tensor<f32>) -> tensor<f32> {\n"
+        '  %0 = "stablehlo.no_such_op"(%a) : (tensor<f32>) -> tensor<f32>\n'
+        "  return %0 : tensor<f32>\n}"
+    )
+    bad = Computation("jit_bad", closed, devices=[cpu], text={"cpu": text})
+    with pytest.raises(CompileError, match="jit_bad") as info:
+        cpu.backend.compile(bad)
+    assert "stablehlo.no_such_op" in str(info.value)
+
+
+def test_float64_survives_the_transfer_under_x64(cpu):
+    with ember.config.option("enable_x64", True):
+        x = ember.device_put(np.array([1 + 2**-40], np.float64), cpu)
+        assert x.dtype == np.float64
+        assert np.asarray(x)[0] == 1 + 2**-40
+        y = x * 2
+        assert np.asarray(y)[0] == 2 + 2**-39
+
+
+def test_reusing_a_donated_buffer_is_an_execution_error(cpu):
+    f = ember.jit(lambda x: x + 1, donate_argnums=0)
+    x = ember.device_put(np.zeros(4, np.float32), cpu)
+    f(x)
+    raw = x._buffer
+    executable = f.lower(np.zeros(4, np.float32)).compile()._entry.compiled.executable
+    with pytest.raises(ExecutionError, match="deleted or donated"):
+        executable.execute([raw])
+
+
+def test_copy_between_devices():
+    code = (
+        "import ember, numpy as np\n"
+        "d = ember.devices()\n"
+        "assert len(d) == 4, d\n"
+        "x = ember.device_put(np.arange(3.0), d[2])\n"
+        "y = ember.device_put(x, d[3])\n"
+        "assert y.devices() == {d[3]} and (x * 2).devices() == {d[2]}\n"
+        "print(np.asarray(y + 1).tolist())\n"
+    )
+    done = _run(code, EMBER_CPU_DEVICE_COUNT="4", EMBER_PLATFORMS="cpu")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[1.0, 2.0, 3.0]"
+
+
+def test_bad_device_count_is_reported():
+    code = (
+        "import ember\n"
+        "try:\n    ember.devices()\nexcept ember.errors.BackendError as e:\n    print(e)"
+    )
+    done = _run(code, EMBER_CPU_DEVICE_COUNT="0", EMBER_PLATFORMS="cpu")
+    assert "cpu_device_count must be a positive integer, not 0" in done.stdout
+
+
+def test_jaxlib_is_quiet_by_default():
+    code = (
+        "import ember, ember.numpy as enp\n"
+        "f = ember.jit(lambda x: enp.tanh(x) @ x.T)\n"
+        "f(enp.ones((64, 64))).block_until_ready()\n"
+    )
+    done = _run(code, EMBER_PLATFORMS="cpu")
+    assert done.returncode == 0
+    assert done.stderr == ""
+
+
+def test_executable_reports_hlo_and_memory(cpu):
+    compiled = ember.jit(lambda a: enp.sin(a) * 2, device=cpu).lower(np.ones(16, np.float32))
+    compiled = compiled.compile()
+    assert "sine" in compiled.as_text()
+    stats = compiled.memory_analysis()
+    assert stats.argument_size_in_bytes == 64
+    assert stats.output_size_in_bytes == 64
+
+
+def test_eager_ops_match_numpy_on_cpu(cpu, rng):
+    x = rng.normal(size=(3, 5)).astype(np.float32)
+    xd = ember.device_put(x, cpu)
+    np.testing.assert_allclose(np.asarray(enp.exp(xd) @ xd.T), np.exp(x) @ x.T, rtol=1e-5)
