@@ -1,5 +1,6 @@
 """ember never imports jax: not at import, not while computing."""
 
+import os
 import pathlib
 import re
 import subprocess
@@ -8,7 +9,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def test_importing_and_running_ember_does_not_import_jax():
+def test_importing_and_running_ember_does_not_import_jax(tmp_path):
     code = (
         "import sys, ember, ember.numpy as enp\n"
         "x = enp.arange(4.0)\n"
@@ -17,7 +18,18 @@ def test_importing_and_running_ember_does_not_import_jax():
         "bad = sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.'))\n"
         "assert not bad, bad\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+    # A poisoned `jax` first on the path records any attempt to import it, even one that a
+    # try/except ImportError would hide.
+    marker = tmp_path / "jax-was-imported"
+    poisoned = tmp_path / "poison" / "jax"
+    poisoned.mkdir(parents=True)
+    (poisoned / "__init__.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\nraise ImportError('ember imported jax')\n"
+    )
+    path = os.pathsep.join(filter(None, [str(poisoned.parent), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300, env=env)
+    assert not marker.exists()
 
 
 def test_no_source_file_imports_jax():

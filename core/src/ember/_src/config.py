@@ -93,9 +93,25 @@ class Config:
 
     def __getattr__(self, name: str) -> Any:
         # Called only for names that are not attributes: `config.enable_x64`.
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return self.read(name)
+        # Inlined `read`: jit reads options on every call.
+        var = self._overrides.get(name)
+        if var is None:
+            if name.startswith("_"):
+                raise AttributeError(name)
+            self._option(name)  # raises the helpful AttributeError
+        value = var.get()
+        return self._globals[name] if value is _UNSET else value
+
+    def reader(self, name: str) -> Callable[[], Any]:
+        """A fast zero-argument reader of one option, for code that reads it on every call."""
+        self._option(name)
+        var, values = self._overrides[name], self._globals
+
+        def read() -> Any:
+            value = var.get()
+            return values[name] if value is _UNSET else value
+
+        return read
 
     def update(self, name: str, value: Any) -> None:
         """Set an option for the whole process."""

@@ -55,6 +55,17 @@ class _Executable:
         self.out_tree = out_tree
 
 
+_NOT_CACHED = object()
+_disable_jit = config.reader("disable_jit")
+_enable_x64 = config.reader("enable_x64")
+
+
+@functools.lru_cache(maxsize=64)
+def _flat_args_tree(n: int) -> PyTreeDef:
+    """The tree of ``(args, kwargs)`` for ``n`` positional array arguments and no kwargs."""
+    return tree_flatten((tuple(range(n)), {}))[1]
+
+
 class JitFunction:
     """The callable returned by ``ember.jit``."""
 
@@ -83,6 +94,7 @@ class JitFunction:
         self._has_statics = bool(self._static_argnums or self._static_argnames)
         self._trace_cache: dict[tuple, _Traced] = {}
         self._exec_cache: dict[tuple, _Executable] = {}
+        self._flat_cache: dict[tuple, _Executable] = {}  # _call_flat_arrays' view of it
 
     def __repr__(self) -> str:
         return f"<jitted function {self._name}>"
@@ -96,11 +108,16 @@ class JitFunction:
     # -- calling --------------------------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if config.disable_jit:
+        if _disable_jit():
             return self._fun(*args, **kwargs)
+        at_top = core.eval_trace_is_current()
+        if at_top and not kwargs and not self._has_statics:
+            outs = self._call_flat_arrays(args)
+            if outs is not _NOT_CACHED:
+                return outs
         dynamic, statics = self._split(args, kwargs)
         leaves, in_tree = tree_flatten(dynamic)
-        if core.eval_trace_is_current():
+        if at_top:
             return self._call_top_level(leaves, in_tree, statics)
         avals = tuple(leaf_aval(x, self._label(i)) for i, x in enumerate(leaves))
         traced = self._trace(statics, in_tree, avals)
@@ -117,13 +134,35 @@ class JitFunction:
                 x = to_device(x, device)
             buffers.append(x._buffer)
             avals.append(x.aval)
-        key = (statics, in_tree, tuple(avals), device)
+        avals = tuple(avals)
+        x64 = _enable_x64()
+        key = (statics, in_tree, avals, device, x64)
         entry = self._exec_cache.get(key)
         if entry is None:
-            entry = self._compile(statics, in_tree, tuple(avals), device)
+            entry = self._compile(statics, in_tree, avals, device)
             self._exec_cache[key] = entry
+            if not statics and in_tree == _flat_args_tree(len(leaves)):
+                self._flat_cache[(avals, device, x64)] = entry
         outs = entry.compiled.call_buffers(entry.const_buffers + buffers)
         return tree_unflatten(entry.out_tree, outs)
+
+    def _call_flat_arrays(self, args: tuple) -> Any:
+        """The common call, every argument an Array on one device: no pytree flattening."""
+        device = self._device
+        avals = []
+        buffers = []
+        for x in args:
+            if type(x) is not Array or (device is not None and x._device is not device):
+                return _NOT_CACHED
+            device = x._device
+            avals.append(x.aval)
+            buffers.append(x._buffer)
+        entry = self._flat_cache.get((tuple(avals), device, _enable_x64()))
+        if entry is None:
+            return _NOT_CACHED
+        if entry.const_buffers:
+            buffers = entry.const_buffers + buffers
+        return tree_unflatten(entry.out_tree, entry.compiled.call_buffers(buffers))
 
     def _compile(self, statics: tuple, in_tree: PyTreeDef, avals: tuple, device: Device):
         traced = self._trace(statics, in_tree, avals)
@@ -162,7 +201,7 @@ class JitFunction:
         return args, kwargs
 
     def _trace(self, statics: tuple, in_tree: PyTreeDef, avals: tuple) -> _Traced:
-        key = (statics, in_tree, avals)
+        key = (statics, in_tree, avals, _enable_x64())
         traced = self._trace_cache.get(key)
         if traced is not None:
             return traced
@@ -226,6 +265,7 @@ class JitFunction:
     def clear_cache(self) -> None:
         self._trace_cache.clear()
         self._exec_cache.clear()
+        self._flat_cache.clear()
 
 
 class Lowered:

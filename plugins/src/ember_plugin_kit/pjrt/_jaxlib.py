@@ -137,10 +137,6 @@ def result_handler(aval: Any, sharding: DeviceSharding) -> Any:
     return _jax.array_result_handler(aval, sharding, committed=True, _skip_checks=True)
 
 
-def execute(executable: Any, buffers: Sequence[RawBuffer], handlers: Sequence[Any]) -> list:
-    return executable.execute_sharded(buffers).consume_with_handlers(handlers)
-
-
 def hlo_text(executable: Any) -> str:
     return "\n\n".join(module.to_string() for module in executable.hlo_modules())
 

@@ -87,6 +87,10 @@ def broadcast_args(name: str, *args: Any) -> list[Any]:
 
 
 def prepare(name: str, *args: Any) -> list[Any]:
+    # The common case, operands of one abstract value, needs neither promotion nor broadcasting.
+    first = getattr(args[0], "aval", None)
+    if type(first) is ShapedArray and all(getattr(a, "aval", None) == first for a in args[1:]):
+        return list(args)
     return broadcast_args(name, *promote_dtypes(*args))
 
 

@@ -136,14 +136,18 @@ def _single_equation(primitive: Primitive, avals: list[ShapedArray], params: dic
 
 
 def apply_primitive(primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
-    device = common_device(args, primitive.name)
+    device = None
     buffers = []
     avals = []
-    for x in args:
-        if type(x) is not Array or x._device is not device:
-            x = to_device(x, device)
+    for x in args:  # the common case: Arrays already together on one device
+        if type(x) is not Array or (device is not None and x._device is not device):
+            device, buffers, avals = _place(args, primitive.name)
+            break
+        device = x._device
         buffers.append(x._buffer)
         avals.append(x.aval)
+    if device is None:
+        device = default_device()
     try:
         key = (primitive, tuple(params.items()), tuple(avals), device)
         compiled = _eager_cache.get(key)
@@ -158,6 +162,19 @@ def apply_primitive(primitive: Primitive, args: Sequence[Any], params: dict) -> 
         _eager_cache[key] = compiled
     outs = compiled.call_buffers(buffers)
     return outs if primitive.multiple_results else outs[0]
+
+
+def _place(args: Sequence[Any], what: str) -> tuple[Device, list[Any], list[ShapedArray]]:
+    """Put every operand on the operands' common device: (device, buffers, avals)."""
+    device = common_device(args, what)
+    buffers = []
+    avals = []
+    for x in args:
+        if type(x) is not Array or x._device is not device:
+            x = to_device(x, device)
+        buffers.append(x._buffer)
+        avals.append(x.aval)
+    return device, buffers, avals
 
 
 def clear_caches() -> None:
