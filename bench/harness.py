@@ -21,9 +21,12 @@ class Result:
     ember: float
     jax: float | None
     target: float | None
+    paired_ratio: float | None = None
 
     @property
     def ratio(self) -> float | None:
+        if self.paired_ratio is not None:
+            return self.paired_ratio
         return None if self.jax in (None, 0) else self.ember / self.jax
 
     def row(self) -> str:
@@ -52,11 +55,15 @@ def compare(
     jax_fn: Callable[[], object] | None,
     *,
     number: int,
-    repeats: int = 7,
+    repeats: int = 11,
     unit: str = "us",
     target: float | None = None,
 ) -> Result:
-    """Median over ``repeats`` of the per-call time, alternating ember and JAX."""
+    """Median over ``repeats`` of the per-call time, alternating ember and JAX.
+
+    The ratio is the median of the per-repeat ratios: each pair of neighbouring runs shares
+    the machine's state at that moment, which makes the ratio steadier than either time.
+    """
     scale = {"us": 1e6, "ms": 1e3, "s": 1.0}[unit]
     ember_fn()
     if jax_fn is not None:
@@ -74,7 +81,10 @@ def compare(
             gc.enable()
     ember_median = statistics.median(ember_times) * scale
     jax_median = statistics.median(jax_times) * scale if jax_times else None
-    return Result(name, unit, ember_median, jax_median, target)
+    paired = None
+    if jax_times:
+        paired = statistics.median(e / j for e, j in zip(ember_times, jax_times))
+    return Result(name, unit, ember_median, jax_median, target, paired)
 
 
 def header() -> str:

@@ -21,6 +21,7 @@ from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr
 from ember._src.lowering.module import lower_module
 from ember._src.ops.call import jit_call
+from ember._src.pytree_fastpath import builder, leaf_extractor
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Device
 from ember._src.runtime.dispatch import (
@@ -47,12 +48,13 @@ class _Traced:
 class _Executable:
     """A compiled entry of the executable cache, with its consts already on the device."""
 
-    __slots__ = ("compiled", "const_buffers", "out_tree")
+    __slots__ = ("compiled", "const_buffers", "out_tree", "build")
 
     def __init__(self, compiled: CompiledComputation, const_buffers: list[Any], out_tree):
         self.compiled = compiled
         self.const_buffers = const_buffers
         self.out_tree = out_tree
+        self.build = builder(out_tree)  # tree_unflatten, specialised to out_tree
 
 
 _NOT_CACHED = object()
@@ -95,6 +97,8 @@ class JitFunction:
         self._trace_cache: dict[tuple, _Traced] = {}
         self._exec_cache: dict[tuple, _Executable] = {}
         self._flat_cache: dict[tuple, _Executable] = {}  # _call_flat_arrays' view of it
+        self._last_in_tree: PyTreeDef | None = None
+        self._last_extractor: Callable[[Any], list[Any] | None] | None = None
 
     def __repr__(self) -> str:
         return f"<jitted function {self._name}>"
@@ -115,9 +119,18 @@ class JitFunction:
             outs = self._call_flat_arrays(args)
             if outs is not _NOT_CACHED:
                 return outs
+            # Arguments shaped like last time's: take their leaves without flattening.
+            extract = self._last_extractor
+            if extract is not None:
+                leaves = extract((args, kwargs))
+                if leaves is not None:
+                    return self._call_top_level(leaves, self._last_in_tree, ())
         dynamic, statics = self._split(args, kwargs)
         leaves, in_tree = tree_flatten(dynamic)
         if at_top:
+            if not statics and in_tree is not self._last_in_tree:
+                self._last_in_tree = in_tree
+                self._last_extractor = leaf_extractor(in_tree)
             return self._call_top_level(leaves, in_tree, statics)
         avals = tuple(leaf_aval(x, self._label(i)) for i, x in enumerate(leaves))
         traced = self._trace(statics, in_tree, avals)
@@ -143,8 +156,7 @@ class JitFunction:
             self._exec_cache[key] = entry
             if not statics and in_tree == _flat_args_tree(len(leaves)):
                 self._flat_cache[(avals, device, x64)] = entry
-        outs = entry.compiled.call_buffers(entry.const_buffers + buffers)
-        return tree_unflatten(entry.out_tree, outs)
+        return entry.build(entry.compiled.call_buffers(entry.const_buffers + buffers))
 
     def _call_flat_arrays(self, args: tuple) -> Any:
         """The common call, every argument an Array on one device: no pytree flattening."""
@@ -162,7 +174,7 @@ class JitFunction:
             return _NOT_CACHED
         if entry.const_buffers:
             buffers = entry.const_buffers + buffers
-        return tree_unflatten(entry.out_tree, entry.compiled.call_buffers(buffers))
+        return entry.build(entry.compiled.call_buffers(buffers))
 
     def _compile(self, statics: tuple, in_tree: PyTreeDef, avals: tuple, device: Device):
         traced = self._trace(statics, in_tree, avals)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 
@@ -22,6 +22,9 @@ class _NodeType(NamedTuple):
 
 
 _registry: dict[type, _NodeType] = {}
+# Types seen to be leaves (unregistered, not namedtuples), so that flattening a container of
+# arrays needs no call per leaf. Registering a type removes it from here.
+leaf_types: set[type] = set()
 
 
 def register_pytree_node(
@@ -37,6 +40,7 @@ def register_pytree_node(
     if nodetype in _registry:
         raise ValueError(f"{nodetype.__name__} is already registered as a pytree node")
     _registry[nodetype] = _NodeType(nodetype.__qualname__, flatten_func, unflatten_func)
+    leaf_types.discard(nodetype)
 
 
 def register_pytree_node_class(cls: type) -> type:
@@ -118,9 +122,13 @@ def _namedtuple_type(x: Any) -> bool:
 
 
 class PyTreeDef:
-    """The structure of a pytree: what ``tree_flatten`` returns besides the leaves."""
+    """The structure of a pytree: what ``tree_flatten`` returns besides the leaves.
 
-    __slots__ = ("node", "aux", "children", "num_leaves", "_hash")
+    Treedefs with hashable auxiliary data are interned (one object per structure), so the
+    caches keyed on them (jit's) compare by identity in the common case.
+    """
+
+    __slots__ = ("node", "aux", "children", "num_leaves", "_hash", "__weakref__")
 
     def __init__(self, node: Any, aux: Any, children: tuple[PyTreeDef, ...], num_leaves: int):
         self.node = node  # None for a leaf, else the container type
@@ -130,7 +138,7 @@ class PyTreeDef:
         self._hash = hash((node, aux, children))
 
     def __eq__(self, other: object) -> bool:
-        return (
+        return self is other or (
             isinstance(other, PyTreeDef)
             and self._hash == other._hash
             and self.node is other.node
@@ -171,6 +179,20 @@ class PyTreeDef:
 
 
 _LEAF = PyTreeDef(None, None, (), 1)
+_interned: dict[tuple, PyTreeDef] = {}
+
+
+def _treedef(node: Any, aux: Any, children: tuple[PyTreeDef, ...]) -> PyTreeDef:
+    key = (node, aux, children)
+    try:
+        treedef = _interned.get(key)
+    except TypeError:  # unhashable aux data: a fresh, uninterned treedef
+        return PyTreeDef(node, aux, children, sum([c.num_leaves for c in children]))
+    if treedef is None:
+        treedef = PyTreeDef(node, aux, children, sum([c.num_leaves for c in children]))
+        if len(_interned) < 100_000:  # a bound, in case a program makes structures endlessly
+            _interned[key] = treedef
+    return treedef
 
 
 def tree_flatten(
@@ -178,47 +200,97 @@ def tree_flatten(
 ) -> tuple[list[Any], PyTreeDef]:
     """Flatten ``tree`` into its leaves (left to right) and its structure."""
     leaves: list[Any] = []
-    treedef = _flatten(tree, leaves, is_leaf)
+    if is_leaf is None:
+        treedef = _flatten_fast(tree, leaves)
+    else:
+        treedef = _flatten(tree, leaves, is_leaf)
     return leaves, treedef
 
 
-def _flatten(node: Any, leaves: list[Any], is_leaf: Callable[[Any], bool] | None) -> PyTreeDef:
-    if is_leaf is not None and is_leaf(node):
+def _flatten_fast(node: Any, leaves: list[Any]) -> PyTreeDef:
+    """``_flatten`` without ``is_leaf``, with the builtin containers handled inline (hot path)."""
+    node_type = type(node)
+    if node_type in leaf_types:
+        leaves.append(node)
+        return _LEAF
+    if node_type is tuple or node_type is list:
+        return _treedef(node_type, None, _flatten_children(node, leaves))
+    if node_type is dict:
+        keys = tuple(sorted(node, key=_sort_key)) if len(node) > 1 else tuple(node)
+        return _treedef(dict, keys, _flatten_children([node[k] for k in keys], leaves))
+    entry = _registry.get(node_type)
+    if entry is None:
+        if _namedtuple_type(node):
+            return _treedef(node_type, None, _flatten_children(node, leaves))
+        leaf_types.add(node_type)
+        leaves.append(node)
+        return _LEAF
+    child_values, aux = entry.flatten(node)
+    return _treedef(node_type, aux, _flatten_children(child_values, leaves))
+
+
+def _flatten_children(values: Iterable[Any], leaves: list[Any]) -> tuple[PyTreeDef, ...]:
+    children = []
+    for value in values:
+        if type(value) in leaf_types:
+            leaves.append(value)
+            children.append(_LEAF)
+        else:
+            children.append(_flatten_fast(value, leaves))
+    return tuple(children)
+
+
+def _flatten(node: Any, leaves: list[Any], is_leaf: Callable[[Any], bool]) -> PyTreeDef:
+    if is_leaf(node):
         leaves.append(node)
         return _LEAF
     node_type = type(node)
     entry = _registry.get(node_type)
     if entry is None:
         if _namedtuple_type(node):
-            children = tuple(_flatten(c, leaves, is_leaf) for c in node)
-            return PyTreeDef(node_type, None, children, sum(c.num_leaves for c in children))
+            return _treedef(node_type, None, tuple([_flatten(c, leaves, is_leaf) for c in node]))
         leaves.append(node)
         return _LEAF
     child_values, aux = entry.flatten(node)
-    children = tuple(_flatten(c, leaves, is_leaf) for c in child_values)
-    return PyTreeDef(node_type, aux, children, sum(c.num_leaves for c in children))
+    return _treedef(node_type, aux, tuple([_flatten(c, leaves, is_leaf) for c in child_values]))
 
 
 def tree_unflatten(treedef: PyTreeDef, leaves: Iterable[Any]) -> Any:
     """Rebuild a pytree of structure ``treedef`` from ``leaves``."""
+    if treedef is _LEAF:
+        (leaf,) = leaves
+        return leaf
     iterator = iter(leaves)
-    result = _unflatten(treedef, iterator)
+    try:
+        result = _unflatten(treedef, iterator)
+    except StopIteration:
+        raise ValueError(f"too few leaves for {treedef}") from None
     for extra in iterator:
         raise ValueError(f"too many leaves for {treedef} (extra: {extra!r})")
     return result
 
 
-def _unflatten(treedef: PyTreeDef, leaves: Any) -> Any:
-    if treedef.node is None:
-        try:
-            return next(leaves)
-        except StopIteration:
-            raise ValueError("too few leaves for the tree structure") from None
-    children = [_unflatten(c, leaves) for c in treedef.children]
-    entry = _registry.get(treedef.node)
+def _unflatten(treedef: PyTreeDef, leaves: Iterator[Any]) -> Any:
+    node = treedef.node
+    if node is None:
+        return next(leaves)
+    children = [next(leaves) if c is _LEAF else _unflatten(c, leaves) for c in treedef.children]
+    if node is tuple:
+        return tuple(children)
+    if node is list:
+        return children
+    entry = _registry.get(node)
     if entry is None:  # a namedtuple
-        return treedef.node(*children)
+        return node(*children)
     return entry.unflatten(treedef.aux, children)
+
+
+def node_unflattener(node: type) -> Callable[[Any, list[Any]], Any]:
+    """How nodes of type ``node`` are rebuilt: ``fn(aux_data, children)``."""
+    entry = _registry.get(node)
+    if entry is None:  # a namedtuple
+        return lambda _, children: node(*children)
+    return entry.unflatten
 
 
 def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list[Any]:
