@@ -5,6 +5,7 @@ Backends come from independently installed plugins (``pip install ember-plugin-c
 """
 
 from ember import errors as errors, lax as lax, numpy as numpy, tree_util as tree_util
+from ember._src import dispatch as _dispatch  # installs the eager dispatcher
 from ember._src.api import (
     ShapeDtypeStruct as ShapeDtypeStruct,
     block_until_ready as block_until_ready,
@@ -28,7 +29,6 @@ from ember._src.api import (
 from ember._src.config import config as config
 from ember._src.jit import jit as jit
 from ember._src.numpy import array_methods as _array_methods  # installs Array operators
-from ember._src.runtime import dispatch as _dispatch  # installs the eager dispatcher
 from ember._src.runtime.array import Array as Array
 from ember._src.runtime.backend import Device as Device
 

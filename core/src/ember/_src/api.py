@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import core, dtypes, errors
+from ember._src import core, dispatch, dtypes, errors
 from ember._src.api_util import (
     check_float_inputs,
     flatten_axes,
@@ -26,7 +26,6 @@ from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.ir import ClosedJaxpr
 from ember._src.ops.shape import broadcast_in_dim, move_axis
 from ember._src.plugin import manager
-from ember._src.runtime import dispatch
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Device
 from ember._src.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten

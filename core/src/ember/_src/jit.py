@@ -16,6 +16,12 @@ from typing import Any
 from ember._src import core
 from ember._src.api_util import HashableStatic, leaf_aval, static_names_to_nums
 from ember._src.config import config
+from ember._src.dispatch import (
+    CompiledComputation,
+    common_device,
+    compile_jaxpr,
+    to_device,
+)
 from ember._src.interpreters.partial_eval import dce_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr
@@ -24,12 +30,6 @@ from ember._src.ops.call import jit_call
 from ember._src.pytree_fastpath import builder, leaf_extractor
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Device
-from ember._src.runtime.dispatch import (
-    CompiledComputation,
-    common_device,
-    compile_jaxpr,
-    to_device,
-)
 from ember._src.tree_util import PyTreeDef, tree_flatten, tree_unflatten
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import core, dtypes, errors
+from ember._src import core, dispatch, dtypes, errors
 from ember._src.core import Tracer, get_aval
 from ember._src.numpy.manipulation import stack
 from ember._src.numpy.util import cast, check_dtype_arg, shape_tuple
@@ -19,7 +19,6 @@ from ember._src.ops.shape import (
     iota,
     reshape,
 )
-from ember._src.runtime import dispatch
 from ember._src.runtime.array import Array
 from ember._src.tree_util import tree_flatten
 
