@@ -50,7 +50,9 @@ def modules() -> list[tuple[str, pathlib.Path]]:
 def imported(tree: ast.AST) -> list[tuple[str, int]]:
     names = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ember._src"):
+        if not isinstance(node, ast.ImportFrom) or not node.module:
+            continue
+        if node.module.startswith("ember._src"):
             if node.module == "ember._src":
                 names += [(alias.name, node.lineno) for alias in node.names]
             else:
