@@ -20,6 +20,8 @@ from ember._src.plugin.manager import (
 )
 from ember.errors import BackendError, UnknownPlatformError
 
+from .util import run_python
+
 FAKE_PLUGINS = pathlib.Path(__file__).parent / "fake_plugins"
 
 
@@ -129,16 +131,9 @@ def test_no_backend_installed():
             manager.default_backend()
 
 
-def _run(code: str, **env: str) -> subprocess.CompletedProcess:
-    environ = {**os.environ, **env}
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=environ
-    )
-
-
 def test_broken_plugins_never_break_import_ember():
     code = "import ember, ember.numpy as enp; print(float(enp.ones(3).sum()))"
-    done = _run(code, PYTHONPATH=str(FAKE_PLUGINS), EMBER_PLATFORMS="reference")
+    done = run_python(code, PYTHONPATH=str(FAKE_PLUGINS), EMBER_PLATFORMS="reference")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "3.0"
 
@@ -151,7 +146,7 @@ def test_computing_without_any_backend_is_a_clear_error():
         "except ember.errors.BackendError as e:\n"
         "    print('BackendError:', e)\n"
     )
-    done = _run(code, EMBER_PLATFORMS="", EMBER_DISABLE_PLUGINS="reference,cpu")
+    done = run_python(code, EMBER_PLATFORMS="", EMBER_DISABLE_PLUGINS="reference,cpu")
     assert done.returncode == 0, done.stderr
     assert "BackendError: no ember backend could be initialised (at <string>:3" in done.stdout
     assert "pip install ember-plugin-cpu" in done.stdout
@@ -159,7 +154,7 @@ def test_computing_without_any_backend_is_a_clear_error():
 
 def test_unknown_platform_in_environment():
     code = "import ember\ntry:\n    ember.devices()\nexcept ValueError as e:\n    print(e)\n"
-    done = _run(code, EMBER_PLATFORMS="gpuu")
+    done = run_python(code, EMBER_PLATFORMS="gpuu")
     assert done.returncode == 0, done.stderr
     assert "unknown platform 'gpuu' (from EMBER_PLATFORMS=gpuu)" in done.stdout
     assert "reference" in done.stdout

@@ -1,8 +1,23 @@
-"""Helpers shared by the core suites: finite differences and NumPy comparisons."""
+"""Helpers shared by the suites: finite differences, NumPy comparisons, fresh interpreters."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter with extra environment variables (5-minute cap)."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **env},
+    )
 
 
 def numerical_gradient(f, args, argnum=0, eps=1e-3):

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
@@ -15,21 +11,12 @@ import ember  # noqa: E402
 import ember.numpy as enp  # noqa: E402
 from ember.errors import CompileError, ExecutionError  # noqa: E402
 from ember.extend import Computation  # noqa: E402
+from tests.core.util import run_python  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def cpu():
     return ember.devices("cpu")[0]
-
-
-def _run(code: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **env},
-    )
 
 
 def test_compile_error_quotes_the_lowered_op():
@@ -82,7 +69,7 @@ def test_copy_between_devices():
         "assert y.devices() == {d[3]} and (x * 2).devices() == {d[2]}\n"
         "print(np.asarray(y + 1).tolist())\n"
     )
-    done = _run(code, EMBER_CPU_DEVICE_COUNT="4", EMBER_PLATFORMS="cpu")
+    done = run_python(code, EMBER_CPU_DEVICE_COUNT="4", EMBER_PLATFORMS="cpu")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[1.0, 2.0, 3.0]"
 
@@ -92,7 +79,7 @@ def test_bad_device_count_is_reported():
         "import ember\n"
         "try:\n    ember.devices()\nexcept ember.errors.BackendError as e:\n    print(e)"
     )
-    done = _run(code, EMBER_CPU_DEVICE_COUNT="0", EMBER_PLATFORMS="cpu")
+    done = run_python(code, EMBER_CPU_DEVICE_COUNT="0", EMBER_PLATFORMS="cpu")
     assert "cpu_device_count must be a positive integer, not 0" in done.stdout
 
 
@@ -102,7 +89,7 @@ def test_jaxlib_is_quiet_by_default():
         "f = ember.jit(lambda x: enp.tanh(x) @ x.T)\n"
         "f(enp.ones((64, 64))).block_until_ready()\n"
     )
-    done = _run(code, EMBER_PLATFORMS="cpu")
+    done = run_python(code, EMBER_PLATFORMS="cpu")
     assert done.returncode == 0
     assert done.stderr == ""
 
