@@ -58,7 +58,16 @@ class PartialEvalResult:
         self.num_residuals = num_residuals
 
 
-def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool]) -> PartialEvalResult:
+def partial_eval_jaxpr(
+    closed: ClosedJaxpr, unknowns: Sequence[bool], instantiate: Sequence[bool] | bool = False
+) -> PartialEvalResult:
+    """Split ``closed`` into what its known inputs determine and what needs the unknown ones.
+
+    Outputs marked in ``instantiate`` are made unknown even when they are known (the unknown
+    jaxpr then returns them from residuals), so that several jaxprs can be split alike.
+    """
+    if isinstance(instantiate, bool):
+        instantiate = [instantiate] * len(closed.out_avals)
     known_avals = [a for a, u in zip(closed.in_avals, unknowns) if not u]
     unknown_avals = [a for a, u in zip(closed.in_avals, unknowns) if u]
     split: dict[str, Any] = {}
@@ -69,7 +78,7 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool]) -> Partial
         args = merge(unknowns, known_args, unknown_args)
         with set_current_trace(pe):
             outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-        out_unknowns = [pe.owns(x) for x in outs]
+        out_unknowns = [pe.owns(x) or force for x, force in zip(outs, instantiate)]
         unknown_jaxpr = pe.to_jaxpr([x for x, u in zip(outs, out_unknowns) if u])
         split["out_unknowns"] = out_unknowns
         split["unknown"] = _residuals_as_inputs(unknown_jaxpr)
