@@ -6,6 +6,7 @@ from ember._src.lax_api import (
     stop_gradient as stop_gradient,
 )
 from ember._src.ops.control_flow.cond import cond as cond, switch as switch
+from ember._src.ops.control_flow.scan import scan as scan
 from ember._src.ops.elementwise import (
     abs as abs,
     acos as acos,

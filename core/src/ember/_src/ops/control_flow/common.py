@@ -91,3 +91,25 @@ def join_weak_types(*aval_lists: Sequence[ShapedArray]) -> list[ShapedArray]:
     return [
         avals[0].update(weak_type=all(a.weak_type for a in avals)) for avals in zip(*aval_lists)
     ]
+
+
+def permute_jaxpr(
+    closed: ClosedJaxpr, in_order: Sequence[int], out_order: Sequence[int]
+) -> ClosedJaxpr:
+    """``closed`` with its inputs and outputs reordered: new input k is old ``in_order[k]``."""
+    jaxpr = closed.jaxpr
+    invars = [jaxpr.invars[i] for i in in_order]
+    outvars = [jaxpr.outvars[i] for i in out_order]
+    return ClosedJaxpr(
+        Jaxpr(jaxpr.constvars, invars, outvars, jaxpr.eqns, jaxpr.debug_info), list(closed.consts)
+    )
+
+
+def split_list(values: Sequence[Any], sizes: Sequence[int]) -> list[list[Any]]:
+    """``values`` cut into consecutive pieces of ``sizes`` (the rest is the last piece)."""
+    pieces, start = [], 0
+    for size in sizes:
+        pieces.append(list(values[start : start + size]))
+        start += size
+    pieces.append(list(values[start:]))
+    return pieces
