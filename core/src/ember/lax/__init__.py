@@ -6,6 +6,11 @@ from ember._src.lax_api import (
     stop_gradient as stop_gradient,
 )
 from ember._src.ops.control_flow.cond import cond as cond, switch as switch
+from ember._src.ops.control_flow.loops import (
+    fori_loop as fori_loop,
+    map as map,
+    while_loop as while_loop,
+)
 from ember._src.ops.control_flow.scan import scan as scan
 from ember._src.ops.elementwise import (
     abs as abs,
