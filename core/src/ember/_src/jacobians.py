@@ -1,0 +1,183 @@
+"""Jacobians and Hessians: ``jacfwd`` (vmap of jvp), ``jacrev`` (vmap of vjp), ``hessian``.
+
+For inputs ``x`` (a pytree) and outputs ``y`` (a pytree), the Jacobian is a pytree shaped
+like ``y`` whose leaves are pytrees shaped like ``x``; the leaf for output leaf ``y_j`` and
+input leaf ``x_i`` has shape ``y_j.shape + x_i.shape``, as in JAX.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ember._src import dtypes, errors
+from ember._src.api import jvp, vjp, vmap
+from ember._src.api_util import leaf_aval, normalize_argnums
+from ember._src.core import ShapedArray, get_aval
+from ember._src.ops.shape import reshape
+from ember._src.tree_util import PyTreeDef, tree_flatten, tree_unflatten
+
+
+def _diff_setup(fun, argnums, args, kwargs, what, holomorphic):
+    nums = normalize_argnums(argnums, len(args), "argnums")
+    leaves, in_tree = tree_flatten(tuple(args[i] for i in nums))
+    avals = [leaf_aval(x, f"{what} input leaf #{i}") for i, x in enumerate(leaves)]
+    for aval in avals:
+        _check_dtype(aval, what, holomorphic)
+
+    def with_leaves(*diff_leaves: Any) -> Any:
+        new_args = list(args)
+        for i, value in zip(nums, tree_unflatten(in_tree, diff_leaves)):
+            new_args[i] = value
+        return fun(*new_args, **kwargs)
+
+    return leaves, in_tree, avals, with_leaves
+
+
+def _check_dtype(aval: ShapedArray, what: str, holomorphic: bool) -> None:
+    if holomorphic and aval.dtype.kind != "c":
+        raise errors.EmberTypeError(
+            f"{what} with holomorphic=True needs complex inputs, got "
+            f"{dtypes.short_name(aval.dtype)}{errors.where()}"
+        )
+    if not holomorphic and not dtypes.is_float(aval.dtype):
+        raise errors.EmberTypeError(
+            f"{what} requires real-valued floating-point inputs, got "
+            f"{dtypes.short_name(aval.dtype)} (complex inputs need holomorphic=True)"
+            f"{errors.where()}"
+        )
+
+
+def _basis(avals: Sequence[ShapedArray]) -> list[np.ndarray]:
+    """Rows of an identity matrix, cut and reshaped per leaf: leaf i is (total, *shape_i)."""
+    total = sum(a.size for a in avals)
+    dtype = np.result_type(*[a.dtype for a in avals]) if avals else np.float32
+    eye = np.eye(total, dtype=dtype)
+    pieces, start = [], 0
+    for a in avals:
+        pieces.append(eye[:, start : start + a.size].reshape((total, *a.shape)).astype(a.dtype))
+        start += a.size
+    return pieces
+
+
+def _nest(
+    out_tree: PyTreeDef, in_tree: PyTreeDef, blocks: list[list[Any]], single_arg: bool
+) -> Any:
+    """Assemble ``blocks[j][i]`` (output leaf j, input leaf i) into JAX's nested pytree."""
+    per_output = []
+    for row in blocks:
+        inner = tree_unflatten(in_tree, row)
+        per_output.append(inner[0] if single_arg else inner)
+    return tree_unflatten(out_tree, per_output)
+
+
+def jacfwd(
+    fun: Callable[..., Any],
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+) -> Callable[..., Any]:
+    """The Jacobian of ``fun`` by forward mode: one jvp per input element, vectorised."""
+
+    @functools.wraps(fun)
+    def jacfun(*args: Any, **kwargs: Any) -> Any:
+        leaves, in_tree, avals, f = _diff_setup(fun, argnums, args, kwargs, "jacfwd", holomorphic)
+        aux_store: list[Any] = []
+
+        def f_main(*xs: Any) -> Any:
+            out = f(*xs)
+            if has_aux:
+                out, aux = out
+                aux_store.append(aux)
+            return out
+
+        def push(*tangents: Any) -> Any:
+            return jvp(f_main, tuple(leaves), tangents)[1]
+
+        basis = _basis(avals)
+        out = f_main(*leaves)
+        out_leaves, out_tree = tree_flatten(out)
+        if has_aux:
+            aux = aux_store.pop()
+            aux_store.clear()
+        columns = vmap(push, out_axes=-1)(*basis)  # each output leaf: (*out_shape, total)
+        blocks = []
+        for y, col in zip(out_leaves, tree_flatten(columns)[0]):
+            y_shape = get_aval(y).shape
+            row, start = [], 0
+            for a in avals:
+                piece = col[..., start : start + a.size]
+                row.append(reshape(piece, (*y_shape, *a.shape)))
+                start += a.size
+            blocks.append(row)
+        jac = _nest(out_tree, in_tree, blocks, isinstance(argnums, int))
+        return (jac, aux) if has_aux else jac
+
+    return jacfun
+
+
+def jacrev(
+    fun: Callable[..., Any],
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+) -> Callable[..., Any]:
+    """The Jacobian of ``fun`` by reverse mode: one vjp per output element, vectorised."""
+
+    @functools.wraps(fun)
+    def jacfun(*args: Any, **kwargs: Any) -> Any:
+        leaves, in_tree, avals, f = _diff_setup(fun, argnums, args, kwargs, "jacrev", holomorphic)
+        if has_aux:
+            out, pullback, aux = vjp(f, *leaves, has_aux=True)
+        else:
+            out, pullback = vjp(f, *leaves)
+        out_leaves, out_tree = tree_flatten(out)
+        out_avals = [get_aval(y) for y in out_leaves]
+        for aval in out_avals:
+            _check_output(aval, holomorphic)
+        basis = tree_unflatten(out_tree, _basis(out_avals))
+        rows = vmap(pullback)(basis)  # per input leaf: (total_out, *in_shape)
+        row_leaves = list(rows)
+        blocks, start = [], 0
+        for y_aval in out_avals:
+            block = []
+            for x_aval, r in zip(avals, row_leaves):
+                piece = r[start : start + y_aval.size]
+                block.append(reshape(piece, (*y_aval.shape, *x_aval.shape)))
+            blocks.append(block)
+            start += y_aval.size
+        jac = _nest(out_tree, in_tree, blocks, isinstance(argnums, int))
+        return (jac, aux) if has_aux else jac
+
+    return jacfun
+
+
+def _check_output(aval: ShapedArray, holomorphic: bool) -> None:
+    if not dtypes.is_inexact(aval.dtype):
+        raise errors.EmberTypeError(
+            f"jacrev requires real- or complex-valued outputs, got "
+            f"{dtypes.short_name(aval.dtype)}{errors.where()}"
+        )
+    if aval.dtype.kind == "c" and not holomorphic:
+        raise errors.EmberTypeError(
+            f"jacrev of a complex-valued output needs holomorphic=True{errors.where()}"
+        )
+
+
+def hessian(
+    fun: Callable[..., Any],
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+) -> Callable[..., Any]:
+    """The Hessian of a scalar ``fun``: ``jacfwd(jacrev(fun))``."""
+    return jacfwd(
+        jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic),
+        argnums,
+        has_aux=has_aux,
+        holomorphic=holomorphic,
+    )
