@@ -30,7 +30,9 @@ from ember._src.config import config as config
 from ember._src.jacobians import hessian as hessian, jacfwd as jacfwd, jacrev as jacrev
 from ember._src.jit import jit as jit
 from ember._src.numpy import array_methods as _array_methods  # installs Array operators
+from ember._src.ops import remat as checkpoint_policies
 from ember._src.ops.custom_derivatives import custom_jvp as custom_jvp, custom_vjp as custom_vjp
+from ember._src.ops.remat import checkpoint as checkpoint, remat as remat
 from ember._src.runtime.array import Array as Array
 from ember._src.runtime.backend import Device as Device
 
