@@ -156,9 +156,12 @@ def _scan_length(x_avals: Sequence[ShapedArray], length: int | None) -> int:
 def settle_weak_types(
     carry_in: Sequence[ShapedArray], carry_out: Sequence[ShapedArray], what: str
 ) -> list[ShapedArray]:
-    """Check the body keeps the carry's types; a weakly typed init takes the output's type."""
+    """Check the body keeps the carry's types; a weakly typed init takes the body's type."""
     settled = []
     for i, (a, b) in enumerate(zip(carry_in, carry_out)):
+        if a.weak_type and a.shape == b.shape and a.dtype != b.dtype:
+            settled.append(b)  # as JAX: a Python-scalar init takes the body's dtype
+            continue
         if a.shape != b.shape or a.dtype != b.dtype:
             raise ControlFlowTypeError(
                 f"{what}: the carry must keep its type, but leaf #{i} enters as {a.str_short()} "

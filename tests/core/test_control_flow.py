@@ -1,0 +1,244 @@
+"""cond, switch, scan, while_loop, fori_loop and map under every transformation.
+
+Values are compared with plain NumPy loops; derivatives with finite differences (through
+check_grads) and, for reverse mode, with forward mode; jitted results with eager ones and
+with the reference backend.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as enp
+from ember import lax
+from ember.errors import EmberTypeError
+from ember.test_util import check_grads
+
+from .util import assert_close
+
+# --------------------------------------------------------------------------------------------
+# cond and switch
+
+
+def piecewise(p, x):
+    return lax.cond(p > 0, lambda x: enp.sin(x) * p, lambda x: enp.cos(x) + p, x)
+
+
+def piecewise_np(p, x):
+    return np.sin(x) * p if p > 0 else np.cos(x) + p
+
+
+@pytest.mark.parametrize("p", [1.5, -0.5])
+def test_cond_values_and_grads(p):
+    x = np.float32(0.3)
+    assert_close(piecewise(np.float32(p), x), piecewise_np(p, 0.3))
+    assert_close(ember.jit(piecewise)(np.float32(p), x), piecewise_np(p, 0.3))
+    check_grads(piecewise, (np.float32(p), x), order=2)
+
+
+def test_cond_vmap_with_batched_predicate_selects_per_lane(rng):
+    ps = np.array([1.0, -1.0, 2.0, -3.0], np.float32)
+    xs = rng.normal(size=4).astype(np.float32)
+    expected = [piecewise_np(p, x) for p, x in zip(ps, xs)]
+    assert_close(ember.vmap(piecewise)(ps, xs), expected)
+    grads = ember.vmap(ember.grad(piecewise, argnums=1))(ps, xs)
+    assert_close(grads, [np.cos(x) * p if p > 0 else -np.sin(x) for p, x in zip(ps, xs)])
+
+
+def test_cond_vmap_with_unbatched_predicate(rng):
+    xs = rng.normal(size=5).astype(np.float32)
+    assert_close(ember.vmap(piecewise, in_axes=(None, 0))(np.float32(2.0), xs), np.sin(xs) * 2)
+
+
+def test_switch_clamps_index_like_jax():
+    branches = [lambda x: x * 2.0, lambda x: x + 10.0, lambda x: -x]
+    f = ember.jit(lambda i, x: lax.switch(i, branches, x))
+    got = [float(f(i, np.float32(3.0))) for i in range(-2, 5)]
+    assert got == [6.0, 6.0, 6.0, 13.0, -3.0, -3.0, -3.0]
+
+
+def test_cond_with_pytrees_and_captured_values():
+    w = enp.asarray(np.arange(3.0, dtype=np.float32))
+
+    def f(p, state):
+        return lax.cond(
+            p,
+            lambda s: {"a": s["a"] * w, "b": s["b"]},
+            lambda s: {"a": s["a"], "b": -s["b"]},
+            state,
+        )
+
+    state = {"a": np.ones(3, np.float32), "b": np.float32(2.0)}
+    out = ember.jit(f)(True, state)
+    assert_close(out["a"], [0.0, 1.0, 2.0])
+    assert float(f(False, state)["b"]) == -2.0
+
+
+def test_cond_branch_type_mismatch_names_the_line():
+    with pytest.raises(EmberTypeError, match=r"same types.*test_control_flow.py"):
+        lax.cond(True, lambda x: x, lambda x: x.astype(np.int32), np.float32(1.0))
+    with pytest.raises(EmberTypeError, match="same structure"):
+        lax.cond(True, lambda x: (x, x), lambda x: x, np.float32(1.0))
+
+
+def test_cond_predicate_must_be_scalar():
+    with pytest.raises(EmberTypeError, match="must be a scalar"):
+        lax.cond(np.array([True, False]), lambda: 1.0, lambda: 2.0)
+
+
+# --------------------------------------------------------------------------------------------
+# scan
+
+
+def rnn(W, h0, xs):
+    def step(h, x):
+        h = enp.tanh(h @ W + x)
+        return h, enp.sum(h)
+
+    h, ys = lax.scan(step, h0, xs)
+    return enp.sum(h) + enp.sum(ys * ys)
+
+
+def rnn_np(W, h0, xs):
+    h, total = h0, 0.0
+    for x in xs:
+        h = np.tanh(h @ W + x)
+        total += h.sum() ** 2
+    return h.sum() + total
+
+
+@pytest.fixture
+def rnn_args(rng):
+    W = (rng.normal(size=(3, 3)) * 0.5).astype(np.float32)
+    h0 = rng.normal(size=3).astype(np.float32) * 0.1
+    xs = rng.normal(size=(6, 3)).astype(np.float32)
+    return W, h0, xs
+
+
+def test_scan_matches_a_python_loop(rnn_args):
+    assert_close(rnn(*rnn_args), rnn_np(*rnn_args), rtol=1e-5)
+    assert_close(ember.jit(rnn)(*rnn_args), rnn_np(*rnn_args), rtol=1e-5)
+
+
+def test_scan_gradients(rnn_args):
+    check_grads(rnn, rnn_args, order=2, modes=("fwd", "rev"))
+
+
+def test_scan_reverse_and_length():
+    xs = np.arange(4.0, dtype=np.float32)
+    carry, ys = lax.scan(lambda c, x: (c + x, c * x), 0.0, xs, reverse=True)
+    assert float(carry) == 6.0
+    assert_close(ys, [0.0 * 6, 1.0 * 5, 2.0 * 3, 3.0 * 0])
+    count, _ = lax.scan(lambda c, _: (c + 1, None), 0, None, length=7)
+    assert int(count) == 7
+
+
+def test_jit_vmap_grad_scan_nesting(rnn_args):
+    W, h0, xs = rnn_args
+    Ws = np.stack([W, W * 0.5, W * -1.0])
+    got = ember.jit(ember.vmap(ember.grad(rnn), in_axes=(0, None, None)))(Ws, h0, xs)
+    for k in range(3):
+        assert_close(got[k], ember.grad(rnn)(Ws[k], h0, xs), rtol=1e-5, atol=1e-6)
+
+
+def test_vmap_over_scanned_inputs(rnn_args):
+    W, h0, xs = rnn_args
+    stacked = np.stack([xs, xs * 2.0], axis=1)
+    got = ember.vmap(rnn, in_axes=(None, None, 1))(W, h0, stacked)
+    assert_close(got, [rnn_np(W, h0, xs), rnn_np(W, h0, xs * 2.0)], rtol=1e-5)
+
+
+def test_scan_saves_loop_invariant_residuals_once(rnn_args):
+    """The weight matrix is a residual of the backward scan, but it is not stacked."""
+    jaxpr = ember.make_jaxpr(ember.grad(rnn))(*rnn_args)
+    text = str(jaxpr)
+    assert "f32[6,3,3]" not in text  # no per-step copy of W
+
+
+def test_scan_carry_type_change_is_an_error():
+    with pytest.raises(EmberTypeError, match=r"carry must keep its type.*leaves as i32"):
+        lax.scan(lambda c, x: (c.astype(np.int32), x), np.float32(0), np.ones(3, np.float32))
+
+
+def test_scan_weakly_typed_init_takes_the_body_type():
+    carry, _ = lax.scan(lambda c, x: (c + x, None), 0.0, np.ones(3, np.float16))
+    assert carry.dtype == np.float16
+
+
+def test_map_and_fori_loop():
+    assert_close(lax.map(lambda x: x**2, np.arange(4.0, dtype=np.float32)), [0, 1, 4, 9])
+    f = lambda x: lax.fori_loop(0, 5, lambda i, v: v * x + i, 1.0)
+    assert float(f(np.float32(2.0))) == 58.0
+    assert float(ember.grad(f)(np.float32(2.0))) == 103.0  # 5x^4 + 3x^2 + 4x + 3
+    dynamic = ember.jit(lambda n, x: lax.fori_loop(0, n, lambda i, v: v * x + i, 1.0))
+    assert float(dynamic(5, np.float32(2.0))) == 58.0
+
+
+# --------------------------------------------------------------------------------------------
+# while_loop
+
+
+def collatz_steps(n):
+    def body(state):
+        k, steps = state
+        k = lax.cond(k % 2 == 0, lambda k: k // 2, lambda k: 3 * k + 1, k)
+        return k, steps + 1
+
+    return lax.while_loop(lambda s: s[0] != 1, body, (n, 0))[1]
+
+
+def test_while_loop_values():
+    assert int(collatz_steps(27)) == 111
+    assert int(ember.jit(collatz_steps)(6)) == 8
+
+
+def test_while_loop_vmap_with_batched_predicate():
+    got = ember.vmap(collatz_steps)(np.array([1, 6, 27, 7], np.int32))
+    assert_close(got, [0, 8, 111, 16])
+
+
+def test_while_loop_forward_mode():
+    def f(x):
+        return lax.while_loop(
+            lambda c: c[0] < 4, lambda c: (c[0] + 1, enp.sin(c[1]) * 1.5), (0, x)
+        )[1]
+
+    check_grads(f, (np.float32(0.7),), order=1, modes=("fwd",))
+    jac = ember.jacfwd(f)(np.float32(0.7))
+    assert np.isfinite(float(jac))
+
+
+def test_grad_through_while_loop_is_a_clear_error():
+    def f(x):
+        return lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0, x)
+
+    with pytest.raises(EmberTypeError, match=r"use lax.scan.*test_control_flow.py"):
+        ember.grad(f)(np.float32(1.0))
+
+
+def test_while_loop_cond_must_return_a_bool_scalar():
+    with pytest.raises(EmberTypeError, match="boolean scalar"):
+        lax.while_loop(lambda c: c, lambda c: c + 1, np.float32(0))
+
+
+# --------------------------------------------------------------------------------------------
+# Every construct agrees with the reference backend
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: lax.cond(x.sum() > 0, enp.sin, enp.cos, x),
+        lambda x: lax.scan(lambda c, xi: (c * 0.5 + xi, c), x[0], x)[1],
+        lambda x: lax.fori_loop(0, 3, lambda i, v: v * 1.5 + i, x),
+        lambda x: lax.while_loop(lambda c: c.sum() < 50.0, lambda c: c * 2.0 + 1.0, x),
+    ],
+    ids=["cond", "scan", "fori_loop", "while_loop"],
+)
+def test_matches_reference_backend(fn, reference_device):
+    x = np.array([0.5, 1.5, -0.25], np.float32)
+    here = ember.jit(fn)(x)
+    there = ember.jit(fn, device=reference_device)(x)
+    assert_close(here, there, rtol=1e-6)
