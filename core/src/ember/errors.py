@@ -11,6 +11,7 @@ from ember._src.errors import (
     TracerArrayConversionError as TracerArrayConversionError,
     TracerBoolConversionError as TracerBoolConversionError,
     TracerIntegerConversionError as TracerIntegerConversionError,
+    UnboundAxisError as UnboundAxisError,
     UnexpectedTracerError as UnexpectedTracerError,
     UnknownPlatformError as UnknownPlatformError,
 )

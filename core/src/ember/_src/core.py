@@ -214,6 +214,8 @@ def set_eager_dispatcher(dispatcher: Callable[[Primitive, Sequence[Any], dict], 
 class _TraceContext(threading.local):
     def __init__(self) -> None:
         self.trace: Trace = EvalTrace(None)
+        # Named axes in scope (vmap's axis_name, later shard_map's mesh axes): (name, size).
+        self.axis_env: list[tuple[Any, int]] = []
 
 
 _context = _TraceContext()
@@ -242,6 +244,37 @@ class set_current_trace:  # noqa: N801 - used like a function: `with set_current
 
 def eval_trace_is_current() -> bool:
     return type(_context.trace) is EvalTrace
+
+
+# --------------------------------------------------------------------------------------------
+# Named axes
+
+
+class extend_axis_env:  # noqa: N801 - used like a function: `with extend_axis_env(name, size):`
+    """``with extend_axis_env(name, size):`` puts a named axis in scope for collectives."""
+
+    __slots__ = ("frame",)
+
+    def __init__(self, name: Any, size: int):
+        self.frame = (name, size)
+
+    def __enter__(self) -> None:
+        _context.axis_env.append(self.frame)
+
+    def __exit__(self, *exc: Any) -> None:
+        _context.axis_env.pop()
+
+
+def axis_size(name: Any) -> int:
+    """The size of the named axis ``name`` in scope (innermost binding wins)."""
+    for bound, size in reversed(_context.axis_env):
+        if bound == name:
+            return size
+    in_scope = ", ".join(repr(n) for n, _ in _context.axis_env) or "none"
+    raise errors.UnboundAxisError(
+        f"unbound axis name: {name!r}; collectives need an enclosing vmap(axis_name=...) or "
+        f"shard_map naming it (axis names in scope: {in_scope}){errors.where()}"
+    )
 
 
 class Tracer:

@@ -43,6 +43,10 @@ class UnexpectedTracerError(EmberError):
     """A tracer escaped the transformation that created it and was used afterwards."""
 
 
+class UnboundAxisError(EmberError, NameError):
+    """A collective named an axis that no enclosing vmap or shard_map binds."""
+
+
 class BackendError(EmberError, RuntimeError):
     """No backend can run the computation (none installed, none selected, init failed)."""
 

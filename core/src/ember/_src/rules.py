@@ -31,6 +31,7 @@ _batch: dict[Primitive, Rule] = {}
 _lowering: dict[Primitive, dict[str | None, Rule]] = {}
 _reference: dict[Primitive, Rule] = {}
 _partial_eval: dict[Primitive, Rule] = {}
+_collective_batch: dict[Primitive, Rule] = {}
 _primitives: dict[str, Primitive] = {}
 
 
@@ -67,6 +68,19 @@ def def_reference(primitive: Primitive):
 def def_partial_eval(primitive: Primitive):
     """A custom partial-evaluation rule (call-like primitives: jit, control flow)."""
     return _decorator(_partial_eval, primitive)
+
+
+def def_collective_batch(primitive: Primitive):
+    """The batching rule of a collective over named axes.
+
+    ``rule(axis_name, axis_size, vals, dims, **params)``: ``axis_name`` and ``axis_size`` are
+    those of the vmap doing the batching, which the collective may or may not name.
+    """
+    return _decorator(_collective_batch, primitive)
+
+
+def collective_batch_rule(primitive: Primitive) -> Rule | None:
+    return _collective_batch.get(primitive)
 
 
 def def_lowering(primitive: Primitive, platform: str | None = None):

@@ -5,6 +5,16 @@ from ember._src.lax_api import (
     select as select,
     stop_gradient as stop_gradient,
 )
+from ember._src.ops.collectives import (
+    all_gather as all_gather,
+    axis_index as axis_index,
+    axis_size_of as axis_size,
+    pmax as pmax,
+    pmean as pmean,
+    pmin as pmin,
+    psum as psum,
+    psum_scatter as psum_scatter,
+)
 from ember._src.ops.control_flow.cond import cond as cond, switch as switch
 from ember._src.ops.control_flow.loops import (
     fori_loop as fori_loop,

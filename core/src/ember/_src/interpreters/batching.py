@@ -8,6 +8,7 @@ unless a rule needs it to.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,11 +19,23 @@ from ember._src.core import (
     Trace,
     Tracer,
     current_trace,
+    extend_axis_env,
     get_aval,
     set_current_trace,
 )
 
 not_mapped = None
+
+# The (axis_name, axis_size) of the vmap whose batching rule is running, so that jaxprs the
+# rule batches again (call and control-flow bodies) see the same named axis.
+_active_axis: contextvars.ContextVar[tuple[Any, int | None]] = contextvars.ContextVar(
+    "ember_active_batch_axis", default=(None, None)
+)
+
+
+def active_axis_name() -> Any:
+    """The axis name of the vmap whose batching rule is running (None outside rules)."""
+    return _active_axis.get()[0]
 
 
 class BatchTracer(Tracer):
@@ -68,10 +81,18 @@ class BatchTrace(Trace):
             else:
                 vals.append(x)
                 dims.append(not_mapped)
+        collective = rules.collective_batch_rule(primitive)
         with set_current_trace(self.parent):
-            if not batched:
+            if collective is not None:  # even unbatched: it may name this vmap's axis
+                out, out_dim = collective(self.axis_name, self.axis_size, vals, dims, **params)
+            elif not batched:
                 return primitive.bind(*vals, **params)
-            out, out_dim = rules.batch_rule(primitive)(vals, dims, **params)
+            else:
+                token = _active_axis.set((self.axis_name, self.axis_size))
+                try:
+                    out, out_dim = rules.batch_rule(primitive)(vals, dims, **params)
+                finally:
+                    _active_axis.reset(token)
         if primitive.multiple_results:
             return [self.wrap(v, d) for v, d in zip(out, out_dim)]
         return self.wrap(out, out_dim)
@@ -90,6 +111,9 @@ def batch_flat(
     axis_name: Any = None,
 ) -> tuple[list[Any], list[int | None]]:
     """Run ``fun`` batched; return the raw outputs and where each one's batch axis is."""
+    if axis_name is None:
+        # Batching a jaxpr inside a batch rule (jit, cond, scan, ...) is the same vmap again.
+        axis_name = _active_axis.get()[0]
     trace = BatchTrace(current_trace(), axis_size, axis_name)
     wrapped = []
     for x, d in zip(args, in_dims):
@@ -103,7 +127,11 @@ def batch_flat(
                 f"{errors.where()}"
             )
         wrapped.append(BatchTracer(trace, x, d % len(shape)))
-    with set_current_trace(trace):
-        outs = fun(*wrapped)
+    if axis_name is None:
+        with set_current_trace(trace):
+            outs = fun(*wrapped)
+    else:
+        with set_current_trace(trace), extend_axis_env(axis_name, axis_size):
+            outs = fun(*wrapped)
     unpacked = [trace.unpack(x) for x in outs]
     return [v for v, _ in unpacked], [d for _, d in unpacked]

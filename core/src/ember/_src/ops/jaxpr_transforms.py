@@ -18,7 +18,7 @@ from ember._src import dtypes
 from ember._src.core import ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad import UndefinedPrimal, backward_pass, jvp_flat
 from ember._src.interpreters.ad_util import instantiate
-from ember._src.interpreters.batching import batch_flat, not_mapped
+from ember._src.interpreters.batching import active_axis_name, batch_flat, not_mapped
 from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.interpreters.partial_eval import merge
 from ember._src.interpreters.staging import trace_to_jaxpr
@@ -162,7 +162,8 @@ def batch_jaxpr(
         consts, closed = trace_const_free(fun, avals, "vmap")
         return consts, closed, out_batched
 
-    return cached(jaxpr, ("batch", in_batched, size, force_out), build)
+    key = ("batch", in_batched, size, force_out, active_axis_name())
+    return cached(jaxpr, key, build)
 
 
 # --------------------------------------------------------------------------------------------

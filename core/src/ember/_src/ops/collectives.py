@@ -1,0 +1,270 @@
+"""Collectives over named axes: psum, pmean, pmax, pmin, all_gather, psum_scatter, axis_index.
+
+A collective names one or more axes (``axis_name="i"`` or ``("i", "j")``) bound by an
+enclosing ``vmap(axis_name=...)`` (and, with sharding, ``shard_map``). Under ``vmap`` each
+collective is batched by its own rule: the part of it that names the vmap's axis becomes an
+ordinary reduction or reshuffle of the batch axis, and the rest is bound again for the
+enclosing axes. Binding a collective with no enclosing binder of its axis is an
+``UnboundAxisError`` at the user's line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember._src import dtypes, errors, rules
+from ember._src.core import Primitive, ShapedArray, Zero, axis_size, get_aval
+from ember._src.interpreters.batching import not_mapped
+from ember._src.ops.elementwise import div, mul
+from ember._src.ops.reduce import reduce_max, reduce_min
+from ember._src.ops.shape import (
+    bdim_to_front,
+    iota,
+    move_axis,
+    reduce_sum,
+    reshape,
+)
+from ember._src.tree_util import tree_map
+
+psum_p = Primitive("psum")
+pmax_p = Primitive("pmax")
+pmin_p = Primitive("pmin")
+all_gather_p = Primitive("all_gather")
+psum_scatter_p = Primitive("psum_scatter")
+axis_index_p = Primitive("axis_index")
+
+
+def _names(axis_name: Any) -> tuple:
+    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    for name in names:
+        axis_size(name)  # raises UnboundAxisError at the user's line
+    return names
+
+
+def _total_size(names: tuple) -> int:
+    return int(np.prod([axis_size(n) for n in names], dtype=np.int64))
+
+
+# --------------------------------------------------------------------------------------------
+# The user-facing functions
+
+
+def psum(x: Any, axis_name: Any) -> Any:
+    """The sum of ``x`` over the named axis (or axes); every member gets the total."""
+    names = _names(axis_name)
+    return tree_map(lambda leaf: psum_p.bind(leaf, axes=names), x)
+
+
+def pmean(x: Any, axis_name: Any) -> Any:
+    names = _names(axis_name)
+    size = _total_size(names)
+    return tree_map(lambda leaf: div(psum_p.bind(leaf, axes=names), _scalar(size, leaf)), x)
+
+
+def pmax(x: Any, axis_name: Any) -> Any:
+    names = _names(axis_name)
+    return tree_map(lambda leaf: pmax_p.bind(leaf, axes=names), x)
+
+
+def pmin(x: Any, axis_name: Any) -> Any:
+    names = _names(axis_name)
+    return tree_map(lambda leaf: pmin_p.bind(leaf, axes=names), x)
+
+
+def all_gather(x: Any, axis_name: Any, *, axis: int = 0, tiled: bool = False) -> Any:
+    """Every member's ``x``, stacked along a new axis ``axis`` (concatenated if ``tiled``)."""
+    names = _names(axis_name)
+    if len(names) != 1:
+        raise NotImplementedError(f"all_gather over several axes {names}{errors.where()}")
+    size = axis_size(names[0])
+
+    def one(leaf: Any) -> Any:
+        ndim = np.ndim(leaf) if not hasattr(leaf, "aval") else leaf.aval.ndim
+        where = axis % (ndim + (0 if tiled else 1))
+        return all_gather_p.bind(leaf, axes=names, axis=where, tiled=bool(tiled), size=size)
+
+    return tree_map(one, x)
+
+
+def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0, tiled: bool = False) -> Any:
+    """``psum`` whose result is split along ``scatter_dimension``: member k keeps part k."""
+    names = _names(axis_name)
+    if len(names) != 1:
+        raise NotImplementedError(f"psum_scatter over several axes {names}{errors.where()}")
+    size = axis_size(names[0])
+    return tree_map(
+        lambda leaf: psum_scatter_p.bind(
+            leaf, axes=names, dimension=scatter_dimension, tiled=bool(tiled), size=size
+        ),
+        x,
+    )
+
+
+def axis_index(axis_name: Any) -> Any:
+    """This member's position along the named axis, as an int32 scalar."""
+    (name,) = _names(axis_name)
+    return axis_index_p.bind(axes=(name,))
+
+
+def axis_size_of(axis_name: Any) -> int:
+    """The size of the named axis (``lax.axis_size``)."""
+    return _total_size(_names(axis_name))
+
+
+def _scalar(value: int, like: Any) -> Any:
+    dtype = like.dtype if hasattr(like, "dtype") else np.result_type(like)
+    return np.asarray(value, dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# Abstract evaluation and differentiation
+
+
+def _same(x: ShapedArray, **params: Any) -> ShapedArray:
+    return x
+
+
+for _p in (psum_p, pmax_p, pmin_p):
+    rules.def_abstract_eval(_p)(_same)
+
+
+@rules.def_abstract_eval(all_gather_p)
+def _all_gather_abstract_eval(x, *, axes, axis, tiled, size):
+    shape = list(x.shape)
+    if tiled:
+        shape[axis] *= size
+    else:
+        shape.insert(axis, size)
+    return x.update(shape=tuple(shape))
+
+
+@rules.def_abstract_eval(psum_scatter_p)
+def _psum_scatter_abstract_eval(x, *, axes, dimension, tiled, size):
+    shape = list(x.shape)
+    if tiled:
+        if shape[dimension] % size:
+            raise errors.EmberTypeError(
+                f"psum_scatter: dimension {dimension} of {x.str_short()} is not divisible by the "
+                f"axis size {size}{errors.where()}"
+            )
+        shape[dimension] //= size
+    else:
+        if shape[dimension] != size:
+            raise errors.EmberTypeError(
+                f"psum_scatter: dimension {dimension} of {x.str_short()} must equal the axis "
+                f"size {size} (or pass tiled=True){errors.where()}"
+            )
+        del shape[dimension]
+    return x.update(shape=tuple(shape))
+
+
+@rules.def_abstract_eval(axis_index_p)
+def _axis_index_abstract_eval(*, axes):
+    return ShapedArray((), dtypes.int32)
+
+
+def _linear_collective(primitive: Primitive) -> None:
+    @rules.def_jvp(primitive)
+    def _jvp(primals, tangents, **params):
+        (t,) = tangents
+        out = primitive.bind(*primals, **params)
+        return out, t if type(t) is Zero else primitive.bind(t, **params)
+
+
+_linear_collective(psum_p)
+_linear_collective(all_gather_p)
+_linear_collective(psum_scatter_p)
+
+
+@rules.def_transpose(psum_p)
+def _psum_transpose(ct, x, *, axes):
+    return [ct if type(ct) is Zero else psum_p.bind(ct, axes=axes)]
+
+
+@rules.def_transpose(all_gather_p)
+def _all_gather_transpose(ct, x, *, axes, axis, tiled, size):
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    return [psum_scatter_p.bind(ct, axes=axes, dimension=axis, tiled=tiled, size=size)]
+
+
+@rules.def_transpose(psum_scatter_p)
+def _psum_scatter_transpose(ct, x, *, axes, dimension, tiled, size):
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    return [all_gather_p.bind(ct, axes=axes, axis=dimension, tiled=tiled, size=size)]
+
+
+# --------------------------------------------------------------------------------------------
+# Batching: the part that names this vmap's axis acts on the batch axis
+
+
+def _split_axes(axes: tuple, name: Any) -> tuple[bool, tuple]:
+    return name in axes, tuple(a for a in axes if a != name)
+
+
+def _reduction_batch(primitive: Primitive, reduce, unbatched):
+    @rules.def_collective_batch(primitive)
+    def _batch(axis_name, size, vals, dims, *, axes):
+        (x,), (d,) = vals, dims
+        mine, rest = _split_axes(axes, axis_name)
+        if not mine:
+            return primitive.bind(x, axes=axes), d
+        out = unbatched(x, size) if d is not_mapped else reduce(x, (d,))
+        if rest:
+            out = primitive.bind(out, axes=rest)
+        return out, not_mapped
+
+
+_reduction_batch(psum_p, reduce_sum, lambda x, size: mul(x, _scalar(size, x)))
+_reduction_batch(pmax_p, reduce_max, lambda x, size: x)
+_reduction_batch(pmin_p, reduce_min, lambda x, size: x)
+
+
+@rules.def_collective_batch(all_gather_p)
+def _all_gather_batch(axis_name, vmap_size, vals, dims, *, axes, axis, tiled, size):
+    (x,), (d,) = vals, dims
+    if axis_name not in axes:
+        return all_gather_p.bind(x, axes=axes, axis=axis, tiled=tiled, size=size), d
+    x = bdim_to_front(x, d, vmap_size)  # (members, *shape): every member sees all of them
+    gathered = move_axis(x, 0, axis)
+    if tiled:  # merge the members' axis into the one after it
+        shape = list(get_aval(gathered).shape)
+        merged = shape[:axis] + [shape[axis] * shape[axis + 1]] + shape[axis + 2 :]
+        gathered = reshape(gathered, tuple(merged))
+    return gathered, not_mapped
+
+
+@rules.def_collective_batch(psum_scatter_p)
+def _psum_scatter_batch(axis_name, vmap_size, vals, dims, *, axes, dimension, tiled, size):
+    (x,), (d,) = vals, dims
+    if axis_name not in axes:
+        return psum_scatter_p.bind(x, axes=axes, dimension=dimension, tiled=tiled, size=size), d
+    total = reduce_sum(x, (d,)) if d is not not_mapped else mul(x, _scalar(vmap_size, x))
+    if tiled:  # split `dimension` into (members, part) and hand part k to member k
+        shape = list(get_aval(total).shape)
+        parts = [vmap_size, shape[dimension] // vmap_size]
+        total = reshape(total, tuple(shape[:dimension] + parts + shape[dimension + 1 :]))
+    return total, dimension
+
+
+@rules.def_collective_batch(axis_index_p)
+def _axis_index_batch(axis_name, size, vals, dims, *, axes):
+    if axis_name not in axes:
+        return axis_index_p.bind(axes=axes), not_mapped
+    return iota(dtypes.int32, (size,), 0), 0
+
+
+def _unbound_lowering(name: str):
+    def lower(ctx, *args, axes, **params):
+        raise errors.UnboundAxisError(
+            f"{name} over axis {axes} reached lowering outside any vmap or shard_map binding it"
+        )
+
+    return lower
+
+
+for _p in (psum_p, pmax_p, pmin_p, all_gather_p, psum_scatter_p, axis_index_p):
+    rules.def_lowering(_p)(_unbound_lowering(_p.name))
