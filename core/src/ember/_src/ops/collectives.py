@@ -257,14 +257,17 @@ def _axis_index_batch(axis_name, size, vals, dims, *, axes):
     return iota(dtypes.int32, (size,), 0), 0
 
 
-def _unbound_lowering(name: str):
-    def lower(ctx, *args, axes, **params):
+def _unbound(name: str):
+    """Lowering and reference rules: a collective left over after batching is unbound."""
+
+    def rule(*args, axes, **params):
         raise errors.UnboundAxisError(
-            f"{name} over axis {axes} reached lowering outside any vmap or shard_map binding it"
+            f"{name} over axis {axes} is being run outside any vmap or shard_map binding it"
         )
 
-    return lower
+    return rule
 
 
 for _p in (psum_p, pmax_p, pmin_p, all_gather_p, psum_scatter_p, axis_index_p):
-    rules.def_lowering(_p)(_unbound_lowering(_p.name))
+    rules.def_lowering(_p)(_unbound(_p.name))
+    rules.def_reference(_p)(_unbound(_p.name))
