@@ -135,3 +135,35 @@ def test_reference_and_default_backend_agree_on_a_gradient(rng, reference_device
     on_reference = ember.jit(f, device=reference_device)(x)
     assert on_reference.devices() == {reference_device}
     assert_close(ember.jit(f)(x), on_reference, rtol=1e-5, atol=1e-6)
+
+
+# --------------------------------------------------------------------------------------------
+# Complex and integer inputs
+
+
+def test_complex_inputs_follow_jax_conventions():
+    from ember.test_util import check_grads
+
+    z = np.complex64(3 + 4j)
+    # a real-valued function of a complex input: the conjugate of the Wirtinger gradient, x2
+    assert complex(ember.grad(lambda z: enp.abs(z) ** 2)(z)) == 6 - 8j
+    assert complex(ember.grad(lambda z: enp.real(z * enp.conj(z)))(z)) == 6 - 8j
+    assert complex(ember.grad(lambda z: enp.imag(z) * 2.0)(z)) == -2j
+    # holomorphic functions: the complex derivative
+    assert complex(ember.grad(lambda z: z**2, holomorphic=True)(z)) == 6 + 8j
+    jac = ember.jacfwd(lambda v: v**2, holomorphic=True)(np.array([1 + 1j, 2j], np.complex64))
+    np.testing.assert_allclose(np.asarray(jac), np.diag([2 + 2j, 4j]))
+    check_grads(lambda v: v * enp.exp(v), (np.array([0.3 + 0.2j, -1j], np.complex64),), order=2)
+    with pytest.raises(ember.errors.EmberTypeError, match="holomorphic=True"):
+        ember.grad(lambda z: z * 2)(z)
+
+
+def test_integer_inputs_get_float0_tangents():
+    g = ember.grad(lambda x, n: x * n, argnums=(0, 1), allow_int=True)(np.float32(2.0), 3)
+    assert float(g[0]) == 3.0
+    assert g[1].dtype == ember.dtypes.float0
+    no_tangent = np.zeros((), ember.dtypes.float0)
+    _, tangent = ember.jvp(lambda x, n: x * n, (np.float32(2.0), 3), (np.float32(1.0), no_tangent))
+    assert float(tangent) == 3.0
+    with pytest.raises(ember.errors.EmberTypeError, match="allow_int=True"):
+        ember.grad(lambda n: n * 2.0)(3)

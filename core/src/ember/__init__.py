@@ -4,7 +4,13 @@ Backends come from independently installed plugins (``pip install ember-plugin-c
 ``python -m ember doctor`` shows what is installed and working.
 """
 
-from ember import errors as errors, lax as lax, numpy as numpy, tree_util as tree_util
+from ember import (
+    dtypes as dtypes,
+    errors as errors,
+    lax as lax,
+    numpy as numpy,
+    tree_util as tree_util,
+)
 from ember._src import dispatch as _dispatch  # installs the eager dispatcher
 from ember._src.api import (
     ShapeDtypeStruct as ShapeDtypeStruct,

@@ -164,6 +164,21 @@ def is_integer(dtype: Any) -> bool:
     return np.dtype(dtype).kind in "iu"
 
 
+def real_dtype(dtype: Any) -> np.dtype:
+    """The dtype of the real and imaginary parts of ``dtype`` (itself if it is not complex)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.complex64:
+        return np.dtype(np.float32)
+    if dtype == np.complex128:
+        return np.dtype(np.float64)
+    return dtype
+
+
+def complex_dtype(dtype: Any) -> np.dtype:
+    """The complex dtype with parts of ``dtype``."""
+    return np.dtype(np.complex128) if np.dtype(dtype) == np.float64 else np.dtype(np.complex64)
+
+
 def short_name(dtype: np.dtype) -> str:
     """f32, i32, u8, bool, bf16, c64: the compact names used in jaxprs and error messages."""
     return _SHORT_NAMES.get(np.dtype(dtype), str(dtype))

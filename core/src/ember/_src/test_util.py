@@ -45,9 +45,13 @@ def _random_like(rng: np.random.Generator, x: Any) -> np.ndarray:
     return np.asarray(values, aval.dtype)
 
 
-def _inner(xs: Sequence[Any], ys: Sequence[Any]) -> float:
-    return float(
-        sum(np.real(np.vdot(np.asarray(x, np.complex128), np.asarray(y))) for x, y in zip(xs, ys))
+def _inner(xs: Sequence[Any], ys: Sequence[Any]) -> complex:
+    # Bilinear, not sesquilinear: transposition does not conjugate (JAX's convention).
+    return complex(
+        sum(
+            np.sum(np.asarray(x, np.complex128) * np.asarray(y, np.complex128))
+            for x, y in zip(xs, ys)
+        )
     )
 
 

@@ -112,7 +112,8 @@ class PjrtBackend(Backend):
         return {"jaxlib": _jaxlib.JAXLIB_VERSION, "pjrt platform": self.client.platform_version}
 
 
-_LOCATION = re.compile(r"^-?:?(\d+):(\d+): error: (.*)$", re.MULTILINE)
+# XLA reports MLIR diagnostics as "-:LINE:COL: error: MESSAGE", possibly after a status prefix.
+_LOCATION = re.compile(r"(?:^|\s)-?:?(\d+):(\d+): error: (.*)$", re.MULTILINE)
 
 
 def describe_compile_error(name: str, text: str, message: str) -> str:

@@ -246,6 +246,26 @@ def absolute(x: Any, /) -> Any:
 abs = absolute
 
 
+def real(x: Any, /) -> Any:
+    (x,) = promote_dtypes(as_operand(x))
+    return lax.real(x) if get_aval(x).dtype.kind == "c" else x
+
+
+def imag(x: Any, /) -> Any:
+    (x,) = promote_dtypes(as_operand(x))
+    if get_aval(x).dtype.kind == "c":
+        return lax.imag(x)
+    return lax.mul(x, np.zeros((), get_aval(x).dtype))
+
+
+def conjugate(x: Any, /) -> Any:
+    (x,) = promote_dtypes(as_operand(x))
+    return lax.conj(x) if get_aval(x).dtype.kind == "c" else x
+
+
+conj = conjugate
+
+
 def positive(x: Any, /) -> Any:
     (x,) = promote_dtypes(as_operand(x))
     return x

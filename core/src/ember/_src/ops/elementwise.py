@@ -25,7 +25,7 @@ from ember._src.core import (
     tangent_aval,
 )
 from ember._src.interpreters.ad import is_undefined
-from ember._src.interpreters.ad_util import add_any_p, add_tangents, instantiate
+from ember._src.interpreters.ad_util import add_any_p, add_tangents, instantiate, zeros
 from ember._src.interpreters.batching import not_mapped
 from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.lowering.module import lower_jaxpr_inline
@@ -609,7 +609,143 @@ def _neg_transpose(ct, x):
 for _primitive in (sign_p, floor_p, ceil_p, round_p, is_finite_p):
     def_zero_jvp(_primitive)
 
-def_unary_jvp(abs_p, lambda x, y: select_n(ge(x, _like(x, 0)), _like(x, -1), _like(x, 1)))
+
+@rules.def_jvp(abs_p)
+def _abs_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    y = abs_p.bind(x)
+    if type(t) is Zero:
+        return y, _zero_tangent_like(y)
+    if get_aval(x).dtype.kind != "c":
+        return y, mul(t, select_n(ge(x, _like(x, 0)), _like(x, -1), _like(x, 1)))
+    # d|x| = Re(conj(x) dx) / |x|, taken as 0 at x = 0 (as JAX does).
+    dot = add(mul(real(x), real(t)), mul(imag(x), imag(t)))
+    safe = select_n(eq(y, _like(y, 0)), y, _like(y, 1))
+    return y, select_n(eq(y, _like(y, 0)), div(dot, safe), _like(y, 0))
+
+
+# Replaces the generic elementwise rule: |complex| is real.
+@rules.def_abstract_eval(abs_p)
+def _abs_abstract_eval(x: ShapedArray) -> ShapedArray:
+    out = _nary_abstract_eval("abs", _NUM)(x)
+    if x.dtype.kind == "c":
+        return ShapedArray(x.shape, dtypes.real_dtype(x.dtype))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Complex numbers: parts, conjugate, assembly. Transposes follow JAX's convention (linear maps
+# over the complex numbers are transposed without conjugation).
+
+real_p = Primitive("real")
+imag_p = Primitive("imag")
+conj_p = Primitive("conj")
+complex_p = Primitive("complex")
+
+
+def real(x: Any) -> Any:
+    return real_p.bind(x)
+
+
+def imag(x: Any) -> Any:
+    return imag_p.bind(x)
+
+
+def conj(x: Any) -> Any:
+    return conj_p.bind(x)
+
+
+def complex(x: Any, y: Any) -> Any:
+    return complex_p.bind(*_coerce(x, y))
+
+
+def _complex_part(name: str):
+    def abstract_eval(x: ShapedArray) -> ShapedArray:
+        if x.dtype.kind != "c":
+            raise errors.EmberTypeError(
+                f"{name} needs a complex operand, got {dtypes.short_name(x.dtype)}{errors.where()}"
+            )
+        return ShapedArray(x.shape, dtypes.real_dtype(x.dtype), x.weak_type)
+
+    return abstract_eval
+
+
+rules.def_abstract_eval(real_p)(_complex_part("real"))
+rules.def_abstract_eval(imag_p)(_complex_part("imag"))
+
+
+@rules.def_abstract_eval(conj_p)
+def _conj_abstract_eval(x: ShapedArray) -> ShapedArray:
+    if x.dtype.kind != "c":
+        raise errors.EmberTypeError(f"conj needs a complex operand, got {x.str_short()}")
+    return x
+
+
+@rules.def_abstract_eval(complex_p)
+def _complex_abstract_eval(x: ShapedArray, y: ShapedArray) -> ShapedArray:
+    out = _nary_abstract_eval("complex", _FLOAT)(x, y)
+    if out.dtype.kind != "f":
+        raise errors.EmberTypeError(
+            f"complex needs real floating-point parts, got {out.str_short()}{errors.where()}"
+        )
+    return ShapedArray(out.shape, dtypes.complex_dtype(out.dtype), out.weak_type)
+
+
+for _primitive, _numpy, _hlo in (
+    (real_p, np.real, "stablehlo.real"),
+    (imag_p, np.imag, "stablehlo.imag"),
+    (conj_p, np.conj, None),
+    (complex_p, lambda x, y: x + 1j * y, "stablehlo.complex"),
+):
+    rules.def_batch(_primitive)(_elementwise_batch(_primitive))
+    rules.def_reference(_primitive)(_reference(_numpy))
+    if _hlo is not None:
+        rules.def_lowering(_primitive)(_hlo_lowering(_hlo))
+
+
+@rules.def_lowering(conj_p)
+def _conj_lowering(ctx, x):
+    part = ShapedArray(ctx.avals_in[0].shape, dtypes.real_dtype(ctx.avals_in[0].dtype))
+    re = ctx.op("stablehlo.real", [x], part)
+    im = ctx.op("stablehlo.negate", [ctx.op("stablehlo.imag", [x], part)], part)
+    return ctx.op("stablehlo.complex", [re, im], ctx.avals_out[0])
+
+
+def _linear_unary(primitive: Primitive, transpose) -> None:
+    @rules.def_jvp(primitive)
+    def jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        y = primitive.bind(x)
+        return y, _zero_tangent_like(y) if type(t) is Zero else primitive.bind(t)
+
+    @rules.def_transpose(primitive)
+    def _transpose(ct, x):
+        return [Zero(x.aval) if type(ct) is Zero else transpose(ct)]
+
+
+_linear_unary(real_p, lambda ct: complex(ct, _like(ct, 0)))
+_linear_unary(imag_p, lambda ct: complex(_like(ct, 0), neg(ct)))
+_linear_unary(conj_p, conj)
+
+
+@rules.def_jvp(complex_p)
+def _complex_jvp(primals, tangents):
+    out = complex_p.bind(*primals)
+    tx, ty = tangents
+    if type(tx) is Zero and type(ty) is Zero:
+        return out, _zero_tangent_like(out)
+    tx = zeros(tx.aval) if type(tx) is Zero else tx
+    ty = zeros(ty.aval) if type(ty) is Zero else ty
+    return out, complex_p.bind(tx, ty)
+
+
+@rules.def_transpose(complex_p)
+def _complex_transpose(ct, x, y):
+    if type(ct) is Zero:
+        return [Zero(x.aval), Zero(y.aval)]
+    return [real(ct), neg(imag(ct))]
+
+
 def_unary_jvp(exp_p, lambda x, y: y)
 def_unary_jvp(log_p, lambda x, y: div(_like(x, 1), x))
 def_unary_jvp(log1p_p, lambda x, y: div(_like(x, 1), add(x, _like(x, 1))))
