@@ -242,3 +242,37 @@ def test_matches_reference_backend(fn, reference_device):
     here = ember.jit(fn)(x)
     there = ember.jit(fn, device=reference_device)(x)
     assert_close(here, there, rtol=1e-6)
+
+
+# --------------------------------------------------------------------------------------------
+# associative_scan
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8, 13])
+def test_associative_scan_matches_cumulative_sums(n):
+    x = np.arange(1, n + 1, dtype=np.float32)
+    assert_close(lax.associative_scan(lambda a, b: a + b, x), np.cumsum(x))
+    assert_close(
+        lax.associative_scan(lambda a, b: a + b, x, reverse=True), np.cumsum(x[::-1])[::-1]
+    )
+
+
+def test_associative_scan_linear_recurrence_with_grad_and_vmap(rng):
+    a = rng.uniform(0.5, 1.0, 6).astype(np.float32)
+    b = rng.normal(size=6).astype(np.float32)
+
+    def combine(left, right):
+        return left[0] * right[0], right[0] * left[1] + right[1]
+
+    def recurrence(b):
+        return lax.associative_scan(combine, (a, b))[1]
+
+    expected, h = [], 0.0
+    for ai, bi in zip(a, b):
+        h = ai * h + bi
+        expected.append(h)
+    assert_close(recurrence(b), expected, rtol=1e-5)
+    check_grads(lambda b: enp.sum(recurrence(b) ** 2), (b,), order=1)
+    x = rng.normal(size=(3, 7)).astype(np.float32)
+    got = ember.jit(ember.vmap(lambda v: lax.associative_scan(enp.maximum, v)))(x)
+    assert_close(got, np.maximum.accumulate(x, axis=1))

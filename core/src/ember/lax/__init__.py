@@ -15,6 +15,7 @@ from ember._src.ops.collectives import (
     psum as psum,
     psum_scatter as psum_scatter,
 )
+from ember._src.ops.control_flow.associative_scan import associative_scan as associative_scan
 from ember._src.ops.control_flow.cond import cond as cond, switch as switch
 from ember._src.ops.control_flow.loops import (
     fori_loop as fori_loop,
