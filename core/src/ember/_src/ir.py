@@ -187,6 +187,8 @@ def _binder(names: _Names, var: Var) -> str:
 
 
 def pretty_print(jaxpr: Jaxpr, indent: int = 0, names: _Names | None = None) -> str:
+    """The jaxpr as text. The first line is not indented (a nested jaxpr follows ``name=``);
+    every later line carries its full indentation, so nesting composes."""
     names = names or _Names()
     pad = " " * indent
     consts = " ".join(_binder(names, v) for v in jaxpr.constvars)
@@ -195,8 +197,8 @@ def pretty_print(jaxpr: Jaxpr, indent: int = 0, names: _Names | None = None) -> 
     for eqn in jaxpr.eqns:
         lines.append(_pretty_eqn(eqn, names, indent + 4))
     outs = ", ".join(names(v) for v in jaxpr.outvars)
-    lines.append(f"  in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}")
-    return ("\n" + pad).join(lines)
+    lines.append(f"{pad}  in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}")
+    return "\n".join(lines)
 
 
 def _pretty_eqn(eqn: Eqn, names: _Names, indent: int) -> str:
@@ -224,6 +226,10 @@ def _pretty_value(value: Any, names: _Names, indent: int) -> str:
         return pretty_print(value.jaxpr, indent + 4, names)
     if isinstance(value, Jaxpr):
         return pretty_print(value, indent + 4, names)
+    if isinstance(value, tuple) and value and all(isinstance(v, ClosedJaxpr) for v in value):
+        pad = " " * (indent + 4)
+        inner = [pad + pretty_print(v.jaxpr, indent + 4, names) for v in value]
+        return "(\n" + "\n".join(inner) + "\n" + " " * (indent + 2) + ")"
     if isinstance(value, np.dtype):
         return dtypes.short_name(value)
     if isinstance(value, type) and issubclass(value, np.generic):
