@@ -58,6 +58,7 @@ def compare(
     repeats: int = 11,
     unit: str = "us",
     target: float | None = None,
+    warmup: int = 5,
 ) -> Result:
     """Median over ``repeats`` of the per-call time, alternating ember and JAX.
 
@@ -65,9 +66,12 @@ def compare(
     the machine's state at that moment, which makes the ratio steadier than either time.
     """
     scale = {"us": 1e6, "ms": 1e3, "s": 1.0}[unit]
-    ember_fn()
-    if jax_fn is not None:
-        jax_fn()
+    # Warm up both sides alike: compile, fill caches, and let the C allocator settle (the first
+    # calls that free large buffers move glibc's mmap threshold, which changes later timings).
+    for _ in range(warmup):
+        ember_fn()
+        if jax_fn is not None:
+            jax_fn()
     ember_times, jax_times = [], []
     gc_was_enabled = gc.isenabled()
     gc.disable()

@@ -18,7 +18,7 @@ from ember._src.numpy.util import (
 )
 from ember._src.ops import elementwise as ew
 from ember._src.ops.linalg import dot_general
-from ember._src.ops.shape import broadcast_to_shape, reduce_sum, reshape, squeeze, transpose
+from ember._src.ops.shape import broadcast_to_shape, reduce_sum, reshape, transpose
 
 
 def _operands(name: str, a: Any, b: Any) -> tuple[Any, Any]:
@@ -55,11 +55,14 @@ def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any
     if not a_shape or not b_shape:
         raise ValueError(f"matmul: operands must not be scalars; use * instead{errors.where()}")
     a_vector, b_vector = len(a_shape) == 1, len(b_shape) == 1
-    if a_vector:
-        a = reshape(a, (1,) + a_shape)
-    if b_vector:
-        b = reshape(b, b_shape + (1,))
-    a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
+    if a_vector or b_vector:
+        # A vector operand contracts directly: no unit axes for XLA to carry around (they make
+        # batched matrix-vector products, e.g. under vmap, much slower on CPU).
+        a_axis = len(a_shape) - 1
+        b_axis = 0 if b_vector else len(b_shape) - 2
+        _check_contracted("matmul", a, b, a_axis, b_axis)
+        dims = (((a_axis,), (b_axis,)), ((), ()))
+        return dot_general(a, b, dims, precision, preferred_element_type)
     _check_contracted("matmul", a, b, len(a_shape) - 1, len(b_shape) - 2)
     batch = broadcast_shapes("matmul", a_shape[:-2], b_shape[:-2])
     a = broadcast_to_shape(a, batch + a_shape[-2:])
@@ -69,15 +72,7 @@ def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any
     result = dot_general(
         a, b, (((nb + 1,), (nb,)), (batch_dims, batch_dims)), precision, preferred_element_type
     )
-    if a_vector:
-        result = _drop_axis(result, -2)
-    if b_vector:
-        result = _drop_axis(result, -1)
     return result
-
-
-def _drop_axis(x: Any, axis: int) -> Any:
-    return squeeze(x, (axis % get_aval(x).ndim,))
 
 
 def tensordot(
