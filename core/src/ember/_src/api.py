@@ -15,6 +15,7 @@ import numpy as np
 from ember._src import core, dispatch, dtypes, errors
 from ember._src.api_util import (
     check_float_inputs,
+    check_output_dtype,
     flatten_axes,
     leaf_aval,
     normalize_argnums,
@@ -117,15 +118,7 @@ def _check_scalar_output(out: Any, fun: Callable[..., Any], holomorphic: bool) -
             f"grad is only defined for scalar-output functions; {_name(fun)} returned shape "
             f"{aval.shape}. Use vjp or jacrev for non-scalar outputs{errors.where()}"
         )
-    if not dtypes.is_inexact(aval.dtype):
-        raise errors.EmberTypeError(
-            f"grad requires a real- or complex-valued output, {_name(fun)} returned "
-            f"{dtypes.short_name(aval.dtype)}{errors.where()}"
-        )
-    if aval.dtype.kind == "c" and not holomorphic:
-        raise errors.EmberTypeError(
-            f"grad of a complex-valued output needs holomorphic=True{errors.where()}"
-        )
+    check_output_dtype(aval, "grad", holomorphic)
 
 
 def grad(

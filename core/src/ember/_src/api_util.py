@@ -100,6 +100,19 @@ def check_float_inputs(avals: Sequence[ShapedArray], what: str, allow_int: bool)
         )
 
 
+def check_output_dtype(aval: ShapedArray, what: str, holomorphic: bool) -> None:
+    """Reverse mode needs a real- or complex-valued output; complex ones need holomorphic."""
+    if not dtypes.is_inexact(aval.dtype):
+        raise errors.EmberTypeError(
+            f"{what} requires a real- or complex-valued output, got "
+            f"{dtypes.short_name(aval.dtype)}{errors.where()}"
+        )
+    if aval.dtype.kind == "c" and not holomorphic:
+        raise errors.EmberTypeError(
+            f"{what} of a complex-valued output needs holomorphic=True{errors.where()}"
+        )
+
+
 def flatten_axes(name: str, treedef: PyTreeDef, axis_tree: Any, tree_value: Any) -> list[Any]:
     """Broadcast an axis specification (a prefix of the tree) to one entry per leaf.
 

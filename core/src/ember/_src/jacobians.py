@@ -15,7 +15,7 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.api import jvp, vjp, vmap
-from ember._src.api_util import leaf_aval, normalize_argnums
+from ember._src.api_util import check_output_dtype, leaf_aval, normalize_argnums
 from ember._src.core import ShapedArray, get_aval
 from ember._src.ops.shape import reshape
 from ember._src.tree_util import PyTreeDef, tree_flatten, tree_unflatten
@@ -138,7 +138,7 @@ def jacrev(
         out_leaves, out_tree = tree_flatten(out)
         out_avals = [get_aval(y) for y in out_leaves]
         for aval in out_avals:
-            _check_output(aval, holomorphic)
+            check_output_dtype(aval, "jacrev", holomorphic)
         basis = tree_unflatten(out_tree, _basis(out_avals))
         rows = vmap(pullback)(basis)  # per input leaf: (total_out, *in_shape)
         row_leaves = list(rows)
@@ -154,18 +154,6 @@ def jacrev(
         return (jac, aux) if has_aux else jac
 
     return jacfun
-
-
-def _check_output(aval: ShapedArray, holomorphic: bool) -> None:
-    if not dtypes.is_inexact(aval.dtype):
-        raise errors.EmberTypeError(
-            f"jacrev requires real- or complex-valued outputs, got "
-            f"{dtypes.short_name(aval.dtype)}{errors.where()}"
-        )
-    if aval.dtype.kind == "c" and not holomorphic:
-        raise errors.EmberTypeError(
-            f"jacrev of a complex-valued output needs holomorphic=True{errors.where()}"
-        )
 
 
 def hessian(

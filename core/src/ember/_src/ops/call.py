@@ -7,20 +7,19 @@ one computation, and partial evaluation splits it into a known and an unknown ca
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
 from ember._src import rules
 from ember._src.core import Primitive, Zero, get_aval, set_current_trace, tangent_aval
-from ember._src.interpreters.ad import UndefinedPrimal, backward_pass, is_undefined, jvp_flat
+from ember._src.interpreters.ad import UndefinedPrimal, backward_pass, is_undefined
 from ember._src.interpreters.ad_util import instantiate
-from ember._src.interpreters.batching import batch_flat, not_mapped
-from ember._src.interpreters.eval import eval_jaxpr
+from ember._src.interpreters.batching import not_mapped
 from ember._src.interpreters.partial_eval import PartialEvalTrace, merge, partial_eval_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
-from ember._src.ir import ClosedJaxpr, Jaxpr
+from ember._src.ir import ClosedJaxpr
 from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src.ops.jaxpr_transforms import batch_jaxpr, cached, hoist_consts, jvp_jaxpr
 from ember._src.ops.shape import move_axis
 from ember._src.reference.interpreter import evaluate_jaxpr
 
@@ -51,50 +50,10 @@ def _jit_lowering(ctx, *operands, jaxpr, name, donated_invars):
     return lower_jaxpr_inline(ctx, jaxpr.jaxpr, consts, operands)
 
 
-# --------------------------------------------------------------------------------------------
-# Transformed jaxprs are cached per (jaxpr, variant) so re-running a transformation of the
-# same jit function does not re-trace.
-
-_derived: weakref.WeakKeyDictionary[ClosedJaxpr, dict] = weakref.WeakKeyDictionary()
-
-
-def _cached(jaxpr: ClosedJaxpr, key: tuple, build) -> Any:
-    per_jaxpr = _derived.setdefault(jaxpr, {})
-    if key not in per_jaxpr:
-        per_jaxpr[key] = build()
-    return per_jaxpr[key]
-
-
-def jvp_jaxpr(jaxpr: ClosedJaxpr, nonzero: tuple[bool, ...]) -> tuple[tuple, list[bool]]:
-    """A jaxpr taking (consts,) primals, then the nonzero tangents, returning primal outputs
-    then the nonzero output tangents; also which output tangents are nonzero."""
-
-    def build():
-        n = len(jaxpr.in_avals)
-        out_nonzero: list[bool] = []
-
-        def fun(*args):
-            primals = args[:n]
-            live = args[n:]
-            zeros = [Zero(tangent_aval(a)) for a, nz in zip(jaxpr.in_avals, nonzero) if not nz]
-            tangents = merge(nonzero, zeros, live)
-            outs, out_tangents = jvp_flat(
-                lambda *xs: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs), primals, tangents
-            )
-            out_nonzero.extend(type(t) is not Zero for t in out_tangents)
-            return list(outs) + [t for t in out_tangents if type(t) is not Zero]
-
-        tangent_avals = [tangent_aval(a) for a, nz in zip(jaxpr.in_avals, nonzero) if nz]
-        closed = trace_to_jaxpr(fun, list(jaxpr.in_avals) + tangent_avals, name="jvp")
-        return _no_consts(closed), out_nonzero
-
-    return _cached(jaxpr, ("jvp", nonzero), build)
-
-
 @rules.def_jvp(jit_p)
 def _jit_jvp(primals, tangents, *, jaxpr, name, donated_invars):
     nonzero = tuple(type(t) is not Zero for t in tangents)
-    (consts, new_jaxpr), out_nonzero = jvp_jaxpr(jaxpr, nonzero)
+    consts, new_jaxpr, out_nonzero = jvp_jaxpr(jaxpr, nonzero)
     live = [t for t in tangents if type(t) is not Zero]
     outs = jit_call([*consts, *primals, *live], new_jaxpr, f"jvp({name})")
     n = len(jaxpr.out_avals)
@@ -124,9 +83,9 @@ def _jit_transpose(cts, *args, jaxpr, name, donated_invars):
             return [instantiate(ct) for ct, u in zip(result, undefined) if u]
 
         avals = [get_aval(r) for r in residuals] + [get_aval(c) for c in live_cts]
-        return _no_consts(trace_to_jaxpr(fun, avals, name="transpose"))
+        return hoist_consts(trace_to_jaxpr(fun, avals, name="transpose"))
 
-    consts, transposed = _cached(jaxpr, key + (tuple(get_aval(r) for r in residuals),), build)
+    consts, transposed = cached(jaxpr, key + (tuple(get_aval(r) for r in residuals),), build)
     outs = jit_call([*consts, *residuals, *live_cts], transposed, f"transpose({name})")
     return merge(undefined, [None] * len(residuals), outs)
 
@@ -134,23 +93,9 @@ def _jit_transpose(cts, *args, jaxpr, name, donated_invars):
 @rules.def_batch(jit_p)
 def _jit_batch(vals, dims, *, jaxpr, name, donated_invars):
     size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
-    key = ("batch", tuple(dims), size)
-
-    def build():
-        out_batched: list[bool] = []
-
-        def fun(*args):
-            outs, out_dims = batch_flat(
-                lambda *xs: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs), args, dims, size
-            )
-            out_batched.extend(d is not not_mapped for d in out_dims)
-            return [x if d is not_mapped else move_axis(x, d, 0) for x, d in zip(outs, out_dims)]
-
-        closed = trace_to_jaxpr(fun, [get_aval(v) for v in vals], name="vmap")
-        return _no_consts(closed), out_batched
-
-    (consts, batched), out_batched = _cached(jaxpr, key, build)
-    outs = jit_call([*consts, *vals], batched, f"vmap({name})")
+    fronts = [v if d is not_mapped else move_axis(v, d, 0) for v, d in zip(vals, dims)]
+    consts, batched, out_batched = batch_jaxpr(jaxpr, [d is not not_mapped for d in dims], size)
+    outs = jit_call([*consts, *fronts], batched, f"vmap({name})")
     return outs, [0 if b else not_mapped for b in out_batched]
 
 
@@ -160,9 +105,9 @@ def _partial_eval_jit(trace: PartialEvalTrace, args: Sequence[Any], params: dict
 
     def build():
         split = partial_eval_jaxpr(jaxpr, unknowns)
-        return split, _no_consts(split.known)
+        return split, hoist_consts(split.known)
 
-    split, (known_consts, known_jaxpr) = _cached(jaxpr, ("partial_eval", unknowns), build)
+    split, (known_consts, known_jaxpr) = cached(jaxpr, ("partial_eval", unknowns), build)
     known_args = [x for x, u in zip(args, unknowns) if not u]
     unknown_args = [x for x, u in zip(args, unknowns) if u]
     with set_current_trace(trace.parent):
@@ -182,14 +127,3 @@ def _partial_eval_jit(trace: PartialEvalTrace, args: Sequence[Any], params: dict
 
 
 rules.def_partial_eval(jit_p)(_partial_eval_jit)
-
-
-def _no_consts(closed: ClosedJaxpr) -> tuple[list[Any], ClosedJaxpr]:
-    """Turn a jaxpr's consts into leading inputs; return (consts, the const-free jaxpr)."""
-    if not closed.consts:
-        return [], closed
-    jaxpr = closed.jaxpr
-    hoisted = Jaxpr(
-        [], [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info
-    )
-    return list(closed.consts), ClosedJaxpr(hoisted, [])
