@@ -5,6 +5,13 @@ from ember._src.lax_api import (
     select as select,
     stop_gradient as stop_gradient,
 )
+from ember._src.ops.bits import (
+    bitcast_convert_type as bitcast_convert_type,
+    population_count as population_count,
+    shift_left as shift_left,
+    shift_right_arithmetic as shift_right_arithmetic,
+    shift_right_logical as shift_right_logical,
+)
 from ember._src.ops.collectives import (
     all_gather as all_gather,
     axis_index as axis_index,
@@ -105,3 +112,4 @@ from ember._src.ops.shape import (
     squeeze as squeeze,
     transpose as transpose,
 )
+from ember._src.ops.special import erf as erf, erf_inv as erf_inv, erfc as erfc
