@@ -41,6 +41,10 @@ def bools(rng, shape):
     return rng.random(shape) < 0.5
 
 
+def shifts(rng, shape):
+    return rng.integers(0, 40, shape).astype(np.int32)
+
+
 def c64(rng, shape):
     return (rng.normal(size=shape) + 1j * rng.normal(size=shape)).astype(np.complex64)
 
@@ -125,6 +129,14 @@ CASES = {
     "or": (lax.bitwise_or, [bools, bools], False),
     "xor": (lax.bitwise_xor, [ints, ints], False),
     "not": (lax.bitwise_not, [ints], False),
+    "shift_left": (lax.shift_left, [ints, shifts], False),
+    "shift_right_logical": (lax.shift_right_logical, [ints, shifts], False),
+    "shift_right_arithmetic": (lax.shift_right_arithmetic, [ints, shifts], False),
+    "population_count": (lax.population_count, [ints], False),
+    "bitcast_convert_type": (lambda x: lax.bitcast_convert_type(x, np.int32), [ANY], False),
+    "erf": (lax.erf, [ANY], True),
+    "erfc": (lax.erfc, [ANY], True),
+    "erf_inv": (lax.erf_inv, [UNIT], True),
     "select_n": (lambda p, x, y: lax.select_n(p, x, y), [bools, ANY, ANY], True),
     "convert_element_type": (lambda x: lax.convert_element_type(x, np.float16), [ANY], False),
     "stop_gradient": (lax.stop_gradient, [ANY], False),

@@ -50,7 +50,7 @@ def _population_count(x: np.ndarray) -> np.ndarray:
         chunk = (unsigned >> np.asarray(8 * byte, unsigned.dtype)) & np.asarray(
             0xFF, unsigned.dtype
         )
-        counts += np.unpackbits(chunk.astype(np.uint8)[..., None], axis=-1).sum(-1)
+        counts += np.unpackbits(chunk.astype(np.uint8)[..., None], axis=-1).sum(-1, dtype=np.int64)
     return counts.astype(x.dtype)
 
 
