@@ -23,7 +23,7 @@ LAYERS = [
     ["runtime", "plugin", "reference"],
     ["dispatch", "doctor"],
     ["jit", "api", "lax_api", "numpy"],
-    ["jacobians", "test_util"],
+    ["jacobians", "test_util", "random"],
 ]
 
 

@@ -164,6 +164,14 @@ def is_integer(dtype: Any) -> bool:
     return np.dtype(dtype).kind in "iu"
 
 
+def finfo(dtype: Any) -> Any:
+    """Machine limits of a floating dtype, bfloat16 included (NumPy's finfo rejects it)."""
+    dtype = np.dtype(dtype)
+    if bfloat16 is not None and dtype == np.dtype(bfloat16):
+        return ml_dtypes.finfo(bfloat16)
+    return np.finfo(dtype)
+
+
 def real_dtype(dtype: Any) -> np.dtype:
     """The dtype of the real and imaginary parts of ``dtype`` (itself if it is not complex)."""
     dtype = np.dtype(dtype)

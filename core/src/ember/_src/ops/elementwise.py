@@ -232,7 +232,7 @@ add_p = make_elementwise("add", np.add, "stablehlo.add", _ANY)
 sub_p = make_elementwise("sub", np.subtract, "stablehlo.subtract", _NUM)
 mul_p = make_elementwise("mul", np.multiply, "stablehlo.multiply", _ANY)
 div_p = make_elementwise("div", None, "stablehlo.divide", _NUM)
-rem_p = make_elementwise("rem", np.fmod, "stablehlo.remainder", _NUM)
+rem_p = make_elementwise("rem", None, "stablehlo.remainder", _NUM)
 pow_p = make_elementwise("pow", np.power, "stablehlo.power", _FLOAT)
 max_p = make_elementwise("max", np.maximum, "stablehlo.maximum", _ANY)
 min_p = make_elementwise("min", np.minimum, "stablehlo.minimum", _ANY)
@@ -283,6 +283,15 @@ def _div_reference(x, y):
             quotient = np.trunc(np.true_divide(x, y))
         return np.where(y == 0, -1, quotient).astype(x.dtype)
     return np.true_divide(x, y)
+
+
+@rules.def_reference(rem_p)
+def _rem_reference(x, y):
+    if x.dtype.kind in "iu":
+        # XLA: x % 0 is x for integers (NumPy would give 0 and warn).
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(y == 0, x, np.fmod(x, np.where(y == 0, 1, y))).astype(x.dtype)
+    return np.fmod(x, y)
 
 
 @rules.def_jvp(add_p)

@@ -1,0 +1,21 @@
+"""Pseudo-random numbers (``import ember.random``), bit-for-bit those of JAX 0.10."""
+
+from ember._src.random import (
+    PRNGKey as PRNGKey,
+    bernoulli as bernoulli,
+    bits as bits,
+    categorical as categorical,
+    exponential as exponential,
+    fold_in as fold_in,
+    gumbel as gumbel,
+    key as key,
+    key_data as key_data,
+    laplace as laplace,
+    logistic as logistic,
+    normal as normal,
+    randint as randint,
+    split as split,
+    truncated_normal as truncated_normal,
+    uniform as uniform,
+    wrap_key_data as wrap_key_data,
+)
