@@ -24,6 +24,7 @@ LAYERS = [
     ["dispatch", "doctor"],
     ["jit", "api", "lax_api", "numpy"],
     ["jacobians", "test_util", "random"],
+    ["nn"],
 ]
 
 

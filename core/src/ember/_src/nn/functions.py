@@ -1,0 +1,275 @@
+"""``ember.nn``: activations, normalisations and attention, written in ``ember.numpy``.
+
+Every function is differentiable and batchable because it is built from primitives that are.
+Numerically delicate ones (softmax, log_softmax, logsumexp) subtract the maximum first, with
+``stop_gradient`` on it so that the derivative is the exact one.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ember._src import dtypes, errors
+from ember._src.core import get_aval
+from ember._src.lax_api import stop_gradient
+from ember._src.numpy import contractions, creation, elementwise as enp, manipulation, reductions
+from ember._src.ops.shape import slice_op
+from ember._src.ops.special import erf
+
+
+def _inexact(x: Any) -> Any:
+    x = creation.asarray(x)
+    if not dtypes.is_inexact(get_aval(x).dtype):
+        x = x.astype(dtypes.default_float())
+    return x
+
+
+def _const(x: Any, value: float) -> np.ndarray:
+    return np.asarray(value, get_aval(x).dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# Activations
+
+
+def relu(x: Any) -> Any:
+    x = creation.asarray(x)
+    return enp.maximum(x, _const(x, 0))
+
+
+def relu6(x: Any) -> Any:
+    x = creation.asarray(x)
+    return enp.minimum(enp.maximum(x, _const(x, 0)), _const(x, 6))
+
+
+def sigmoid(x: Any) -> Any:
+    x = _inexact(x)
+    return enp.reciprocal(enp.add(_const(x, 1), enp.exp(enp.negative(x))))
+
+
+def softplus(x: Any) -> Any:
+    x = _inexact(x)
+    return enp.logaddexp(x, _const(x, 0))
+
+
+def silu(x: Any) -> Any:
+    x = _inexact(x)
+    return enp.multiply(x, sigmoid(x))
+
+
+swish = silu
+
+
+def log_sigmoid(x: Any) -> Any:
+    return enp.negative(softplus(enp.negative(_inexact(x))))
+
+
+def gelu(x: Any, approximate: bool = True) -> Any:
+    """GELU; ``approximate=True`` (JAX's default) is the tanh form, else the exact erf form."""
+    x = _inexact(x)
+    if approximate:
+        inner = enp.multiply(
+            _const(x, math.sqrt(2 / math.pi)),
+            enp.add(x, enp.multiply(_const(x, 0.044715), enp.power(x, 3))),
+        )
+        return enp.multiply(enp.multiply(_const(x, 0.5), x), enp.add(_const(x, 1), enp.tanh(inner)))
+    return enp.multiply(
+        enp.multiply(_const(x, 0.5), x),
+        enp.add(_const(x, 1), erf(enp.divide(x, _const(x, math.sqrt(2))))),
+    )
+
+
+def elu(x: Any, alpha: float = 1.0) -> Any:
+    x = _inexact(x)
+    safe = enp.where(enp.greater(x, _const(x, 0)), _const(x, 0), x)
+    return enp.where(
+        enp.greater(x, _const(x, 0)), x, enp.multiply(_const(x, alpha), enp.expm1(safe))
+    )
+
+
+def selu(x: Any) -> Any:
+    alpha = 1.6732632423543772848170429916717
+    scale = 1.0507009873554804934193349852946
+    x = _inexact(x)
+    return enp.multiply(_const(x, scale), elu(x, alpha))
+
+
+def celu(x: Any, alpha: float = 1.0) -> Any:
+    x = _inexact(x)
+    negative = enp.multiply(
+        _const(x, alpha), enp.expm1(enp.divide(enp.minimum(x, _const(x, 0)), _const(x, alpha)))
+    )
+    return enp.add(enp.maximum(x, _const(x, 0)), negative)
+
+
+def leaky_relu(x: Any, negative_slope: float = 1e-2) -> Any:
+    x = _inexact(x)
+    return enp.where(
+        enp.greater_equal(x, _const(x, 0)), x, enp.multiply(_const(x, negative_slope), x)
+    )
+
+
+def hard_tanh(x: Any) -> Any:
+    x = _inexact(x)
+    return enp.clip(x, _const(x, -1), _const(x, 1))
+
+
+def glu(x: Any, axis: int = -1) -> Any:
+    """Gated linear unit: the first half of ``axis`` times the sigmoid of the second half."""
+    x = _inexact(x)
+    size = get_aval(x).shape[axis]
+    if size % 2:
+        raise ValueError(f"glu: axis {axis} has odd size {size}{errors.where()}")
+    shape = get_aval(x).shape
+    axis %= len(shape)
+    half = size // 2
+    start, limit = [0] * len(shape), list(shape)
+    limit[axis] = half
+    first = slice_op(x, start, limit)
+    start[axis], limit[axis] = half, size
+    second = slice_op(x, start, limit)
+    return enp.multiply(first, sigmoid(second))
+
+
+# --------------------------------------------------------------------------------------------
+# Normalisations
+
+
+def logsumexp(
+    a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False
+) -> Any:
+    """``log(sum(b * exp(a)))``, computed stably (as ``jax.nn.logsumexp``)."""
+    a = _inexact(a)
+    amax = stop_gradient(reductions.max(a, axis=axis, keepdims=True))
+    amax = enp.where(enp.isfinite(amax), amax, _const(amax, 0))
+    exps = enp.exp(enp.subtract(a, amax))
+    if b is not None:
+        exps = enp.multiply(exps, b)
+    total = reductions.sum(exps, axis=axis, keepdims=True)
+    sign = enp.sign(total)
+    out = enp.add(enp.log(enp.abs(total)), amax)
+    if not keepdims:
+        out = _squeeze_axes(out, axis, get_aval(a).ndim)
+        sign = _squeeze_axes(sign, axis, get_aval(a).ndim)
+    if return_sign:
+        return out, sign
+    return out
+
+
+def _squeeze_axes(x: Any, axis: Any, ndim: int) -> Any:
+    axes = tuple(range(ndim)) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
+    return manipulation.squeeze(x, tuple(a % ndim for a in axes))
+
+
+def softmax(x: Any, axis: Any = -1, where: Any = None) -> Any:
+    x = _inexact(x)
+    if where is not None:
+        x = enp.where(where, x, _const(x, -np.inf))
+    shifted = enp.subtract(x, stop_gradient(reductions.max(x, axis=axis, keepdims=True)))
+    unnormalized = enp.exp(shifted)
+    result = enp.divide(unnormalized, reductions.sum(unnormalized, axis=axis, keepdims=True))
+    if where is not None:
+        result = enp.where(where, result, _const(result, 0))
+    return result
+
+
+def log_softmax(x: Any, axis: Any = -1, where: Any = None) -> Any:
+    x = _inexact(x)
+    if where is not None:
+        x = enp.where(where, x, _const(x, -np.inf))
+    shifted = enp.subtract(x, stop_gradient(reductions.max(x, axis=axis, keepdims=True)))
+    result = enp.subtract(
+        shifted, enp.log(reductions.sum(enp.exp(shifted), axis=axis, keepdims=True))
+    )
+    if where is not None:
+        result = enp.where(where, result, _const(result, -np.inf))
+    return result
+
+
+def standardize(
+    x: Any, axis: Any = -1, mean: Any = None, variance: Any = None, epsilon: float = 1e-5
+) -> Any:
+    """``(x - mean) / sqrt(variance + epsilon)`` along ``axis``."""
+    x = _inexact(x)
+    if mean is None:
+        mean = reductions.mean(x, axis=axis, keepdims=True)
+    if variance is None:
+        centred = enp.subtract(x, mean)
+        variance = reductions.mean(enp.square(centred), axis=axis, keepdims=True)
+    return enp.divide(enp.subtract(x, mean), enp.sqrt(enp.add(variance, _const(x, epsilon))))
+
+
+def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> Any:
+    """``x``'s integers as one-hot vectors of length ``num_classes`` along a new ``axis``."""
+    x = creation.asarray(x)
+    dtype = dtypes.canonicalize(np.dtype(dtype) if dtype is not None else dtypes.default_float())
+    ndim = get_aval(x).ndim
+    where = axis % (ndim + 1)
+    classes = creation.arange(num_classes, dtype=get_aval(x).dtype)
+    shape = [1] * (ndim + 1)
+    shape[where] = num_classes
+    expanded = manipulation.expand_dims(x, where)
+    return enp.equal(expanded, manipulation.reshape(classes, tuple(shape))).astype(dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# Attention
+
+
+def dot_product_attention(
+    query: Any,
+    key: Any,
+    value: Any,
+    bias: Any = None,
+    mask: Any = None,
+    *,
+    scale: float | None = None,
+    is_causal: bool = False,
+) -> Any:
+    """Scaled dot-product attention on ``(batch, seq, heads, head_dim)`` arrays (JAX's layout).
+
+    ``key``/``value`` may have fewer heads than ``query`` (grouped-query attention) if the
+    query heads are a multiple of them. ``mask`` is boolean (True keeps), ``bias`` is added to
+    the logits; ``is_causal`` masks future positions.
+    """
+    query, key, value = _inexact(query), _inexact(key), _inexact(value)
+    q_shape, k_shape = get_aval(query).shape, get_aval(key).shape
+    if len(q_shape) != 4 or len(k_shape) != 4:
+        raise ValueError(
+            f"dot_product_attention expects (batch, seq, heads, head_dim) arrays, got query "
+            f"{q_shape} and key {k_shape}{errors.where()}"
+        )
+    batch, t, n_heads, head_dim = q_shape
+    s, n_kv = k_shape[1], k_shape[2]
+    if n_heads % n_kv:
+        raise ValueError(
+            f"dot_product_attention: {n_heads} query heads are not a multiple of {n_kv} key "
+            f"heads{errors.where()}"
+        )
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
+    groups = n_heads // n_kv
+    q = manipulation.reshape(query, (batch, t, n_kv, groups, head_dim))
+    logits = contractions.einsum("btkgh,bskh->bkgts", q, key)
+    logits = enp.multiply(logits, _const(logits, scale))
+    logits = manipulation.reshape(logits, (batch, n_heads, t, s))
+    if bias is not None:
+        logits = enp.add(logits, bias)
+    keep = None
+    if mask is not None:
+        keep = creation.asarray(mask).astype(bool)
+    if is_causal:
+        causal = enp.greater_equal(
+            manipulation.reshape(creation.arange(t), (t, 1)),
+            manipulation.reshape(creation.arange(s), (1, s)),
+        )
+        keep = causal if keep is None else enp.logical_and(keep, causal)
+    if keep is not None:
+        lowest = _const(logits, np.finfo(get_aval(logits).dtype).min)
+        logits = enp.where(keep, logits, lowest)
+    weights = softmax(logits, axis=-1)
+    weights = manipulation.reshape(weights, (batch, n_kv, groups, t, s))
+    out = contractions.einsum("bkgts,bskh->btkgh", weights, value)
+    return manipulation.reshape(out, (batch, t, n_heads, get_aval(value).shape[-1]))

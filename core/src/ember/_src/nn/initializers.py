@@ -1,0 +1,129 @@
+"""``ember.nn.initializers``: parameter initialisers with JAX's signatures and algorithms.
+
+Each initialiser is a function ``init(key, shape, dtype=float32) -> Array``. The variance
+scaling family computes fans as JAX does (the receptive field of convolution kernels counts
+towards both fans), so the same key gives the same parameters as in JAX.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ember._src import dtypes
+from ember._src.numpy import creation, elementwise as enp
+from ember._src.random import normal as _normal, truncated_normal, uniform as _uniform
+
+Initializer = Callable[..., Any]
+
+
+def _dtype(dtype: Any) -> np.dtype:
+    return dtypes.canonicalize(np.dtype(dtype) if dtype is not None else dtypes.default_float())
+
+
+def zeros(key: Any, shape: Sequence[int], dtype: Any = None) -> Any:
+    return creation.zeros(tuple(shape), _dtype(dtype))
+
+
+def ones(key: Any, shape: Sequence[int], dtype: Any = None) -> Any:
+    return creation.ones(tuple(shape), _dtype(dtype))
+
+
+def constant(value: Any, dtype: Any = None) -> Initializer:
+    def init(key: Any, shape: Sequence[int], dtype_: Any = dtype) -> Any:
+        return creation.full(tuple(shape), value, _dtype(dtype_))
+
+    return init
+
+
+def normal(stddev: float = 1e-2, dtype: Any = None) -> Initializer:
+    def init(key: Any, shape: Sequence[int], dtype_: Any = dtype) -> Any:
+        dt = _dtype(dtype_)
+        return enp.multiply(_normal(key, tuple(shape), dt), np.asarray(stddev, dt))
+
+    return init
+
+
+def uniform(scale: float = 1e-2, dtype: Any = None) -> Initializer:
+    def init(key: Any, shape: Sequence[int], dtype_: Any = dtype) -> Any:
+        dt = _dtype(dtype_)
+        return enp.multiply(_uniform(key, tuple(shape), dt), np.asarray(scale, dt))
+
+    return init
+
+
+def _fans(shape: Sequence[int], in_axis: int, out_axis: int, batch_axis: Sequence[int]):
+    shape = tuple(shape)
+    if len(shape) <= 1:
+        raise ValueError(f"variance scaling needs a shape of rank 2 or more, got {shape}")
+    batch = tuple(a % len(shape) for a in batch_axis)
+    in_axis, out_axis = in_axis % len(shape), out_axis % len(shape)
+    batch_size = math.prod(shape[a] for a in batch)
+    receptive = math.prod(shape) / shape[in_axis] / shape[out_axis] / batch_size
+    return shape[in_axis] * receptive, shape[out_axis] * receptive
+
+
+def variance_scaling(
+    scale: float,
+    mode: str,
+    distribution: str,
+    in_axis: int = -2,
+    out_axis: int = -1,
+    batch_axis: Sequence[int] = (),
+    dtype: Any = None,
+) -> Initializer:
+    """Samples with variance ``scale / fan`` (fan_in, fan_out or fan_avg)."""
+    if mode not in ("fan_in", "fan_out", "fan_avg"):
+        raise ValueError(f"variance_scaling: unknown mode {mode!r}")
+    if distribution not in ("truncated_normal", "normal", "uniform"):
+        raise ValueError(f"variance_scaling: unknown distribution {distribution!r}")
+
+    def init(key: Any, shape: Sequence[int], dtype_: Any = dtype) -> Any:
+        dt = _dtype(dtype_)
+        fan_in, fan_out = _fans(shape, in_axis, out_axis, batch_axis)
+        fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[mode]
+        variance = np.asarray(scale / fan, dt)
+        shape = tuple(shape)
+        if distribution == "truncated_normal":
+            # The standard deviation of a unit normal truncated to [-2, 2].
+            stddev = np.asarray(np.sqrt(variance) / np.asarray(0.87962566103423978, dt), dt)
+            return enp.multiply(truncated_normal(key, -2, 2, shape, dt), stddev)
+        if distribution == "normal":
+            return enp.multiply(_normal(key, shape, dt), np.asarray(np.sqrt(variance), dt))
+        samples = _uniform(key, shape, dt, -1)
+        return enp.multiply(samples, np.asarray(np.sqrt(3 * variance), dt))
+
+    return init
+
+
+def glorot_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None) -> Initializer:
+    return variance_scaling(1.0, "fan_avg", "uniform", in_axis, out_axis, batch_axis, dtype)
+
+
+def glorot_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None) -> Initializer:
+    return variance_scaling(
+        1.0, "fan_avg", "truncated_normal", in_axis, out_axis, batch_axis, dtype
+    )
+
+
+def lecun_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None) -> Initializer:
+    return variance_scaling(1.0, "fan_in", "uniform", in_axis, out_axis, batch_axis, dtype)
+
+
+def lecun_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None) -> Initializer:
+    return variance_scaling(1.0, "fan_in", "truncated_normal", in_axis, out_axis, batch_axis, dtype)
+
+
+def he_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None) -> Initializer:
+    return variance_scaling(2.0, "fan_in", "uniform", in_axis, out_axis, batch_axis, dtype)
+
+
+def he_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None) -> Initializer:
+    return variance_scaling(2.0, "fan_in", "truncated_normal", in_axis, out_axis, batch_axis, dtype)
+
+
+xavier_uniform, xavier_normal = glorot_uniform, glorot_normal
+kaiming_uniform, kaiming_normal = he_uniform, he_normal
