@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import ember
+import ember.numpy as enp
 from ember import lax
 from ember._src import rules
 from ember._src.interpreters.ad_util import add_any_p
@@ -73,6 +74,18 @@ def _pad(x):
 
 def _dynamic_slice(x):
     return lax.dynamic_slice(x, (1, *_rest(x)), (2, *x.shape[1:]))
+
+
+def _rows(x):
+    return np.array([x.shape[0] - 1, 0])
+
+
+def _gather(x):
+    return enp.asarray(x)[_rows(x)]
+
+
+def _scatter(method):
+    return lambda x, u: getattr(enp.asarray(x).at[_rows(x)], method)(u[:2])
 
 
 def _dynamic_update_slice(x, u):
@@ -163,6 +176,12 @@ CASES = {
     "dot_general": (lambda x, y: lax.dot_general(x, y, (((0,), (0,)), ((), ()))), [ANY, ANY], True),
     "dynamic_slice": (_dynamic_slice, [ANY], True),
     "dynamic_update_slice": (_dynamic_update_slice, [ANY, ANY], True),
+    "gather": (_gather, [ANY], True),
+    "scatter": (_scatter("set"), [ANY, ANY], True),
+    "scatter_add": (_scatter("add"), [ANY, ANY], True),
+    "scatter_mul": (_scatter("multiply"), [ANY, POSITIVE], False),
+    "scatter_min": (_scatter("min"), [ANY, ANY], False),
+    "scatter_max": (_scatter("max"), [ANY, ANY], False),
 }  # fmt: skip
 
 SHAPES = [(4,), (4, 3), (5, 2, 3)]

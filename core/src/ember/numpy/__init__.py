@@ -3,6 +3,7 @@
 import numpy as _np
 
 from ember._src import dtypes as _dtypes
+from ember._src.numpy.advanced_indexing import take as take, take_along_axis as take_along_axis
 from ember._src.numpy.contractions import (
     dot as dot,
     einsum as einsum,

@@ -11,6 +11,7 @@ import numpy as np
 
 from ember._src.core import Tracer
 from ember._src.numpy import contractions, elementwise, indexing, manipulation, reductions
+from ember._src.numpy.index_update import IndexUpdateHelper
 from ember._src.runtime.array import Array
 
 
@@ -114,6 +115,7 @@ def install(cls: type) -> None:
         setattr(cls, f"__{name}__", _defer(fn))
     for name, fn in _METHODS.items():
         setattr(cls, name, fn)
+    cls.at = property(IndexUpdateHelper, doc="Functional updates: x.at[idx].set(v), .add(v), ...")
     # Defining __eq__ would otherwise make instances unhashable implicitly; keep that explicit.
     cls.__hash__ = Tracer.__hash__ if cls is Tracer else None
 

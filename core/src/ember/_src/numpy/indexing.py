@@ -1,4 +1,5 @@
-"""``x[index]`` with basic indexing: integers (static or traced), slices, None and Ellipsis.
+"""``x[index]``: basic indexing here (integers, static or traced, slices, None, Ellipsis);
+array indices go to ``advanced_indexing``.
 
 Static parts lower to ``slice``/``rev``/``squeeze``/``reshape``; a traced integer becomes a
 ``dynamic_slice`` of size one (wrapped for negative values, as NumPy does).
@@ -13,6 +14,7 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import Tracer, get_aval
+from ember._src.numpy.advanced_indexing import advanced_getitem, is_advanced
 from ember._src.ops import elementwise as ew
 from ember._src.ops.indexing import dynamic_slice, index_to_int32
 from ember._src.ops.shape import reshape, rev, slice_op, squeeze
@@ -23,6 +25,13 @@ def getitem(x: Any, index: Any) -> Any:
     aval = get_aval(x)
     entries = index if isinstance(index, tuple) else (index,)
     entries = _expand_ellipsis(entries, aval.ndim)
+    if any(is_advanced(e) for e in entries):
+        return advanced_getitem(x, entries, _basic_getitem)
+    return _basic_getitem(x, entries)
+
+
+def _basic_getitem(x: Any, entries: tuple) -> Any:
+    aval = get_aval(x)
     # First pass: static slicing and integer picks; collect traced picks and new axes.
     dim = 0
     starts, limits, strides, reversed_dims = [], [], [], []
@@ -107,7 +116,7 @@ def _expand_ellipsis(entries: tuple, ndim: int) -> tuple:
     ellipses = [i for i, e in enumerate(entries) if e is Ellipsis]
     if len(ellipses) > 1:
         raise IndexError(f"an index can only have a single ellipsis ('...'){errors.where()}")
-    consumed = sum(1 for e in entries if e is not None and e is not Ellipsis)
+    consumed = sum(_axes_consumed(e) for e in entries)
     if consumed > ndim:
         raise IndexError(
             f"too many indices for array: array is {ndim}-dimensional, but {consumed} were "
@@ -117,6 +126,17 @@ def _expand_ellipsis(entries: tuple, ndim: int) -> tuple:
         i = ellipses[0]
         return entries[:i] + (slice(None),) * (ndim - consumed) + entries[i + 1 :]
     return entries
+
+
+def _axes_consumed(entry: Any) -> int:
+    """How many axes an index entry indexes (a boolean mask: its rank)."""
+    if entry is None or entry is Ellipsis:
+        return 0
+    if isinstance(entry, (np.ndarray, Array, list)):
+        mask = np.asarray(entry)
+        if mask.dtype == np.bool_:
+            return mask.ndim
+    return 1
 
 
 def _static_slice(entry: slice) -> bool:

@@ -15,7 +15,20 @@ from ember._src.core import Primitive, ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import instantiate, zeros
 from ember._src.interpreters.batching import not_mapped
-from ember._src.ops.shape import batch_size, bdim_to_front, convert_element_type
+from ember._src.ops.elementwise import max as max_, min as min_
+from ember._src.ops.gather_scatter import (
+    GatherDimensionNumbers,
+    ScatterDimensionNumbers,
+    gather,
+    scatter_p,
+)
+from ember._src.ops.shape import (
+    batch_size,
+    bdim_to_front,
+    concatenate,
+    convert_element_type,
+    expand_dims,
+)
 
 dynamic_slice_p = Primitive("dynamic_slice")
 dynamic_update_slice_p = Primitive("dynamic_update_slice")
@@ -91,10 +104,7 @@ def _dynamic_slice_batch(vals, dims, *, slice_sizes):
     operand, *indices = vals
     operand_dim, *index_dims = dims
     if any(d is not not_mapped for d in index_dims):
-        raise NotImplementedError(
-            "ember cannot yet vmap dynamic_slice over batched start indices (it needs gather)"
-            f"{errors.where()}"
-        )
+        return _dynamic_slice_as_gather(operand, operand_dim, indices, index_dims, slice_sizes)
     index_dtype = get_aval(indices[0]).dtype if indices else dtypes.int32
     indices = list(indices)
     indices.insert(operand_dim, np.zeros((), index_dtype))
@@ -172,10 +182,7 @@ def _dynamic_update_slice_batch(vals, dims):
     operand, update, *indices = vals
     operand_dim, update_dim, *index_dims = dims
     if any(d is not not_mapped for d in index_dims):
-        raise NotImplementedError(
-            "ember cannot yet vmap dynamic_update_slice over batched start indices (it needs "
-            f"scatter){errors.where()}"
-        )
+        return _dynamic_update_slice_as_scatter(vals, dims)
     size = batch_size([operand, update], [operand_dim, update_dim])
     operand = bdim_to_front(operand, operand_dim, size)
     update = bdim_to_front(update, update_dim, size)
@@ -195,6 +202,71 @@ def _dynamic_update_slice_reference(operand, update, *indices):
     result = np.array(operand, copy=True)
     result[tuple(slice(s, s + n) for s, n in zip(starts, update.shape))] = update
     return result
+
+
+# --------------------------------------------------------------------------------------------
+# Batched start indices: one gather/scatter with a batching dimension
+
+
+def _stacked_starts(indices, index_dims, size) -> Any:
+    """The per-example start vectors, as int32[size, n]."""
+    columns = [
+        expand_dims(bdim_to_front(convert_element_type(i, dtypes.int32), d, size), (1,))
+        for i, d in zip(indices, index_dims)
+    ]
+    return concatenate(columns, 1)
+
+
+def _dynamic_slice_as_gather(operand, operand_dim, indices, index_dims, slice_sizes):
+    size = batch_size([operand, *indices], [operand_dim, *index_dims])
+    starts = _stacked_starts(indices, index_dims, size)
+    n = len(slice_sizes)
+    if operand_dim is not_mapped:
+        dn = GatherDimensionNumbers(
+            offset_dims=tuple(range(1, n + 1)),
+            collapsed_slice_dims=(),
+            start_index_map=tuple(range(n)),
+        )
+        return gather(operand, starts, dn, slice_sizes), 0
+    operand = bdim_to_front(operand, operand_dim, size)
+    dn = GatherDimensionNumbers(
+        offset_dims=tuple(range(1, n + 1)),
+        collapsed_slice_dims=(),
+        start_index_map=tuple(range(1, n + 1)),
+        operand_batching_dims=(0,),
+        start_indices_batching_dims=(0,),
+    )
+    return gather(operand, starts, dn, (1, *slice_sizes)), 0
+
+
+def _dynamic_update_slice_as_scatter(vals, dims):
+    operand, update, *indices = vals
+    operand_dim, update_dim, *index_dims = dims
+    size = batch_size(vals, dims)
+    operand = bdim_to_front(operand, operand_dim, size)
+    update = bdim_to_front(update, update_dim, size)
+    shape, window = get_aval(operand).shape[1:], get_aval(update).shape[1:]
+    starts = _stacked_starts(indices, index_dims, size)
+    # XLA clamps a dynamic_update_slice's start so the update fits; scatter would drop it.
+    limits = np.asarray([[d - w for d, w in zip(shape, window)]], np.int32)
+    starts = max_(min_(starts, np.broadcast_to(limits, (size, len(shape)))), np.int32(0))
+    n = len(shape)
+    dn = ScatterDimensionNumbers(
+        update_window_dims=tuple(range(1, n + 1)),
+        inserted_window_dims=(),
+        scatter_dims_to_operand_dims=tuple(range(1, n + 1)),
+        operand_batching_dims=(0,),
+        scatter_indices_batching_dims=(0,),
+    )
+    out = scatter_p.bind(
+        operand,
+        starts,
+        update,
+        dimension_numbers=dn,
+        indices_are_sorted=False,
+        unique_indices=True,
+    )
+    return out, 0
 
 
 def index_to_int32(index: Any) -> Any:

@@ -1,0 +1,219 @@
+"""Advanced (array) indexing, ``take`` and ``take_along_axis``.
+
+``x[idx]`` with integer or boolean arrays follows NumPy's rules: the advanced indices are
+broadcast together, and their shape replaces the indexed axes in place when those axes are
+adjacent, or goes first when they are not. Slices are applied first, then one ``gather``
+picks the elements. Boolean masks must be concrete (their result shape depends on their
+values), as in JAX. Traced out-of-range integer indices are clamped (XLA's gather semantics);
+static ones raise ``IndexError``, as in NumPy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember._src import core, dtypes, errors
+from ember._src.core import Tracer, get_aval
+from ember._src.ops import elementwise as ew
+from ember._src.ops.gather_scatter import GatherDimensionNumbers, gather
+from ember._src.ops.shape import (
+    broadcast_to_shape,
+    concatenate,
+    convert_element_type,
+    expand_dims,
+    reshape,
+)
+from ember._src.runtime.array import Array
+
+
+def is_advanced(entry: Any) -> bool:
+    """An index entry that makes indexing "advanced": a list or an array of rank >= 1, or a
+    boolean array of any rank."""
+    if isinstance(entry, (list, tuple)):
+        return True
+    if isinstance(entry, (np.ndarray, Array, Tracer)):
+        aval = get_aval(entry)
+        return aval.ndim >= 1 or aval.dtype == dtypes.bool_
+    return isinstance(entry, np.bool_) or isinstance(entry, bool)
+
+
+def advanced_getitem(x: Any, entries: tuple, basic_getitem) -> Any:
+    """``x[entries]`` where at least one entry is advanced (entries have no Ellipsis)."""
+    if any(e is None for e in entries):
+        raise IndexError(
+            f"combining None (newaxis) with array indices is not supported yet; index first, "
+            f"then use expand_dims{errors.where()}"
+        )
+    entries = _expand_booleans(entries, get_aval(x))
+    # Slices first (keeping every axis), then the array/int picks in one gather.
+    slices = tuple(e if isinstance(e, slice) else slice(None) for e in entries)
+    y = basic_getitem(x, slices) if any(s != slice(None) for s in slices) else x
+    shape = get_aval(y).shape
+    adv_dims = [d for d, e in enumerate(entries) if not isinstance(e, slice)]
+    arrays = [_index_array(entries[d], shape[d], d) for d in adv_dims]
+    common = np.broadcast_shapes(*[get_aval(a).shape for a in arrays])
+    arrays = [broadcast_to_shape(a, common) for a in arrays]
+    indices = concatenate([expand_dims(a, (-1,)) for a in arrays], len(common))
+    remaining = [d for d in range(len(shape)) if d not in adv_dims]
+    contiguous = adv_dims == list(range(adv_dims[0], adv_dims[0] + len(adv_dims)))
+    if contiguous:
+        before = sum(1 for d in remaining if d < adv_dims[0])
+        after = len(remaining) - before
+        offset = tuple(range(before)) + tuple(
+            range(before + len(common), before + len(common) + after)
+        )
+    else:
+        offset = tuple(range(len(common), len(common) + len(remaining)))
+    dn = GatherDimensionNumbers(
+        offset_dims=offset, collapsed_slice_dims=tuple(adv_dims), start_index_map=tuple(adv_dims)
+    )
+    sizes = tuple(1 if d in adv_dims else shape[d] for d in range(len(shape)))
+    return gather(y, indices, dn, sizes)
+
+
+def _expand_booleans(entries: tuple, aval: core.ShapedArray) -> tuple:
+    expanded: list[Any] = []
+    dim = 0
+    for entry in entries:
+        mask = _as_bool_mask(entry)
+        if mask is None:
+            expanded.append(entry)
+            dim += 1
+            continue
+        if mask.shape != aval.shape[dim : dim + mask.ndim]:
+            raise IndexError(
+                f"boolean index of shape {mask.shape} does not match the indexed axes "
+                f"{aval.shape[dim : dim + mask.ndim]}{errors.where()}"
+            )
+        expanded.extend(np.nonzero(mask))
+        dim += mask.ndim
+    return tuple(expanded)
+
+
+def _as_bool_mask(entry: Any) -> np.ndarray | None:
+    if isinstance(entry, (bool, np.bool_)):
+        raise IndexError(f"a scalar boolean index is not supported{errors.where()}")
+    if isinstance(entry, Tracer) and entry.aval.dtype == dtypes.bool_:
+        raise errors.ConcretizationTypeError(
+            f"a boolean index mask must be concrete: the result's shape depends on its values. "
+            f"Use ember.numpy.where(mask, x, fill) or pass a static mask{errors.where()}"
+        )
+    if isinstance(entry, (np.ndarray, Array, list)):
+        array = np.asarray(entry)
+        if array.dtype == np.bool_:
+            return array
+    return None
+
+
+def _index_array(entry: Any, size: int, dim: int) -> Any:
+    """An int32 index array for one axis, with negative values wrapped as NumPy does."""
+    if isinstance(entry, (int, np.integer, list, np.ndarray)):
+        array = np.asarray(entry)
+        if not dtypes.is_integer(array.dtype):
+            raise IndexError(
+                f"array indices must be integers or booleans, got {array.dtype}{errors.where()}"
+            )
+        if array.size and (array.min() < -size or array.max() >= size):
+            bad = array[(array < -size) | (array >= size)].flat[0]
+            raise IndexError(
+                f"index {bad} is out of bounds for axis {dim} with size {size}{errors.where()}"
+            )
+        return np.asarray(np.where(array < 0, array + size, array), np.int32)
+    aval = get_aval(entry)
+    if not dtypes.is_integer(aval.dtype):
+        raise IndexError(
+            f"array indices must be integers or booleans, got {aval.str_short()}{errors.where()}"
+        )
+    index = convert_element_type(entry, dtypes.int32)
+    return ew.select_n(ew.lt(index, np.int32(0)), index, ew.add(index, np.int32(size)))
+
+
+# --------------------------------------------------------------------------------------------
+# take and take_along_axis
+
+
+def take(a: Any, indices: Any, axis: int | None = None, mode: str | None = None, fill_value=None):
+    """Elements of ``a`` at ``indices`` along ``axis`` (flattened when ``axis`` is None).
+
+    ``mode``: ``"fill"`` (JAX's default: out-of-range picks give ``fill_value``, NaN for
+    floats), ``"clip"`` or ``"wrap"``.
+    """
+    aval = get_aval(a)
+    if axis is None:
+        a, axis = reshape(a, (aval.size,)), 0
+        aval = get_aval(a)
+    axis = _axis(axis, aval.ndim)
+    size = aval.shape[axis]
+    mode = mode or "fill"
+    index = convert_element_type(as_operand(indices), dtypes.int32)
+    if mode == "wrap":
+        index = ew.rem(ew.add(ew.rem(index, np.int32(size)), np.int32(size)), np.int32(size))
+    elif mode not in ("fill", "clip"):
+        raise ValueError(f"take: mode must be 'fill', 'clip' or 'wrap', got {mode!r}")
+    wrapped = ew.select_n(ew.lt(index, np.int32(0)), index, ew.add(index, np.int32(size)))
+    picked = advanced_getitem(a, (slice(None),) * axis + (wrapped,), None)
+    if mode != "fill":
+        return picked
+    valid = ew.bitwise_and(ew.ge(index, np.int32(-size)), ew.lt(index, np.int32(size)))
+    shape = get_aval(picked).shape
+    index_ndim = get_aval(index).ndim
+    valid = reshape(
+        valid, (1,) * axis + get_aval(valid).shape + (1,) * (len(shape) - axis - index_ndim)
+    )
+    fill = _default_fill(aval.dtype) if fill_value is None else fill_value
+    return ew.select_n(broadcast_to_shape(valid, shape), _full(fill, picked), picked)
+
+
+def _full(value: Any, like: Any) -> Any:
+    aval = get_aval(like)
+    return broadcast_to_shape(np.asarray(value, aval.dtype), aval.shape)
+
+
+def _default_fill(dtype: np.dtype) -> Any:
+    if dtypes.is_inexact(dtype):
+        return np.nan
+    if dtype == dtypes.bool_:
+        return True
+    info = np.iinfo(dtype)
+    return info.min if dtype.kind == "i" else info.max
+
+
+def take_along_axis(arr: Any, indices: Any, axis: int | None) -> Any:
+    """``arr`` picked along ``axis`` by ``indices`` (of ``arr``'s rank), as in NumPy."""
+    aval = get_aval(arr)
+    if axis is None:
+        arr, axis = reshape(arr, (aval.size,)), 0
+        aval = get_aval(arr)
+    indices = as_operand(indices)
+    idx_aval = get_aval(indices)
+    if idx_aval.ndim != aval.ndim:
+        raise ValueError(
+            f"take_along_axis: indices of rank {idx_aval.ndim} for an array of rank {aval.ndim}"
+            f"{errors.where()}"
+        )
+    axis = _axis(axis, aval.ndim)
+    entries = []
+    for d in range(aval.ndim):
+        if d == axis:
+            index = convert_element_type(indices, dtypes.int32)
+            size = np.int32(aval.shape[d])
+            entries.append(ew.select_n(ew.lt(index, np.int32(0)), index, ew.add(index, size)))
+        else:
+            shape = [1] * aval.ndim
+            shape[d] = aval.shape[d]
+            entries.append(np.arange(aval.shape[d], dtype=np.int32).reshape(shape))
+    return advanced_getitem(arr, tuple(entries), None)
+
+
+def _axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < max(ndim, 1):
+        raise np.exceptions.AxisError(
+            f"axis {axis} is out of bounds for array of dimension {ndim}{errors.where()}"
+        )
+    return axis % max(ndim, 1)
+
+
+def as_operand(x: Any) -> Any:
+    return np.asarray(x) if isinstance(x, (list, tuple, int)) else x
