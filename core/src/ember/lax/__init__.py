@@ -5,6 +5,13 @@ from ember._src.lax_api import (
     select as select,
     stop_gradient as stop_gradient,
 )
+from ember._src.numpy.sorting import (
+    cummax as cummax,
+    cummin as cummin,
+    lax_cumprod as cumprod,
+    lax_cumsum as cumsum,
+    top_k as top_k,
+)
 from ember._src.ops.bits import (
     bitcast_convert_type as bitcast_convert_type,
     population_count as population_count,
@@ -112,4 +119,5 @@ from ember._src.ops.shape import (
     squeeze as squeeze,
     transpose as transpose,
 )
+from ember._src.ops.sort import sort as sort, sort_key_val as sort_key_val
 from ember._src.ops.special import erf as erf, erf_inv as erf_inv, erfc as erfc

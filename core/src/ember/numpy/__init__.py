@@ -144,6 +144,12 @@ from ember._src.numpy.reductions import (
     sum as sum,
     var as var,
 )
+from ember._src.numpy.sorting import (
+    argsort as argsort,
+    cumprod as cumprod,
+    cumsum as cumsum,
+    sort as sort,
+)
 from ember._src.runtime.array import Array as ndarray
 
 bool_ = _np.bool_

@@ -1,0 +1,101 @@
+"""Sorting and cumulative operations: sort, argsort, lax.top_k, cumsum, cumprod, cummax, cummin.
+
+Cumulative operations are ``associative_scan``s (log-depth, and differentiable through their
+parts); sorting uses the ``sort`` primitive, with an iota riding along for ``argsort``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember._src import dtypes, errors
+from ember._src.core import get_aval
+from ember._src.numpy.advanced_indexing import take_along_axis
+from ember._src.numpy.util import as_operand, canonicalize_axis
+from ember._src.ops import elementwise as ew
+from ember._src.ops.control_flow.associative_scan import associative_scan
+from ember._src.ops.shape import convert_element_type, iota, reshape, rev, slice_op
+from ember._src.ops.sort import sort as lax_sort
+
+
+def _flatten_or_axis(a: Any, axis: Any) -> tuple[Any, int]:
+    a = as_operand(a)
+    aval = get_aval(a)
+    if axis is None:
+        return reshape(a, (aval.size,)), 0
+    if aval.ndim == 0:
+        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for a 0-d array")
+    return a, canonicalize_axis(axis, aval.ndim)
+
+
+def sort(a: Any, axis: Any = -1, *, kind: Any = None, order: Any = None, stable: bool = True,
+         descending: bool = False) -> Any:  # fmt: skip
+    """Sorted copy of ``a`` (NaNs last); ``axis=None`` sorts the flattened array."""
+    if order is not None:
+        raise NotImplementedError("sort(order=...) for structured arrays")
+    a, axis = _flatten_or_axis(a, axis)
+    out = lax_sort(a, axis, is_stable=stable)
+    return rev(out, (axis,)) if descending else out
+
+
+def argsort(a: Any, axis: Any = -1, *, kind: Any = None, order: Any = None, stable: bool = True,
+            descending: bool = False) -> Any:  # fmt: skip
+    """Indices that sort ``a`` along ``axis`` (stable by default; NaNs last)."""
+    if order is not None:
+        raise NotImplementedError("argsort(order=...) for structured arrays")
+    a, axis = _flatten_or_axis(a, axis)
+    shape = get_aval(a).shape
+    if descending:  # stable descending: sort the reversed array, map indices back
+        positions = iota(dtypes.int32, shape, axis)
+        _, idx = lax_sort((rev(a, (axis,)), positions), axis, is_stable=True, num_keys=1)
+        flipped = ew.sub(np.int32(shape[axis] - 1), idx)
+        return rev(flipped, (axis,))
+    _, idx = lax_sort((a, iota(dtypes.int32, shape, axis)), axis, is_stable=stable, num_keys=1)
+    return idx
+
+
+def top_k(operand: Any, k: int) -> tuple[Any, Any]:
+    """The ``k`` largest entries along the last axis, and their indices (as lax.top_k)."""
+    aval = get_aval(operand)
+    if not aval.ndim or not 0 <= k <= aval.shape[-1]:
+        raise ValueError(f"top_k: k={k} for an operand of shape {aval.shape}{errors.where()}")
+    axis = aval.ndim - 1
+    order = argsort(operand, axis, descending=True)
+    start, limit = (0,) * aval.ndim, (*aval.shape[:-1], k)
+    indices = slice_op(order, start, limit)
+    return take_along_axis(operand, indices, -1), indices
+
+
+def _cumulative(name: str, combine, a: Any, axis: Any, dtype: Any, reverse: bool = False):
+    a, axis = _flatten_or_axis(a, axis)
+    if dtype is not None:
+        a = convert_element_type(a, dtypes.canonicalize(np.dtype(dtype)))
+    elif name in ("cumsum", "cumprod") and get_aval(a).dtype == dtypes.bool_:
+        a = convert_element_type(a, dtypes.default_int())
+    return associative_scan(combine, a, reverse=reverse, axis=axis)
+
+
+def cumsum(a: Any, axis: Any = None, dtype: Any = None) -> Any:
+    return _cumulative("cumsum", ew.add, a, axis, dtype)
+
+
+def cumprod(a: Any, axis: Any = None, dtype: Any = None) -> Any:
+    return _cumulative("cumprod", ew.mul, a, axis, dtype)
+
+
+def cummax(a: Any, axis: int = 0, reverse: bool = False) -> Any:
+    return _cumulative("cummax", ew.max, a, axis, None, reverse)
+
+
+def cummin(a: Any, axis: int = 0, reverse: bool = False) -> Any:
+    return _cumulative("cummin", ew.min, a, axis, None, reverse)
+
+
+def lax_cumsum(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    return _cumulative("cumsum", ew.add, operand, axis, None, reverse)
+
+
+def lax_cumprod(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    return _cumulative("cumprod", ew.mul, operand, axis, None, reverse)

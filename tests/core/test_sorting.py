@@ -1,0 +1,72 @@
+"""sort, argsort, top_k and cumulative operations against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as enp
+from ember import lax
+
+from .util import assert_close
+
+
+@pytest.fixture
+def x(rng):
+    values = rng.normal(size=(3, 7)).astype(np.float32)
+    values[0, 2] = np.nan
+    values[1, 1] = values[1, 4]  # a tie: stability decides
+    return values
+
+
+@pytest.mark.parametrize("axis", [-1, 0, None])
+def test_sort_and_argsort_match_numpy(x, axis):
+    np.testing.assert_array_equal(np.asarray(enp.sort(x, axis=axis)), np.sort(x, axis=axis))
+    got = np.asarray(enp.argsort(x, axis=axis))
+    np.testing.assert_array_equal(got, np.argsort(x, axis=axis, kind="stable"))
+
+
+def test_descending_and_multi_key_sort(x):
+    finite = np.nan_to_num(x)
+    order = np.asarray(enp.argsort(finite, descending=True))
+    np.testing.assert_array_equal(order, np.argsort(-finite, kind="stable"))
+    keys = np.array([2, 1, 2, 1], np.int32)
+    values = np.array([10.0, 20.0, 30.0, 40.0], np.float32)
+    sorted_keys, sorted_values = lax.sort_key_val(keys, values)
+    assert_close(sorted_keys, [1, 1, 2, 2])
+    assert_close(sorted_values, [20.0, 40.0, 10.0, 30.0])
+
+
+def test_top_k(x):
+    values, indices = lax.top_k(np.nan_to_num(x), 3)
+    expected = np.argsort(-np.nan_to_num(x), kind="stable")[:, :3]
+    np.testing.assert_array_equal(np.asarray(indices), expected)
+    assert_close(values, np.take_along_axis(np.nan_to_num(x), expected, 1))
+
+
+def test_sort_gradient_and_vmap(x):
+    row = np.nan_to_num(x[1])
+    weights = np.arange(7.0, dtype=np.float32)
+    grad = ember.grad(lambda v: (enp.sort(v) * weights).sum())(row)
+    expected = np.zeros(7, np.float32)
+    expected[np.argsort(row, kind="stable")] = weights
+    assert_close(grad, expected)
+    assert_close(ember.vmap(enp.sort)(np.nan_to_num(x)), np.sort(np.nan_to_num(x), axis=1))
+
+
+@pytest.mark.parametrize("axis", [0, 1, None])
+def test_cumulative_ops(x, axis):
+    finite = np.nan_to_num(x)
+    assert_close(enp.cumsum(finite, axis=axis), np.cumsum(finite, axis=axis), rtol=1e-5, atol=1e-5)
+    small = finite / 4 + 1
+    assert_close(enp.cumprod(small, axis=axis), np.cumprod(small, axis=axis), rtol=1e-5)
+
+
+def test_lax_cumulative_reverse_and_gradients():
+    v = np.array([1.0, 3.0, 2.0, 5.0, 4.0], np.float32)
+    assert_close(lax.cummax(v, 0), np.maximum.accumulate(v))
+    assert_close(lax.cummin(v, 0, reverse=True), np.minimum.accumulate(v[::-1])[::-1])
+    assert_close(lax.cumsum(v, 0, reverse=True), np.cumsum(v[::-1])[::-1])
+    assert_close(ember.grad(lambda a: enp.cumsum(a).sum())(v), [5.0, 4.0, 3.0, 2.0, 1.0])
+    assert_close(enp.cumsum(np.array([True, True, False])), [1, 2, 2])
