@@ -63,6 +63,8 @@ def _calls():
 
 @pytest.mark.parametrize("name", sorted(KNOWN))
 def test_same_values_as_jax(name):
+    if name == "uniform_bf16" and ember.dtypes.bfloat16 is None:
+        pytest.skip("bfloat16 needs ml_dtypes, which is not installed")
     got = np.asarray(_calls()[name]())
     want = KNOWN[name]
     assert got.shape == want.shape
