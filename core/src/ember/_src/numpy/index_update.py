@@ -85,9 +85,57 @@ _FLAT_SCATTER = ScatterDimensionNumbers(
 )
 
 
+def _positions(aval, index: Any) -> Any:
+    """Flat positions of the elements ``x[index]`` selects.
+
+    An index of one integer (array) per axis is turned into positions arithmetically, so that
+    out-of-range entries become an out-of-range position, which the scatter then drops (as
+    JAX does). Other indices go through ``getitem`` on an iota, which clamps traced
+    out-of-range entries.
+    """
+    entries = index if isinstance(index, tuple) else (index,)
+    if len(entries) == aval.ndim and all(_is_integer_index(e) for e in entries):
+        flat = None
+        invalid = None
+        stride = 1
+        for entry, size in reversed(list(zip(entries, aval.shape))):
+            i = convert_element_type(as_operand(entry), dtypes.int32)
+            i = ew.select_n(ew.lt(i, np.int32(0)), i, ew.add(i, np.int32(size)))
+            bad = ew.bitwise_or(ew.lt(i, np.int32(0)), ew.ge(i, np.int32(size)))
+            term = ew.mul(i, np.int32(stride))
+            flat = term if flat is None else _add_broadcast(flat, term)
+            invalid = bad if invalid is None else _or_broadcast(invalid, bad)
+            stride *= size
+        return ew.select_n(_fit(invalid, flat), flat, _fit(np.int32(aval.size), flat))
+    return getitem(reshape(iota(dtypes.int32, (aval.size,), 0), aval.shape), index)
+
+
+def _is_integer_index(entry: Any) -> bool:
+    if isinstance(entry, (slice, type(None), type(Ellipsis), bool, np.bool_)):
+        return False
+    try:
+        return dtypes.is_integer(get_aval(as_operand(entry)).dtype)
+    except (TypeError, errors.EmberTypeError):
+        return False
+
+
+def _add_broadcast(a: Any, b: Any) -> Any:
+    shape = np.broadcast_shapes(get_aval(a).shape, get_aval(b).shape)
+    return ew.add(broadcast_to_shape(a, shape), broadcast_to_shape(b, shape))
+
+
+def _or_broadcast(a: Any, b: Any) -> Any:
+    shape = np.broadcast_shapes(get_aval(a).shape, get_aval(b).shape)
+    return ew.bitwise_or(broadcast_to_shape(a, shape), broadcast_to_shape(b, shape))
+
+
+def _fit(x: Any, like: Any) -> Any:
+    return broadcast_to_shape(x, get_aval(like).shape)
+
+
 def _scatter(primitive, x: Any, index: Any, values: Any, what: str) -> Any:
     aval = get_aval(x)
-    positions = getitem(reshape(iota(dtypes.int32, (aval.size,), 0), aval.shape), index)
+    positions = _positions(aval, index)
     pos_shape = get_aval(positions).shape
     values = convert_element_type(as_operand(values), aval.dtype)
     try:

@@ -1,0 +1,600 @@
+"""NumPy functions JAX programs use every day, written over ember's own operations:
+tiling and repetition, rolling, padding, differences, comparisons of whole arrays,
+NaN-ignoring reductions, searching, interpolation, polynomials, histograms and percentiles.
+
+Functions whose output shape depends on values (``nonzero``, ``unique``, ``argwhere``) take a
+static ``size=`` (and ``fill_value=``) under ``jit``, as in JAX; without it they need
+concrete inputs.
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+from typing import Any
+
+import numpy as np
+
+from ember._src import core, dtypes, errors
+from ember._src.core import get_aval
+from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
+from ember._src.numpy.advanced_indexing import take
+from ember._src.numpy.sorting import argsort, cumsum, sort
+from ember._src.numpy.util import as_operand, canonicalize_axis, promote_dtypes
+from ember._src.ops.shape import (
+    broadcast_in_dim,
+    concatenate,
+    convert_element_type,
+    pad as lax_pad,
+    reshape,
+    slice_op,
+)
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return get_aval(x).shape
+
+
+def _slice_axis(x: Any, axis: int, start: int, stop: int) -> Any:
+    shape = _shape(x)
+    starts = [0] * len(shape)
+    limits = list(shape)
+    starts[axis], limits[axis] = start, stop
+    return slice_op(x, starts, limits)
+
+
+# --------------------------------------------------------------------------------------------
+# Tiling, repetition, rolling, padding
+
+
+def tile(a: Any, reps: Any) -> Any:
+    a = creation.asarray(a)
+    reps = (operator.index(reps),) if np.ndim(reps) == 0 else tuple(operator.index(r) for r in reps)
+    shape = _shape(a)
+    ndim = builtins.max(len(shape), len(reps))
+    shape = (1,) * (ndim - len(shape)) + shape
+    reps = (1,) * (ndim - len(reps)) + reps
+    a = reshape(a, shape)
+    # Interleave a new axis of each repetition count before its axis, broadcast, then merge.
+    expanded = [d for pair in zip(reps, shape) for d in pair]
+    dims = tuple(2 * i + 1 for i in range(ndim))
+    out = broadcast_in_dim(a, tuple(expanded), dims)
+    return reshape(out, tuple(r * s for r, s in zip(reps, shape)))
+
+
+def repeat(a: Any, repeats: Any, axis: int | None = None, *, total_repeat_length=None) -> Any:
+    a = creation.asarray(a)
+    if axis is None:
+        a, axis = reshape(a, (get_aval(a).size,)), 0
+    axis = canonicalize_axis(axis, get_aval(a).ndim)
+    size = _shape(a)[axis]
+    if np.ndim(repeats) == 0 and not isinstance(repeats, core.Tracer):
+        count = operator.index(repeats)
+        shape = _shape(a)
+        target = shape[: axis + 1] + (count,) + shape[axis + 1 :]
+        dims = tuple(d if d <= axis else d + 1 for d in range(len(shape)))
+        out = broadcast_in_dim(a, target, dims)
+        return reshape(out, shape[:axis] + (size * count,) + shape[axis + 1 :])
+    counts = np.asarray(repeats) if not isinstance(repeats, core.Tracer) else None
+    if counts is None:
+        if total_repeat_length is None:
+            raise errors.ConcretizationTypeError(
+                f"repeat with traced repeat counts needs a static total_repeat_length"
+                f"{errors.where()}"
+            )
+        raise NotImplementedError("repeat with traced repeat counts")
+    index = np.repeat(np.arange(size), counts)
+    return take(a, index, axis=axis, mode="clip")
+
+
+def roll(a: Any, shift: Any, axis: Any = None) -> Any:
+    a = creation.asarray(a)
+    if axis is None:
+        flat = reshape(a, (get_aval(a).size,))
+        return reshape(roll(flat, shift, 0), _shape(a))
+    shifts = (shift,) if np.ndim(shift) == 0 else tuple(shift)
+    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts = shifts * len(axes)
+    for s, ax in zip(shifts, axes):
+        ax = canonicalize_axis(ax, get_aval(a).ndim)
+        n = _shape(a)[ax]
+        if not n:
+            continue
+        s = operator.index(s) % n
+        if s:
+            a = concatenate([_slice_axis(a, ax, n - s, n), _slice_axis(a, ax, 0, n - s)], ax)
+    return a
+
+
+def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
+    """``numpy.pad`` for the "constant", "edge", "reflect", "symmetric" and "wrap" modes."""
+    array = creation.asarray(array)
+    ndim = get_aval(array).ndim
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (ndim, 2))
+    if (widths < 0).any():
+        raise ValueError(f"pad: negative pad widths {widths.tolist()}{errors.where()}")
+    if mode == "constant":
+        value = convert_element_type(as_operand(constant_values), get_aval(array).dtype)
+        if get_aval(value).shape:
+            raise NotImplementedError("pad: per-axis constant_values")
+        return lax_pad(array, value, [(int(lo), int(hi), 0) for lo, hi in widths])
+    if mode not in ("edge", "reflect", "symmetric", "wrap"):
+        raise NotImplementedError(f"pad mode {mode!r}")
+    for axis, (lo, hi) in enumerate(widths):
+        n = _shape(array)[axis]
+        index = _pad_positions(n, int(lo), int(hi), mode)
+        array = take(array, index, axis=axis, mode="clip")
+    return array
+
+
+def _pad_positions(n: int, lo: int, hi: int, mode: str) -> np.ndarray:
+    positions = np.arange(-lo, n + hi)
+    if mode == "edge":
+        return np.clip(positions, 0, n - 1)
+    if mode == "wrap":
+        return positions % n
+    period = 2 * n - 2 if mode == "reflect" else 2 * n
+    if period == 0:
+        return np.zeros_like(positions)
+    folded = positions % period
+    if mode == "reflect":
+        return np.where(folded >= n, period - folded, folded)
+    return np.where(folded >= n, period - 1 - folded, folded)
+
+
+def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
+    a = creation.asarray(a)
+    axis = canonicalize_axis(axis, get_aval(a).ndim)
+    parts = [p for p in (prepend, a, append) if p is not None]
+    if len(parts) > 1:
+        shape = list(_shape(a))
+        fixed = []
+        for p in parts:
+            p = creation.asarray(p)
+            if not _shape(p):
+                shape[axis] = 1
+                p = broadcast_in_dim(p, tuple(shape), ())
+            fixed.append(p)
+        a = manipulation.concatenate(fixed, axis=axis)
+    for _ in range(n):
+        size = _shape(a)[axis]
+        a = enp.subtract(_slice_axis(a, axis, 1, size), _slice_axis(a, axis, 0, size - 1))
+    return a
+
+
+def meshgrid(*xi: Any, indexing: str = "xy", sparse: bool = False, copy: bool = True) -> list:
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    arrays = [reshape(creation.asarray(x), (get_aval(creation.asarray(x)).size,)) for x in xi]
+    shape = [get_aval(a).size for a in arrays]
+    if indexing == "xy" and len(arrays) > 1:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for i, a in enumerate(arrays):
+        dim = i
+        if indexing == "xy" and len(arrays) > 1 and i < 2:
+            dim = 1 - i
+        if sparse:
+            target = [1] * len(arrays)
+            target[dim] = shape[dim]
+            out.append(reshape(a, tuple(target)))
+        else:
+            out.append(broadcast_in_dim(a, tuple(shape), (dim,)))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Comparing arrays
+
+
+def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    a, b = promote_dtypes(as_operand(a), as_operand(b))
+    dtype = get_aval(a).dtype
+    if not dtypes.is_inexact(dtype):
+        return enp.equal(a, b)
+    rtol_, atol_ = (
+        np.asarray(rtol, dtypes.real_dtype(dtype)),
+        np.asarray(atol, dtypes.real_dtype(dtype)),
+    )
+    close = enp.less_equal(
+        enp.abs(enp.subtract(a, b)), enp.add(atol_, enp.multiply(rtol_, enp.abs(b)))
+    )
+    both_inf = enp.logical_and(enp.isinf(a), enp.equal(a, b))
+    close = enp.logical_or(enp.logical_and(close, enp.isfinite(b)), both_inf)
+    if equal_nan:
+        close = enp.logical_or(close, enp.logical_and(enp.isnan(a), enp.isnan(b)))
+    return close
+
+
+def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    return reductions.all(isclose(a, b, rtol, atol, equal_nan))
+
+
+def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
+    a1, a2 = creation.asarray(a1), creation.asarray(a2)
+    if _shape(a1) != _shape(a2):
+        return creation.asarray(False)
+    same = enp.equal(a1, a2)
+    if equal_nan and dtypes.is_inexact(get_aval(a1).dtype):
+        same = enp.logical_or(same, enp.logical_and(enp.isnan(a1), enp.isnan(a2)))
+    return reductions.all(same)
+
+
+def count_nonzero(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    nonzero = enp.not_equal(as_operand(a), 0)
+    return reductions.sum(nonzero, axis=axis, keepdims=keepdims, dtype=dtypes.default_int())
+
+
+# --------------------------------------------------------------------------------------------
+# NaN-ignoring reductions
+
+
+def _nan_to(a: Any, value: float) -> Any:
+    a = creation.asarray(a)
+    if not dtypes.is_inexact(get_aval(a).dtype):
+        return a
+    return enp.where(enp.isnan(a), np.asarray(value, get_aval(a).dtype), a)
+
+
+def nansum(a: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
+    return reductions.sum(_nan_to(a, 0), axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def nanprod(a: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
+    return reductions.prod(_nan_to(a, 1), axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def nanmax(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    a = creation.asarray(a)
+    result = reductions.max(_nan_to(a, -np.inf), axis=axis, keepdims=keepdims)
+    return _all_nan_to_nan(a, result, axis, keepdims)
+
+
+def nanmin(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    a = creation.asarray(a)
+    result = reductions.min(_nan_to(a, np.inf), axis=axis, keepdims=keepdims)
+    return _all_nan_to_nan(a, result, axis, keepdims)
+
+
+def _all_nan_to_nan(a, result, axis, keepdims):
+    if not dtypes.is_inexact(get_aval(a).dtype):
+        return result
+    all_nan = reductions.all(enp.isnan(a), axis=axis, keepdims=keepdims)
+    return enp.where(all_nan, np.asarray(np.nan, get_aval(result).dtype), result)
+
+
+def nanmean(a: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
+    a = creation.asarray(a)
+    if not dtypes.is_inexact(get_aval(a).dtype):
+        return reductions.mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    valid = enp.logical_not(enp.isnan(a))
+    total = nansum(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    count = reductions.sum(valid, axis=axis, keepdims=keepdims, dtype=get_aval(total).dtype)
+    return enp.divide(total, count)
+
+
+def nanvar(a: Any, axis: Any = None, dtype: Any = None, ddof: int = 0, keepdims: bool = False):
+    a = creation.asarray(a)
+    mean = nanmean(a, axis=axis, dtype=dtype, keepdims=True)
+    centred = enp.subtract(a, mean)
+    squares = (
+        enp.multiply(centred, enp.conjugate(centred))
+        if get_aval(a).dtype.kind == "c"
+        else enp.square(centred)
+    )
+    valid = enp.logical_not(enp.isnan(a))
+    total = nansum(enp.real(squares), axis=axis, keepdims=keepdims)
+    count = reductions.sum(valid, axis=axis, keepdims=keepdims, dtype=get_aval(total).dtype)
+    return enp.divide(total, enp.subtract(count, np.asarray(ddof, get_aval(total).dtype)))
+
+
+def nanstd(a: Any, axis: Any = None, dtype: Any = None, ddof: int = 0, keepdims: bool = False):
+    return enp.sqrt(nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+
+
+# --------------------------------------------------------------------------------------------
+# Searching
+
+
+def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
+    """Insertion points of ``v`` into the sorted 1-D ``a`` (a vectorised comparison count)."""
+    a = creation.asarray(a)
+    if get_aval(a).ndim != 1:
+        raise ValueError(f"searchsorted: a must be 1-D, got shape {_shape(a)}{errors.where()}")
+    if sorter is not None:
+        a = take(a, sorter, mode="clip")
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    a, v = promote_dtypes(a, as_operand(v))
+    v_shape = _shape(v)
+    n = _shape(a)[0]
+    expanded_v = broadcast_in_dim(v, (*v_shape, n), tuple(range(len(v_shape))))
+    expanded_a = broadcast_in_dim(a, (*v_shape, n), (len(v_shape),))
+    before = (
+        enp.less(expanded_a, expanded_v)
+        if side == "left"
+        else enp.less_equal(expanded_a, expanded_v)
+    )
+    return reductions.sum(before, axis=-1, dtype=dtypes.int32)
+
+
+def digitize(x: Any, bins: Any, right: bool = False) -> Any:
+    bins = creation.asarray(bins)
+    increasing = reductions.all(enp.greater_equal(diff(bins), 0)) if _shape(bins)[0] > 1 else True
+    if not isinstance(increasing, (bool, np.bool_)) and not bool(increasing):
+        raise NotImplementedError("digitize with decreasing bins")
+    return searchsorted(bins, x, side="left" if right else "right")
+
+
+def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple:
+    """Indices of the nonzero elements, one array per axis (``size=`` makes it traceable)."""
+    a = creation.asarray(a)
+    shape = _shape(a)
+    mask = reshape(enp.not_equal(a, 0), (get_aval(a).size,))
+    if size is None:
+        if isinstance(a, core.Tracer):
+            raise errors.ConcretizationTypeError(
+                f"nonzero of a traced array has a value-dependent shape; pass size=..."
+                f"{errors.where()}"
+            )
+        flat = np.flatnonzero(np.asarray(mask))
+        return tuple(creation.asarray(i.astype(np.int32)) for i in np.unravel_index(flat, shape))
+    # Stable argsort of "not nonzero" puts the nonzero positions first, in order.
+    order = argsort(enp.logical_not(mask))
+    count = reductions.sum(mask, dtype=dtypes.int32)
+    first = _slice_axis(order, 0, 0, size) if size <= get_aval(mask).size else _pad_end(order, size)
+    valid = enp.less(creation.arange(size, dtype=np.int32), count)
+    strides = np.cumprod((1,) + shape[::-1])[::-1][1:]
+    results = []
+    for axis, stride in enumerate(strides):
+        coordinate = enp.remainder(enp.floor_divide(first, np.int32(stride)), np.int32(shape[axis]))
+        fill = (
+            0 if fill_value is None else (fill_value[axis] if np.ndim(fill_value) else fill_value)
+        )
+        results.append(enp.where(valid, coordinate, np.int32(fill)))
+    return tuple(results)
+
+
+def _pad_end(x: Any, size: int) -> Any:
+    n = _shape(x)[0]
+    return lax_pad(x, np.zeros((), get_aval(x).dtype), [(0, size - n, 0)])
+
+
+def flatnonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+    a = creation.asarray(a)
+    return nonzero(reshape(a, (get_aval(a).size,)), size=size, fill_value=fill_value)[0]
+
+
+def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+    return manipulation.stack(nonzero(a, size=size, fill_value=fill_value), axis=1)
+
+
+def where(condition: Any, x: Any = None, y: Any = None, *, size=None, fill_value=None) -> Any:
+    """``where(c, x, y)`` selects; ``where(c)`` is ``nonzero(c)``."""
+    if x is None and y is None:
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise ValueError("where needs both x and y, or neither")
+    return enp.where(condition, x, y)
+
+
+def unique(ar: Any, return_index=False, return_inverse=False, return_counts=False, axis=None,
+           *, size: int | None = None, fill_value: Any = None) -> Any:  # fmt: skip
+    """Sorted unique values of the flattened ``ar`` (``size=`` pads to a static length)."""
+    if axis is not None:
+        raise NotImplementedError("unique(axis=...)")
+    ar = creation.asarray(ar)
+    flat = reshape(ar, (get_aval(ar).size,))
+    n = _shape(flat)[0]
+    order = argsort(flat)
+    values = take(flat, order, mode="clip")
+    # True where a sorted value differs from its predecessor: the first of each group.
+    first = concatenate([creation.ones((1,), bool), enp.not_equal(values[1:], values[:-1])], 0)
+    if size is None:
+        if isinstance(ar, core.Tracer):
+            raise errors.ConcretizationTypeError(
+                f"unique of a traced array has a value-dependent shape; pass size=..."
+                f"{errors.where()}"
+            )
+        keep = np.asarray(first)
+        uniques = creation.asarray(np.asarray(values)[keep])
+        extras = []
+        if return_index:
+            extras.append(creation.asarray(np.asarray(order)[keep]))
+        if return_inverse:
+            group = np.cumsum(keep) - 1
+            inverse = np.empty(n, np.int32)
+            inverse[np.asarray(order)] = group
+            extras.append(creation.asarray(inverse.reshape(_shape(ar))))
+        if return_counts:
+            starts = np.flatnonzero(keep)
+            extras.append(creation.asarray(np.diff(np.append(starts, n)).astype(np.int32)))
+        return (uniques, *extras) if extras else uniques
+    # Static size: scatter each group's first value to its rank.
+    group = enp.subtract(cumsum(first, dtype=np.int32), np.int32(1))
+    fill = values[0] if fill_value is None else fill_value
+    out = creation.full((size,), fill, get_aval(values).dtype)
+    out = out.at[enp.where(first, group, np.int32(size))].set(values)
+    extras = []
+    if return_index:
+        idx = (
+            creation.full((size,), 0, np.int32)
+            .at[enp.where(first, group, np.int32(size))]
+            .set(order)
+        )
+        extras.append(idx)
+    if return_inverse:
+        inverse = creation.zeros((n,), np.int32).at[order].set(group)
+        extras.append(reshape(inverse, _shape(ar)))
+    if return_counts:
+        counts = creation.zeros((size,), np.int32).at[group].add(np.int32(1))
+        extras.append(counts)
+    return (out, *extras) if extras else out
+
+
+# --------------------------------------------------------------------------------------------
+# Interpolation, polynomials, histograms, percentiles
+
+
+def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None) -> Any:
+    x, xp, fp = promote_dtypes(as_operand(x), as_operand(xp), as_operand(fp))
+    x, xp, fp = (
+        manipulation.astype(v, dtypes.default_float())
+        if not dtypes.is_inexact(get_aval(v).dtype)
+        else v
+        for v in (x, xp, fp)
+    )
+    n = _shape(xp)[0]
+    i = enp.clip(searchsorted(xp, x, side="right"), np.int32(1), np.int32(n - 1))
+    x0, x1 = take(xp, enp.subtract(i, np.int32(1)), mode="clip"), take(xp, i, mode="clip")
+    y0, y1 = take(fp, enp.subtract(i, np.int32(1)), mode="clip"), take(fp, i, mode="clip")
+    dx = enp.subtract(x1, x0)
+    t = enp.where(
+        enp.equal(dx, 0),
+        np.asarray(0, get_aval(dx).dtype),
+        enp.divide(
+            enp.subtract(x, x0), enp.where(enp.equal(dx, 0), np.asarray(1, get_aval(dx).dtype), dx)
+        ),
+    )
+    out = enp.add(y0, enp.multiply(t, enp.subtract(y1, y0)))
+    first, last = take(fp, np.int32(0), mode="clip"), take(fp, np.int32(n - 1), mode="clip")
+    out = enp.where(
+        enp.less(x, take(xp, np.int32(0), mode="clip")), first if left is None else left, out
+    )
+    return enp.where(
+        enp.greater(x, take(xp, np.int32(n - 1), mode="clip")),
+        last if right is None else right,
+        out,
+    )
+
+
+def polyval(p: Any, x: Any) -> Any:
+    """``p[0] * x**(n-1) + ... + p[n-1]`` by Horner's rule."""
+    p, x = promote_dtypes(creation.asarray(p), creation.asarray(x))
+    result = creation.zeros_like(x)
+    for k in range(_shape(p)[0]):
+        result = enp.add(enp.multiply(result, x), p[k])
+    return result
+
+
+def histogram(
+    a: Any, bins: Any = 10, range: Any = None, weights: Any = None, density: bool = False
+):
+    """Counts (or weights) per bin; ``bins`` is a count (with static ``range``) or edges."""
+    a = creation.asarray(a)
+    a = reshape(a, (get_aval(a).size,))
+    if np.ndim(bins) == 0:
+        if range is None:
+            if isinstance(a, core.Tracer):
+                raise errors.ConcretizationTypeError(
+                    f"histogram of a traced array with a bin count needs a static range"
+                    f"{errors.where()}"
+                )
+            concrete = np.asarray(a)
+            range = (concrete.min(), concrete.max()) if concrete.size else (0.0, 1.0)
+        lo, hi = builtins.map(float, range)
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = creation.asarray(
+            np.linspace(lo, hi, operator.index(bins) + 1).astype(dtypes.default_float())
+        )
+    else:
+        edges = creation.asarray(bins)
+    n_bins = _shape(edges)[0] - 1
+    index = enp.subtract(searchsorted(edges, a, side="right"), np.int32(1))
+    index = enp.where(enp.equal(a, edges[-1]), np.int32(n_bins - 1), index)  # last bin is closed
+    inside = enp.logical_and(enp.greater_equal(index, 0), enp.less(index, np.int32(n_bins)))
+    weight = (
+        creation.ones_like(a, dtype=dtypes.default_float())
+        if weights is None
+        else reshape(creation.asarray(weights), (-1,))
+    )
+    weight = enp.where(inside, weight, np.asarray(0, get_aval(weight).dtype))
+    counts = (
+        creation.zeros((n_bins,), get_aval(weight).dtype)
+        .at[enp.clip(index, 0, n_bins - 1)]
+        .add(weight)
+    )
+    if density:
+        widths = diff(edges)
+        counts = enp.divide(counts, enp.multiply(reductions.sum(counts), widths))
+    return counts, edges
+
+
+def quantile(a: Any, q: Any, axis: Any = None, method: str = "linear", keepdims: bool = False):
+    """Quantiles (``q`` in [0, 1]) by sorting; ``method`` is NumPy's linear/lower/higher/
+    nearest/midpoint."""
+    a = creation.asarray(a)
+    if not dtypes.is_inexact(get_aval(a).dtype):
+        a = manipulation.astype(a, dtypes.default_float())
+    if axis is None:
+        a, axis = reshape(a, (get_aval(a).size,)), 0
+    axis = canonicalize_axis(axis, get_aval(a).ndim)
+    n = _shape(a)[axis]
+    ordered = sort(a, axis=axis)
+    q = manipulation.astype(creation.asarray(q), get_aval(a).dtype)
+    position = enp.multiply(q, np.asarray(n - 1, get_aval(a).dtype))
+    low = manipulation.astype(enp.floor(position), np.int32)
+    high = enp.minimum(enp.add(low, np.int32(1)), np.int32(n - 1))
+    frac = enp.subtract(position, enp.floor(position))
+    if method == "lower":
+        high, frac = low, enp.zeros_like(frac)
+    elif method == "higher":
+        low = manipulation.astype(enp.ceil(position), np.int32)
+        high, frac = low, enp.zeros_like(frac)
+    elif method == "nearest":
+        low = manipulation.astype(enp.round(position), np.int32)
+        high, frac = low, enp.zeros_like(frac)
+    elif method == "midpoint":
+        frac = enp.where(enp.equal(frac, 0), frac, np.asarray(0.5, get_aval(frac).dtype))
+    elif method != "linear":
+        raise ValueError(f"quantile: unknown method {method!r}")
+    v_low = take(ordered, low, axis=axis, mode="clip")
+    v_high = take(ordered, high, axis=axis, mode="clip")
+    q_ndim = get_aval(q).ndim
+    frac = (
+        reshape(frac, (1,) * axis + _shape(frac) + (1,) * (get_aval(ordered).ndim - axis - 1))
+        if q_ndim
+        else frac
+    )
+    out = enp.add(v_low, enp.multiply(frac, enp.subtract(v_high, v_low)))
+    if q_ndim:  # NumPy puts the quantiles' axes first
+        out = manipulation.moveaxis(out, tuple(range(axis, axis + q_ndim)), tuple(range(q_ndim)))
+    if keepdims:
+        out = manipulation.expand_dims(out, axis + q_ndim)
+    return out
+
+
+def percentile(a: Any, q: Any, axis: Any = None, method: str = "linear", keepdims: bool = False):
+    q = enp.divide(as_operand(q), np.asarray(100.0, dtypes.default_float()))
+    return quantile(a, q, axis=axis, method=method, keepdims=keepdims)
+
+
+def median(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    return quantile(a, 0.5, axis=axis, keepdims=keepdims)
+
+
+def convolve(a: Any, v: Any, mode: str = "full") -> Any:
+    """1-D discrete convolution (``full``, ``same`` or ``valid``)."""
+    a, v = promote_dtypes(creation.asarray(a), creation.asarray(v))
+    n, m = _shape(a)[0], _shape(v)[0]
+    if not n or not m:
+        raise ValueError(f"convolve: empty input{errors.where()}")
+    if n < m:
+        a, v, n, m = v, a, m, n
+    length = n + m - 1
+    # out[k] = sum_j v[j] a[k - j]: gather a shifted copy of `a` per tap of `v`.
+    k = np.arange(length)[:, None] - np.arange(m)[None, :]
+    valid = (k >= 0) & (k < n)
+    padded = take(a, np.clip(k, 0, n - 1), mode="clip")
+    padded = enp.where(valid, padded, np.asarray(0, get_aval(padded).dtype))
+    full = reductions.sum(enp.multiply(padded, v), axis=1)
+    if mode == "full":
+        return full
+    if mode == "same":
+        start = (m - 1) // 2
+        return _slice_axis(full, 0, start, start + n)
+    if mode == "valid":
+        return _slice_axis(full, 0, m - 1, n)
+    raise ValueError(f"convolve: mode must be 'full', 'same' or 'valid', got {mode!r}")

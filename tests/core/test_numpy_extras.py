@@ -1,0 +1,104 @@
+"""Everyday NumPy functions against NumPy itself, under jit, and differentiated."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as enp
+
+from .util import assert_close
+
+rng = np.random.default_rng(0)
+X = rng.normal(size=(3, 4)).astype(np.float32)
+XN = X.copy()
+XN[0, 1] = np.nan
+XN[2, :] = np.nan
+M = np.array([[0, 2, 0], [1, 0, 3]])
+U = np.array([3, 1, 2, 3, 1, 5])
+S = np.sort(X.ravel())
+XP, FP = np.array([0.0, 1.0, 3.0]), np.array([0.0, 10.0, 30.0])
+SIGNAL, KERNEL = np.arange(5.0), np.array([1.0, 0.5, 2.0])
+
+CASES = {
+    "tile": (lambda m: m.tile(X, (2, 1, 3)), None),
+    "repeat": (lambda m: m.repeat(X, 2, axis=1), None),
+    "repeat_counts": (lambda m: m.repeat(X, [1, 0, 2], axis=0), None),
+    "roll": (lambda m: m.roll(X, 2, axis=1), None),
+    "roll_flat": (lambda m: m.roll(X, -5), None),
+    "diff": (lambda m: m.diff(X, n=2, axis=1), None),
+    "diff_prepend": (lambda m: m.diff(X, prepend=0.0), None),
+    "meshgrid_xy": (lambda m: m.meshgrid(np.arange(3), np.arange(2))[0], None),
+    "meshgrid_ij": (lambda m: m.meshgrid(np.arange(3), np.arange(2), indexing="ij")[1], None),
+    "isclose": (lambda m: m.isclose(X, X + 1e-7), None),
+    "searchsorted": (lambda m: m.searchsorted(S, X), None),
+    "searchsorted_right": (lambda m: m.searchsorted(S, S[3:6], side="right"), None),
+    "argwhere": (lambda m: m.argwhere(M), None),
+    "unique": (lambda m: m.unique(U), None),
+    "interp": (lambda m: m.interp(np.array([-1.0, 0.5, 2.0, 5.0]), XP, FP), None),
+    "polyval": (lambda m: m.polyval(np.array([1.0, -2.0, 3.0]), X), None),
+    "histogram": (lambda m: m.histogram(X, bins=5)[0], None),
+    "histogram_edges": (lambda m: m.histogram(X, bins=np.array([-2.0, 0.0, 0.5, 2.0]))[0], None),
+    "quantile": (lambda m: m.quantile(X, 0.3, axis=1), None),
+    "quantile_vector": (lambda m: m.quantile(X, np.array([0.1, 0.9]), axis=0), None),
+    "percentile": (lambda m: m.percentile(X, 75), None),
+    "median": (lambda m: m.median(X, axis=0), None),
+    "count_nonzero": (lambda m: m.count_nonzero(M, axis=0), None),
+    "convolve_full": (lambda m: m.convolve(SIGNAL, KERNEL), None),
+    "convolve_same": (lambda m: m.convolve(SIGNAL, KERNEL, "same"), None),
+    "convolve_valid": (lambda m: m.convolve(SIGNAL, KERNEL, "valid"), None),
+}  # fmt: skip
+for _mode in ("constant", "edge", "reflect", "symmetric", "wrap"):
+    CASES[f"pad_{_mode}"] = (lambda m, mode=_mode: m.pad(X, ((1, 2), (3, 1)), mode=mode), None)
+for _name in ("nansum", "nanmean", "nanmax", "nanmin", "nanprod", "nanvar", "nanstd"):
+    CASES[_name] = (lambda m, name=_name: getattr(m, name)(XN, axis=1), None)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_numpy(name):
+    fn, _ = CASES[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy warns about all-NaN rows
+        expected = fn(np)
+    got = fn(enp)
+    assert np.shape(got) == np.shape(expected)
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+def test_value_dependent_shapes_need_a_static_size():
+    for got, want in zip(enp.nonzero(M), np.nonzero(M)):
+        np.testing.assert_array_equal(np.asarray(got), want)
+    padded = enp.nonzero(M, size=5)
+    np.testing.assert_array_equal(np.asarray(padded[1]), [1, 0, 2, 0, 0])
+    values, counts = ember.jit(lambda u: enp.unique(u, size=6, fill_value=-1, return_counts=True))(
+        U
+    )
+    np.testing.assert_array_equal(np.asarray(values), [1, 2, 3, 5, -1, -1])
+    np.testing.assert_array_equal(np.asarray(counts), [2, 1, 2, 1, 0, 0])
+    with pytest.raises(ember.errors.ConcretizationTypeError, match="size="):
+        ember.jit(enp.nonzero)(M)
+    with pytest.raises(ember.errors.ConcretizationTypeError, match="size="):
+        ember.jit(enp.unique)(U)
+    got = enp.unique(U, return_index=True, return_inverse=True, return_counts=True)
+    for g, w in zip(got, np.unique(U, return_index=True, return_inverse=True, return_counts=True)):
+        np.testing.assert_array_equal(np.asarray(g), w)
+
+
+def test_whole_array_comparisons():
+    assert bool(enp.allclose(X, X + 1e-9))
+    assert bool(enp.array_equal(X, X)) and not bool(enp.array_equal(X, X[:2]))
+    assert bool(enp.array_equal(XN, XN, equal_nan=True)) and not bool(enp.array_equal(XN, XN))
+
+
+def test_gradients_and_jit():
+    rolled = ember.jit(lambda v: enp.roll(enp.pad(v, 1, mode="reflect"), 1))(X)
+    assert_close(rolled, np.roll(np.pad(X, 1, mode="reflect"), 1))
+    g = ember.grad(lambda v: enp.sum(enp.interp(v, XP, FP)))
+    assert_close(g(np.array([0.5, 2.0], np.float32)), [10.0, 10.0])
+    assert_close(ember.grad(enp.median)(np.array([3.0, 1.0, 2.0], np.float32)), [0, 0, 1])
+    # NaN positions get no gradient (the where masks them), as in JAX
+    nan_grad = ember.grad(lambda v: enp.nansum(v) * 2.0)(np.array([1.0, np.nan], np.float32))
+    assert_close(nan_grad, [2.0, 0.0])
