@@ -180,6 +180,7 @@ CASES = {
     "dynamic_slice": (_dynamic_slice, [ANY], True),
     "dynamic_update_slice": (_dynamic_update_slice, [ANY, ANY], True),
     "gather": (_gather, [ANY], True),
+    "fft": (lambda x: lax.fft(x, "FFT", x.shape[-1:]), [c64], True),
     "sort": (lambda x, y: lax.sort((x, y), 0, num_keys=1)[1], [ANY, ANY], True),
     "scatter": (_scatter("set"), [ANY, ANY], True),
     "scatter_add": (_scatter("add"), [ANY, ANY], True),

@@ -91,6 +91,7 @@ from ember._src.ops.elementwise import (
     tan as tan,
     tanh as tanh,
 )
+from ember._src.ops.fft import fft as fft
 from ember._src.ops.indexing import (
     dynamic_slice as dynamic_slice,
     dynamic_update_slice as dynamic_update_slice,

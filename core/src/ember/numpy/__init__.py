@@ -183,6 +183,7 @@ from ember._src.numpy.sorting import (
     sort as sort,
 )
 from ember._src.runtime.array import Array as ndarray
+from ember.numpy import fft as fft
 
 bool_ = _np.bool_
 int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
