@@ -91,6 +91,13 @@ def _scatter(method):
     return lambda x, u: getattr(enp.asarray(x).at[_rows(x)], method)(u[:2])
 
 
+def _conv(x, w):
+    """A 1-D convolution over the trailing axis, with batch and features of one."""
+    x1 = lax.reshape(x, (1, 1, x.size))
+    w1 = lax.reshape(w, (1, 1, w.size))[:, :, :2]
+    return lax.conv_general_dilated(x1, w1, (1,), ((1, 0),), rhs_dilation=(2,))
+
+
 def _dynamic_update_slice(x, u):
     return lax.dynamic_update_slice(x, u[:1], (2, *_rest(x)))
 
@@ -180,6 +187,7 @@ CASES = {
     "dynamic_slice": (_dynamic_slice, [ANY], True),
     "dynamic_update_slice": (_dynamic_update_slice, [ANY, ANY], True),
     "gather": (_gather, [ANY], True),
+    "conv_general_dilated": (_conv, [ANY, ANY], True),
     "fft": (lambda x: lax.fft(x, "FFT", x.shape[-1:]), [c64], True),
     "sort": (lambda x, y: lax.sort((x, y), 0, num_keys=1)[1], [ANY, ANY], True),
     "scatter": (_scatter("set"), [ANY, ANY], True),

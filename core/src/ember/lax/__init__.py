@@ -37,6 +37,10 @@ from ember._src.ops.control_flow.loops import (
     while_loop as while_loop,
 )
 from ember._src.ops.control_flow.scan import scan as scan
+from ember._src.ops.conv import (
+    ConvDimensionNumbers as ConvDimensionNumbers,
+    conv_general_dilated as conv_general_dilated,
+)
 from ember._src.ops.elementwise import (
     abs as abs,
     acos as acos,
