@@ -29,7 +29,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
 from harness import header  # noqa: E402 - after the path and environment set-up
 
-MODULES = ["bench_dispatch", "bench_tracing", "bench_training", "bench_transforms"]
+MODULES = ["bench_dispatch", "bench_tracing", "bench_training", "bench_transforms", "bench_numpy"]
 
 
 def main(argv: list[str]) -> None:

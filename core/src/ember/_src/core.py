@@ -84,13 +84,28 @@ def raise_to_shaped(aval: ShapedArray) -> ShapedArray:
     return aval
 
 
+# Abstract values of host data, memoised: eager operations ask for them on every call.
+_host_avals: dict[tuple, ShapedArray] = {}
+
+
 def _aval_of_numpy(x: np.ndarray | np.generic) -> ShapedArray:
-    return ShapedArray(x.shape, dtypes.canonicalize(x.dtype))
+    key = (x.shape, x.dtype, dtypes.x64_enabled())
+    aval = _host_avals.get(key)
+    if aval is None:
+        aval = ShapedArray(x.shape, dtypes.canonicalize(x.dtype))
+        if len(_host_avals) < 4096:
+            _host_avals[key] = aval
+    return aval
 
 
 def _aval_of_python_scalar(x: Any) -> ShapedArray:
-    weak = type(x) is not bool
-    return ShapedArray((), dtypes.python_scalar_dtype(x), weak)
+    key = (type(x), dtypes.x64_enabled())
+    aval = _host_avals.get(key)
+    if aval is None:
+        aval = _host_avals[key] = ShapedArray(
+            (), dtypes.python_scalar_dtype(x), type(x) is not bool
+        )
+    return aval
 
 
 _aval_getters: dict[type, Callable[[Any], ShapedArray]] = {

@@ -171,14 +171,41 @@ def _place(args: Sequence[Any], what: str) -> tuple[Device, list[Any], list[Shap
     avals = []
     for x in args:
         if type(x) is not Array or x._device is not device:
-            x = to_device(x, device)
+            x = scalar_on_device(x, device) if is_host_scalar(x) else to_device(x, device)
         buffers.append(x._buffer)
         avals.append(x.aval)
     return device, buffers, avals
 
 
+# Host scalars that eager operations meet again and again (`x > 0`, `x * 0.5`) are put on
+# the device once. Device buffers are immutable and these never reach a donating call, so
+# sharing them is safe; the table is bounded.
+_scalar_cache: dict[tuple, Array] = {}
+_SCALAR_CACHE_SIZE = 512
+
+
+def is_host_scalar(x: Any) -> bool:
+    return isinstance(x, (bool, int, float, np.generic)) or (
+        isinstance(x, np.ndarray) and x.ndim == 0
+    )
+
+
+def scalar_on_device(x: Any, device: Device) -> Array:
+    aval = get_aval(x)
+    value = np.asarray(x, aval.dtype)
+    key = (device, aval.dtype, aval.weak_type, value.tobytes())
+    cached = _scalar_cache.get(key)
+    if cached is None or cached.is_deleted():
+        cached = device_put_numpy(value, device, weak_type=aval.weak_type)
+        if len(_scalar_cache) >= _SCALAR_CACHE_SIZE:
+            _scalar_cache.clear()
+        _scalar_cache[key] = cached
+    return cached
+
+
 def clear_caches() -> None:
     _eager_cache.clear()
+    _scalar_cache.clear()
 
 
 core.set_eager_dispatcher(apply_primitive)

@@ -75,25 +75,29 @@ _UPPER = _upper_sets()
 
 _TO_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
+# Read on every eager operation: a fast reader instead of config's attribute lookup.
+x64_enabled = config.reader("enable_x64")
+
 
 def canonicalize(dtype: Any) -> np.dtype:
     """The dtype ember computes in for ``dtype``: 64-bit kinds narrow unless x64 is on."""
-    dtype = np.dtype(dtype)
-    if not config.enable_x64:
+    if type(dtype) is not np.dtype:
+        dtype = np.dtype(dtype)
+    if not x64_enabled():
         return _TO_32.get(dtype, dtype)
     return dtype
 
 
 def default_int() -> np.dtype:
-    return int64 if config.enable_x64 else int32
+    return int64 if x64_enabled() else int32
 
 
 def default_float() -> np.dtype:
-    return float64 if config.enable_x64 else float32
+    return float64 if x64_enabled() else float32
 
 
 def default_complex() -> np.dtype:
-    return complex128 if config.enable_x64 else complex64
+    return complex128 if x64_enabled() else complex64
 
 
 def _weak_node(dtype: np.dtype) -> Any:
@@ -146,10 +150,25 @@ def is_python_scalar(value: Any) -> bool:
     return type(value) in (bool, int, float, complex)
 
 
+_subdtype_cache: dict[tuple, bool] = {}
+
+
 def issubdtype(dtype: Any, category: Any) -> bool:
+    # Memoised: np.issubdtype costs ~1 us and sits on the eager-dispatch path.
+    key = (dtype, category)
+    try:
+        return _subdtype_cache[key]
+    except (KeyError, TypeError):
+        pass
     if bfloat16 is not None and np.dtype(dtype) == np.dtype(bfloat16):
-        return category in (np.floating, np.inexact, np.number, np.generic)
-    return np.issubdtype(dtype, category)
+        result = category in (np.floating, np.inexact, np.number, np.generic)
+    else:
+        result = bool(np.issubdtype(dtype, category))
+    try:
+        _subdtype_cache[key] = result
+    except TypeError:
+        pass
+    return result
 
 
 def is_float(dtype: Any) -> bool:

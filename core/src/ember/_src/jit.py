@@ -20,6 +20,8 @@ from ember._src.dispatch import (
     CompiledComputation,
     common_device,
     compile_jaxpr,
+    is_host_scalar,
+    scalar_on_device,
     to_device,
 )
 from ember._src.interpreters.partial_eval import dce_jaxpr
@@ -79,6 +81,7 @@ class JitFunction:
         static_argnames: str | Sequence[str] | None = None,
         donate_argnums: int | Sequence[int] | None = None,
         device: Device | None = None,
+        inline: bool = False,
     ):
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
@@ -93,6 +96,7 @@ class JitFunction:
                 self._static_argnums += (position,)
         self._donate_argnums = _as_tuple(donate_argnums)
         self._device = device
+        self._inline = inline
         self._has_statics = bool(self._static_argnums or self._static_argnames)
         self._trace_cache: dict[tuple, _Traced] = {}
         self._exec_cache: dict[tuple, _Executable] = {}
@@ -115,6 +119,8 @@ class JitFunction:
         if _disable_jit():
             return self._fun(*args, **kwargs)
         at_top = core.eval_trace_is_current()
+        if self._inline and not at_top:  # under a trace, just trace the body in place
+            return self._fun(*args, **kwargs)
         if at_top and not kwargs and not self._has_statics:
             outs = self._call_flat_arrays(args)
             if outs is not _NOT_CACHED:
@@ -144,7 +150,7 @@ class JitFunction:
         for i, x in enumerate(leaves):
             if type(x) is not Array or x._device is not device:
                 leaf_aval(x, self._label(i))
-                x = to_device(x, device)
+                x = scalar_on_device(x, device) if is_host_scalar(x) else to_device(x, device)
             buffers.append(x._buffer)
             avals.append(x.aval)
         avals = tuple(avals)
@@ -348,8 +354,13 @@ def jit(
     static_argnames: str | Sequence[str] | None = None,
     donate_argnums: int | Sequence[int] | None = None,
     device: Device | None = None,
+    inline: bool = False,
 ) -> Any:
-    """Compile ``fun`` with XLA; usable as ``@jit`` or ``@jit(static_argnums=...)``."""
+    """Compile ``fun`` with XLA; usable as ``@jit`` or ``@jit(static_argnums=...)``.
+
+    ``inline=True`` compiles only when called eagerly; called while tracing, ``fun`` is traced
+    in place (no nested call in the jaxpr). ember.numpy uses it for composite functions.
+    """
     if fun is None:
         return functools.partial(
             jit,
@@ -357,6 +368,7 @@ def jit(
             static_argnames=static_argnames,
             donate_argnums=donate_argnums,
             device=device,
+            inline=inline,
         )
     return JitFunction(
         fun,
@@ -364,4 +376,5 @@ def jit(
         static_argnames=static_argnames,
         donate_argnums=donate_argnums,
         device=device,
+        inline=inline,
     )

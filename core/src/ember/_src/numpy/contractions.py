@@ -8,6 +8,7 @@ from typing import Any
 
 from ember._src import errors
 from ember._src.core import get_aval
+from ember._src.jit import jit
 from ember._src.numpy.manipulation import ravel
 from ember._src.numpy.util import (
     as_operand,
@@ -50,6 +51,12 @@ def _check_contracted(name: str, a: Any, b: Any, a_axis: int, b_axis: int) -> No
 
 def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     """The @ operator: batched matrix product with broadcast leading axes."""
+    if precision is None and preferred_element_type is None:
+        return _matmul_compiled(a, b)  # one compiled call when used eagerly
+    return _matmul(a, b, precision, preferred_element_type)
+
+
+def _matmul(a: Any, b: Any, precision: Any = None, preferred_element_type: Any = None) -> Any:
     a, b = _operands("matmul", a, b)
     a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
     if not a_shape or not b_shape:
@@ -73,6 +80,9 @@ def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any
         a, b, (((nb + 1,), (nb,)), (batch_dims, batch_dims)), precision, preferred_element_type
     )
     return result
+
+
+_matmul_compiled = jit(_matmul, inline=True)
 
 
 def tensordot(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
+from ember._src.jit import jit
 from ember._src.numpy.util import (
     as_operand,
     broadcast_args,
@@ -368,6 +370,11 @@ def where(condition: Any, x: Any = None, y: Any = None, /) -> Any:
             "where with one argument returns indices whose number depends on the data; use "
             f"ember.numpy.nonzero with a static size=, or pass both x and y{errors.where()}"
         )
+    return _where(condition, x, y)
+
+
+@functools.partial(jit, inline=True)
+def _where(condition: Any, x: Any, y: Any) -> Any:
     condition = cast(as_operand(condition), dtypes.bool_)
     x, y = promote_dtypes(x, y)
     condition, x, y = broadcast_args("where", condition, x, y)

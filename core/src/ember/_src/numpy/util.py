@@ -95,6 +95,14 @@ def prepare(name: str, *args: Any) -> list[Any]:
 
 
 def prepare_inexact(name: str, *args: Any) -> list[Any]:
+    # The common case, floating operands of one abstract value, needs no work.
+    first = getattr(args[0], "aval", None)
+    if (
+        type(first) is ShapedArray
+        and dtypes.is_inexact(first.dtype)
+        and all(getattr(a, "aval", None) == first for a in args[1:])
+    ):
+        return list(args)
     return broadcast_args(name, *promote_to_inexact(*args))
 
 
