@@ -211,15 +211,7 @@ def _conv_reference(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dila
     # Dilate the input, pad (negative padding crops), dilate the kernel.
     for i in range(n_spatial):
         axis = 2 + i
-        if lhs_dilation[i] > 1:
-            size = x.shape[axis]
-            dilated = np.zeros(
-                x.shape[:axis] + (_dilate(size, lhs_dilation[i]),) + x.shape[axis + 1 :], x.dtype
-            )
-            index = [slice(None)] * x.ndim
-            index[axis] = slice(None, None, lhs_dilation[i])
-            dilated[tuple(index)] = x
-            x = dilated
+        x = _dilate_array(x, axis, lhs_dilation[i])
         lo, hi = padding[i]
         widths = [(0, 0)] * x.ndim
         widths[axis] = (max(lo, 0), max(hi, 0))
@@ -227,15 +219,7 @@ def _conv_reference(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dila
         crop = [slice(None)] * x.ndim
         crop[axis] = slice(max(-lo, 0), x.shape[axis] - max(-hi, 0))
         x = x[tuple(crop)]
-        if rhs_dilation[i] > 1:
-            size = w.shape[axis]
-            dilated = np.zeros(
-                w.shape[:axis] + (_dilate(size, rhs_dilation[i]),) + w.shape[axis + 1 :], w.dtype
-            )
-            index = [slice(None)] * w.ndim
-            index[axis] = slice(None, None, rhs_dilation[i])
-            dilated[tuple(index)] = w
-            w = dilated
+        w = _dilate_array(w, axis, rhs_dilation[i])
     if batch_group_count != 1:
         groups, batch = batch_group_count, x.shape[0] // batch_group_count
         xs = [x[g * batch : (g + 1) * batch] for g in range(groups)]
@@ -249,6 +233,19 @@ def _conv_reference(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dila
         out = _conv_valid(x, w, window_strides, feature_group_count)
     out_dtype = preferred_element_type or lhs.dtype
     return np.transpose(out, np.argsort(dn.out_spec)).astype(out_dtype)
+
+
+def _dilate_array(x: np.ndarray, axis: int, dilation: int) -> np.ndarray:
+    """``x`` with ``dilation - 1`` zeros between neighbours along ``axis``."""
+    if dilation == 1:
+        return x
+    shape = list(x.shape)
+    shape[axis] = _dilate(shape[axis], dilation)
+    out = np.zeros(shape, x.dtype)
+    index = [slice(None)] * x.ndim
+    index[axis] = slice(None, None, dilation)
+    out[tuple(index)] = x
+    return out
 
 
 def _conv_valid(x: np.ndarray, w: np.ndarray, strides, groups: int) -> np.ndarray:

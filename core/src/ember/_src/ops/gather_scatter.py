@@ -396,16 +396,24 @@ def _gather_updates(ct, indices, updates_aval, operand_aval, dn, params):
     )
 
 
-@rules.def_jvp(scatter_add_p)
-def _scatter_add_jvp(primals, tangents, **params):
-    operand, indices, updates = primals
-    out = scatter_add_p.bind(operand, indices, updates, **params)
-    t_op, _, t_up = tangents
-    if type(t_op) is Zero and type(t_up) is Zero:
-        return out, Zero(get_aval(out))
-    t_op = zeros(get_aval(operand)) if type(t_op) is Zero else t_op
-    t_up = zeros(get_aval(updates)) if type(t_up) is Zero else t_up
-    return out, scatter_add_p.bind(t_op, indices, t_up, **params)
+def _def_scatter_jvp(primitive: Primitive) -> None:
+    """scatter_add is linear; scatter (replace) is too when indices are unique (JAX's
+    assumption): the tangent is the same scatter of the tangents."""
+
+    @rules.def_jvp(primitive)
+    def jvp(primals, tangents, **params):
+        operand, indices, updates = primals
+        out = primitive.bind(operand, indices, updates, **params)
+        t_op, _, t_up = tangents
+        if type(t_op) is Zero and type(t_up) is Zero:
+            return out, Zero(get_aval(out))
+        t_op = zeros(get_aval(operand)) if type(t_op) is Zero else t_op
+        t_up = zeros(get_aval(updates)) if type(t_up) is Zero else t_up
+        return out, primitive.bind(t_op, indices, t_up, **params)
+
+
+_def_scatter_jvp(scatter_add_p)
+_def_scatter_jvp(scatter_p)
 
 
 @rules.def_transpose(scatter_add_p)
@@ -422,18 +430,6 @@ def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers, 
 
 def _aval(x: Any) -> ShapedArray:
     return x.aval if is_undefined(x) else get_aval(x)
-
-
-@rules.def_jvp(scatter_p)
-def _scatter_jvp(primals, tangents, **params):
-    operand, indices, updates = primals
-    out = scatter_p.bind(operand, indices, updates, **params)
-    t_op, _, t_up = tangents
-    if type(t_op) is Zero and type(t_up) is Zero:
-        return out, Zero(get_aval(out))
-    t_op = zeros(get_aval(operand)) if type(t_op) is Zero else t_op
-    t_up = zeros(get_aval(updates)) if type(t_up) is Zero else t_up
-    return out, scatter_p.bind(t_op, indices, t_up, **params)
 
 
 @rules.def_transpose(scatter_p)
