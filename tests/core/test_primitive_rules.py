@@ -91,6 +91,17 @@ def _scatter(method):
     return lambda x, u: getattr(enp.asarray(x).at[_rows(x)], method)(u[:2])
 
 
+def _pool(computation, init, strided=False, padding="VALID"):
+    """A window of 2 along the leading axis (strided or not)."""
+
+    def pool(x):
+        window = (2,) + (1,) * (x.ndim - 1)
+        strides = window if strided else (1,) * x.ndim
+        return lax.reduce_window(x, init, computation, window, strides, padding)
+
+    return pool
+
+
 def _conv(x, w):
     """A 1-D convolution over the trailing axis, with batch and features of one."""
     x1 = lax.reshape(x, (1, 1, x.size))
@@ -188,6 +199,9 @@ CASES = {
     "dynamic_update_slice": (_dynamic_update_slice, [ANY, ANY], True),
     "gather": (_gather, [ANY], True),
     "conv_general_dilated": (_conv, [ANY, ANY], True),
+    "reduce_window_sum": (_pool(lax.add, 0.0, strided=True), [ANY], True),
+    "reduce_window_max": (_pool(lax.max, -np.inf, padding="SAME"), [ANY], True),
+    "reduce_window_min": (_pool(lax.min, np.inf), [ANY], True),
     "fft": (lambda x: lax.fft(x, "FFT", x.shape[-1:]), [c64], True),
     "sort": (lambda x, y: lax.sort((x, y), 0, num_keys=1)[1], [ANY, ANY], True),
     "scatter": (_scatter("set"), [ANY, ANY], True),

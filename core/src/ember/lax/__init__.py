@@ -110,6 +110,7 @@ from ember._src.ops.reduce import (
     reduce_or as reduce_or,
     reduce_prod as reduce_prod,
 )
+from ember._src.ops.reduce_window import reduce_window as reduce_window
 from ember._src.ops.shape import (
     broadcast_in_dim as broadcast_in_dim,
     concatenate as concatenate,
