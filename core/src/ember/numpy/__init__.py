@@ -30,6 +30,13 @@ from ember._src.numpy.creation import (
     zeros as zeros,
     zeros_like as zeros_like,
 )
+from ember._src.numpy.dtype_functions import (
+    can_cast as can_cast,
+    finfo as finfo,
+    iinfo as iinfo,
+    promote_types as promote_types,
+    result_type as result_type,
+)
 from ember._src.numpy.elementwise import (
     abs as abs,
     absolute as absolute,
@@ -183,7 +190,7 @@ from ember._src.numpy.sorting import (
     sort as sort,
 )
 from ember._src.runtime.array import Array as ndarray
-from ember.numpy import fft as fft
+from ember.numpy import fft as fft, linalg as linalg
 
 bool_ = _np.bool_
 int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
@@ -195,17 +202,6 @@ if _dtypes.bfloat16 is not None:
 dtype = _np.dtype
 float_ = float64
 pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, None
-finfo, iinfo = _np.finfo, _np.iinfo
 issubdtype = _dtypes.issubdtype
 
-
-def result_type(*args):
-    """The dtype ember's promotion rules give for combining ``args``."""
-    from ember._src.core import get_aval as _get_aval  # noqa: PLC0415 - keeps namespace clean
-
-    avals = [_get_aval(a) if not isinstance(a, (type, _np.dtype, str)) else None for a in args]
-    pairs = [
-        (a.dtype, a.weak_type) if a is not None else (_dtypes.canonicalize(_np.dtype(x)), False)
-        for a, x in zip(avals, args)
-    ]
-    return _dtypes.promote(pairs)[0]
+__array_api_version__ = "2024.12"

@@ -5,6 +5,7 @@ Both classes get the same set, so code behaves the same eagerly and under a tran
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -107,6 +108,13 @@ _METHODS = {
 }
 
 
+def _array_namespace(self: Any, /, *, api_version: str | None = None) -> Any:
+    """The array-API namespace of ember arrays: ``ember.numpy``."""
+    if api_version not in (None, "2024.12", "2023.12", "2022.12"):
+        raise ValueError(f"unsupported array API version {api_version!r}")
+    return sys.modules["ember.numpy"]
+
+
 def install(cls: type) -> None:
     for name, fn in _BINARY.items():
         setattr(cls, f"__{name}__", _defer(fn))
@@ -115,6 +123,7 @@ def install(cls: type) -> None:
         setattr(cls, f"__{name}__", _defer(fn))
     for name, fn in _METHODS.items():
         setattr(cls, name, fn)
+    cls.__array_namespace__ = _array_namespace
     cls.at = property(IndexUpdateHelper, doc="Functional updates: x.at[idx].set(v), .add(v), ...")
     # Defining __eq__ would otherwise make instances unhashable implicitly; keep that explicit.
     cls.__hash__ = Tracer.__hash__ if cls is Tracer else None
