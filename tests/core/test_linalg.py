@@ -59,3 +59,32 @@ def test_gradients_and_jit():
 def test_shape_errors():
     with pytest.raises(np.linalg.LinAlgError, match="square"):
         enp.linalg.inv(B)
+
+
+TALL = rng.normal(size=(5, 3)).astype(np.float32)
+SYM = (A + A.T).astype(np.float32)
+
+
+def test_qr_eigh_svd():
+    q, r = enp.linalg.qr(TALL)
+    assert_close(np.asarray(q) @ np.asarray(r), TALL, rtol=1e-4, atol=1e-5)
+    assert_close(np.asarray(q).T @ np.asarray(q), np.eye(3), atol=1e-5)
+    assert_close(np.abs(np.asarray(r)), np.abs(np.linalg.qr(TALL)[1]), rtol=1e-4, atol=1e-4)
+    w, v = enp.linalg.eigh(SYM)
+    assert_close(w, np.linalg.eigvalsh(SYM), rtol=1e-4, atol=1e-4)
+    assert_close(SYM @ np.asarray(v), np.asarray(v) * np.asarray(w), atol=1e-4)
+    u, s, vh = enp.linalg.svd(A)
+    assert_close(s, np.linalg.svd(A, compute_uv=False), rtol=1e-4, atol=1e-5)
+    assert_close((np.asarray(u) * np.asarray(s)) @ np.asarray(vh), A, atol=1e-4)
+    assert_close(enp.linalg.svdvals(TALL.T), np.linalg.svd(TALL.T, compute_uv=False), atol=1e-4)
+    assert_close(enp.linalg.pinv(TALL), np.linalg.pinv(TALL), rtol=1e-3, atol=1e-4)
+    rank_one = np.outer(np.arange(1.0, 6.0), np.arange(1.0, 4.0)).astype(np.float32)
+    assert int(enp.linalg.matrix_rank(rank_one)) == 1 and int(enp.linalg.matrix_rank(TALL)) == 3
+    assert_close(enp.linalg.matrix_norm(A, ord=2), np.linalg.norm(A, 2), rtol=1e-4)
+
+
+def test_eigh_gradient_is_analytic():
+    # d(largest eigenvalue)/dA = v v^T for its eigenvector v
+    g = np.asarray(ember.grad(lambda m: enp.linalg.eigvalsh(m)[-1])(SYM))
+    top = np.linalg.eigh(SYM)[1][:, -1]
+    assert_close(g, np.outer(top, top), rtol=1e-3, atol=1e-4)

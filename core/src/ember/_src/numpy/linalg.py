@@ -5,8 +5,9 @@ into one XLA loop each and differentiate through reverse-mode like any ``scan``)
 
 - LU with partial pivoting backs ``solve``, ``inv``, ``det`` and ``slogdet``;
 - ``cholesky`` is the column-by-column Cholesky–Banachiewicz recurrence;
-- ``qr`` is Householder's; ``eigh`` is cyclic Jacobi (rotations until the off-diagonal part
-  vanishes, a fixed number of sweeps); ``svd`` is one-sided Jacobi.
+- ``qr`` is Householder's; ``eigh`` is cyclic Jacobi (a fixed number of sweeps, far past
+  convergence) with the analytic derivative (a custom_jvp); ``svd`` is one-sided (Hestenes)
+  Jacobi, so small singular values stay accurate.
 
 Stacks of matrices (leading batch axes) are handled by ``vmap``. These are exact algorithms,
 not approximations, but not LAPACK: the CPU plugin may later override them with LAPACK
@@ -24,7 +25,9 @@ from ember._src.api import vmap
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.contractions import matmul
+from ember._src.numpy.sorting import argsort
 from ember._src.ops.control_flow.loops import fori_loop
+from ember._src.ops.custom_derivatives import custom_jvp
 
 # --------------------------------------------------------------------------------------------
 # Helpers
@@ -327,7 +330,209 @@ def matrix_transpose(x: Any, /) -> Any:
 
 
 def svdvals(x: Any) -> Any:
-    raise NotImplementedError(
-        f"singular values (svd, svdvals, matrix_norm ord=2/nuc) are not available yet"
-        f"{errors.where()}"
-    )
+    return svd(x, compute_uv=False)
+
+
+def pinv(a: Any, rtol: Any = None, hermitian: bool = False) -> Any:
+    a = _float_matrix(a, "pinv", square=False)
+    m, n = get_aval(a).shape[-2:]
+    u, s, vh = svd(a, full_matrices=False)
+    if rtol is None:
+        rtol = max(m, n) * float(dtypes.finfo(get_aval(s).dtype).eps)
+    cutoff = reductions.max(s, axis=-1, keepdims=True) * np.asarray(rtol, get_aval(s).dtype)
+    inverse = enp.where(enp.greater(s, cutoff), 1.0 / enp.where(enp.greater(s, 0), s, 1.0), 0.0)
+    inverse = inverse.astype(get_aval(s).dtype)
+    return matmul(matrix_transpose(vh) * inverse[..., None, :], matrix_transpose(u))
+
+
+def matrix_rank(a: Any, rtol: Any = None, tol: Any = None) -> Any:
+    a = _float_matrix(a, "matrix_rank", square=False)
+    s = svdvals(a)
+    m, n = get_aval(a).shape[-2:]
+    if tol is None:
+        rtol = max(m, n) * float(dtypes.finfo(get_aval(s).dtype).eps) if rtol is None else rtol
+        threshold = reductions.max(s, axis=-1, keepdims=True) * np.asarray(rtol, get_aval(s).dtype)
+    else:
+        threshold = np.asarray(tol, get_aval(s).dtype)
+    return reductions.sum(enp.greater(s, threshold), axis=-1, dtype=np.int32)
+
+
+# --------------------------------------------------------------------------------------------
+# QR (Householder)
+
+
+def _qr_single(a: Any) -> tuple[Any, Any]:
+    m, n = get_aval(a).shape
+    k = min(m, n)
+    dtype = get_aval(a).dtype
+    rows = _iota(m)
+
+    def step(j, state):
+        q, r = state
+        x = enp.where(enp.greater_equal(rows, j), r[:, j], 0.0).astype(dtype)
+        norm_x = enp.sqrt(reductions.sum(enp.real(x * enp.conjugate(x))))
+        lead = r[j, j]
+        sign = enp.where(enp.equal(lead, 0), 1.0, lead / enp.abs(lead)).astype(dtype)
+        alpha = -sign * norm_x
+        v = x - enp.where(enp.equal(rows, j), alpha, 0.0).astype(dtype)
+        v_norm = enp.sqrt(reductions.sum(enp.real(v * enp.conjugate(v))))
+        v = enp.where(enp.equal(v_norm, 0), 0.0, v / enp.where(enp.equal(v_norm, 0), 1.0, v_norm))
+        v = v.astype(dtype)
+        r = r - 2.0 * v[:, None] * matmul(enp.conjugate(v), r)[None, :]
+        q = q - 2.0 * matmul(q, v)[:, None] * enp.conjugate(v)[None, :]
+        return q, r
+
+    q, r = fori_loop(0, k, step, (_eye(m, dtype), a))
+    r = enp.where(enp.greater(rows[:, None], _iota(n)[None, :]), 0.0, r).astype(dtype)
+    return q[:, :k], r[:k]
+
+
+def qr(a: Any, mode: str = "reduced") -> Any:
+    """Householder QR: ``a = q @ r``; ``mode`` is "reduced", "complete" or "r"."""
+    a = _float_matrix(a, "qr", square=False)
+    if mode == "complete":
+        m, n = get_aval(a).shape[-2:]
+        if m > n:
+            raise NotImplementedError("qr(mode='complete') for tall matrices")
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+    q, r = _batched(_qr_single, a)
+    return r if mode == "r" else (q, r)
+
+
+# --------------------------------------------------------------------------------------------
+# eigh (cyclic Jacobi) and the SVD built on it
+
+_JACOBI_SWEEPS = 12  # quadratic convergence: float32 is converged well before this
+
+
+def _eigh_single(a: Any) -> tuple[Any, Any]:
+    n = get_aval(a).shape[0]
+    dtype = get_aval(a).dtype
+    if dtype.kind == "c":
+        raise NotImplementedError("eigh of complex Hermitian matrices")
+    a = (a + manipulation.swapaxes(a, 0, 1)) * np.asarray(0.5, dtype)  # use the symmetric part
+    if n == 1:
+        return manipulation.reshape(a, (1,)), creation.ones((1, 1), dtype)
+    pairs = np.array([(p, q) for p in range(n) for q in range(p + 1, n)], np.int32)
+    schedule_p = np.tile(pairs[:, 0], _JACOBI_SWEEPS)
+    schedule_q = np.tile(pairs[:, 1], _JACOBI_SWEEPS)
+    sp, sq = creation.asarray(schedule_p), creation.asarray(schedule_q)
+    one = np.asarray(1.0, dtype)
+
+    def rotate(i, state):
+        m, v = state
+        p, q = sp[i], sq[i]
+        app, aqq, apq = m[p, p], m[q, q], m[p, q]
+        tiny = enp.abs(apq) <= np.asarray(np.finfo(dtype).tiny, dtype)
+        safe_apq = enp.where(tiny, one, apq)
+        theta = (aqq - app) / (2.0 * safe_apq)
+        t = enp.sign(theta) / (enp.abs(theta) + enp.sqrt(theta * theta + one))
+        t = enp.where(enp.equal(theta, 0), one, t)
+        c = enp.where(tiny, one, one / enp.sqrt(t * t + one))
+        s = enp.where(tiny, np.asarray(0.0, dtype), t * c)
+        # m <- J^T m J with J the rotation in the (p, q) plane
+        row_p, row_q = m[p], m[q]
+        m = m.at[p].set(c * row_p - s * row_q).at[q].set(s * row_p + c * row_q)
+        col_p, col_q = m[:, p], m[:, q]
+        m = m.at[:, p].set(c * col_p - s * col_q).at[:, q].set(s * col_p + c * col_q)
+        vp, vq = v[:, p], v[:, q]
+        v = v.at[:, p].set(c * vp - s * vq).at[:, q].set(s * vp + c * vq)
+        return m, v
+
+    m, v = fori_loop(0, len(schedule_p), rotate, (a, _eye(n, dtype)))
+    values = _diag(m)
+    order = argsort(values)
+    return values[order], v[:, order]
+
+
+@custom_jvp
+def _eigh_differentiable(a: Any) -> tuple[Any, Any]:
+    return _eigh_single(a)
+
+
+@_eigh_differentiable.defjvp
+def _eigh_jvp(primals, tangents):
+    """dw_i = v_i^T dA v_i; dV = V (F * V^T dA V), F_ij = 1 / (w_j - w_i) off the diagonal.
+    (Differentiating through the Jacobi rotations instead would divide by vanishing
+    off-diagonal entries.)"""
+    (a,), (da,) = primals, tangents
+    w, v = _eigh_single(a)
+    da = (da + matrix_transpose(da)) * np.asarray(0.5, get_aval(da).dtype)
+    vdv = matmul(matrix_transpose(v), matmul(da, v))
+    gaps = w[None, :] - w[:, None]
+    same = enp.equal(gaps, 0)
+    f = enp.where(same, 0.0, 1.0 / enp.where(same, 1.0, gaps)).astype(get_aval(w).dtype)
+    dw = _diag(vdv)
+    dv = matmul(v, f * vdv)
+    return (w, v), (dw, dv)
+
+
+def eigh(a: Any, UPLO: str = "L", symmetrize_input: bool = True) -> tuple[Any, Any]:
+    """Eigenvalues (ascending) and eigenvectors (columns) of symmetric matrices."""
+    a = _float_matrix(a, "eigh")
+    return _batched(_eigh_differentiable, a)
+
+
+def eigvalsh(a: Any, UPLO: str = "L") -> Any:
+    return eigh(a, UPLO)[0]
+
+
+def _svd_single(a: Any) -> tuple[Any, Any, Any]:
+    """One-sided (Hestenes) Jacobi on a tall matrix: rotate column pairs until orthogonal;
+    the column norms are the singular values (small ones accurate to working precision)."""
+    m, n = get_aval(a).shape
+    dtype = get_aval(a).dtype
+    one = np.asarray(1.0, dtype)
+    if n == 1:
+        norm_ = enp.sqrt(reductions.sum(a * a))
+        safe = enp.where(enp.greater(norm_, 0), norm_, one)
+        return a / safe, manipulation.reshape(norm_, (1,)), creation.ones((1, 1), dtype)
+    pairs = np.array([(p, q) for p in range(n) for q in range(p + 1, n)], np.int32)
+    sp = creation.asarray(np.tile(pairs[:, 0], _JACOBI_SWEEPS))
+    sq = creation.asarray(np.tile(pairs[:, 1], _JACOBI_SWEEPS))
+
+    def rotate(i, state):
+        u, v = state
+        p, q = sp[i], sq[i]
+        up, uq = u[:, p], u[:, q]
+        alpha, beta, gamma = (
+            reductions.sum(up * up),
+            reductions.sum(uq * uq),
+            reductions.sum(up * uq),
+        )
+        tiny = enp.abs(gamma) <= np.asarray(np.finfo(dtype).tiny, dtype)
+        zeta = (beta - alpha) / (2.0 * enp.where(tiny, one, gamma))
+        t = enp.sign(zeta) / (enp.abs(zeta) + enp.sqrt(one + zeta * zeta))
+        t = enp.where(enp.equal(zeta, 0), one, t)
+        c = enp.where(tiny, one, one / enp.sqrt(one + t * t))
+        s = enp.where(tiny, np.asarray(0.0, dtype), c * t)
+        u = u.at[:, p].set(c * up - s * uq).at[:, q].set(s * up + c * uq)
+        vp, vq = v[:, p], v[:, q]
+        v = v.at[:, p].set(c * vp - s * vq).at[:, q].set(s * vp + c * vq)
+        return u, v
+
+    u, v = fori_loop(0, int(sp.shape[0]), rotate, (a, _eye(n, dtype)))
+    sigma = enp.sqrt(reductions.sum(u * u, axis=0))
+    order = argsort(-sigma)
+    sigma, u, v = sigma[order], u[:, order], v[:, order]
+    safe = enp.where(enp.greater(sigma, 0), sigma, one).astype(dtype)
+    return u / safe[None, :], sigma, matrix_transpose(v)
+
+
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """Singular values (descending) and vectors by one-sided Jacobi rotations."""
+    a = _float_matrix(a, "svd", square=False)
+    if get_aval(a).dtype.kind == "c":
+        raise NotImplementedError("svd of complex matrices")
+    m, n = get_aval(a).shape[-2:]
+    if m < n:
+        result = svd(matrix_transpose(a), full_matrices, compute_uv)
+        if not compute_uv:
+            return result
+        u, s, vh = result
+        return matrix_transpose(vh), s, matrix_transpose(u)
+    if full_matrices and m != n and compute_uv:
+        raise NotImplementedError("svd(full_matrices=True) for non-square matrices")
+    u, s, vh = _batched(_svd_single, a)
+    return (u, s, vh) if compute_uv else s
