@@ -9,6 +9,7 @@ from ember import (
     errors as errors,
     lax as lax,
     numpy as numpy,
+    sharding as sharding,
     tree_util as tree_util,
 )
 from ember._src import dispatch as _dispatch  # installs the eager dispatcher
@@ -27,6 +28,7 @@ from ember._src.api import (
     local_device_count as local_device_count,
     local_devices as local_devices,
     make_jaxpr as make_jaxpr,
+    make_mesh as make_mesh,
     process_index as process_index,
     value_and_grad as value_and_grad,
     vjp as vjp,

@@ -27,6 +27,7 @@ from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.ir import ClosedJaxpr
 from ember._src.ops.shape import broadcast_in_dim, move_axis
 from ember._src.plugin import manager
+from ember._src.runtime import mesh as mesh_module
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Device
 from ember._src.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
@@ -438,6 +439,21 @@ def default_backend() -> str:
 
 def process_index() -> int:
     return manager.default_backend().process_index()
+
+
+def make_mesh(
+    axis_shapes: Sequence[int], axis_names: Sequence[str], *, devices: Sequence[Device] | None
+    = None,
+) -> Any:  # fmt: skip
+    """A ``Mesh`` of ``axis_shapes`` named ``axis_names`` over ``devices`` (default: every
+    device of the default backend)."""
+    return mesh_module.make_mesh(
+        axis_shapes, axis_names, devices=devices if devices is not None else list(devices_fn())
+    )
+
+
+def devices_fn() -> list[Device]:
+    return manager.default_backend().devices()
 
 
 def device_put(x: Any, device: Any = None) -> Any:

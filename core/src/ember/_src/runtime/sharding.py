@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ember._src import errors
 from ember._src.runtime.backend import Device
 
 
@@ -77,3 +80,145 @@ class SingleDeviceSharding(Sharding):
 
     def __repr__(self) -> str:
         return f"SingleDeviceSharding(device={self._device!r})"
+
+
+# --------------------------------------------------------------------------------------------
+# Named shardings over a mesh
+
+
+class PartitionSpec(tuple):
+    """How each dimension of an array is split over mesh axes: an entry per dimension that is
+    None (not split), an axis name, or a tuple of axis names (split over their product).
+    Trailing dimensions without an entry are not split."""
+
+    def __new__(cls, *entries: Any) -> PartitionSpec:
+        normalized = []
+        for entry in entries:
+            if entry is None or isinstance(entry, str):
+                normalized.append(entry)
+            elif isinstance(entry, (tuple, list)) and all(isinstance(e, str) for e in entry):
+                normalized.append(tuple(entry) if len(entry) != 1 else entry[0])
+            else:
+                raise TypeError(
+                    f"PartitionSpec entries are None, an axis name or a tuple of names, got "
+                    f"{entry!r}"
+                )
+        return super().__new__(cls, normalized)
+
+    def __repr__(self) -> str:
+        return "PartitionSpec(" + ", ".join(repr(e) for e in self) + ")"
+
+    def axes_of(self, dim: int) -> tuple[str, ...]:
+        """The mesh axes dimension ``dim`` is split over (empty if none)."""
+        if dim >= len(self) or self[dim] is None:
+            return ()
+        entry = self[dim]
+        return (entry,) if isinstance(entry, str) else tuple(entry)
+
+
+class NamedSharding(Sharding):
+    """An array laid out over a ``Mesh`` as a ``PartitionSpec`` says."""
+
+    __slots__ = ("mesh", "spec", "_memory_kind", "_key")
+
+    def __init__(self, mesh: Any, spec: Any, *, memory_kind: str | None = None):
+        spec = spec if isinstance(spec, PartitionSpec) else PartitionSpec(*spec)
+        used: list[str] = []
+        for dim in range(len(spec)):
+            for name in spec.axes_of(dim):
+                if name not in mesh.axis_names:
+                    raise ValueError(
+                        f"PartitionSpec {spec} names axis {name!r}, which the mesh does not have "
+                        f"(its axes are {mesh.axis_names}){errors.where()}"
+                    )
+                if name in used:
+                    raise ValueError(
+                        f"PartitionSpec {spec} uses mesh axis {name!r} twice{errors.where()}"
+                    )
+                used.append(name)
+        self.mesh = mesh
+        self.spec = spec
+        self._memory_kind = memory_kind
+        entries = list(spec)
+        while entries and entries[-1] is None:  # P("x") and P("x", None) mean the same
+            entries.pop()
+        self._key = (mesh, tuple(entries), memory_kind)
+
+    @property
+    def memory_kind(self) -> str | None:
+        return self._memory_kind
+
+    @property
+    def device_set(self) -> set[Device]:
+        return set(self.mesh.device_list)
+
+    @property
+    def num_devices(self) -> int:
+        return self.mesh.size
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return all(not self.spec.axes_of(d) for d in range(len(self.spec)))
+
+    def _factors(self, ndim: int) -> list[int]:
+        if len(self.spec) > ndim:
+            raise ValueError(
+                f"PartitionSpec {self.spec} has {len(self.spec)} entries for an array of rank "
+                f"{ndim}{errors.where()}"
+            )
+        return [
+            int(np.prod([self.mesh.axis_size(a) for a in self.spec.axes_of(d)], dtype=np.int64))
+            for d in range(ndim)
+        ]
+
+    def shard_shape(self, global_shape: tuple[int, ...]) -> tuple[int, ...]:
+        shape = []
+        for d, (size, factor) in enumerate(zip(global_shape, self._factors(len(global_shape)))):
+            if size % factor:
+                axes = self.spec.axes_of(d)
+                raise ValueError(
+                    f"dimension {d} of size {size} is not divisible by mesh axes {axes} of total "
+                    f"size {factor} (sharding {self.spec}){errors.where()}"
+                )
+            shape.append(size // factor)
+        return tuple(shape)
+
+    def addressable_devices_indices_map(self, global_shape: tuple[int, ...]) -> dict[Device, Any]:
+        shard = self.shard_shape(global_shape)
+        names = self.mesh.axis_names
+        result = {}
+        for position in np.ndindex(*self.mesh.devices.shape):
+            coordinate = dict(zip(names, position))
+            index = []
+            for d in range(len(global_shape)):
+                block = 0
+                for axis in self.spec.axes_of(d):  # major to minor, in the listed order
+                    block = block * self.mesh.axis_size(axis) + coordinate[axis]
+                index.append(slice(block * shard[d], (block + 1) * shard[d]))
+            result[self.mesh.devices[position]] = tuple(index)
+        return result
+
+    def hlo_sharding(self, ndim: int) -> str:
+        """The GSPMD sharding string, device ids being positions in the mesh's device list."""
+        if self.is_fully_replicated:
+            return "{replicated}"
+        names = list(self.mesh.axis_names)
+        order = [a for d in range(ndim) for a in self.spec.axes_of(d)]
+        unused = [a for a in names if a not in order]
+        positions = np.arange(self.mesh.size).reshape(self.mesh.devices.shape)
+        permuted = np.transpose(positions, [names.index(a) for a in order + unused])
+        tiles = self._factors(ndim)
+        replicate = int(np.prod([self.mesh.axis_size(a) for a in unused], dtype=np.int64))
+        dims = tiles + ([replicate] if replicate > 1 else [])
+        ids = ",".join(str(i) for i in permuted.reshape(-1))
+        suffix = " last_tile_dim_replicate" if replicate > 1 else ""
+        return f"{{devices=[{','.join(str(t) for t in dims)}]{ids}{suffix}}}"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NamedSharding) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __repr__(self) -> str:
+        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
