@@ -168,6 +168,26 @@ from ember._src.numpy.manipulation import (
     transpose as transpose,
     vstack as vstack,
 )
+from ember._src.numpy.more import (
+    copysign as copysign,
+    cumulative_sum as cumulative_sum,
+    deg2rad as deg2rad,
+    degrees as degrees,
+    heaviside as heaviside,
+    hypot as hypot,
+    intersect1d as intersect1d,
+    isin as isin,
+    kron as kron,
+    logaddexp2 as logaddexp2,
+    rad2deg as rad2deg,
+    radians as radians,
+    setdiff1d as setdiff1d,
+    signbit as signbit,
+    sinc as sinc,
+    tril as tril,
+    triu as triu,
+    union1d as union1d,
+)
 from ember._src.numpy.reductions import (
     all as all,
     amax as amax,

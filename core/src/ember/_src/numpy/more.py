@@ -1,0 +1,190 @@
+"""More of NumPy's everyday surface: triangles, Kronecker products, sign and angle helpers,
+set operations (with JAX's static ``size=`` under jit) and the array API's cumulative_sum."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember._src import dtypes, errors
+from ember._src.core import Tracer, get_aval
+from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
+from ember._src.numpy.extras import unique
+from ember._src.numpy.sorting import cumsum
+from ember._src.numpy.util import promote_dtypes
+from ember._src.ops.bits import bitcast_convert_type
+
+
+def _inexact(x: Any) -> Any:
+    x = creation.asarray(x)
+    return (
+        x
+        if dtypes.is_inexact(get_aval(x).dtype)
+        else manipulation.astype(x, dtypes.default_float())
+    )
+
+
+def _triangle(m: Any, k: int, lower: bool) -> Any:
+    m = creation.asarray(m)
+    rows, cols = get_aval(m).shape[-2:]
+    i = np.arange(rows)[:, None]
+    j = np.arange(cols)[None, :]
+    keep = (j - i <= k) if lower else (j - i >= k)
+    return enp.where(keep, m, np.zeros((), get_aval(m).dtype))
+
+
+def tril(m: Any, k: int = 0) -> Any:
+    return _triangle(m, k, lower=True)
+
+
+def triu(m: Any, k: int = 0) -> Any:
+    return _triangle(m, k, lower=False)
+
+
+def kron(a: Any, b: Any) -> Any:
+    a, b = promote_dtypes(creation.asarray(a), creation.asarray(b))
+    ndim = max(get_aval(a).ndim, get_aval(b).ndim)
+    a = manipulation.reshape(a, (1,) * (ndim - get_aval(a).ndim) + get_aval(a).shape)
+    b = manipulation.reshape(b, (1,) * (ndim - get_aval(b).ndim) + get_aval(b).shape)
+    sa, sb = get_aval(a).shape, get_aval(b).shape
+    # a[i] * b[j] laid out as a (n_a, n_b) block per axis, then merged
+    a_exp = manipulation.reshape(a, tuple(d for s in sa for d in (s, 1)))
+    b_exp = manipulation.reshape(b, tuple(d for s in sb for d in (1, s)))
+    return manipulation.reshape(a_exp * b_exp, tuple(x * y for x, y in zip(sa, sb)))
+
+
+def copysign(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = promote_dtypes(_inexact(x1), _inexact(x2))
+    negative = signbit(x2)
+    magnitude = enp.abs(x1)
+    return enp.where(negative, enp.negative(magnitude), magnitude)
+
+
+def signbit(x: Any, /) -> Any:
+    x = creation.asarray(x)
+    dtype = get_aval(x).dtype
+    if dtype.kind in "uib":
+        return enp.less(x, 0)
+    # the sign bit itself, so that -0.0 and -nan count as negative
+    return enp.less(bitcast_convert_type(x, np.dtype(f"i{dtype.itemsize}")), 0)
+
+
+def hypot(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = promote_dtypes(_inexact(x1), _inexact(x2))
+    a, b = enp.abs(x1), enp.abs(x2)
+    big, small = enp.maximum(a, b), enp.minimum(a, b)
+    safe = enp.where(enp.equal(big, 0), np.ones((), get_aval(big).dtype), big)
+    ratio = small / safe
+    return big * enp.sqrt(1 + ratio * ratio)
+
+
+def heaviside(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = promote_dtypes(_inexact(x1), _inexact(x2))
+    zero = np.zeros((), get_aval(x1).dtype)
+    one = np.ones((), get_aval(x1).dtype)
+    return enp.where(enp.less(x1, 0), zero, enp.where(enp.greater(x1, 0), one, x2))
+
+
+def sinc(x: Any, /) -> Any:
+    x = _inexact(x)
+    pi_x = x * np.asarray(np.pi, get_aval(x).dtype)
+    safe = enp.where(enp.equal(x, 0), np.ones((), get_aval(x).dtype), pi_x)
+    return enp.where(enp.equal(x, 0), np.ones((), get_aval(x).dtype), enp.sin(safe) / safe)
+
+
+def deg2rad(x: Any, /) -> Any:
+    x = _inexact(x)
+    return x * np.asarray(np.pi / 180, get_aval(x).dtype)
+
+
+def rad2deg(x: Any, /) -> Any:
+    x = _inexact(x)
+    return x * np.asarray(180 / np.pi, get_aval(x).dtype)
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def logaddexp2(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = promote_dtypes(_inexact(x1), _inexact(x2))
+    ln2 = np.asarray(np.log(2), get_aval(x1).dtype)
+    return enp.logaddexp(x1 * ln2, x2 * ln2) / ln2
+
+
+def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None,
+                   include_initial: bool = False) -> Any:  # fmt: skip
+    """The array API's cumulative sum (``include_initial`` prepends the zero)."""
+    x = creation.asarray(x)
+    if axis is None:
+        if get_aval(x).ndim > 1:
+            raise ValueError(f"cumulative_sum needs axis= for arrays of rank > 1{errors.where()}")
+        axis = 0
+    out = cumsum(x, axis=axis, dtype=dtype)
+    if include_initial:
+        shape = list(get_aval(out).shape)
+        shape[axis] = 1
+        out = manipulation.concatenate(
+            [creation.zeros(tuple(shape), get_aval(out).dtype), out], axis=axis
+        )
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Set operations (sorted, unique results; ``size=`` pads to a static length under jit)
+
+
+def isin(element: Any, test_elements: Any, invert: bool = False) -> Any:
+    element, test = creation.asarray(element), creation.asarray(test_elements)
+    flat = manipulation.reshape(test, (get_aval(test).size,))
+    matches = enp.equal(manipulation.expand_dims(element, -1), flat)
+    found = reductions.any(matches, axis=-1)
+    return enp.logical_not(found) if invert else found
+
+
+def _needs_size(x: Any, size: Any, what: str) -> None:
+    if size is None and isinstance(x, Tracer):
+        raise errors.ConcretizationTypeError(
+            f"{what} of a traced array has a value-dependent shape; pass size=...{errors.where()}"
+        )
+
+
+def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+    joined = manipulation.concatenate(
+        [manipulation.ravel(creation.asarray(ar1)), manipulation.ravel(creation.asarray(ar2))]
+    )
+    _needs_size(joined, size, "union1d")
+    return unique(joined, size=size, fill_value=fill_value)
+
+
+def intersect1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+    a = manipulation.ravel(creation.asarray(ar1))
+    _needs_size(a, size, "intersect1d")
+    present = isin(a, ar2)
+    return _masked_unique(a, present, size, fill_value)
+
+
+def setdiff1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+    a = manipulation.ravel(creation.asarray(ar1))
+    _needs_size(a, size, "setdiff1d")
+    return _masked_unique(a, isin(a, ar2, invert=True), size, fill_value)
+
+
+def _masked_unique(a: Any, keep: Any, size: Any, fill_value: Any) -> Any:
+    if size is None:
+        values = np.asarray(a)[np.asarray(keep)]
+        return unique(creation.asarray(values))
+    # Push the dropped values past every kept one, then take the unique leading part.
+    dtype = get_aval(a).dtype
+    top = np.asarray(
+        dtypes.finfo(dtype).max if dtypes.is_inexact(dtype) else np.iinfo(dtype).max, dtype
+    )
+    staged = enp.where(keep, a, top)
+    count = reductions.sum(keep, dtype=np.int32)
+    uniques = unique(staged, size=size, fill_value=top)
+    has_top = reductions.any(enp.logical_and(keep, enp.equal(a, top)))
+    n_unique = reductions.sum(enp.not_equal(uniques, top), dtype=np.int32)
+    valid = enp.less(creation.arange(size, dtype=np.int32), n_unique + has_top.astype(np.int32))
+    valid = enp.logical_and(valid, enp.greater(count, 0))
+    fill = uniques[0] if fill_value is None else fill_value
+    return enp.where(valid, uniques, np.asarray(fill, dtype) if fill_value is not None else fill)

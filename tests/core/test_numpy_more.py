@@ -1,0 +1,56 @@
+"""Triangles, kron, sign/angle helpers, cumulative_sum and set operations against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as enp
+
+rng = np.random.default_rng(0)
+X = rng.normal(size=(4, 5)).astype(np.float32)
+Y = rng.normal(size=(4, 5)).astype(np.float32)
+A = np.array([5, 1, 3, 3, 7])
+B = np.array([3, 4, 5, 9])
+SIGNED_ZEROS = np.array([-0.0, 0.0, -1.0, 2.0], np.float32)
+
+CASES = {
+    "tril": lambda m: m.tril(X, 1),
+    "triu": lambda m: m.triu(X, -1),
+    "kron": lambda m: m.kron(X[:2, :2], Y[:3, :2]),
+    "kron_1d": lambda m: m.kron(np.arange(3), np.arange(2)),
+    "copysign": lambda m: m.copysign(X, Y),
+    "signbit": lambda m: m.signbit(SIGNED_ZEROS),
+    "hypot": lambda m: m.hypot(X, Y),
+    "heaviside": lambda m: m.heaviside(np.array([-1.0, 0.0, 2.0]), 0.5),
+    "sinc": lambda m: m.sinc(np.array([0.0, 0.5, 1.5], np.float32)),
+    "deg2rad": lambda m: m.deg2rad(X),
+    "rad2deg": lambda m: m.rad2deg(X),
+    "logaddexp2": lambda m: m.logaddexp2(X, Y),
+    "isin": lambda m: m.isin(A, B),
+    "union1d": lambda m: m.union1d(A, B),
+    "intersect1d": lambda m: m.intersect1d(A, B),
+    "setdiff1d": lambda m: m.setdiff1d(A, B),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_numpy(name):
+    got, expected = np.asarray(CASES[name](enp)), CASES[name](np)
+    assert got.shape == np.shape(expected)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_cumulative_sum_and_static_sizes():
+    got = enp.cumulative_sum(X, axis=1, include_initial=True)
+    expected = np.concatenate([np.zeros((4, 1)), np.cumsum(X, 1)], 1)
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-5, atol=1e-5)
+    inter = ember.jit(lambda a, b: enp.intersect1d(a, b, size=4, fill_value=-1))(A, B)
+    np.testing.assert_array_equal(np.asarray(inter), [3, 5, -1, -1])
+    diff = ember.jit(lambda a, b: enp.setdiff1d(a, b, size=3, fill_value=0))(A, B)
+    np.testing.assert_array_equal(np.asarray(diff), [1, 7, 0])
+    union = ember.jit(lambda a, b: enp.union1d(a, b, size=8, fill_value=0))(A, B)
+    np.testing.assert_array_equal(np.asarray(union), [1, 3, 4, 5, 7, 9, 0, 0])
+    with pytest.raises(ember.errors.ConcretizationTypeError, match="size="):
+        ember.jit(enp.intersect1d)(A, B)
