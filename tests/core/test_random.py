@@ -23,7 +23,9 @@ KNOWN = {name: np.array(entry["value"], entry["dtype"]) for name, entry in _DATA
 EXACT = {"key_42", "key_neg", "key_big", "split_42", "split_0_3", "split_2x2", "fold_in_7",
          "bits_4", "bits_u8", "bits_u16", "randint_10", "randint_neg", "randint_u8",
          "bernoulli_half", "categorical", "categorical_batch", "uniform_2x3", "uniform_range",
-         "uniform_f16", "uniform_bf16", "exponential"}  # fmt: skip
+         "uniform_f16", "uniform_bf16", "exponential", "permutation_10", "permutation_rows",
+         "choice_replace", "choice_noreplace", "choice_p", "choice_p_noreplace",
+         "choice_array"}  # fmt: skip
 
 
 def _calls():
@@ -55,6 +57,15 @@ def _calls():
         "logistic": lambda: er.logistic(k, (3,)),
         "truncated_normal": lambda: er.truncated_normal(k, -1.0, 2.0, (4,)),
         "categorical": lambda: er.categorical(k, enp.log(enp.array([0.1, 0.2, 0.7])), shape=(6,)),
+        "permutation_10": lambda: er.permutation(k, 10),
+        "permutation_rows": lambda: er.permutation(k, enp.arange(12.0).reshape(4, 3)),
+        "choice_replace": lambda: er.choice(k, 10, (5,)),
+        "choice_noreplace": lambda: er.choice(k, 10, (4,), replace=False),
+        "choice_p": lambda: er.choice(k, 4, (6,), p=enp.array([0.1, 0.2, 0.3, 0.4])),
+        "choice_p_noreplace": lambda: er.choice(
+            k, 4, (3,), replace=False, p=enp.array([0.1, 0.2, 0.3, 0.4])
+        ),
+        "choice_array": lambda: er.choice(k, enp.arange(10.0, 20.0), (3,)),
         "categorical_batch": lambda: er.categorical(
             k0, enp.array([[0.0, 5.0, 0.0], [5.0, 0.0, 0.0]])
         ),

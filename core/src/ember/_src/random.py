@@ -22,7 +22,8 @@ import numpy as np
 from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
 from ember._src.jit import jit
-from ember._src.ops import elementwise as lax
+from ember._src.numpy import advanced_indexing, extras, sorting
+from ember._src.ops import elementwise as lax, sort as sort_ops
 from ember._src.ops.bits import bitcast_convert_type, shift_left, shift_right_logical
 from ember._src.ops.reduce import argmax
 from ember._src.ops.shape import (
@@ -465,3 +466,72 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None) -> Any
     batch = logits_shape[: axis % len(logits_shape)] + logits_shape[axis % len(logits_shape) + 1 :]
     out_shape = batch if shape is None else _shape(shape)
     return _categorical_jit(key, logits, axis, out_shape)
+
+
+# --------------------------------------------------------------------------------------------
+# Shuffling and choosing (JAX's algorithms: repeated sorts by random keys; the Gumbel top-k)
+
+
+def _shuffle(key_: Any, x: Any, axis: int) -> Any:
+    size = get_aval(x).size
+    # Enough rounds of sorting by 32-bit random keys to make collisions negligible.
+    rounds = int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
+    for _ in range(rounds):
+        keys = _split(key_, (2,))
+        key_ = reshape(slice_op(keys, (0, 0), (1, 2)), (2,))
+        sub = reshape(slice_op(keys, (1, 0), (2, 2)), (2,))
+        sort_keys = _random_bits(sub, 32, get_aval(x).shape)
+        _, x = sort_ops.sort((sort_keys, x), axis, is_stable=True, num_keys=1)
+    return x
+
+
+_shuffle_jit = jit(_shuffle, static_argnums=2)
+
+
+def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> Any:
+    """A random permutation of ``range(x)`` (an integer) or of ``x`` along ``axis``."""
+    if np.ndim(x) == 0 and not isinstance(x, core.Tracer):
+        n = operator.index(x)
+        return _shuffle_jit(key, np.arange(n, dtype=dtypes.default_int()), 0)
+    aval = get_aval(x)
+    axis %= aval.ndim
+    if independent or aval.ndim == 1:
+        return _shuffle_jit(key, x, axis)
+    order = _shuffle_jit(key, np.arange(aval.shape[axis], dtype=dtypes.default_int()), 0)
+    return advanced_indexing.take(x, order, axis=axis, mode="clip")
+
+
+def choice(key: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = None, axis: int = 0):
+    """Random draws from ``a`` (an integer n means ``range(n)``), optionally weighted by ``p``."""
+    shape = _shape(shape)
+    scalar = np.ndim(a) == 0 and not isinstance(a, core.Tracer)
+    n = operator.index(a) if scalar else get_aval(a).shape[axis]
+    draws = math.prod(shape)
+    if not replace and draws > n:
+        raise ValueError(
+            f"choice: cannot take {draws} samples from {n} without replacement{errors.where()}"
+        )
+    if p is None:
+        if replace:
+            index = randint(key, shape, 0, n)
+        else:
+            pool = n if scalar else np.arange(n, dtype=dtypes.default_int())
+            index = slice_op(permutation(key, pool), (0,), (draws,))
+    else:
+        weights = convert_element_type(p, dtypes.default_float()) if not dtypes.is_inexact(
+            get_aval(p).dtype
+        ) else p  # fmt: skip
+        if replace:
+            cumulative = sorting.cumsum(weights)
+            total = reshape(slice_op(cumulative, (n - 1,), (n,)), ())
+            u = uniform(key, shape, get_aval(cumulative).dtype)
+            r = lax.mul(total, lax.sub(np.asarray(1.0, get_aval(cumulative).dtype), u))
+            index = extras.searchsorted(cumulative, r).astype(dtypes.default_int())
+        else:
+            g = lax.add(gumbel(key, (n,), get_aval(weights).dtype), lax.log(weights))
+            index = sorting.top_k(g, draws)[1].astype(dtypes.default_int())
+    if scalar:
+        return reshape(index, shape)
+    picked = advanced_indexing.take(a, reshape(index, (draws,)), axis=axis, mode="clip")
+    aval = get_aval(a)
+    return reshape(picked, aval.shape[:axis] + shape + aval.shape[axis + 1 :])
