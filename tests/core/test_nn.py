@@ -47,6 +47,17 @@ def test_initializers_match_jax(name):
     assert_close(params, KNOWN["init_" + name], rtol=2e-6, atol=2e-7)
 
 
+@pytest.mark.parametrize(
+    ("name", "scale", "shape", "seed"),
+    [("init_orthogonal", 1.0, (3, 5), 5), ("init_orthogonal_conv", 0.5, (2, 2, 3, 4), 6)],
+)
+def test_orthogonal_initializer_matches_jax(name, scale, shape, seed):
+    params = nn.initializers.orthogonal(scale=scale)(er.key(seed), shape)
+    assert_close(params, KNOWN[name], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="rank 2"):
+        nn.initializers.orthogonal()(er.key(0), (3,))
+
+
 def test_dot_product_attention_matches_jax():
     q, k, v = (np.array(a, np.float32) for a in KNOWN["attention_inputs"])
     assert_close(nn.dot_product_attention(q, k, v), KNOWN["attention"], rtol=1e-5, atol=1e-6)

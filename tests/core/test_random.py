@@ -26,6 +26,11 @@ EXACT = {"key_42", "key_neg", "key_big", "split_42", "split_0_3", "split_2x2", "
          "uniform_f16", "uniform_bf16", "exponential", "permutation_10", "permutation_rows",
          "choice_replace", "choice_noreplace", "choice_p", "choice_p_noreplace",
          "choice_array"}  # fmt: skip
+# Built on QR/Cholesky, which ember computes with its own algorithms: equal to rounding error.
+FACTORED = {"mvn_cholesky", "orthogonal", "orthogonal_wide"}
+
+_MEAN = np.array([1.0, 0.0, -1.0], np.float32)
+_COV = np.array([[2.0, 0.5, 0.1], [0.5, 1.0, 0.2], [0.1, 0.2, 0.5]], np.float32)
 
 
 def _calls():
@@ -69,6 +74,9 @@ def _calls():
         "categorical_batch": lambda: er.categorical(
             k0, enp.array([[0.0, 5.0, 0.0], [5.0, 0.0, 0.0]])
         ),
+        "mvn_cholesky": lambda: er.multivariate_normal(er.key(0), _MEAN, _COV, (4,)),
+        "orthogonal": lambda: er.orthogonal(er.key(3), 3),
+        "orthogonal_wide": lambda: er.orthogonal(er.key(4), 2, m=4),
     }
 
 
@@ -79,7 +87,9 @@ def test_same_values_as_jax(name):
     got = np.asarray(_calls()[name]())
     want = KNOWN[name]
     assert got.shape == want.shape
-    if name in EXACT or ember.default_backend() != "reference":
+    if name in FACTORED:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    elif name in EXACT or ember.default_backend() != "reference":
         np.testing.assert_array_equal(got.astype(want.dtype), want)
     else:  # NumPy's transcendental functions may differ from XLA's in the last place
         np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-7)
@@ -108,6 +118,31 @@ def test_distributions_look_right():
     assert t.min() > -0.5 and t.max() < 0.5
     c = np.asarray(er.categorical(k, enp.log(enp.array([0.2, 0.8])), shape=(20000,)))
     assert abs(c.mean() - 0.8) < 0.02
+
+
+@pytest.mark.parametrize("method", ["cholesky", "eigh", "svd"])
+def test_multivariate_normal_has_the_asked_mean_and_covariance(method):
+    # eigh and svd fix each eigenvector's sign their own way (as LAPACK does), so samples differ
+    # from JAX's one by one while following the same distribution.
+    x = np.asarray(er.multivariate_normal(er.key(11), _MEAN, _COV, (40000,), method=method))
+    assert x.shape == (40000, 3)
+    np.testing.assert_allclose(x.mean(0), _MEAN, atol=0.03)
+    np.testing.assert_allclose(np.cov(x.T), _COV, atol=0.04)
+    batched = er.multivariate_normal(er.key(1), np.zeros((5, 3), np.float32), _COV)
+    assert batched.shape == (5, 3)
+    with pytest.raises(ValueError, match="do not match"):
+        er.multivariate_normal(er.key(0), _MEAN, _COV[:2, :2])
+    with pytest.raises(ValueError, match="unknown method"):
+        er.multivariate_normal(er.key(0), _MEAN, _COV, method="qr")
+
+
+def test_orthogonal_matrices_are_orthogonal():
+    q = np.asarray(er.orthogonal(er.key(5), 4, shape=(3,)))
+    assert q.shape == (3, 4, 4)
+    np.testing.assert_allclose(q @ np.swapaxes(q, -1, -2), np.broadcast_to(np.eye(4), q.shape),
+                               atol=1e-5)  # fmt: skip
+    wide = np.asarray(er.orthogonal(er.key(6), 2, m=5))
+    np.testing.assert_allclose(wide @ wide.T, np.eye(2), atol=1e-5)
 
 
 def test_bad_keys_and_dtypes_are_reported():

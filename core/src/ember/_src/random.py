@@ -22,7 +22,7 @@ import numpy as np
 from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
 from ember._src.jit import jit
-from ember._src.numpy import advanced_indexing, extras, sorting
+from ember._src.numpy import advanced_indexing, contractions, extras, linalg, sorting
 from ember._src.ops import elementwise as lax, sort as sort_ops
 from ember._src.ops.bits import bitcast_convert_type, shift_left, shift_right_logical
 from ember._src.ops.reduce import argmax
@@ -535,3 +535,48 @@ def choice(key: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = Non
     picked = advanced_indexing.take(a, reshape(index, (draws,)), axis=axis, mode="clip")
     aval = get_aval(a)
     return reshape(picked, aval.shape[:axis] + shape + aval.shape[axis + 1 :])
+
+
+# --------------------------------------------------------------------------------------------
+# Samplers built on linear algebra
+
+
+def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype: Any = None,
+                        method: str = "cholesky") -> Any:  # fmt: skip
+    """Samples of N(mean, cov); ``method`` factors ``cov`` by "cholesky", "eigh" or "svd"."""
+    dtype = _float_dtype(dtype, "multivariate_normal")
+    mean = convert_element_type(mean, dtype)
+    cov = convert_element_type(cov, dtype)
+    mean_shape, cov_shape = get_aval(mean).shape, get_aval(cov).shape
+    if len(mean_shape) < 1 or len(cov_shape) < 2 or cov_shape[-2:] != (mean_shape[-1],) * 2:
+        raise ValueError(
+            f"multivariate_normal: mean {mean_shape} and cov {cov_shape} do not match"
+            f"{errors.where()}"
+        )
+    if shape is None:
+        shape = np.broadcast_shapes(mean_shape[:-1], cov_shape[:-2])
+    shape = _shape(shape)
+    if method == "cholesky":
+        factor = linalg.cholesky(cov)
+    elif method == "eigh":
+        w, v = linalg.eigh(cov)
+        factor = v * expand_dims(lax.sqrt(w), (-2,))
+    elif method == "svd":
+        u, s, _ = linalg.svd(cov)
+        factor = u * expand_dims(lax.sqrt(s), (-2,))
+    else:
+        raise ValueError(f"multivariate_normal: unknown method {method!r}")
+    samples = normal(key, shape + mean_shape[-1:], dtype)
+    return contractions.einsum("...ij,...j->...i", factor, samples) + mean
+
+
+def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | None = None):
+    """Uniformly distributed orthogonal (n x m) matrices (Haar measure)."""
+    dtype = _float_dtype(dtype, "orthogonal")
+    shape = _shape(shape)
+    m = n if m is None else m
+    z = normal(key, (*shape, max(n, m), min(n, m)), dtype)
+    q, r = linalg.qr(z)
+    signs = lax.sign(linalg.diagonal(r))
+    q = q * expand_dims(signs, (-2,))
+    return linalg.matrix_transpose(q) if n < m else q

@@ -12,6 +12,7 @@ from ember._src.nn.initializers import (
     lecun_uniform as lecun_uniform,
     normal as normal,
     ones as ones,
+    orthogonal as orthogonal,
     uniform as uniform,
     variance_scaling as variance_scaling,
     xavier_normal as xavier_normal,

@@ -14,7 +14,12 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes
-from ember._src.numpy import creation, elementwise as enp
+from ember._src.numpy import (
+    creation,
+    elementwise as enp,
+    linalg as _linalg,
+    manipulation as _manipulation,
+)
 from ember._src.random import normal as _normal, truncated_normal, uniform as _uniform
 
 Initializer = Callable[..., Any]
@@ -127,3 +132,26 @@ def he_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None) -> Initializer
 
 xavier_uniform, xavier_normal = glorot_uniform, glorot_normal
 kaiming_uniform, kaiming_normal = he_uniform, he_normal
+
+
+def orthogonal(scale: float = 1.0, column_axis: int = -1, dtype: Any = None) -> Initializer:
+    """Orthogonal matrices (reshaped for kernels of rank > 2), as JAX's initializer."""
+
+    def init(key: Any, shape: Sequence[int], dtype_: Any = dtype) -> Any:
+        dt = _dtype(dtype_)
+        shape = tuple(shape)
+        if len(shape) < 2:
+            raise ValueError("orthogonal initializer needs a shape of rank 2 or more")
+        n_cols = shape[column_axis]
+        n_rows = math.prod(shape) // n_cols
+        matrix_shape = (n_cols, n_rows) if n_rows < n_cols else (n_rows, n_cols)
+        q, r = _linalg.qr(_normal(key, matrix_shape, dt))
+        q = enp.multiply(q, enp.sign(_linalg.diagonal(r))[None, :])
+        if n_rows < n_cols:
+            q = _linalg.matrix_transpose(q)
+        rest = tuple(d for i, d in enumerate(shape) if i != column_axis % len(shape))
+        q = _manipulation.reshape(q, rest + (n_cols,))
+        q = _manipulation.moveaxis(q, -1, column_axis)
+        return enp.multiply(q, np.asarray(scale, dt))
+
+    return init
