@@ -22,8 +22,9 @@ LAYERS = [
     ["ops"],
     ["runtime", "plugin", "reference"],
     ["dispatch", "doctor"],
+    ["spmd"],
     ["jit", "api", "lax_api", "numpy"],
-    ["jacobians", "test_util", "random"],
+    ["jacobians", "test_util", "random", "shard_map"],
     ["nn"],
 ]
 

@@ -43,6 +43,7 @@ from ember._src.ops.custom_derivatives import custom_jvp as custom_jvp, custom_v
 from ember._src.ops.remat import checkpoint as checkpoint, remat as remat
 from ember._src.runtime.array import Array as Array
 from ember._src.runtime.backend import Device as Device
+from ember._src.shard_map import shard_map as shard_map
 
 __version__ = "0.1.0"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import core, dispatch, dtypes, errors
+from ember._src import core, dispatch, dtypes, errors, spmd
 from ember._src.api_util import (
     check_float_inputs,
     check_output_dtype,
@@ -30,7 +30,14 @@ from ember._src.plugin import manager
 from ember._src.runtime import mesh as mesh_module
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Device
-from ember._src.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
+from ember._src.runtime.sharding import Sharding
+from ember._src.tree_util import (
+    _flatten_up_to,
+    tree_flatten,
+    tree_map,
+    tree_structure,
+    tree_unflatten,
+)
 
 # --------------------------------------------------------------------------------------------
 # Differentiation
@@ -457,9 +464,14 @@ def devices_fn() -> list[Device]:
 
 
 def device_put(x: Any, device: Any = None) -> Any:
-    """Copy ``x`` (a pytree of arrays) to ``device`` (default: the default device)."""
-    target = _resolve_device(device)
-    return tree_map(lambda leaf: _put_leaf(leaf, target), x)
+    """Copy ``x`` (a pytree of arrays) to ``device`` (default: the default device): a Device,
+    a Sharding (which lays each array out over its devices), or a pytree prefix of them."""
+    if isinstance(device, (Device, Sharding)) or device is None:
+        return tree_map(lambda leaf: _put_leaf(leaf, device), x)
+    leaves, treedef = tree_flatten(device, is_leaf=lambda s: s is None or isinstance(s, Sharding))
+    subtrees = _flatten_up_to(treedef, x, 1)
+    placed = [device_put(sub, target) for sub, target in zip(subtrees, leaves)]
+    return tree_unflatten(treedef, placed)
 
 
 def _resolve_device(device: Any) -> Device:
@@ -473,11 +485,13 @@ def _resolve_device(device: Any) -> Device:
     raise TypeError(f"device_put expects a Device or a SingleDeviceSharding, got {device!r}")
 
 
-def _put_leaf(leaf: Any, device: Device) -> Array:
+def _put_leaf(leaf: Any, device: Any) -> Array:
     if isinstance(leaf, core.Tracer):
         return leaf
     leaf_aval(leaf, "device_put argument")
-    return dispatch.to_device(leaf, device)
+    if isinstance(device, Sharding):
+        return spmd.put(leaf, device)
+    return dispatch.to_device(leaf, _resolve_device(device))
 
 
 def device_get(x: Any) -> Any:

@@ -20,6 +20,7 @@ from ember._src.lowering.module import lower_module
 from ember._src.plugin import manager
 from ember._src.runtime.array import Array, set_host_to_device
 from ember._src.runtime.backend import Computation, Device, Executable
+from ember._src.runtime.sharding import Sharding
 
 # --------------------------------------------------------------------------------------------
 # Devices and transfers
@@ -47,7 +48,7 @@ def to_device(value: Any, device: Device) -> Array:
             return value
         value._check_alive()
         src = value._device.backend
-        if device.backend is src:
+        if device.backend is src and not isinstance(value._device, Sharding):
             return Array(value.aval, src.copy_to_device(value._buffer, value.aval, device), device)
         return device_put_numpy(value._value, device, weak_type=value.aval.weak_type)
     if isinstance(value, core.Tracer):
@@ -55,11 +56,14 @@ def to_device(value: Any, device: Device) -> Array:
     return device_put_numpy(value, device)
 
 
-def common_device(args: Sequence[Any], what: str) -> Device:
-    """The device every committed Array in ``args`` lives on (error if they disagree)."""
+def common_device(args: Sequence[Any], what: str) -> Device | None:
+    """The device every committed Array in ``args`` lives on (error if they disagree), or None
+    if one of them spans several devices (the caller then takes the SPMD path)."""
     device = None
     for x in args:
         if type(x) is Array:
+            if isinstance(x._device, Sharding):
+                return None
             if device is None:
                 device = x._device
             elif x._device != device:
@@ -126,7 +130,7 @@ def compile_jaxpr(
 _eager_cache: dict[tuple, CompiledComputation] = {}
 
 
-def _single_equation(primitive: Primitive, avals: list[ShapedArray], params: dict) -> ClosedJaxpr:
+def single_equation(primitive: Primitive, avals: list[ShapedArray], params: dict) -> ClosedJaxpr:
     invars = [Var(a) for a in avals]
     out = rules.abstract_eval_rule(primitive)(*avals, **params)
     outs = list(out) if primitive.multiple_results else [out]
@@ -142,12 +146,16 @@ def apply_primitive(primitive: Primitive, args: Sequence[Any], params: dict) -> 
     for x in args:  # the common case: Arrays already together on one device
         if type(x) is not Array or (device is not None and x._device is not device):
             device, buffers, avals = _place(args, primitive.name)
+            if device is None:  # an operand spans several devices
+                return _multi_device_apply(primitive, args, params)
             break
         device = x._device
         buffers.append(x._buffer)
         avals.append(x.aval)
     if device is None:
         device = default_device()
+    elif isinstance(device, Sharding):  # operands on one multi-device layout
+        return _multi_device_apply(primitive, args, params)
     try:
         key = (primitive, tuple(params.items()), tuple(avals), device)
         compiled = _eager_cache.get(key)
@@ -156,7 +164,7 @@ def apply_primitive(primitive: Primitive, args: Sequence[Any], params: dict) -> 
             f"internal error: unhashable parameters of {primitive.name}: {params}"
         ) from None
     if compiled is None:
-        closed = _single_equation(primitive, avals, params)
+        closed = single_equation(primitive, avals, params)
         donated = params.get("donated_invars")
         compiled = compile_jaxpr(closed, device, primitive.name, donated)
         _eager_cache[key] = compiled
@@ -167,6 +175,8 @@ def apply_primitive(primitive: Primitive, args: Sequence[Any], params: dict) -> 
 def _place(args: Sequence[Any], what: str) -> tuple[Device, list[Any], list[ShapedArray]]:
     """Put every operand on the operands' common device: (device, buffers, avals)."""
     device = common_device(args, what)
+    if device is None:
+        return None, [], []
     buffers = []
     avals = []
     for x in args:
@@ -201,6 +211,19 @@ def scalar_on_device(x: Any, device: Device) -> Array:
             _scalar_cache.clear()
         _scalar_cache[key] = cached
     return cached
+
+
+def _no_multi_device(primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
+    raise errors.BackendError("ember's SPMD runtime is not initialised; import ember first")
+
+
+_multi_device_apply = _no_multi_device
+
+
+def set_multi_device_dispatcher(apply) -> None:
+    """Install how eager primitives run on multi-device arrays (set by the SPMD runtime)."""
+    global _multi_device_apply
+    _multi_device_apply = apply
 
 
 def clear_caches() -> None:

@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ember._src import core
+from ember._src import core, spmd
 from ember._src.api_util import HashableStatic, leaf_aval, static_names_to_nums
 from ember._src.config import config
 from ember._src.dispatch import (
@@ -38,13 +38,26 @@ from ember._src.tree_util import PyTreeDef, tree_flatten, tree_unflatten
 class _Traced:
     """A traced function: its const-free jaxpr, the hoisted consts and the output structure."""
 
-    __slots__ = ("jaxpr", "consts", "out_tree", "donated")
+    __slots__ = ("jaxpr", "consts", "out_tree", "donated", "mesh")
 
     def __init__(self, jaxpr: ClosedJaxpr, consts: list[Any], out_tree: PyTreeDef, donated):
         self.jaxpr = jaxpr
         self.consts = consts
         self.out_tree = out_tree
         self.donated = donated
+        # The mesh a shard_map or sharding constraint inside names: such a program is SPMD.
+        self.mesh = spmd.mesh_in_jaxpr(jaxpr.jaxpr)
+
+
+class _SpmdExecutable:
+    """A compiled entry of the SPMD cache, with its consts already laid out on the mesh."""
+
+    __slots__ = ("compiled", "const_arrays", "build")
+
+    def __init__(self, compiled: spmd.SpmdComputation, const_arrays: list[Array], out_tree):
+        self.compiled = compiled
+        self.const_arrays = const_arrays
+        self.build = builder(out_tree)
 
 
 class _Executable:
@@ -82,6 +95,8 @@ class JitFunction:
         donate_argnums: int | Sequence[int] | None = None,
         device: Device | None = None,
         inline: bool = False,
+        in_shardings: Any = None,
+        out_shardings: Any = None,
     ):
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
@@ -97,6 +112,10 @@ class JitFunction:
         self._donate_argnums = _as_tuple(donate_argnums)
         self._device = device
         self._inline = inline
+        self._in_shardings = in_shardings
+        self._out_shardings = out_shardings
+        self._always_spmd = in_shardings is not None or out_shardings is not None
+        self._spmd_cache: dict[tuple, _SpmdExecutable] = {}
         self._has_statics = bool(self._static_argnums or self._static_argnames)
         self._trace_cache: dict[tuple, _Traced] = {}
         self._exec_cache: dict[tuple, _Executable] = {}
@@ -145,6 +164,8 @@ class JitFunction:
 
     def _call_top_level(self, leaves: list[Any], in_tree: PyTreeDef, statics: tuple) -> Any:
         device = self._device or common_device(leaves, self._name)
+        if device is None or self._always_spmd:
+            return self._call_spmd(leaves, in_tree, statics)
         buffers = []
         avals = []
         for i, x in enumerate(leaves):
@@ -158,11 +179,62 @@ class JitFunction:
         key = (statics, in_tree, avals, device, x64)
         entry = self._exec_cache.get(key)
         if entry is None:
+            if self._trace(statics, in_tree, avals).mesh is not None:
+                return self._call_spmd(leaves, in_tree, statics)
             entry = self._compile(statics, in_tree, avals, device)
             self._exec_cache[key] = entry
             if not statics and in_tree == _flat_args_tree(len(leaves)):
                 self._flat_cache[(avals, device, x64)] = entry
         return entry.build(entry.compiled.call_buffers(entry.const_buffers + buffers))
+
+    def _call_spmd(self, leaves: list[Any], in_tree: PyTreeDef, statics: tuple) -> Any:
+        """A call over a device mesh: arguments laid out, one SPMD program compiled per
+        layout of the arguments."""
+        name = self._name
+        index_tree = tree_unflatten(in_tree, range(len(leaves)))
+        wanted = [None] * len(leaves)
+        if self._in_shardings is not None:
+            args_indices = index_tree[0]
+            prefix = self._in_shardings
+            if isinstance(prefix, list):
+                prefix = tuple(prefix)
+            wanted[: in_tree.children[0].num_leaves] = spmd.broadcast_prefix(
+                prefix, args_indices, in_tree.children[0].num_leaves, f"jit({name}) in_shardings"
+            )
+        avals = tuple(leaf_aval(x, self._label(i)) for i, x in enumerate(leaves))
+        traced = self._trace(statics, in_tree, avals)
+        mesh = spmd.mesh_of(wanted, leaves, f"jit({name})") or traced.mesh
+        if mesh is None:
+            out_sh = self._out_leaf_shardings(traced)
+            mesh = spmd.mesh_of(out_sh, (), f"jit({name})")
+        if mesh is None:
+            raise ValueError(f"jit({name}): shardings were given but name no mesh")
+        placed, layouts = spmd.place_arguments(leaves, wanted, mesh, f"jit({name})")
+        key = (statics, in_tree, avals, spmd.layouts_key(avals, layouts), _enable_x64())
+        entry = self._spmd_cache.get(key)
+        if entry is None:
+            replicated = spmd.NamedSharding(mesh, spmd.PartitionSpec())
+            consts = [spmd.put(c, replicated) for c in traced.consts]
+            compiled = spmd.compile_spmd(
+                traced.jaxpr,
+                mesh,
+                f"jit_{name}",
+                [replicated] * len(consts) + layouts,
+                self._out_leaf_shardings(traced),
+                traced.donated,
+            )
+            entry = self._spmd_cache[key] = _SpmdExecutable(compiled, consts, traced.out_tree)
+        return entry.build(entry.compiled.call(entry.const_arrays + placed))
+
+    def _out_leaf_shardings(self, traced: _Traced) -> list[Any]:
+        count = traced.out_tree.num_leaves
+        if self._out_shardings is None:
+            return [None] * count
+        prefix = self._out_shardings
+        if isinstance(prefix, list):
+            prefix = tuple(prefix)
+        indices = tree_unflatten(traced.out_tree, range(count))
+        return spmd.broadcast_prefix(prefix, indices, count, f"jit({self._name}) out_shardings")
 
     def _call_flat_arrays(self, args: tuple) -> Any:
         """The common call, every argument an Array on one device: no pytree flattening."""
@@ -284,6 +356,7 @@ class JitFunction:
         self._trace_cache.clear()
         self._exec_cache.clear()
         self._flat_cache.clear()
+        self._spmd_cache.clear()
 
 
 class Lowered:
@@ -355,8 +428,14 @@ def jit(
     donate_argnums: int | Sequence[int] | None = None,
     device: Device | None = None,
     inline: bool = False,
+    in_shardings: Any = None,
+    out_shardings: Any = None,
 ) -> Any:
     """Compile ``fun`` with XLA; usable as ``@jit`` or ``@jit(static_argnums=...)``.
+
+    ``in_shardings``/``out_shardings`` (a Sharding, or a pytree prefix of the positional
+    arguments / of the result, with None for "as it is" / "the partitioner decides") compile
+    one SPMD program over their mesh; arrays laid out over a mesh take that path by themselves.
 
     ``inline=True`` compiles only when called eagerly; called while tracing, ``fun`` is traced
     in place (no nested call in the jaxpr). ember.numpy uses it for composite functions.
@@ -369,6 +448,8 @@ def jit(
             donate_argnums=donate_argnums,
             device=device,
             inline=inline,
+            in_shardings=in_shardings,
+            out_shardings=out_shardings,
         )
     return JitFunction(
         fun,
@@ -377,4 +458,6 @@ def jit(
         donate_argnums=donate_argnums,
         device=device,
         inline=inline,
+        in_shardings=in_shardings,
+        out_shardings=out_shardings,
     )

@@ -26,6 +26,7 @@ from ember._src.ops.collectives import (
     pmax as pmax,
     pmean as pmean,
     pmin as pmin,
+    ppermute as ppermute,
     psum as psum,
     psum_scatter as psum_scatter,
 )

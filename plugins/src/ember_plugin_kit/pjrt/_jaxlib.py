@@ -10,6 +10,8 @@ they are not used.
 from __future__ import annotations
 
 import os
+import sys
+import threading
 
 # XLA's C++ logging is configured when jaxlib loads; INFO and WARNING lines are noise for
 # ember users. A user who wants them sets TF_CPP_MIN_LOG_LEVEL before importing ember.
@@ -49,6 +51,53 @@ class DeviceSharding(_jax.SingleDeviceSharding):
 
     def __hash__(self) -> int:
         return hash(self._device)
+
+
+class LayoutSharding(_jax.GSPMDSharding):
+    """The jaxlib-side sharding of a buffer over several devices: an XLA sharding string over
+    a device list (device ids in the string are positions in the list)."""
+
+    memory_kind = None
+
+    def __init__(self, devices: Sequence[RawDevice], hlo: str):
+        super().__init__(_jax.DeviceList(tuple(devices)), xla_client.HloSharding.from_string(hlo))
+        self._hlo_text = hlo
+        self._hlo = xla_client.HloSharding.from_string(hlo)
+        self._key = (tuple(d.id for d in devices), hlo)
+
+    def _to_xla_hlo_sharding(self, ndim: int) -> Any:
+        return self._hlo
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LayoutSharding) and other._key == self._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+
+_layouts: dict[tuple, LayoutSharding] = {}
+
+
+def layout_sharding(devices: Sequence[RawDevice], hlo: str) -> LayoutSharding:
+    key = (tuple(devices), hlo)
+    found = _layouts.get(key)
+    if found is None:
+        found = _layouts[key] = LayoutSharding(devices, hlo)
+    return found
+
+
+def normalized_sharding(hlo_sharding: Any) -> str:
+    """XLA's sharding in the one form ember's core reads: explicit device positions."""
+    if hlo_sharding.is_replicated():
+        return "{replicated}"
+    if hlo_sharding.is_maximal():
+        return f"{{maximal device={hlo_sharding.tile_assignment_devices()[0]}}}"
+    if not hlo_sharding.is_tiled():
+        return str(hlo_sharding)  # manual or unknown: the core reports it as unsupported
+    dims = ",".join(str(d) for d in hlo_sharding.tile_assignment_dimensions())
+    ids = ",".join(str(i) for i in hlo_sharding.tile_assignment_devices())
+    tail = " last_tile_dim_replicate" if hlo_sharding.replicate_on_last_tile_dim() else ""
+    return f"{{devices=[{dims}]{ids}{tail}}}"
 
 
 # -- clients ---------------------------------------------------------------------------------
@@ -98,6 +147,58 @@ def put(value: np.ndarray, aval: Any, sharding: DeviceSharding, device: RawDevic
     )
 
 
+def put_shards(
+    shards: Sequence[np.ndarray],
+    aval: Any,
+    sharding: LayoutSharding,
+    devices: Sequence[RawDevice],
+    shard_avals: Sequence[Any],
+) -> RawBuffer:
+    """One multi-device buffer from host pieces, ``shards[i]`` going to ``devices[i]``.
+
+    Each piece is put on its device, then the pieces are assembled: jaxlib's batched put of a
+    partially replicated layout calls back into jax (absent here) and fails.
+    """
+    pieces = [
+        put(shard, shard_aval, _device_sharding(device), device)
+        for shard, shard_aval, device in zip(shards, shard_avals, devices)
+    ]
+    return _jax.ArrayImpl(aval, sharding, pieces, True, _skip_checks=True)
+
+
+_device_shardings: dict[RawDevice, DeviceSharding] = {}
+
+
+def _device_sharding(device: RawDevice) -> DeviceSharding:
+    found = _device_shardings.get(device)
+    if found is None:
+        found = _device_shardings[device] = DeviceSharding(device)
+    return found
+
+
+_no_jax_import = threading.Lock()
+
+
+def shard_buffers(buffer: RawBuffer) -> list[RawBuffer]:
+    """The single-device buffers of a multi-device buffer, in its device order.
+
+    jaxlib builds each piece's abstract value by importing ``jax.core`` when that module can
+    be imported (and carries on with none when it can't). ember never imports jax, so while
+    jax is not already loaded the import is made to fail for the duration of this call.
+    """
+    if "jax" in sys.modules:
+        return list(buffer._arrays)
+    with _no_jax_import:
+        blocked = "jax.core" not in sys.modules
+        if blocked:
+            sys.modules["jax.core"] = None  # type: ignore[assignment]
+        try:
+            return list(buffer._arrays)
+        finally:
+            if blocked and sys.modules.get("jax.core", 0) is None:
+                del sys.modules["jax.core"]
+
+
 def copy_to(buffer: RawBuffer, sharding: DeviceSharding) -> RawBuffer:
     (moved,) = _jax.batched_copy_array_to_devices_with_sharding(
         [buffer],
@@ -120,6 +221,7 @@ def block_until_ready(buffers: Sequence[RawBuffer]) -> None:
 
 
 def compile_text(client: RawClient, text: str, devices: Sequence[RawDevice]) -> Any:
+    """Compile StableHLO text; a program over several devices is partitioned by Shardy."""
     options = xla_client.CompileOptions()
     # Without an explicit assignment XLA runs partition 0 on the client's first device,
     # whatever device list is passed, and rejects buffers that live elsewhere.
@@ -129,12 +231,20 @@ def compile_text(client: RawClient, text: str, devices: Sequence[RawDevice]) -> 
     if len(devices) > 1:
         options.num_partitions = len(devices)
         options.executable_build_options.use_spmd_partitioning = True
+        options.executable_build_options.use_shardy_partitioner = True
     return client.compile_and_load(text, _jax.DeviceList(tuple(devices)), options)
 
 
 def result_handler(aval: Any, sharding: DeviceSharding) -> Any:
     # _skip_checks: the C++ checks would import jax to compare shardings.
     return _jax.array_result_handler(aval, sharding, committed=True, _skip_checks=True)
+
+
+def output_shardings(executable: Any) -> list[str]:
+    return [
+        normalized_sharding(xla_client.HloSharding.from_proto(op))
+        for op in executable.get_output_shardings()
+    ]
 
 
 def hlo_text(executable: Any) -> str:

@@ -41,8 +41,19 @@ class PjrtExecutable(Executable):
         self.computation = computation
         self.loaded = loaded
         self._name = computation.name
-        sharding = devices[0].sharding
-        self._handlers = [_jaxlib.result_handler(a, sharding) for a in computation.out_avals]
+        if len(devices) == 1:
+            self._output_shardings = None
+            shardings = [devices[0].sharding] * len(computation.out_avals)
+        else:  # SPMD: each output is laid out as the partitioner decided
+            self._output_shardings = _jaxlib.output_shardings(loaded)
+            raw = [d.raw for d in devices]
+            shardings = [_jaxlib.layout_sharding(raw, h) for h in self._output_shardings]
+        self._handlers = [
+            _jaxlib.result_handler(a, s) for a, s in zip(computation.out_avals, shardings)
+        ]
+
+    def output_shardings(self) -> list[str] | None:
+        return self._output_shardings
 
     def execute(self, args: Sequence[Any]) -> list[Any]:
         try:
@@ -86,6 +97,19 @@ class PjrtBackend(Backend):
 
     def buffer_to_numpy(self, buffer: Any) -> np.ndarray:
         return _jaxlib.to_numpy(buffer)
+
+    def buffer_from_shards(
+        self, shards: Sequence[np.ndarray], aval: ShapedArray, sharding: Any
+    ) -> Any:
+        raw = [d.raw for d in sharding.device_list]
+        layout = _jaxlib.layout_sharding(raw, sharding.hlo_sharding(aval.ndim))
+        shard_aval = aval.update(shape=sharding.shard_shape(aval.shape))
+        return _jaxlib.put_shards(shards, aval, layout, raw, [shard_aval] * len(raw))
+
+    def shard_buffers(self, buffer: Any, aval: ShapedArray, sharding: Any) -> list[Any]:
+        pieces = _jaxlib.shard_buffers(buffer)
+        by_device = {piece._sharding._device.id: piece for piece in pieces}
+        return [by_device[d.id] for d in sharding.device_list]
 
     def copy_to_device(self, buffer: Any, aval: ShapedArray, device: Device) -> Any:
         return _jaxlib.copy_to(buffer, device.sharding)

@@ -186,6 +186,7 @@ class RuleContext:
         self,
         arg_avals: Sequence[ShapedArray],
         body: Callable[..., Sequence[str]],
+        terminator: str = "stablehlo.return",
     ) -> str:
         """A one-block region: ``body(ctx, *block_args)`` returns the values it yields."""
         fn = self.fn
@@ -201,7 +202,7 @@ class RuleContext:
             results = list(body(self, *args))
             result_types = ", ".join(fn.types[r] for r in results)
             fn.lines.append(
-                f'{self.indent}"stablehlo.return"({", ".join(results)}) : ({result_types}) -> ()'
+                f'{self.indent}"{terminator}"({", ".join(results)}) : ({result_types}) -> ()'
             )
             header = ", ".join(f"{a}: {fn.types[a]}" for a in args)
             inner = "\n".join(fn.lines)
@@ -216,10 +217,34 @@ class RuleContext:
 class ModuleContext:
     """Module-wide lowering state: the platform and the module's extra functions."""
 
-    def __init__(self, platform: str, name: str):
+    def __init__(self, platform: str, name: str, mesh: Any = None):
         self.platform = platform
         self.name = sanitize_name(name)
         self.extra_functions: list[str] = []
+        # The device mesh of an SPMD module (declared as ``@mesh``), else None.
+        self.mesh = mesh
+        self._channels = 0
+
+    def next_channel(self) -> int:
+        """A fresh channel id: every collective of a module needs its own."""
+        self._channels += 1
+        return self._channels
+
+    def require_mesh(self, mesh: Any, what: str) -> str:
+        """The symbol of ``mesh`` in this module; ``what`` must use the module's own mesh."""
+        if self.mesh is None:
+            raise ValueError(f"{what} needs a computation over a device mesh")
+        if mesh != self.mesh:
+            raise ValueError(
+                f"{what} uses mesh {mesh!r} inside a computation over {self.mesh!r}; one "
+                f"computation runs on one mesh"
+            )
+        return "@mesh"
+
+
+def sdy_mesh_declaration(mesh: Any) -> str:
+    axes = ", ".join(f'"{name}"={size}' for name, size in mesh.shape.items())
+    return f"  sdy.mesh @mesh = <[{axes}]>\n"
 
 
 def sanitize_name(name: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ember._src import errors, rules
 from ember._src.ir import ClosedJaxpr, Jaxpr, Literal
@@ -10,6 +11,7 @@ from ember._src.lowering.mlir import (
     FunctionEmitter,
     ModuleContext,
     RuleContext,
+    sdy_mesh_declaration,
     tensor_type,
 )
 
@@ -75,13 +77,14 @@ def lower_module(
     num_partitions: int = 1,
     arg_attrs: Sequence[str | None] = (),
     result_attrs: Sequence[str | None] = (),
+    mesh: Any = None,
 ) -> str:
     """The StableHLO module text of ``closed``, whose consts are inlined as constants.
 
     Large constants should be hoisted into arguments by the caller (jit does this), since
     every inline constant is compiled into the executable.
     """
-    module = ModuleContext(platform, name)
+    module = ModuleContext(platform, name, mesh)
     fn = FunctionEmitter()
     ctx = RuleContext(module, fn)
     jaxpr = closed.jaxpr
@@ -115,9 +118,10 @@ def lower_module(
     ret = f"    return {', '.join(outs)} : {', '.join(out_types)}" if outs else "    return"
     body = "\n".join(fn.lines)
     functions = "\n".join(module.extra_functions)
+    declarations = sdy_mesh_declaration(mesh) if mesh is not None else ""
     return (
         f"module @{module.name} attributes {{mhlo.num_partitions = {num_partitions} : i32, "
-        f"mhlo.num_replicas = 1 : i32}} {{\n"
+        f"mhlo.num_replicas = 1 : i32}} {{\n{declarations}"
         f"  func.func public @main({', '.join(params)}) -> ({results}) {{\n"
         f"{body}\n{ret}\n  }}\n{functions}}}\n"
     )

@@ -21,10 +21,13 @@ from ember._src.ops.elementwise import div, mul
 from ember._src.ops.reduce import reduce_max, reduce_min
 from ember._src.ops.shape import (
     bdim_to_front,
+    concatenate,
+    expand_dims,
     iota,
     move_axis,
     reduce_sum,
     reshape,
+    slice_op,
 )
 from ember._src.tree_util import tree_map
 
@@ -34,6 +37,7 @@ pmin_p = Primitive("pmin")
 all_gather_p = Primitive("all_gather")
 psum_scatter_p = Primitive("psum_scatter")
 axis_index_p = Primitive("axis_index")
+ppermute_p = Primitive("ppermute")
 
 
 def _names(axis_name: Any) -> tuple:
@@ -108,6 +112,23 @@ def axis_index(axis_name: Any) -> Any:
     return axis_index_p.bind(axes=(name,))
 
 
+def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
+    """Send member ``src``'s ``x`` to member ``dst`` for each ``(src, dst)`` in ``perm``;
+    members that receive nothing get zeros."""
+    (name,) = _names(axis_name)
+    size = axis_size(name)
+    pairs = tuple((int(s), int(d)) for s, d in perm)
+    for src, dst in pairs:
+        if not (0 <= src < size and 0 <= dst < size):
+            raise ValueError(
+                f"ppermute: pair ({src}, {dst}) is outside axis {name!r} of size {size}"
+                f"{errors.where()}"
+            )
+    if len({s for s, _ in pairs}) != len(pairs) or len({d for _, d in pairs}) != len(pairs):
+        raise ValueError(f"ppermute: {pairs} sends from or to a member twice{errors.where()}")
+    return tree_map(lambda leaf: ppermute_p.bind(leaf, axes=(name,), perm=pairs), x)
+
+
 def axis_size_of(axis_name: Any) -> int:
     """The size of the named axis (``lax.axis_size``)."""
     return _total_size(_names(axis_name))
@@ -126,7 +147,7 @@ def _same(x: ShapedArray, **params: Any) -> ShapedArray:
     return x
 
 
-for _p in (psum_p, pmax_p, pmin_p):
+for _p in (psum_p, pmax_p, pmin_p, ppermute_p):
     rules.def_abstract_eval(_p)(_same)
 
 
@@ -176,6 +197,14 @@ def _linear_collective(primitive: Primitive) -> None:
 _linear_collective(psum_p)
 _linear_collective(all_gather_p)
 _linear_collective(psum_scatter_p)
+_linear_collective(ppermute_p)
+
+
+@rules.def_transpose(ppermute_p)
+def _ppermute_transpose(ct, x, *, axes, perm):
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    return [ppermute_p.bind(ct, axes=axes, perm=tuple((d, s) for s, d in perm))]
 
 
 @rules.def_transpose(psum_p)
@@ -226,8 +255,11 @@ _reduction_batch(pmin_p, reduce_min, lambda x, size: x)
 @rules.def_collective_batch(all_gather_p)
 def _all_gather_batch(axis_name, vmap_size, vals, dims, *, axes, axis, tiled, size):
     (x,), (d,) = vals, dims
-    if axis_name not in axes:
-        return all_gather_p.bind(x, axes=axes, axis=axis, tiled=tiled, size=size), d
+    if axis_name not in axes:  # gather along the shifted axis, the batch axis in front
+        if d is not_mapped:
+            return all_gather_p.bind(x, axes=axes, axis=axis, tiled=tiled, size=size), d
+        x = move_axis(x, d, 0)
+        return all_gather_p.bind(x, axes=axes, axis=axis + 1, tiled=tiled, size=size), 0
     x = bdim_to_front(x, d, vmap_size)  # (members, *shape): every member sees all of them
     gathered = move_axis(x, 0, axis)
     if tiled:  # merge the members' axis into the one after it
@@ -241,7 +273,12 @@ def _all_gather_batch(axis_name, vmap_size, vals, dims, *, axes, axis, tiled, si
 def _psum_scatter_batch(axis_name, vmap_size, vals, dims, *, axes, dimension, tiled, size):
     (x,), (d,) = vals, dims
     if axis_name not in axes:
-        return psum_scatter_p.bind(x, axes=axes, dimension=dimension, tiled=tiled, size=size), d
+        if d is not_mapped:
+            out = psum_scatter_p.bind(x, axes=axes, dimension=dimension, tiled=tiled, size=size)
+            return out, d
+        x = move_axis(x, d, 0)
+        out = psum_scatter_p.bind(x, axes=axes, dimension=dimension + 1, tiled=tiled, size=size)
+        return out, 0
     total = reduce_sum(x, (d,)) if d is not not_mapped else mul(x, _scalar(vmap_size, x))
     if tiled:  # split `dimension` into (members, part) and hand part k to member k
         shape = list(get_aval(total).shape)
@@ -257,6 +294,28 @@ def _axis_index_batch(axis_name, size, vals, dims, *, axes):
     return iota(dtypes.int32, (size,), 0), 0
 
 
+@rules.def_collective_batch(ppermute_p)
+def _ppermute_batch(axis_name, size, vals, dims, *, axes, perm):
+    (x,), (d,) = vals, dims
+    if axis_name not in axes:
+        return ppermute_p.bind(x, axes=axes, perm=perm), d
+    x = bdim_to_front(x, d, size)
+    # Member dst takes member src's value; members nobody sends to get zeros.
+    sources = dict((dst, src) for src, dst in perm)
+    parts = [
+        _member(x, sources[i]) if i in sources else mul(_member(x, 0), _scalar(0, x))
+        for i in range(size)
+    ]
+    return concatenate([expand_dims(p, (0,)) for p in parts], 0), 0
+
+
+def _member(x: Any, i: int) -> Any:
+    shape = get_aval(x).shape
+    start = [i] + [0] * (len(shape) - 1)
+    limit = [i + 1, *shape[1:]]
+    return reshape(slice_op(x, start, limit), shape[1:])
+
+
 def _unbound(name: str):
     """Lowering and reference rules: a collective left over after batching is unbound."""
 
@@ -268,6 +327,115 @@ def _unbound(name: str):
     return rule
 
 
-for _p in (psum_p, pmax_p, pmin_p, all_gather_p, psum_scatter_p, axis_index_p):
-    rules.def_lowering(_p)(_unbound(_p.name))
+for _p in (psum_p, pmax_p, pmin_p, all_gather_p, psum_scatter_p, axis_index_p, ppermute_p):
     rules.def_reference(_p)(_unbound(_p.name))
+
+
+# --------------------------------------------------------------------------------------------
+# Lowering inside a shard_map: StableHLO collectives over the mesh's device groups
+
+
+def device_groups(mesh: Any, axes: tuple) -> np.ndarray:
+    """(groups, members): positions of devices that differ only along ``axes``, members
+    ordered by their coordinates on ``axes`` (the first axis major)."""
+    names = list(mesh.axis_names)
+    positions = np.arange(mesh.size).reshape(mesh.axis_sizes)
+    others = [i for i, n in enumerate(names) if n not in axes]
+    order = others + [names.index(a) for a in axes]
+    members = int(np.prod([mesh.axis_size(a) for a in axes], dtype=np.int64))
+    return np.transpose(positions, order).reshape(-1, members)
+
+
+def _dense_i64(array: np.ndarray) -> str:
+    rows = ", ".join("[" + ", ".join(str(int(v)) for v in row) + "]" for row in array)
+    shape = "x".join(str(n) for n in array.shape)
+    return f"dense<[{rows}]> : tensor<{shape}xi64>"
+
+
+def _collective_attrs(ctx, axes: tuple, groups: bool = True) -> dict[str, str]:
+    mesh = ctx.module.mesh
+    if mesh is None:
+        raise errors.UnboundAxisError(
+            f"collective over {axes} outside any vmap or shard_map binding it"
+        )
+    attrs = {
+        "channel_handle": f"#stablehlo.channel_handle<handle = {ctx.module.next_channel()}, "
+        f"type = 1>"
+    }
+    if groups:
+        attrs["replica_groups"] = _dense_i64(device_groups(mesh, axes))
+        attrs["use_global_device_ids"] = "unit"
+    return attrs
+
+
+def _combiner(ctx, dtype, op: str) -> str:
+    scalar = ShapedArray((), dtype)
+    return ctx.region([scalar, scalar], lambda c, a, b: [c.op(op, [a, b], scalar)])
+
+
+def _all_reduce_lowering(op: str):
+    def lower(ctx, x, *, axes):
+        aval = ctx.avals_out[0]
+        region = _combiner(ctx, aval.dtype, op)
+        return ctx.op(
+            "stablehlo.all_reduce", [x], aval, _collective_attrs(ctx, axes), regions=[region]
+        )
+
+    return lower
+
+
+rules.def_lowering(psum_p)(_all_reduce_lowering("stablehlo.add"))
+rules.def_lowering(pmax_p)(_all_reduce_lowering("stablehlo.maximum"))
+rules.def_lowering(pmin_p)(_all_reduce_lowering("stablehlo.minimum"))
+
+
+@rules.def_lowering(all_gather_p)
+def _all_gather_lowering(ctx, x, *, axes, axis, tiled, size):
+    aval = ctx.avals_in[0]
+    if not tiled:
+        shape = list(aval.shape)
+        shape.insert(axis, 1)
+        aval = aval.update(shape=tuple(shape))
+        x = ctx.op("stablehlo.reshape", [x], aval)
+    attrs = {"all_gather_dim": f"{axis} : i64", **_collective_attrs(ctx, axes)}
+    return ctx.op("stablehlo.all_gather", [x], ctx.avals_out[0], attrs)
+
+
+@rules.def_lowering(psum_scatter_p)
+def _psum_scatter_lowering(ctx, x, *, axes, dimension, tiled, size):
+    aval = ctx.avals_in[0]
+    shape = list(aval.shape)
+    shape[dimension] //= size
+    scattered = aval.update(shape=tuple(shape))
+    attrs = {"scatter_dimension": f"{dimension} : i64", **_collective_attrs(ctx, axes)}
+    region = _combiner(ctx, aval.dtype, "stablehlo.add")
+    out = ctx.op("stablehlo.reduce_scatter", [x], scattered, attrs, regions=[region])
+    if not tiled:
+        out = ctx.op("stablehlo.reshape", [out], ctx.avals_out[0])
+    return out
+
+
+@rules.def_lowering(axis_index_p)
+def _axis_index_lowering(ctx, *, axes):
+    (name,) = axes
+    mesh = ctx.module.mesh
+    if mesh is None:
+        raise errors.UnboundAxisError(f"axis_index({name!r}) outside any shard_map binding it")
+    names = list(mesh.axis_names)
+    stride = int(np.prod(mesh.axis_sizes[names.index(name) + 1 :], dtype=np.int64))
+    u32 = ShapedArray((), np.dtype(np.uint32))
+    pid = ctx.op("stablehlo.partition_id", [], u32)
+    out = ctx.avals_out[0]
+    index = ctx.convert(pid, out)
+    if stride > 1:
+        index = ctx.op("stablehlo.divide", [index, ctx.constant(stride, out)], out)
+    return ctx.op("stablehlo.remainder", [index, ctx.constant(mesh.axis_size(name), out)], out)
+
+
+@rules.def_lowering(ppermute_p)
+def _ppermute_lowering(ctx, x, *, axes, perm):
+    mesh = ctx.module.mesh
+    attrs = _collective_attrs(ctx, axes, groups=False)
+    pairs = [(group[src], group[dst]) for group in device_groups(mesh, axes) for src, dst in perm]
+    attrs["source_target_pairs"] = _dense_i64(np.array(pairs, dtype=np.int64).reshape(-1, 2))
+    return ctx.op("stablehlo.collective_permute", [x], ctx.avals_out[0], attrs)

@@ -8,6 +8,7 @@ holder, so that donation and ``delete()`` behave as they do on a real device.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -105,6 +106,25 @@ class ReferenceBackend(Backend):
         if buffer.value is None:
             raise RuntimeError("the array has been deleted or donated")
         return buffer.value
+
+    # A multi-device buffer is simply the global value: the reference backend interprets whole
+    # programs, so a layout over devices changes where pieces would live, never the values.
+
+    def buffer_from_shards(
+        self, shards: Sequence[np.ndarray], aval: ShapedArray, sharding: Any
+    ) -> ReferenceBuffer:
+        value = np.empty(aval.shape, aval.dtype)
+        indices = sharding.addressable_devices_indices_map(aval.shape)
+        for device, shard in zip(sharding.device_list, shards):
+            value[indices[device]] = shard
+        return ReferenceBuffer(_frozen(value))
+
+    def shard_buffers(
+        self, buffer: ReferenceBuffer, aval: ShapedArray, sharding: Any
+    ) -> list[ReferenceBuffer]:
+        indices = sharding.addressable_devices_indices_map(aval.shape)
+        value = self.buffer_to_numpy(buffer)
+        return [ReferenceBuffer(_frozen(value[indices[d]])) for d in sharding.device_list]
 
     def copy_to_device(
         self, buffer: ReferenceBuffer, aval: ShapedArray, device: Device

@@ -1,8 +1,9 @@
 """``ember.Array``: an immutable array living on a device.
 
-An Array wraps one backend buffer with its abstract value (shape, dtype, weak type) and the
-device it lives on. Arithmetic operators and array methods are installed by ember's NumPy
-layer; this module holds what needs the concrete value.
+An Array wraps one backend buffer with its abstract value (shape, dtype, weak type) and where
+it lives: one device, or (for an array laid out over several devices) its ``Sharding``, the
+buffer then being the backend's multi-device buffer. Arithmetic operators and array methods
+are installed by ember's NumPy layer; this module holds what needs the concrete value.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 from ember._src import core, dtypes, errors
 from ember._src.core import ShapedArray
 from ember._src.runtime.backend import Device
-from ember._src.runtime.sharding import SingleDeviceSharding
+from ember._src.runtime.sharding import Sharding, SingleDeviceSharding
 
 
 class Array:
@@ -23,9 +24,12 @@ class Array:
     __slots__ = ("aval", "_buffer", "_device", "_host", "__weakref__")
     __array_priority__ = 100
 
-    def __init__(self, aval: ShapedArray, buffer: Any, device: Device):
+    def __init__(self, aval: ShapedArray, buffer: Any, device: Device | Sharding):
         self.aval = aval
         self._buffer = buffer
+        # A Device, or the Sharding of an array spread over several devices. Single-device
+        # arrays are the fast path everywhere, which compares ``_device`` by identity; a
+        # Sharding here never matches a Device, so multi-device arrays take the general path.
         self._device = device
         self._host: np.ndarray | None = None
 
@@ -46,15 +50,48 @@ class Array:
         return self.aval.size * self.aval.dtype.itemsize
 
     @property
-    def sharding(self) -> SingleDeviceSharding:
-        return SingleDeviceSharding(self._device)
+    def sharding(self) -> Sharding:
+        where = self._device
+        return where if isinstance(where, Sharding) else SingleDeviceSharding(where)
 
     @property
-    def device(self) -> Device:
+    def device(self) -> Device | Sharding:
+        """The device of a single-device array; the sharding of a multi-device one (as JAX)."""
         return self._device
 
     def devices(self) -> set[Device]:
-        return {self._device}
+        return self.sharding.device_set
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return self.sharding.is_fully_replicated
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return self.sharding.is_fully_addressable
+
+    @property
+    def _backend(self) -> Any:
+        return self._device.backend
+
+    @property
+    def addressable_shards(self) -> list[Shard]:
+        """One ``Shard`` (device, index, data) per device holding a piece of this array."""
+        self._check_alive()
+        where = self._device
+        if not isinstance(where, Sharding):
+            return [Shard(where, tuple(slice(None) for _ in self.shape), self)]
+        indices = where.addressable_devices_indices_map(self.shape)
+        pieces = where.backend.shard_buffers(self._buffer, self.aval, where)
+        shard_aval = self.aval.update(shape=where.shard_shape(self.shape))
+        return [
+            Shard(device, indices[device], Array(shard_aval, piece, device))
+            for device, piece in zip(where.device_list, pieces)
+        ]
+
+    @property
+    def global_shards(self) -> list[Shard]:
+        return self.addressable_shards
 
     @property
     def committed(self) -> bool:
@@ -66,7 +103,10 @@ class Array:
     def _value(self) -> np.ndarray:
         if self._host is None:
             self._check_alive()
-            host = self._device.backend.buffer_to_numpy(self._buffer)
+            if isinstance(self._device, Sharding):
+                host = self._assemble_on_host()
+            else:
+                host = self._device.backend.buffer_to_numpy(self._buffer)
             if host.dtype != self.aval.dtype:
                 host = host.astype(self.aval.dtype)
             host = np.asarray(host)
@@ -75,6 +115,12 @@ class Array:
                 host.setflags(write=False)
             self._host = host
         return self._host
+
+    def _assemble_on_host(self) -> np.ndarray:
+        host = np.empty(self.shape, self.aval.dtype)
+        for shard in self.addressable_shards:
+            host[shard.index] = shard.data._value
+        return host
 
     def _check_alive(self) -> None:
         if self._buffer is None or self._device.backend.is_deleted(self._buffer):
@@ -89,7 +135,7 @@ class Array:
         return value
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, **kwargs: Any) -> Any:
-        if self._device.platform not in ("cpu", "reference"):
+        if isinstance(self._device, Sharding) or self._device.platform not in ("cpu", "reference"):
             raise BufferError(
                 f"__dlpack__ of an array on {self._device!r} is not supported; "
                 f"move it to the host with ember.device_get first"
@@ -199,6 +245,27 @@ class Array:
 
     def __deepcopy__(self, memo: dict) -> Array:
         return self
+
+
+class Shard:
+    """One device's piece of an Array: ``device``, ``index`` (slices into the global array)
+    and ``data`` (an Array on that device)."""
+
+    __slots__ = ("device", "index", "data")
+
+    def __init__(self, device: Device, index: tuple, data: Array):
+        self.device = device
+        self.index = index
+        self.data = data
+
+    @property
+    def replica_id(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return (
+            f"Shard(device={self.device!r}, index={self.index}, data={self.data.aval.str_short()})"
+        )
 
 
 def _rebuild(value: np.ndarray, weak_type: bool) -> Array:

@@ -57,6 +57,9 @@ class Computation:
         donated_invars: Sequence[bool] | None = None,
         lower: Callable[[Computation, str], str] | None = None,
         text: dict[str, str] | None = None,
+        in_shardings: Sequence[Any] | None = None,
+        out_shardings: Sequence[Any] | None = None,
+        mesh: Any = None,
     ):
         self.name = name
         self.jaxpr = jaxpr
@@ -66,6 +69,11 @@ class Computation:
         self.donated_invars = tuple(donated_invars or (False,) * len(self.in_avals))
         self._lower = lower
         self._text: dict[str, str] = dict(text or {})
+        # For a computation over several devices (SPMD): the Sharding of each argument, and of
+        # each result where the caller fixed it (None: the partitioner chooses).
+        self.in_shardings = tuple(in_shardings or (None,) * len(self.in_avals))
+        self.out_shardings = tuple(out_shardings or (None,) * len(self.out_avals))
+        self.mesh = mesh  # the device mesh of an SPMD computation (devices in mesh order)
 
     @property
     def num_partitions(self) -> int:
@@ -86,6 +94,11 @@ class Executable(abc.ABC):
     @abc.abstractmethod
     def execute(self, args: Sequence[Buffer]) -> list[Buffer]:
         """Run on one buffer per input; return one buffer per output."""
+
+    def output_shardings(self) -> list[str] | None:
+        """For an SPMD executable: the XLA sharding string of each output as compiled (device
+        ids being positions in the computation's device list); None where not applicable."""
+        return None
 
     def as_text(self) -> str:
         """The compiled program (e.g. optimised HLO), for humans."""
@@ -126,6 +139,20 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def compile(self, computation: Computation) -> Executable:
         """Compile for ``computation.devices``; errors raise ember.errors.CompileError."""
+
+    # -- arrays over several devices (optional: a backend without them leaves these) ---------
+
+    def buffer_from_shards(
+        self, shards: Sequence[np.ndarray], aval: ShapedArray, sharding: Any
+    ) -> Buffer:
+        """One multi-device buffer of global ``aval`` from host pieces, ``shards[i]`` going to
+        ``sharding.device_list[i]`` (laid out as ``sharding.hlo_sharding`` says)."""
+        raise NotImplementedError(f"the {self.platform} backend has no multi-device arrays")
+
+    def shard_buffers(self, buffer: Buffer, aval: ShapedArray, sharding: Any) -> list[Buffer]:
+        """The single-device buffers of a multi-device buffer, in ``sharding.device_list``
+        order."""
+        raise NotImplementedError(f"the {self.platform} backend has no multi-device arrays")
 
     def copy_to_device(self, buffer: Buffer, aval: ShapedArray, device: Device) -> Buffer:
         """Move a buffer of this backend to another of its devices."""

@@ -58,6 +58,10 @@ class Mesh:
     def device_list(self) -> list[Device]:
         return list(self.devices.flat)
 
+    @property
+    def device_set(self) -> set[Device]:
+        return set(self.devices.flat)
+
     def axis_size(self, name: str) -> int:
         try:
             return self.shape[name]

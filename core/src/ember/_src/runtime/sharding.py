@@ -7,6 +7,8 @@ Every ``ember.Array`` carries a sharding; an array on one device has a
 
 from __future__ import annotations
 
+import itertools
+import re
 from typing import Any
 
 import numpy as np
@@ -20,7 +22,31 @@ class Sharding:
 
     @property
     def device_set(self) -> set[Device]:
+        return set(self.device_list)
+
+    @property
+    def device_list(self) -> list[Device]:
+        """The devices in the order shard positions refer to."""
         raise NotImplementedError
+
+    @property
+    def num_devices(self) -> int:
+        return len(self.device_list)
+
+    @property
+    def backend(self) -> Any:
+        return self.device_list[0].backend
+
+    def hlo_sharding(self, ndim: int) -> str:
+        """XLA's sharding string; device ids are positions in ``device_list``."""
+        raise NotImplementedError
+
+    def layout_key(self, ndim: int) -> tuple:
+        """Equal for two shardings that place an array of rank ``ndim`` identically."""
+        return (tuple(self.device_list), self.hlo_sharding(ndim))
+
+    def is_equivalent_to(self, other: Sharding, ndim: int) -> bool:
+        return self.layout_key(ndim) == other.layout_key(ndim)
 
     @property
     def is_fully_replicated(self) -> bool:
@@ -55,12 +81,15 @@ class SingleDeviceSharding(Sharding):
         return self._memory_kind
 
     @property
-    def device_set(self) -> set[Device]:
-        return {self._device}
+    def device_list(self) -> list[Device]:
+        return [self._device]
 
     @property
     def is_fully_replicated(self) -> bool:
         return True
+
+    def hlo_sharding(self, ndim: int) -> str:
+        return "{replicated}"
 
     def shard_shape(self, global_shape: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(global_shape)
@@ -149,12 +178,8 @@ class NamedSharding(Sharding):
         return self._memory_kind
 
     @property
-    def device_set(self) -> set[Device]:
-        return set(self.mesh.device_list)
-
-    @property
-    def num_devices(self) -> int:
-        return self.mesh.size
+    def device_list(self) -> list[Device]:
+        return self.mesh.device_list
 
     @property
     def is_fully_replicated(self) -> bool:
@@ -214,6 +239,14 @@ class NamedSharding(Sharding):
         suffix = " last_tile_dim_replicate" if replicate > 1 else ""
         return f"{{devices=[{','.join(str(t) for t in dims)}]{ids}{suffix}}}"
 
+    def sdy_sharding(self, ndim: int, mesh_name: str = "mesh") -> str:
+        """The Shardy annotation: one ``{axes}`` per dimension, major axis first."""
+        self._factors(ndim)  # checks the rank
+        dims = ", ".join(
+            "{" + ", ".join(f'"{a}"' for a in self.spec.axes_of(d)) + "}" for d in range(ndim)
+        )
+        return f"#sdy.sharding<@{mesh_name}, [{dims}]>"
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, NamedSharding) and self._key == other._key
 
@@ -222,3 +255,116 @@ class NamedSharding(Sharding):
 
     def __repr__(self) -> str:
         return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+
+
+# --------------------------------------------------------------------------------------------
+# Shardings as XLA reports them
+
+
+_TILED = re.compile(r"^\{devices=\[([\d,]+)\]([\d,]+)( last_tile_dim_replicate)?\}$")
+_MAXIMAL = re.compile(r"^\{maximal device=(\d+)\}$")
+
+
+class GSPMDSharding(Sharding):
+    """A layout given as XLA's sharding string over a list of devices.
+
+    Compiled programs report their output layouts this way; ``named_sharding_from_hlo`` turns
+    the ones a mesh can express back into ``NamedSharding``s. Accepted strings (what backends
+    report): ``{replicated}``, ``{maximal device=K}`` and ``{devices=[d0,...]i0,i1,...}`` with
+    an optional ``last_tile_dim_replicate``, device ids being positions in ``devices``.
+    """
+
+    __slots__ = ("_devices", "_hlo", "_tiles", "_replicated_tail")
+
+    def __init__(self, devices: Any, hlo: str):
+        self._devices = list(devices)
+        self._hlo = hlo
+        self._tiles: np.ndarray | None = None
+        self._replicated_tail = False
+        if hlo == "{replicated}":
+            return
+        maximal = _MAXIMAL.match(hlo)
+        if maximal:
+            self._tiles = np.array([int(maximal[1])])
+            self._replicated_tail = True
+            return
+        tiled = _TILED.match(hlo)
+        if not tiled:
+            raise ValueError(f"unsupported XLA sharding {hlo!r}")
+        dims = [int(d) for d in tiled[1].split(",")]
+        ids = [int(i) for i in tiled[2].split(",")]
+        if int(np.prod(dims)) != len(ids) or sorted(ids) != list(range(len(self._devices))):
+            raise ValueError(f"XLA sharding {hlo!r} does not fit {len(self._devices)} devices")
+        self._tiles = np.array(ids).reshape(dims)
+        self._replicated_tail = bool(tiled[3])
+
+    @property
+    def device_list(self) -> list[Device]:
+        return list(self._devices)
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return self._tiles is None or self._data_tiles().size == 1
+
+    def _data_tiles(self) -> np.ndarray:
+        if self._tiles is None:
+            return np.zeros((), int)
+        return self._tiles[..., 0] if self._replicated_tail else self._tiles
+
+    def hlo_sharding(self, ndim: int) -> str:
+        return self._hlo
+
+    def shard_shape(self, global_shape: tuple[int, ...]) -> tuple[int, ...]:
+        if self._tiles is None or _MAXIMAL.match(self._hlo):
+            return tuple(global_shape)
+        tiles = self._data_tiles().shape
+        return tuple(-(-size // t) for size, t in zip(global_shape, tiles))
+
+    def addressable_devices_indices_map(self, global_shape: tuple[int, ...]) -> dict[Device, Any]:
+        if self._tiles is None:
+            return {d: tuple(slice(None) for _ in global_shape) for d in self._devices}
+        if _MAXIMAL.match(self._hlo):
+            device = self._devices[int(self._tiles[0])]
+            return {device: tuple(slice(None) for _ in global_shape)}
+        shard = self.shard_shape(global_shape)
+        result = {}
+        for position in np.ndindex(*self._tiles.shape):
+            block = position[: len(global_shape)]
+            index = tuple(
+                slice(b * s, min((b + 1) * s, n)) for b, s, n in zip(block, shard, global_shape)
+            )
+            result[self._devices[int(self._tiles[position])]] = index
+        return result
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, GSPMDSharding)
+            and self._hlo == other._hlo
+            and self._devices == other._devices
+        )
+
+    def __hash__(self) -> int:
+        return hash((tuple(self._devices), self._hlo))
+
+    def __repr__(self) -> str:
+        return f"GSPMDSharding({self._hlo}, devices={self._devices!r})"
+
+
+def named_sharding_from_hlo(mesh: Any, hlo: str, ndim: int) -> Sharding:
+    """XLA's layout ``hlo`` (device ids are positions in the mesh) as a ``NamedSharding`` of
+    ``mesh`` when one describes it, else as a ``GSPMDSharding``."""
+    if hlo == "{replicated}":
+        return NamedSharding(mesh, PartitionSpec())
+    names = mesh.axis_names
+    # Each mesh axis is unused or splits one dimension; a mesh has few axes, so try them all.
+    for placement in itertools.product(range(-1, ndim), repeat=len(names)):
+        per_dim: list[list[str]] = [[] for _ in range(ndim)]
+        for name, dim in zip(names, placement):
+            if dim >= 0:
+                per_dim[dim].append(name)
+        for orders in itertools.product(*(itertools.permutations(p) for p in per_dim)):
+            spec = PartitionSpec(*(tuple(o) if o else None for o in orders))
+            candidate = NamedSharding(mesh, spec)
+            if candidate.hlo_sharding(ndim) == hlo:
+                return candidate
+    return GSPMDSharding(mesh.device_list, hlo)

@@ -1,0 +1,27 @@
+"""The sharding suites run on 8 devices: set before any backend initialises.
+
+They run in their own pytest process (see tox.ini), since a backend's device count is fixed
+when it starts.
+"""
+
+import os
+
+os.environ["EMBER_CPU_DEVICE_COUNT"] = "8"
+os.environ["EMBER_REFERENCE_DEVICE_COUNT"] = "8"
+
+import numpy as np
+import pytest
+
+import ember
+
+
+@pytest.fixture
+def mesh():
+    if ember.device_count() < 8:
+        pytest.skip("the default backend was started with fewer than 8 devices")
+    return ember.make_mesh((4, 2), ("data", "model"))
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
