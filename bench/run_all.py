@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import pathlib
+import subprocess
 import sys
 
 # XLA's CPU buffers come from glibc malloc. With its default, adaptive mmap threshold, programs
@@ -29,7 +30,16 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
 from harness import header  # noqa: E402 - after the path and environment set-up
 
-MODULES = ["bench_dispatch", "bench_tracing", "bench_training", "bench_transforms", "bench_numpy"]
+MODULES = [
+    "bench_dispatch",
+    "bench_tracing",
+    "bench_training",
+    "bench_transforms",
+    "bench_numpy",
+    "bench_sharding",
+]
+# Modules that need their own process (a device count fixed before any backend starts).
+SEPARATE = {"bench_sharding"}
 
 
 def main(argv: list[str]) -> None:
@@ -43,6 +53,10 @@ def main(argv: list[str]) -> None:
         print("JAX is not installed: printing ember's figures alone")
     print(header())
     for name in selected:
+        if name in SEPARATE:
+            script = pathlib.Path(__file__).parent / f"{name}.py"
+            subprocess.run([sys.executable, str(script), "--no-header"], check=True)
+            continue
         module = importlib.import_module(name)
         for result in module.run(have_jax):
             print(result.row(), flush=True)

@@ -116,6 +116,7 @@ class JitFunction:
         self._out_shardings = out_shardings
         self._always_spmd = in_shardings is not None or out_shardings is not None
         self._spmd_cache: dict[tuple, _SpmdExecutable] = {}
+        self._spmd_fast: dict[tuple, _SpmdExecutable] = {}  # keyed by the arrays' layouts
         self._has_statics = bool(self._static_argnums or self._static_argnames)
         self._trace_cache: dict[tuple, _Traced] = {}
         self._exec_cache: dict[tuple, _Executable] = {}
@@ -190,6 +191,14 @@ class JitFunction:
     def _call_spmd(self, leaves: list[Any], in_tree: PyTreeDef, statics: tuple) -> Any:
         """A call over a device mesh: arguments laid out, one SPMD program compiled per
         layout of the arguments."""
+        # Arrays already laid out as last time: straight to the compiled program.
+        try:
+            fast_key = (statics, in_tree, tuple((x.aval, x._device) for x in leaves))
+            entry = self._spmd_fast.get(fast_key)
+        except (AttributeError, TypeError):  # host values among the arguments
+            fast_key = entry = None
+        if entry is not None:
+            return entry.build(entry.compiled.call(entry.const_arrays + leaves))
         name = self._name
         index_tree = tree_unflatten(in_tree, range(len(leaves)))
         wanted = [None] * len(leaves)
@@ -224,6 +233,8 @@ class JitFunction:
                 traced.donated,
             )
             entry = self._spmd_cache[key] = _SpmdExecutable(compiled, consts, traced.out_tree)
+        if fast_key is not None and all(p is x for p, x in zip(placed, leaves)):
+            self._spmd_fast[fast_key] = entry
         return entry.build(entry.compiled.call(entry.const_arrays + placed))
 
     def _out_leaf_shardings(self, traced: _Traced) -> list[Any]:
@@ -357,6 +368,7 @@ class JitFunction:
         self._exec_cache.clear()
         self._flat_cache.clear()
         self._spmd_cache.clear()
+        self._spmd_fast.clear()
 
 
 class Lowered:

@@ -55,6 +55,8 @@ def put(value: Any, sharding: Sharding, what: str = "device_put") -> Array:
         return to_device(value, sharding.device)
     if sharding.num_devices == 1:
         return to_device(value, sharding.device_list[0])
+    if type(value) is Array and value._device == sharding:
+        return value
     aval = get_aval(value)
     if isinstance(value, Array):
         if isinstance(value._device, Sharding) and value._device.is_equivalent_to(

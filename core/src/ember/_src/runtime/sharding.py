@@ -148,7 +148,7 @@ class PartitionSpec(tuple):
 class NamedSharding(Sharding):
     """An array laid out over a ``Mesh`` as a ``PartitionSpec`` says."""
 
-    __slots__ = ("mesh", "spec", "_memory_kind", "_key")
+    __slots__ = ("mesh", "spec", "_memory_kind", "_key", "_layouts")
 
     def __init__(self, mesh: Any, spec: Any, *, memory_kind: str | None = None):
         spec = spec if isinstance(spec, PartitionSpec) else PartitionSpec(*spec)
@@ -172,6 +172,14 @@ class NamedSharding(Sharding):
         while entries and entries[-1] is None:  # P("x") and P("x", None) mean the same
             entries.pop()
         self._key = (mesh, tuple(entries), memory_kind)
+        self._layouts: dict[int, tuple] = {}
+
+    def layout_key(self, ndim: int) -> tuple:
+        # Computed once per rank: jit's cache keys read it on every call.
+        key = self._layouts.get(ndim)
+        if key is None:
+            key = self._layouts[ndim] = (tuple(self.device_list), self.hlo_sharding(ndim))
+        return key
 
     @property
     def memory_kind(self) -> str | None:
