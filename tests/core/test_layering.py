@@ -23,8 +23,8 @@ LAYERS = [
     ["runtime", "plugin", "reference"],
     ["dispatch", "doctor"],
     ["spmd"],
-    ["jit", "api", "lax_api", "numpy"],
-    ["jacobians", "test_util", "random", "shard_map"],
+    ["jit", "api", "lax_api", "numpy", "sharding_constraint"],
+    ["jacobians", "test_util", "random", "random_gamma", "shard_map"],
     ["nn"],
 ]
 

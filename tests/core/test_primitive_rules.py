@@ -30,7 +30,7 @@ from .util import assert_close
 ELSEWHERE = {
     "cond", "scan", "while", "jit", "remat", "custom_jvp_call", "custom_vjp_call", "custom_lin",
     "psum", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index", "iota", "zeros",
-    "ppermute", "shard_map",  # tests/core/test_vmap_collectives.py, tests/sharding
+    "ppermute", "shard_map", "sharding_constraint",  # tests/sharding
 }  # fmt: skip
 
 

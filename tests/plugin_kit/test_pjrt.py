@@ -54,7 +54,7 @@ def test_reusing_a_donated_buffer_is_an_execution_error(cpu):
     x = ember.device_put(np.zeros(4, np.float32), cpu)
     f(x)
     raw = x._buffer
-    executable = f.lower(np.zeros(4, np.float32)).compile()._entry.compiled.executable
+    executable = f.lower(np.zeros(4, np.float32)).compile()._executable
     with pytest.raises(ExecutionError, match="deleted or donated"):
         executable.execute([raw])
 

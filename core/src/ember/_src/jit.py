@@ -199,6 +199,29 @@ class JitFunction:
             fast_key = entry = None
         if entry is not None:
             return entry.build(entry.compiled.call(entry.const_arrays + leaves))
+        traced, mesh, wanted = self._spmd_plan(leaves, in_tree, statics)
+        placed, layouts = spmd.place_arguments(leaves, wanted, mesh, f"jit({self._name})")
+        avals = tuple(x.aval for x in placed)
+        key = (statics, in_tree, avals, spmd.layouts_key(avals, layouts), _enable_x64())
+        entry = self._spmd_cache.get(key)
+        if entry is None:
+            replicated = spmd.NamedSharding(mesh, spmd.PartitionSpec())
+            consts = [spmd.put(c, replicated) for c in traced.consts]
+            compiled = spmd.compile_spmd(
+                traced.jaxpr,
+                mesh,
+                f"jit_{self._name}",
+                [replicated] * len(consts) + layouts,
+                self._out_leaf_shardings(traced),
+                traced.donated,
+            )
+            entry = self._spmd_cache[key] = _SpmdExecutable(compiled, consts, traced.out_tree)
+        if fast_key is not None and all(p is x for p, x in zip(placed, leaves)):
+            self._spmd_fast[fast_key] = entry
+        return entry.build(entry.compiled.call(entry.const_arrays + placed))
+
+    def _spmd_plan(self, leaves: list[Any], in_tree: PyTreeDef, statics: tuple):
+        """(traced program, mesh, the sharding asked for each argument or None)."""
         name = self._name
         index_tree = tree_unflatten(in_tree, range(len(leaves)))
         wanted = [None] * len(leaves)
@@ -218,24 +241,7 @@ class JitFunction:
             mesh = spmd.mesh_of(out_sh, (), f"jit({name})")
         if mesh is None:
             raise ValueError(f"jit({name}): shardings were given but name no mesh")
-        placed, layouts = spmd.place_arguments(leaves, wanted, mesh, f"jit({name})")
-        key = (statics, in_tree, avals, spmd.layouts_key(avals, layouts), _enable_x64())
-        entry = self._spmd_cache.get(key)
-        if entry is None:
-            replicated = spmd.NamedSharding(mesh, spmd.PartitionSpec())
-            consts = [spmd.put(c, replicated) for c in traced.consts]
-            compiled = spmd.compile_spmd(
-                traced.jaxpr,
-                mesh,
-                f"jit_{name}",
-                [replicated] * len(consts) + layouts,
-                self._out_leaf_shardings(traced),
-                traced.donated,
-            )
-            entry = self._spmd_cache[key] = _SpmdExecutable(compiled, consts, traced.out_tree)
-        if fast_key is not None and all(p is x for p, x in zip(placed, leaves)):
-            self._spmd_fast[fast_key] = entry
-        return entry.build(entry.compiled.call(entry.const_arrays + placed))
+        return traced, mesh, wanted
 
     def _out_leaf_shardings(self, traced: _Traced) -> list[Any]:
         count = traced.out_tree.num_leaves
@@ -355,7 +361,21 @@ class JitFunction:
         leaves, in_tree = tree_flatten(dynamic)
         avals = tuple(leaf_aval(x, self._label(i)) for i, x in enumerate(leaves))
         device = self._device or common_device([x for x in leaves if type(x) is Array], self._name)
-        return Lowered(self, statics, in_tree, avals, device)
+        spmd_text = None
+        if device is None or self._always_spmd or self._trace(statics, in_tree, avals).mesh:
+            traced, mesh, wanted = self._spmd_plan(leaves, in_tree, statics)
+            layouts = spmd.argument_layouts(leaves, wanted, mesh, f"jit({self._name})")
+            replicated = spmd.NamedSharding(mesh, spmd.PartitionSpec())
+            spmd_text = spmd.spmd_computation(
+                traced.jaxpr,
+                mesh,
+                f"jit_{self._name}",
+                [replicated] * len(traced.consts) + layouts,
+                self._out_leaf_shardings(traced),
+                traced.donated,
+            )
+            device = mesh.device_list[0]
+        return Lowered(self, statics, in_tree, avals, device, spmd_text)
 
     def trace(self, *args: Any, **kwargs: Any) -> ClosedJaxpr:
         dynamic, statics = self._split(args, kwargs)
@@ -374,8 +394,9 @@ class JitFunction:
 class Lowered:
     """A jitted function lowered for one argument signature."""
 
-    def __init__(self, fn: JitFunction, statics, in_tree, avals, device: Device):
+    def __init__(self, fn: JitFunction, statics, in_tree, avals, device: Device, spmd_program=None):
         self._fn = fn
+        self._spmd = spmd_program  # the Computation of an SPMD program over a mesh
         self._statics = statics
         self._in_tree = in_tree
         self._avals = avals
@@ -388,6 +409,8 @@ class Lowered:
 
     def as_text(self, platform: str | None = None) -> str:
         """The StableHLO module, as MLIR text, for ``platform`` (default: the device's)."""
+        if self._spmd is not None:
+            return self._spmd.as_text(platform or self._device.platform)
         return lower_module(
             self._traced.jaxpr,
             platform=platform or self._device.platform,
@@ -396,29 +419,31 @@ class Lowered:
         )
 
     def compile(self) -> Compiled:
+        if self._spmd is not None:  # compiled for inspection; calls go through the jit cache
+            return Compiled(self._fn, self._device.backend.compile(self._spmd))
         key = (self._statics, self._in_tree, self._avals, self._device)
         entry = self._fn._exec_cache.get(key)
         if entry is None:
             entry = self._fn._compile(self._statics, self._in_tree, self._avals, self._device)
             self._fn._exec_cache[key] = entry
-        return Compiled(self._fn, entry)
+        return Compiled(self._fn, entry.compiled.executable)
 
 
 class Compiled:
     """A compiled executable for one argument signature."""
 
-    def __init__(self, fn: JitFunction, entry: _Executable):
+    def __init__(self, fn: JitFunction, executable: Any):
         self._fn = fn
-        self._entry = entry
+        self._executable = executable
 
     def as_text(self) -> str:
-        return self._entry.compiled.executable.as_text()
+        return self._executable.as_text()
 
     def cost_analysis(self) -> dict[str, float]:
-        return self._entry.compiled.executable.cost_analysis()
+        return self._executable.cost_analysis()
 
     def memory_analysis(self) -> Any:
-        return self._entry.compiled.executable.memory_analysis()
+        return self._executable.memory_analysis()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._fn(*args, **kwargs)

@@ -110,7 +110,17 @@ def place_arguments(
     args: Sequence[Any], shardings: Sequence[Any], mesh: Mesh, what: str
 ) -> tuple[list[Array], list[NamedSharding]]:
     """Every argument laid out on ``mesh``: as asked, else as it is, else replicated."""
-    placed = []
+    layouts = argument_layouts(args, shardings, mesh, what)
+    placed = [
+        put(x, wanted, f"{what}, argument #{i}") for i, (x, wanted) in enumerate(zip(args, layouts))
+    ]
+    return placed, layouts
+
+
+def argument_layouts(
+    args: Sequence[Any], shardings: Sequence[Any], mesh: Mesh, what: str
+) -> list[NamedSharding]:
+    """Where each argument goes on ``mesh``: as asked, else as it is, else replicated."""
     layouts = []
     replicated = NamedSharding(mesh, PartitionSpec())
     for i, (x, wanted) in enumerate(zip(args, shardings)):
@@ -124,13 +134,36 @@ def place_arguments(
                         f"{x._device!r}, which is not in {mesh!r}{errors.where()}"
                     )
                 wanted = replicated
-        placed.append(put(x, wanted, f"{what}, argument #{i}"))
         layouts.append(wanted)
-    return placed, layouts
+    return layouts
 
 
 # --------------------------------------------------------------------------------------------
 # Compiling and calling
+
+
+def spmd_computation(
+    closed: ClosedJaxpr,
+    mesh: Mesh,
+    name: str,
+    in_shardings: Sequence[NamedSharding],
+    out_shardings: Sequence[Sharding | None],
+    donated_invars: Sequence[bool] | None = None,
+) -> Computation:
+    """The computation (not yet compiled) of an SPMD program over ``mesh``."""
+    for sharding, aval in zip(out_shardings, closed.out_avals):
+        if sharding is not None:
+            sharding.shard_shape(aval.shape)  # a bad out_sharding fails here, by name
+    return Computation(
+        name,
+        closed,
+        devices=mesh.device_list,
+        donated_invars=donated_invars,
+        lower=_lower,
+        in_shardings=in_shardings,
+        out_shardings=out_shardings,
+        mesh=mesh,
+    )
 
 
 def _lower(computation: Computation, platform: str) -> str:
@@ -181,19 +214,7 @@ def compile_spmd(
     out_shardings: Sequence[Sharding | None],
     donated_invars: Sequence[bool] | None = None,
 ) -> SpmdComputation:
-    for sharding, aval in zip(out_shardings, closed.out_avals):
-        if sharding is not None:
-            sharding.shard_shape(aval.shape)  # a bad out_sharding fails here, by name
-    computation = Computation(
-        name,
-        closed,
-        devices=mesh.device_list,
-        donated_invars=donated_invars,
-        lower=_lower,
-        in_shardings=in_shardings,
-        out_shardings=out_shardings,
-        mesh=mesh,
-    )
+    computation = spmd_computation(closed, mesh, name, in_shardings, out_shardings, donated_invars)
     if config.log_compiles:
         print(f"ember: compiling {name} for {mesh!r}")
     backend = mesh.device_list[0].backend
@@ -282,11 +303,14 @@ def broadcast_prefix(prefix: Any, tree: Any, count: int, what: str) -> list[Shar
 
 
 def mesh_in_jaxpr(jaxpr: Any) -> Mesh | None:
-    """The mesh named by a shard_map or sharding constraint anywhere in ``jaxpr``."""
+    """The mesh a shard_map or sharding constraint anywhere in ``jaxpr`` names (as a ``Mesh``
+    or a ``NamedSharding`` parameter)."""
     for eqn in jaxpr.eqns:
-        mesh = eqn.params.get("mesh")
-        if isinstance(mesh, Mesh):
-            return mesh
+        for value in eqn.params.values():
+            if isinstance(value, Mesh):
+                return value
+            if isinstance(value, NamedSharding):
+                return value.mesh
         for value in eqn.params.values():
             inner = value.jaxpr if isinstance(value, ClosedJaxpr) else value
             if hasattr(inner, "eqns"):

@@ -128,3 +128,6 @@ from ember._src.ops.shape import (
 )
 from ember._src.ops.sort import sort as sort, sort_key_val as sort_key_val
 from ember._src.ops.special import erf as erf, erf_inv as erf_inv, erfc as erfc
+from ember._src.sharding_constraint import (
+    with_sharding_constraint as with_sharding_constraint,
+)
