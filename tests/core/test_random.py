@@ -28,6 +28,10 @@ EXACT = {"key_42", "key_neg", "key_big", "split_42", "split_0_3", "split_2x2", "
          "choice_array"}  # fmt: skip
 # Built on QR/Cholesky, which ember computes with its own algorithms: equal to rounding error.
 FACTORED = {"mvn_cholesky", "orthogonal", "orthogonal_wide"}
+# Gradients of the gamma sampler go through iterative series (equal to rounding error).
+SERIES = {"gamma_grad", "loggamma_grad"}
+_ALPHAS = np.array([0.3, 1.0, 2.0, 7.5], np.float32)
+_LOG_ALPHAS = np.array([0.01, 0.5, 3.0], np.float32)
 
 _MEAN = np.array([1.0, 0.0, -1.0], np.float32)
 _COV = np.array([[2.0, 0.5, 0.1], [0.5, 1.0, 0.2], [0.1, 0.2, 0.5]], np.float32)
@@ -77,6 +81,15 @@ def _calls():
         "mvn_cholesky": lambda: er.multivariate_normal(er.key(0), _MEAN, _COV, (4,)),
         "orthogonal": lambda: er.orthogonal(er.key(3), 3),
         "orthogonal_wide": lambda: er.orthogonal(er.key(4), 2, m=4),
+        "gamma_scalar": lambda: er.gamma(k, 2.5),
+        "gamma_vec": lambda: er.gamma(k, _ALPHAS),
+        "gamma_shape": lambda: er.gamma(k0, 0.5, (2, 3)),
+        "gamma_grad": lambda: ember.grad(lambda a: er.gamma(k, a).sum())(_ALPHAS),
+        "loggamma": lambda: er.loggamma(k, _LOG_ALPHAS),
+        "loggamma_grad": lambda: ember.grad(lambda a: er.loggamma(k, a).sum())(_LOG_ALPHAS),
+        "beta": lambda: er.beta(k, 2.0, enp.array([0.5, 1.0, 5.0])),
+        "dirichlet": lambda: er.dirichlet(k, enp.array([0.5, 1.0, 2.0])),
+        "dirichlet_batch": lambda: er.dirichlet(k0, enp.array([1.0, 3.0]), (2,)),
     }
 
 
@@ -89,6 +102,8 @@ def test_same_values_as_jax(name):
     assert got.shape == want.shape
     if name in FACTORED:
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    elif name in SERIES:
+        np.testing.assert_allclose(got, want, rtol=1e-4)
     elif name in EXACT or ember.default_backend() != "reference":
         np.testing.assert_array_equal(got.astype(want.dtype), want)
     else:  # NumPy's transcendental functions may differ from XLA's in the last place
@@ -152,3 +167,69 @@ def test_bad_keys_and_dtypes_are_reported():
         er.normal(er.key(0), (2,), np.int32)
     with pytest.raises(OverflowError, match="does not fit"):
         er.key(2**40)
+
+
+# --------------------------------------------------------------------------------------------
+# gamma and the samplers built on it
+
+
+def test_gamma_is_the_same_under_jit_vmap_and_batched_keys():
+    keys = er.split(er.key(3), 3)
+    batched = ember.vmap(lambda k, a: er.gamma(k, a, (2,)))(keys, _ALPHAS[:3])
+    for i in range(3):
+        np.testing.assert_array_equal(
+            np.asarray(batched[i]), np.asarray(er.gamma(keys[i], _ALPHAS[i], (2,)))
+        )
+    jitted = ember.jit(lambda k, a: er.gamma(k, a))(keys[0], _ALPHAS)
+    np.testing.assert_array_equal(np.asarray(jitted), np.asarray(er.gamma(keys[0], _ALPHAS)))
+    # loggamma is gamma in log space: the same draws
+    np.testing.assert_allclose(
+        np.exp(np.asarray(er.loggamma(keys[1], _ALPHAS))),
+        np.asarray(er.gamma(keys[1], _ALPHAS)),
+        rtol=1e-5,
+    )
+
+
+def test_gamma_gradient_is_the_implicit_reparameterisation():
+    """d(sample)/da at a fixed quantile q = P(a, x): finite differences of x(a) =
+    P^-1(a, q), with SciPy's inverse of the incomplete gamma function."""
+    special = pytest.importorskip("scipy.special")
+    k = er.key(5)
+    a = np.array([0.2, 0.9, 1.7, 6.0], np.float32)
+    x = np.asarray(er.gamma(k, a), np.float64)
+    got = np.asarray(ember.grad(lambda a: er.gamma(k, a).sum())(a))
+    q = special.gammainc(a.astype(np.float64), x)
+    h = 1e-5
+    want = (special.gammaincinv(a + h, q) - special.gammaincinv(a - h, q)) / (2 * h)
+    np.testing.assert_allclose(got, want, rtol=2e-3)
+    log_got = np.asarray(ember.grad(lambda a: er.loggamma(k, a).sum())(a))
+    np.testing.assert_allclose(log_got, want / x, rtol=2e-3)
+
+
+def test_gamma_family_distributions_look_right():
+    k = er.key(9)
+    for a in (0.3, 1.0, 4.5):
+        g = np.asarray(er.gamma(k, a, (20000,)), np.float64)
+        assert g.min() >= 0
+        assert abs(g.mean() - a) < 0.05 * a + 0.01 and abs(g.var() - a) < 0.1 * a + 0.01
+    lg = np.asarray(er.loggamma(k, 0.001, (2000,)))
+    assert np.isfinite(lg).all()  # tiny samples stay representable in log space
+    b = np.asarray(er.beta(k, 2.0, 3.0, (20000,)), np.float64)
+    assert 0 <= b.min() and b.max() <= 1
+    assert abs(b.mean() - 0.4) < 0.01 and abs(b.var() - 0.04) < 0.004
+    alpha = np.array([1.0, 2.0, 5.0], np.float32)
+    dir_ = np.asarray(er.dirichlet(k, alpha, (10000,)), np.float64)
+    assert dir_.shape == (10000, 3)
+    np.testing.assert_allclose(dir_.sum(-1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(dir_.mean(0), alpha / alpha.sum(), atol=0.01)
+
+
+def test_gamma_family_reports_bad_arguments():
+    with pytest.raises(ValueError, match="broadcast-compatible"):
+        er.gamma(er.key(0), np.ones(3, np.float32), (2,))
+    with pytest.raises(ember.errors.EmberTypeError, match="floating-point dtype"):
+        er.beta(er.key(0), 1.0, 1.0, dtype=np.int32)
+    with pytest.raises(ValueError, match="rank >= 1"):
+        er.dirichlet(er.key(0), 1.0)
+    with pytest.raises(ember.errors.EmberTypeError, match="PRNG key"):
+        er.gamma(np.zeros(3, np.uint32), 1.0)

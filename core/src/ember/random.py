@@ -23,3 +23,9 @@ from ember._src.random import (
     uniform as uniform,
     wrap_key_data as wrap_key_data,
 )
+from ember._src.random_gamma import (
+    beta as beta,
+    dirichlet as dirichlet,
+    gamma as gamma,
+    loggamma as loggamma,
+)

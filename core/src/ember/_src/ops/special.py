@@ -1,8 +1,9 @@
-"""Special functions: erf, erfc and erf_inv (lowered to CHLO, which XLA expands itself).
+"""Special functions: erf, erfc, erf_inv, lgamma, digamma and polygamma (lowered to CHLO,
+which XLA expands itself).
 
-The NumPy reference rules evaluate the same functions in float64 (``math.erf``) and, for
-``erf_inv``, Giles' single-precision approximation refined by Newton steps, then round to the
-operand's dtype.
+The NumPy reference rules evaluate the same functions in float64 (``math.erf``,
+``math.lgamma``, the series of ``special_numpy``) and, for ``erf_inv``, Giles'
+single-precision approximation refined by Newton steps, then round to the operand's dtype.
 """
 
 from __future__ import annotations
@@ -12,8 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from ember._src import rules
+from ember._src.core import Zero, get_aval, tangent_aval
+from ember._src.ops import special_numpy
 from ember._src.ops.elementwise import (
     _FLOAT,
+    _coerce,
+    add,
     def_unary_jvp,
     div,
     exp,
@@ -21,6 +27,7 @@ from ember._src.ops.elementwise import (
     mul,
     neg,
 )
+from ember._src.ops.shape import broadcast_in_dim
 
 
 def _vectorized(fn):
@@ -81,3 +88,61 @@ def erfc(x: Any) -> Any:
 
 def erf_inv(x: Any) -> Any:
     return erf_inv_p.bind(x)
+
+
+# --------------------------------------------------------------------------------------------
+# The gamma function's logarithm and derivatives
+
+
+def _float64_rule(fn):
+    """A reference rule computing ``fn`` in float64 and rounding to the operands' dtype."""
+
+    def reference(*args: np.ndarray) -> np.ndarray:
+        return np.asarray(fn(*args)).astype(args[-1].dtype)
+
+    return reference
+
+
+lgamma_p = make_elementwise("lgamma", _float64_rule(special_numpy.lgamma), "chlo.lgamma", _FLOAT)
+digamma_p = make_elementwise(
+    "digamma", _float64_rule(special_numpy.digamma), "chlo.digamma", _FLOAT
+)
+polygamma_p = make_elementwise(
+    "polygamma", _float64_rule(special_numpy.polygamma), "chlo.polygamma", _FLOAT
+)
+
+
+def lgamma(x: Any) -> Any:
+    """log |Gamma(x)|, elementwise (inf at the poles 0, -1, -2, ...)."""
+    return lgamma_p.bind(x)
+
+
+def digamma(x: Any) -> Any:
+    """The digamma function psi(x) = d/dx lgamma(x) (nan at the poles 0, -1, -2, ...)."""
+    return digamma_p.bind(x)
+
+
+def polygamma(m: Any, x: Any) -> Any:
+    """The m-th derivative of digamma at x; ``m`` is a float holding a non-negative integer
+    (other values give nan, as in XLA)."""
+    return polygamma_p.bind(*_coerce(m, x))
+
+
+def_unary_jvp(lgamma_p, lambda x, y: digamma(x))
+def_unary_jvp(digamma_p, lambda x, y: polygamma(_scalar(x, 1.0), x))
+
+
+@rules.def_jvp(polygamma_p)
+def _polygamma_jvp(primals, tangents):
+    m, x = primals
+    tm, tx = tangents
+    out = polygamma(m, x)
+    out_aval = tangent_aval(get_aval(out))
+    if type(tm) is not Zero:
+        raise ValueError("polygamma is not differentiable with respect to its order m")
+    if type(tx) is Zero:
+        return out, Zero(out_aval)
+    slope = polygamma(add(m, _scalar(m, 1.0)), x)
+    if not get_aval(tx).shape and out_aval.shape:
+        tx = broadcast_in_dim(tx, out_aval.shape, ())
+    return out, mul(tx, slope)
