@@ -21,6 +21,7 @@ import ember.numpy as enp
 from ember import lax
 from ember._src import rules
 from ember._src.interpreters.ad_util import add_any_p
+from ember._src.random_gamma import random_gamma_p
 from ember.test_util import check_grads
 
 from .util import assert_close
@@ -110,6 +111,12 @@ def _conv(x, w):
     return lax.conv_general_dilated(x1, w1, (1,), ((1, 0),), rhs_dilation=(2,))
 
 
+def _random_gamma(a):
+    # A gamma sample differentiates by implicit reparameterisation, not as the function of a
+    # that the sampler computes: its gradient is checked in test_random.py.
+    return random_gamma_p.bind(np.array([0, 42], np.uint32), a, log_space=False)
+
+
 def _dynamic_update_slice(x, u):
     return lax.dynamic_update_slice(x, u[:1], (2, *_rest(x)))
 
@@ -172,6 +179,15 @@ CASES = {
     "erf": (lax.erf, [ANY], True),
     "erfc": (lax.erfc, [ANY], True),
     "erf_inv": (lax.erf_inv, [UNIT], True),
+    "lgamma": (lax.lgamma, [f32(0.2, 4.0)], True),
+    "digamma": (lax.digamma, [f32(0.2, 4.0)], True),
+    "polygamma": (lambda x: lax.polygamma(np.float32(1), x), [POSITIVE], True),
+    # second derivatives in a are not defined (as in JAX): tests/core/test_lax_special.py
+    "igamma": (lambda x: lax.igamma(np.float32(1.5), x), [POSITIVE], True),
+    "igammac": (lambda x: lax.igammac(np.float32(0.7), x), [POSITIVE], True),
+    "igamma_grad_a": (lambda x: lax.igamma_grad_a(np.float32(1.5), x), [POSITIVE], True),
+    "random_gamma_grad": (lax.random_gamma_grad, [POSITIVE, POSITIVE], False),
+    "random_gamma": (_random_gamma, [POSITIVE], False),
     "select_n": (lambda p, x, y: lax.select_n(p, x, y), [bools, ANY, ANY], True),
     "convert_element_type": (lambda x: lax.convert_element_type(x, np.float16), [ANY], False),
     "stop_gradient": (lax.stop_gradient, [ANY], False),

@@ -97,6 +97,12 @@ from ember._src.ops.elementwise import (
     tanh as tanh,
 )
 from ember._src.ops.fft import fft as fft
+from ember._src.ops.igamma import (
+    igamma as igamma,
+    igamma_grad_a as igamma_grad_a,
+    igammac as igammac,
+    random_gamma_grad as random_gamma_grad,
+)
 from ember._src.ops.indexing import (
     dynamic_slice as dynamic_slice,
     dynamic_update_slice as dynamic_update_slice,
@@ -127,7 +133,14 @@ from ember._src.ops.shape import (
     transpose as transpose,
 )
 from ember._src.ops.sort import sort as sort, sort_key_val as sort_key_val
-from ember._src.ops.special import erf as erf, erf_inv as erf_inv, erfc as erfc
+from ember._src.ops.special import (
+    digamma as digamma,
+    erf as erf,
+    erf_inv as erf_inv,
+    erfc as erfc,
+    lgamma as lgamma,
+    polygamma as polygamma,
+)
 from ember._src.sharding_constraint import (
     with_sharding_constraint as with_sharding_constraint,
 )
