@@ -25,7 +25,7 @@ LAYERS = [
     ["spmd"],
     ["jit", "api", "lax_api", "numpy", "sharding_constraint"],
     ["jacobians", "test_util", "random", "random_gamma", "shard_map"],
-    ["nn"],
+    ["nn", "pmap"],
 ]
 
 

@@ -41,6 +41,7 @@ from ember._src.numpy import array_methods as _array_methods  # installs Array o
 from ember._src.ops import remat as checkpoint_policies
 from ember._src.ops.custom_derivatives import custom_jvp as custom_jvp, custom_vjp as custom_vjp
 from ember._src.ops.remat import checkpoint as checkpoint, remat as remat
+from ember._src.pmap import pmap as pmap
 from ember._src.runtime.array import Array as Array
 from ember._src.runtime.backend import Device as Device
 from ember._src.shard_map import shard_map as shard_map

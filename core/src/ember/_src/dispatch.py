@@ -20,7 +20,8 @@ from ember._src.lowering.module import lower_module
 from ember._src.plugin import manager
 from ember._src.runtime.array import Array, set_host_to_device
 from ember._src.runtime.backend import Computation, Device, Executable
-from ember._src.runtime.sharding import Sharding
+from ember._src.runtime.mesh import Mesh
+from ember._src.runtime.sharding import NamedSharding, Sharding
 
 # --------------------------------------------------------------------------------------------
 # Devices and transfers
@@ -165,6 +166,8 @@ def apply_primitive(primitive: Primitive, args: Sequence[Any], params: dict) -> 
         ) from None
     if compiled is None:
         closed = single_equation(primitive, avals, params)
+        if mesh_in_jaxpr(closed.jaxpr) is not None:  # e.g. a jit call of a shard_map
+            return _multi_device_apply(primitive, args, params)
         donated = params.get("donated_invars")
         compiled = compile_jaxpr(closed, device, primitive.name, donated)
         _eager_cache[key] = compiled
@@ -211,6 +214,24 @@ def scalar_on_device(x: Any, device: Device) -> Array:
             _scalar_cache.clear()
         _scalar_cache[key] = cached
     return cached
+
+
+def mesh_in_jaxpr(jaxpr: Jaxpr) -> Mesh | None:
+    """The mesh a shard_map or sharding constraint anywhere in ``jaxpr`` names (as a ``Mesh``
+    or a ``NamedSharding`` parameter): such a program must run over that mesh."""
+    for eqn in jaxpr.eqns:
+        for value in eqn.params.values():
+            if isinstance(value, Mesh):
+                return value
+            if isinstance(value, NamedSharding):
+                return value.mesh
+            for item in value if isinstance(value, (tuple, list)) else (value,):
+                inner = item.jaxpr if isinstance(item, ClosedJaxpr) else item
+                if isinstance(inner, Jaxpr):
+                    found = mesh_in_jaxpr(inner)
+                    if found is not None:
+                        return found
+    return None
 
 
 def _no_multi_device(primitive: Primitive, args: Sequence[Any], params: dict) -> Any:

@@ -21,6 +21,7 @@ from ember._src.dispatch import (
     common_device,
     compile_jaxpr,
     is_host_scalar,
+    mesh_in_jaxpr,
     scalar_on_device,
     to_device,
 )
@@ -46,7 +47,7 @@ class _Traced:
         self.out_tree = out_tree
         self.donated = donated
         # The mesh a shard_map or sharding constraint inside names: such a program is SPMD.
-        self.mesh = spmd.mesh_in_jaxpr(jaxpr.jaxpr)
+        self.mesh = mesh_in_jaxpr(jaxpr.jaxpr)
 
 
 class _SpmdExecutable:

@@ -23,6 +23,7 @@ from ember._src.config import config
 from ember._src.core import ShapedArray, get_aval
 from ember._src.dispatch import (
     CompiledComputation,
+    mesh_in_jaxpr,
     set_multi_device_dispatcher,
     single_equation,
     to_device,
@@ -244,6 +245,9 @@ _eager_cache: dict[tuple, SpmdComputation] = {}
 def apply_primitive(primitive: Any, args: Sequence[Any], params: dict) -> Any:
     """Run one primitive over the mesh its multi-device operands live on."""
     mesh = mesh_of((), args, primitive.name)
+    if mesh is None:  # single-device operands, but a mesh inside (a jit call of a shard_map)
+        avals = [get_aval(x) for x in args]
+        mesh = mesh_in_jaxpr(single_equation(primitive, avals, params).jaxpr)
     placed, layouts = place_arguments(args, [None] * len(args), mesh, primitive.name)
     avals = [x.aval for x in placed]
     key = (primitive, tuple(params.items()), tuple(avals), layouts_key(avals, layouts))
@@ -300,28 +304,3 @@ def broadcast_prefix(prefix: Any, tree: Any, count: int, what: str) -> list[Shar
         for index in tree_flatten(subtree)[0]:
             out[index] = resolved
     return out
-
-
-def mesh_in_jaxpr(jaxpr: Any) -> Mesh | None:
-    """The mesh a shard_map or sharding constraint anywhere in ``jaxpr`` names (as a ``Mesh``
-    or a ``NamedSharding`` parameter)."""
-    for eqn in jaxpr.eqns:
-        for value in eqn.params.values():
-            if isinstance(value, Mesh):
-                return value
-            if isinstance(value, NamedSharding):
-                return value.mesh
-        for value in eqn.params.values():
-            inner = value.jaxpr if isinstance(value, ClosedJaxpr) else value
-            if hasattr(inner, "eqns"):
-                found = mesh_in_jaxpr(inner)
-                if found is not None:
-                    return found
-            elif isinstance(value, (tuple, list)):
-                for item in value:
-                    item = item.jaxpr if isinstance(item, ClosedJaxpr) else item
-                    if hasattr(item, "eqns"):
-                        found = mesh_in_jaxpr(item)
-                        if found is not None:
-                            return found
-    return None
