@@ -31,6 +31,7 @@ from .util import assert_close
 ELSEWHERE = {
     "cond", "scan", "while", "jit", "remat", "custom_jvp_call", "custom_vjp_call", "custom_lin",
     "psum", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index", "iota", "zeros",
+    "rng_bit_generator",  # implementation-defined bits: tests/core/test_lax_precision.py
     "ppermute", "shard_map", "sharding_constraint",  # tests/sharding
 }  # fmt: skip
 
@@ -188,6 +189,9 @@ CASES = {
     "igamma_grad_a": (lambda x: lax.igamma_grad_a(np.float32(1.5), x), [POSITIVE], True),
     "random_gamma_grad": (lax.random_gamma_grad, [POSITIVE, POSITIVE], False),
     "random_gamma": (_random_gamma, [POSITIVE], False),
+    "nextafter": (lax.nextafter, [ANY, ANY], False),
+    "reduce_precision": (lambda x: lax.reduce_precision(x, 5, 10), [ANY], False),  # a staircase
+    "clamp": (lambda lo, x: lax.clamp(lo, x, lo + 1.5), [ANY, ANY], True),
     "select_n": (lambda p, x, y: lax.select_n(p, x, y), [bools, ANY, ANY], True),
     "convert_element_type": (lambda x: lax.convert_element_type(x, np.float16), [ANY], False),
     "stop_gradient": (lax.stop_gradient, [ANY], False),

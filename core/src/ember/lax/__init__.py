@@ -19,6 +19,7 @@ from ember._src.ops.bits import (
     shift_right_arithmetic as shift_right_arithmetic,
     shift_right_logical as shift_right_logical,
 )
+from ember._src.ops.clamp import clamp as clamp
 from ember._src.ops.collectives import (
     all_gather as all_gather,
     axis_index as axis_index,
@@ -108,6 +109,10 @@ from ember._src.ops.indexing import (
     dynamic_update_slice as dynamic_update_slice,
 )
 from ember._src.ops.linalg import dot_general as dot_general
+from ember._src.ops.precision import (
+    nextafter as nextafter,
+    reduce_precision as reduce_precision,
+)
 from ember._src.ops.reduce import (
     argmax as argmax,
     argmin as argmin,
@@ -118,6 +123,10 @@ from ember._src.ops.reduce import (
     reduce_prod as reduce_prod,
 )
 from ember._src.ops.reduce_window import reduce_window as reduce_window
+from ember._src.ops.rng_bit_generator import (
+    RandomAlgorithm as RandomAlgorithm,
+    rng_bit_generator as rng_bit_generator,
+)
 from ember._src.ops.shape import (
     broadcast_in_dim as broadcast_in_dim,
     concatenate as concatenate,
