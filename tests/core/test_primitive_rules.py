@@ -32,7 +32,7 @@ ELSEWHERE = {
     "cond", "scan", "while", "jit", "remat", "custom_jvp_call", "custom_vjp_call", "custom_lin",
     "psum", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index", "iota", "zeros",
     "rng_bit_generator",  # implementation-defined bits: tests/core/test_lax_precision.py
-    "ppermute", "shard_map", "sharding_constraint",  # tests/sharding
+    "ppermute", "all_to_all", "shard_map", "sharding_constraint",  # tests/sharding
 }  # fmt: skip
 
 

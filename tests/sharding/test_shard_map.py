@@ -103,3 +103,35 @@ def test_bad_specs_and_outputs_are_reported(mesh):
         smap(lambda a: a, mesh, P("data"), P())(np.zeros((8, 4), np.float32))
     with pytest.raises(ember.errors.UnboundAxisError, match="'rows'"):
         smap(lambda a: lax.psum(a, "rows"), mesh, P("data"), P("data"))(np.zeros((8, 4)))
+
+
+def _all_to_all_answer(blocks, tiled):
+    n = len(blocks)
+    if tiled:  # member j: row-part j of every member, side by side
+        rows = blocks[0].shape[0] // n
+        return [np.concatenate([b[j * rows : (j + 1) * rows] for b in blocks], 1) for j in range(n)]
+    return [np.stack([b[j] for b in blocks]) for j in range(n)]
+
+
+@pytest.mark.parametrize("tiled", [True, False])
+def test_all_to_all_values_and_gradients(mesh, rng, tiled):
+    x = rng.normal(size=(16, 4)).astype(np.float32)
+    f = smap(
+        lambda a: lax.all_to_all(a, "data", 0, 1 if tiled else 0, tiled=tiled),
+        mesh,
+        P("data"),
+        P("data"),
+    )
+    want = np.concatenate(_all_to_all_answer(list(x.reshape(4, 4, 4)), tiled))
+    np.testing.assert_allclose(np.asarray(f(x)), want)
+    weights = rng.normal(size=want.shape).astype(np.float32)
+    grad = np.asarray(ember.grad(lambda a: (f(a) * weights).sum())(x))
+    # all_to_all only moves values: the gradient is the weights moved back.
+    probe = np.arange(x.size, dtype=np.float32).reshape(x.shape)
+    moved = np.asarray(f(probe)).ravel().astype(int)
+    back = np.zeros(x.size, np.float32)
+    back[moved] = weights.ravel()
+    np.testing.assert_allclose(grad, back.reshape(x.shape))
+    with pytest.raises(ValueError, match="split_axis"):
+        bad = np.zeros((16, 3), np.float32)
+        smap(lambda a: lax.all_to_all(a, "data", 1, 0), mesh, P("data"), P("data"))(bad)

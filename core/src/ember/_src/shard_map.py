@@ -260,7 +260,11 @@ def _replicated_axes(jaxpr: ClosedJaxpr, mesh: Mesh, in_rep: list[frozenset]) ->
             out = common | frozenset(eqn.params["axes"])
         elif eqn.primitive is collectives.axis_index_p:
             out = everything - frozenset(eqn.params["axes"])
-        elif eqn.primitive in (collectives.psum_scatter_p, collectives.ppermute_p):
+        elif eqn.primitive in (
+            collectives.psum_scatter_p,
+            collectives.ppermute_p,
+            collectives.all_to_all_p,
+        ):
             out = common - frozenset(eqn.params["axes"])
         else:
             out = common

@@ -22,6 +22,7 @@ from ember._src.ops.bits import (
 from ember._src.ops.clamp import clamp as clamp
 from ember._src.ops.collectives import (
     all_gather as all_gather,
+    all_to_all as all_to_all,
     axis_index as axis_index,
     axis_size_of as axis_size,
     pmax as pmax,

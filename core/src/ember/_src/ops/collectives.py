@@ -38,6 +38,7 @@ all_gather_p = Primitive("all_gather")
 psum_scatter_p = Primitive("psum_scatter")
 axis_index_p = Primitive("axis_index")
 ppermute_p = Primitive("ppermute")
+all_to_all_p = Primitive("all_to_all")
 
 
 def _names(axis_name: Any) -> tuple:
@@ -88,6 +89,32 @@ def all_gather(x: Any, axis_name: Any, *, axis: int = 0, tiled: bool = False) ->
         ndim = np.ndim(leaf) if not hasattr(leaf, "aval") else leaf.aval.ndim
         where = axis % (ndim + (0 if tiled else 1))
         return all_gather_p.bind(leaf, axes=names, axis=where, tiled=bool(tiled), size=size)
+
+    return tree_map(one, x)
+
+
+def all_to_all(
+    x: Any, axis_name: Any, split_axis: int, concat_axis: int, *, tiled: bool = False
+) -> Any:
+    """Member j gets part j of every member's ``x`` (split along ``split_axis``), stacked
+    along ``concat_axis`` in member order (concatenated if ``tiled``)."""
+    (name,) = _names(axis_name)
+    size = axis_size(name)
+
+    def one(leaf: Any) -> Any:
+        aval = get_aval(leaf)
+        split = split_axis % aval.ndim
+        concat = concat_axis % (aval.ndim if tiled else aval.ndim)
+        have = aval.shape[split]
+        if (tiled and have % size) or (not tiled and have != size):
+            need = f"a multiple of {size}" if tiled else f"{size}"
+            raise ValueError(
+                f"all_to_all: split_axis {split} of {aval.str_short()} has size {have}; it must "
+                f"be {need} (the size of axis {name!r}){errors.where()}"
+            )
+        return all_to_all_p.bind(
+            leaf, axes=(name,), split_axis=split, concat_axis=concat, tiled=bool(tiled), size=size
+        )
 
     return tree_map(one, x)
 
@@ -198,6 +225,30 @@ _linear_collective(psum_p)
 _linear_collective(all_gather_p)
 _linear_collective(psum_scatter_p)
 _linear_collective(ppermute_p)
+_linear_collective(all_to_all_p)
+
+
+@rules.def_abstract_eval(all_to_all_p)
+def _all_to_all_abstract_eval(x, *, axes, split_axis, concat_axis, tiled, size):
+    shape = list(x.shape)
+    if tiled:
+        shape[split_axis] //= size
+        shape[concat_axis] *= size
+    else:
+        del shape[split_axis]
+        shape.insert(concat_axis, size)
+    return x.update(shape=tuple(shape))
+
+
+@rules.def_transpose(all_to_all_p)
+def _all_to_all_transpose(ct, x, *, axes, split_axis, concat_axis, tiled, size):
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    return [
+        all_to_all_p.bind(
+            ct, axes=axes, split_axis=concat_axis, concat_axis=split_axis, tiled=tiled, size=size
+        )
+    ]
 
 
 @rules.def_transpose(ppermute_p)
@@ -309,6 +360,39 @@ def _ppermute_batch(axis_name, size, vals, dims, *, axes, perm):
     return concatenate([expand_dims(p, (0,)) for p in parts], 0), 0
 
 
+def _all_to_all_stacked(stacked: Any, split_axis: int, concat_axis: int) -> Any:
+    """Non-tiled all_to_all of every member at once (members on axis 0): member j's result is
+    part j of each member, so the split axis becomes the member axis and the members go to the
+    concat axis."""
+    out = move_axis(stacked, split_axis + 1, 0)
+    return move_axis(out, 1, concat_axis + 1)
+
+
+@rules.def_collective_batch(all_to_all_p)
+def _all_to_all_batch(axis_name, vmap_size, vals, dims, *, split_axis, concat_axis, **params):
+    (x,), (d,) = vals, dims
+    axes, tiled = params["axes"], params["tiled"]
+    if axis_name not in axes:
+        if d is not_mapped:
+            return all_to_all_p.bind(x, split_axis=split_axis, concat_axis=concat_axis, **params), d
+        x = move_axis(x, d, 0)
+        out = all_to_all_p.bind(x, split_axis=split_axis + 1, concat_axis=concat_axis + 1, **params)
+        return out, 0
+    x = bdim_to_front(x, d, vmap_size)
+    if not tiled:
+        return _all_to_all_stacked(x, split_axis, concat_axis), 0
+    # Tiled: split the split axis into (members, part), exchange, then merge the members into
+    # the concat axis (member-major, as concatenation orders them).
+    shape = list(get_aval(x).shape)
+    s = split_axis + 1
+    split_shape = shape[:s] + [vmap_size, shape[s] // vmap_size] + shape[s + 1 :]
+    exchanged = _all_to_all_stacked(reshape(x, tuple(split_shape)), split_axis, concat_axis)
+    shape = list(get_aval(exchanged).shape)
+    c = concat_axis + 1
+    merged = shape[:c] + [shape[c] * shape[c + 1]] + shape[c + 2 :]
+    return reshape(exchanged, tuple(merged)), 0
+
+
 def _member(x: Any, i: int) -> Any:
     shape = get_aval(x).shape
     start = [i] + [0] * (len(shape) - 1)
@@ -327,7 +411,16 @@ def _unbound(name: str):
     return rule
 
 
-for _p in (psum_p, pmax_p, pmin_p, all_gather_p, psum_scatter_p, axis_index_p, ppermute_p):
+for _p in (
+    psum_p,
+    pmax_p,
+    pmin_p,
+    all_gather_p,
+    psum_scatter_p,
+    axis_index_p,
+    ppermute_p,
+    all_to_all_p,
+):
     rules.def_reference(_p)(_unbound(_p.name))
 
 
@@ -439,3 +532,31 @@ def _ppermute_lowering(ctx, x, *, axes, perm):
     pairs = [(group[src], group[dst]) for group in device_groups(mesh, axes) for src, dst in perm]
     attrs["source_target_pairs"] = _dense_i64(np.array(pairs, dtype=np.int64).reshape(-1, 2))
     return ctx.op("stablehlo.collective_permute", [x], ctx.avals_out[0], attrs)
+
+
+@rules.def_lowering(all_to_all_p)
+def _all_to_all_lowering(ctx, x, *, axes, split_axis, concat_axis, tiled, size):
+    aval = ctx.avals_in[0]
+    split, concat = split_axis, concat_axis
+    if not tiled:  # exchange along a new unit axis at the concat position, then drop `split`
+        at = concat if concat <= split else concat + 1
+        shape = list(aval.shape)
+        shape.insert(at, 1)
+        aval = aval.update(shape=tuple(shape))
+        x = ctx.op("stablehlo.reshape", [x], aval)
+        split, concat = (split + 1 if at <= split else split), at
+    shape = list(aval.shape)
+    shape[split] //= size
+    shape[concat] *= size
+    exchanged = aval.update(shape=tuple(shape))
+    attrs = {
+        "split_dimension": f"{split} : i64",
+        "concat_dimension": f"{concat} : i64",
+        "split_count": f"{size} : i64",
+        **_collective_attrs(ctx, axes),
+    }
+    del attrs["use_global_device_ids"]  # all_to_all's replica groups are device ids already
+    out = ctx.op("stablehlo.all_to_all", [x], exchanged, attrs)
+    if not tiled:
+        out = ctx.op("stablehlo.reshape", [out], ctx.avals_out[0])
+    return out
