@@ -74,3 +74,40 @@ def test_shard_map_data_parallel_matches_single_device(mesh, rng):
 
     single = _curve(ember.jit(single_step), params, x, y)
     np.testing.assert_allclose(_curve(step, params, x, y), single, rtol=1e-5)
+
+
+def test_two_dimensional_tensor_parallel_matches_single_device(mesh, rng):
+    """Hidden units split over `model`, batch over `data`: by jit shardings and by hand."""
+    params, x, y = _data(rng)
+    keys = ("w1", "b1", "w2", "b2")
+    flat = dict(zip(keys, [a for pair in params for a in pair]))
+
+    def loss(p, x, y):
+        return _loss([(p["w1"], p["b1"]), (p["w2"], p["b2"])], x, y)
+
+    def step(p, x, y):
+        value, grads = ember.value_and_grad(loss)(p, x, y)
+        return {k: p[k] - 0.2 * grads[k] for k in p}, value
+
+    single = _curve(ember.jit(step), flat, x, y)
+    spec = {"w1": P(None, "model"), "b1": P("model"), "w2": P("model", None), "b2": P()}
+    layout = {k: NamedSharding(mesh, s) for k, s in spec.items()}
+    rows = NamedSharding(mesh, P("data"))
+    by_jit = ember.jit(step, in_shardings=(layout, rows, rows), out_shardings=(layout, None))
+    np.testing.assert_allclose(_curve(by_jit, flat, x, y), single, rtol=1e-5)
+
+    def per_device(p, xb, yb):
+        h = enp.tanh(xb @ p["w1"] + p["b1"])
+        out = lax.psum(h @ p["w2"], "model") + p["b2"]
+        return lax.pmean(((out - yb) ** 2).mean(), "data")
+
+    sharded_loss = ember.shard_map(
+        per_device, mesh=mesh, in_specs=(spec, P("data"), P("data")), out_specs=P()
+    )
+
+    @ember.jit
+    def by_hand(p, x, y):
+        value, grads = ember.value_and_grad(sharded_loss)(p, x, y)
+        return {k: p[k] - 0.2 * grads[k] for k in p}, value
+
+    np.testing.assert_allclose(_curve(by_hand, flat, x, y), single, rtol=1e-5)
