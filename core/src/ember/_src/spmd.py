@@ -30,6 +30,7 @@ from ember._src.dispatch import (
 )
 from ember._src.ir import ClosedJaxpr
 from ember._src.lowering.module import lower_module
+from ember._src.plugin import manager
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Computation
 from ember._src.runtime.mesh import Mesh, current_mesh
@@ -186,6 +187,7 @@ def _lower(computation: Computation, platform: str) -> str:
         arg_attrs=args,
         result_attrs=results,
         mesh=mesh,
+        collectives=manager.collective_registry(),
     )
 
 

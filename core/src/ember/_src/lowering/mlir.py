@@ -217,13 +217,21 @@ class RuleContext:
 class ModuleContext:
     """Module-wide lowering state: the platform and the module's extra functions."""
 
-    def __init__(self, platform: str, name: str, mesh: Any = None):
+    def __init__(self, platform: str, name: str, mesh: Any = None, collectives: Any = None):
         self.platform = platform
         self.name = sanitize_name(name)
         self.extra_functions: list[str] = []
         # The device mesh of an SPMD module (declared as ``@mesh``), else None.
         self.mesh = mesh
+        # Who implements each collective on this platform (the plugins' declarations).
+        self.collectives = collectives
         self._channels = 0
+
+    def collective_implementation(self, collective: str) -> Any:
+        """``"xla"`` (XLA's own op) or the plugin's implementation of ``collective``."""
+        if self.collectives is None:
+            return "xla"
+        return self.collectives.implementation(self.platform, collective)
 
     def next_channel(self) -> int:
         """A fresh channel id: every collective of a module needs its own."""

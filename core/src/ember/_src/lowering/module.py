@@ -78,13 +78,14 @@ def lower_module(
     arg_attrs: Sequence[str | None] = (),
     result_attrs: Sequence[str | None] = (),
     mesh: Any = None,
+    collectives: Any = None,
 ) -> str:
     """The StableHLO module text of ``closed``, whose consts are inlined as constants.
 
     Large constants should be hoisted into arguments by the caller (jit does this), since
     every inline constant is compiled into the executable.
     """
-    module = ModuleContext(platform, name, mesh)
+    module = ModuleContext(platform, name, mesh, collectives)
     fn = FunctionEmitter()
     ctx = RuleContext(module, fn)
     jaxpr = closed.jaxpr

@@ -466,6 +466,26 @@ def _combiner(ctx, dtype, op: str) -> str:
     return ctx.region([scalar, scalar], lambda c, a, b: [c.op(op, [a, b], scalar)])
 
 
+def _implemented_by_plugin(collective: str, **extra: Any):
+    """Wrap the StableHLO lowering of ``collective``: a platform whose plugin declared its own
+    implementation (``ember_register_collectives``) gets that implementation's ``lower``
+    instead, called with the device groups the collective runs over."""
+
+    def wrap(standard):
+        def lower(ctx, *operands, **params):
+            implementation = ctx.module.collective_implementation(collective)
+            if implementation == "xla":
+                return standard(ctx, *operands, **params)
+            groups = device_groups(ctx.module.mesh, params["axes"])
+            return implementation.lower(
+                ctx, *operands, collective=collective, device_groups=groups, **extra, **params
+            )
+
+        return lower
+
+    return wrap
+
+
 def _all_reduce_lowering(op: str):
     def lower(ctx, x, *, axes):
         aval = ctx.avals_out[0]
@@ -477,12 +497,17 @@ def _all_reduce_lowering(op: str):
     return lower
 
 
-rules.def_lowering(psum_p)(_all_reduce_lowering("stablehlo.add"))
-rules.def_lowering(pmax_p)(_all_reduce_lowering("stablehlo.maximum"))
-rules.def_lowering(pmin_p)(_all_reduce_lowering("stablehlo.minimum"))
+for _p, _op, _reduction in (
+    (psum_p, "stablehlo.add", "sum"),
+    (pmax_p, "stablehlo.maximum", "max"),
+    (pmin_p, "stablehlo.minimum", "min"),
+):
+    _rule = _implemented_by_plugin("all_reduce", reduction=_reduction)(_all_reduce_lowering(_op))
+    rules.def_lowering(_p)(_rule)
 
 
 @rules.def_lowering(all_gather_p)
+@_implemented_by_plugin("all_gather")
 def _all_gather_lowering(ctx, x, *, axes, axis, tiled, size):
     aval = ctx.avals_in[0]
     if not tiled:
@@ -495,6 +520,7 @@ def _all_gather_lowering(ctx, x, *, axes, axis, tiled, size):
 
 
 @rules.def_lowering(psum_scatter_p)
+@_implemented_by_plugin("reduce_scatter")
 def _psum_scatter_lowering(ctx, x, *, axes, dimension, tiled, size):
     aval = ctx.avals_in[0]
     shape = list(aval.shape)
@@ -526,6 +552,7 @@ def _axis_index_lowering(ctx, *, axes):
 
 
 @rules.def_lowering(ppermute_p)
+@_implemented_by_plugin("collective_permute")
 def _ppermute_lowering(ctx, x, *, axes, perm):
     mesh = ctx.module.mesh
     attrs = _collective_attrs(ctx, axes, groups=False)
@@ -535,6 +562,7 @@ def _ppermute_lowering(ctx, x, *, axes, perm):
 
 
 @rules.def_lowering(all_to_all_p)
+@_implemented_by_plugin("all_to_all")
 def _all_to_all_lowering(ctx, x, *, axes, split_axis, concat_axis, tiled, size):
     aval = ctx.avals_in[0]
     split, concat = split_axis, concat_axis

@@ -57,8 +57,13 @@ def ember_register_collectives(registry: CollectiveRegistry) -> None:
     """Declare which collectives the plugin's platforms implement, and how.
 
     Called once per plugin, before the first collective is lowered for its platforms. Use
-    ``registry.register(platform, collective_name, implementation)``, where the implementation
-    is ``"xla"`` (XLA's own lowering) or a transport object of the plugin's.
+    ``registry.register(platform, collective_name, implementation)`` for each of
+    ``all_reduce``, ``all_gather``, ``reduce_scatter``, ``all_to_all`` and
+    ``collective_permute`` the platform runs, where the implementation is ``"xla"`` (XLA's
+    own StableHLO op) or an object of the plugin's whose ``lower(ctx, *operands, collective,
+    device_groups, **params)`` emits the collective into the module (e.g. a custom call into
+    the plugin's transport); ``device_groups`` is a (groups, members) array of device
+    positions. A platform that declares some collectives refuses the others, by name.
     """
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember._src import rules
+from ember._src import errors, rules
 from ember._src.core import Primitive
 
 
@@ -36,7 +36,20 @@ class CollectiveRegistry:
         self._impls[(platform, collective)] = implementation
 
     def implementation(self, platform: str, collective: str) -> Any:
-        return self._impls.get((platform, collective), "xla")
+        """How ``platform`` runs ``collective``: ``"xla"`` or a plugin's implementation (an
+        object whose ``lower(ctx, *operands, collective=, device_groups=, **params)`` emits
+        it). A platform that declares nothing gets XLA's; one that declares some collectives
+        but not this one cannot run it."""
+        found = self._impls.get((platform, collective))
+        if found is not None:
+            return found
+        declared = sorted(c for p, c in self._impls if p == platform)
+        if declared:
+            raise errors.BackendError(
+                f"platform {platform!r} does not implement the collective {collective!r} "
+                f"(its plugin declares {', '.join(declared)})"
+            )
+        return "xla"
 
     def declared(self) -> dict[tuple[str, str], Any]:
         return dict(self._impls)
