@@ -22,7 +22,7 @@ LAYERS = [
     ["ops"],
     ["runtime", "plugin", "reference"],
     ["dispatch", "doctor"],
-    ["spmd"],
+    ["spmd", "sharding_display"],
     ["jit", "api", "lax_api", "numpy", "sharding_constraint"],
     ["jacobians", "test_util", "random", "random_gamma", "shard_map"],
     ["nn", "pmap"],

@@ -134,3 +134,42 @@ def test_with_sharding_constraint(mesh, rng):
     np.testing.assert_allclose(np.asarray(v), 3 * np.stack([x, x]))
     with pytest.raises(ValueError, match="not divisible"):
         ember.jit(lambda a: ember.lax.with_sharding_constraint(a, cols))(np.zeros((8, 3)))
+
+
+def test_make_array_from_callback_and_single_device_arrays(mesh, rng):
+    x = rng.normal(size=(8, 6)).astype(np.float32)
+    sharding = NamedSharding(mesh, P("data", "model"))
+    seen = []
+
+    def piece(index):
+        seen.append(index)
+        return x[index]
+
+    a = ember.make_array_from_callback(x.shape, sharding, piece)
+    assert a.sharding == sharding and len(seen) == 8
+    np.testing.assert_array_equal(np.asarray(a), x)
+    singles = [
+        ember.device_put(x[i], d)
+        for d, i in sharding.addressable_devices_indices_map(x.shape).items()
+    ]
+    b = ember.make_array_from_single_device_arrays(x.shape, sharding, singles[::-1])
+    assert b.sharding == sharding
+    np.testing.assert_array_equal(np.asarray(b), x)
+    np.testing.assert_allclose(np.asarray(ember.jit(lambda v: v * 2)(b)), 2 * x)
+    with pytest.raises(ValueError, match="returned shape"):
+        ember.make_array_from_callback(x.shape, sharding, lambda index: x)
+    with pytest.raises(ValueError, match="exactly one array"):
+        ember.make_array_from_single_device_arrays(x.shape, sharding, singles[:7])
+
+
+def test_visualize_array_sharding(mesh, capsys):
+    a = ember.device_put(np.zeros((8, 4), np.float32), NamedSharding(mesh, P("data", "model")))
+    ember.debug.visualize_array_sharding(a)
+    drawn = capsys.readouterr().out
+    platform = ember.default_backend().upper()
+    for i in range(8):
+        assert f"{platform} {i}" in drawn
+    assert drawn.count("│") == 4 * 3  # four rows of two boxes
+    b = ember.device_put(np.zeros(8, np.float32), NamedSharding(mesh, P("model")))
+    text = ember.debug.sharding_layout_text(b)
+    assert f"{platform} 0,2,4,6" in text and f"{platform} 1,3,5,7" in text

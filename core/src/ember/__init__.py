@@ -5,6 +5,7 @@ Backends come from independently installed plugins (``pip install ember-plugin-c
 """
 
 from ember import (
+    debug as debug,
     dtypes as dtypes,
     errors as errors,
     lax as lax,
@@ -27,6 +28,8 @@ from ember._src.api import (
     linearize as linearize,
     local_device_count as local_device_count,
     local_devices as local_devices,
+    make_array_from_callback as make_array_from_callback,
+    make_array_from_single_device_arrays as make_array_from_single_device_arrays,
     make_jaxpr as make_jaxpr,
     make_mesh as make_mesh,
     process_index as process_index,

@@ -30,7 +30,7 @@ from ember._src.plugin import manager
 from ember._src.runtime import mesh as mesh_module
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Device
-from ember._src.runtime.sharding import Sharding
+from ember._src.runtime.sharding import Sharding, SingleDeviceSharding
 from ember._src.tree_util import (
     _flatten_up_to,
     tree_flatten,
@@ -492,6 +492,70 @@ def _put_leaf(leaf: Any, device: Any) -> Array:
     if isinstance(device, Sharding):
         return spmd.put(leaf, device)
     return dispatch.to_device(leaf, _resolve_device(device))
+
+
+def make_array_from_callback(
+    shape: Sequence[int], sharding: Sharding, data_callback: Callable[[Any], Any]
+) -> Array:
+    """An array of global ``shape`` laid out by ``sharding``, each device's piece being
+    ``data_callback(index)`` (``index``: a tuple of slices into the global array)."""
+    shape = tuple(int(d) for d in shape)
+    indices = sharding.addressable_devices_indices_map(shape)
+    pieces = []
+    for device in sharding.device_list:
+        piece = np.asarray(data_callback(indices[device]))
+        want = tuple(len(range(*s.indices(n))) for s, n in zip(indices[device], shape))
+        if piece.shape != want:
+            raise ValueError(
+                f"make_array_from_callback: the callback returned shape {piece.shape} for "
+                f"index {indices[device]} of {device!r}; that piece has shape {want}"
+                f"{errors.where()}"
+            )
+        pieces.append(piece)
+    dtype = dtypes.canonicalize(np.result_type(*pieces))
+    aval = ShapedArray(shape, dtype)
+    pieces = [p.astype(dtype, copy=False) for p in pieces]
+    if isinstance(sharding, SingleDeviceSharding) or sharding.num_devices == 1:
+        return dispatch.device_put_numpy(pieces[0], sharding.device_list[0])
+    buffer = sharding.backend.buffer_from_shards(pieces, aval, sharding)
+    return Array(aval, buffer, sharding)
+
+
+def make_array_from_single_device_arrays(
+    shape: Sequence[int], sharding: Sharding, arrays: Sequence[Array]
+) -> Array:
+    """An array of global ``shape`` laid out by ``sharding`` from one Array per device (in
+    any order; each must already be that device's piece)."""
+    shape = tuple(int(d) for d in shape)
+    by_device = {}
+    for a in arrays:
+        if not isinstance(a, Array) or isinstance(a._device, Sharding):
+            raise TypeError(
+                f"make_array_from_single_device_arrays needs single-device ember Arrays, got "
+                f"{type(a).__name__}{errors.where()}"
+            )
+        by_device[a._device] = a
+    missing = [d for d in sharding.device_list if d not in by_device]
+    if missing or len(by_device) != len(arrays):
+        raise ValueError(
+            f"make_array_from_single_device_arrays: need exactly one array on each of "
+            f"{sharding.device_list}; missing {missing}{errors.where()}"
+        )
+    piece_shape = sharding.shard_shape(shape)
+    ordered = [by_device[d] for d in sharding.device_list]
+    dtype = ordered[0].dtype
+    for d, a in zip(sharding.device_list, ordered):
+        if a.shape != piece_shape or a.dtype != dtype:
+            raise ValueError(
+                f"make_array_from_single_device_arrays: the array on {d!r} is "
+                f"{a.aval.str_short()}; pieces of {shape} laid out as {sharding} are "
+                f"{dtype}{list(piece_shape)}{errors.where()}"
+            )
+    aval = ShapedArray(shape, dtype)
+    if sharding.num_devices == 1:
+        return ordered[0]
+    buffer = sharding.backend.assemble_buffers([a._buffer for a in ordered], aval, sharding)
+    return Array(aval, buffer, sharding)
 
 
 def device_get(x: Any) -> Any:

@@ -163,7 +163,13 @@ def put_shards(
         put(shard, shard_aval, _device_sharding(device), device)
         for shard, shard_aval, device in zip(shards, shard_avals, devices)
     ]
-    return _jax.ArrayImpl(aval, sharding, pieces, True, _skip_checks=True)
+    return assemble(pieces, aval, sharding)
+
+
+def assemble(pieces: Sequence[RawBuffer], aval: Any, sharding: LayoutSharding) -> RawBuffer:
+    """One multi-device buffer from single-device ones, in the sharding's device order (the
+    pieces are shared, not copied)."""
+    return _jax.ArrayImpl(aval, sharding, list(pieces), True, _skip_checks=True)
 
 
 _device_shardings: dict[RawDevice, DeviceSharding] = {}

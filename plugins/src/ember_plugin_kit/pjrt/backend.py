@@ -106,6 +106,11 @@ class PjrtBackend(Backend):
         shard_aval = aval.update(shape=sharding.shard_shape(aval.shape))
         return _jaxlib.put_shards(shards, aval, layout, raw, [shard_aval] * len(raw))
 
+    def assemble_buffers(self, buffers: Sequence[Any], aval: ShapedArray, sharding: Any) -> Any:
+        raw = [d.raw for d in sharding.device_list]
+        layout = _jaxlib.layout_sharding(raw, sharding.hlo_sharding(aval.ndim))
+        return _jaxlib.assemble(buffers, aval, layout)
+
     def shard_buffers(self, buffer: Any, aval: ShapedArray, sharding: Any) -> list[Any]:
         pieces = _jaxlib.shard_buffers(buffer)
         by_device = {piece._sharding._device.id: piece for piece in pieces}

@@ -149,6 +149,14 @@ class Backend(abc.ABC):
         ``sharding.device_list[i]`` (laid out as ``sharding.hlo_sharding`` says)."""
         raise NotImplementedError(f"the {self.platform} backend has no multi-device arrays")
 
+    def assemble_buffers(
+        self, buffers: Sequence[Buffer], aval: ShapedArray, sharding: Any
+    ) -> Buffer:
+        """One multi-device buffer from single-device buffers of this backend, ``buffers[i]``
+        living on ``sharding.device_list[i]`` (by default through the host)."""
+        shards = [self.buffer_to_numpy(b) for b in buffers]
+        return self.buffer_from_shards(shards, aval, sharding)
+
     def shard_buffers(self, buffer: Buffer, aval: ShapedArray, sharding: Any) -> list[Buffer]:
         """The single-device buffers of a multi-device buffer, in ``sharding.device_list``
         order."""
