@@ -173,3 +173,15 @@ def test_visualize_array_sharding(mesh, capsys):
     b = ember.device_put(np.zeros(8, np.float32), NamedSharding(mesh, P("model")))
     text = ember.debug.sharding_layout_text(b)
     assert f"{platform} 0,2,4,6" in text and f"{platform} 1,3,5,7" in text
+
+
+def test_resharding_between_layouts_of_one_mesh(mesh, rng):
+    x = rng.normal(size=(8, 4)).astype(np.float32)
+    a = ember.jit(lambda v: v + 0)(ember.device_put(x, NamedSharding(mesh, P("data"))))
+    for spec in (P(None, "model"), P(("model", "data")), P(), P("data", "model")):
+        b = ember.device_put(a, NamedSharding(mesh, spec))
+        assert b.sharding == NamedSharding(mesh, spec)
+        for shard in b.addressable_shards:
+            np.testing.assert_array_equal(np.asarray(shard.data), x[shard.index])
+    with pytest.raises(ValueError, match="not divisible"):
+        ember.device_put(a, NamedSharding(mesh, P(None, ("data", "model"))))

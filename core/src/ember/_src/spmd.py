@@ -28,6 +28,7 @@ from ember._src.dispatch import (
     single_equation,
     to_device,
 )
+from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.ir import ClosedJaxpr
 from ember._src.lowering.module import lower_module
 from ember._src.plugin import manager
@@ -65,6 +66,12 @@ def put(value: Any, sharding: Sharding, what: str = "device_put") -> Array:
             sharding, aval.ndim
         ):
             return value if value._device == sharding else Array(aval, value._buffer, sharding)
+        if (
+            isinstance(value._device, NamedSharding)
+            and isinstance(sharding, NamedSharding)
+            and value._device.mesh == sharding.mesh
+        ):
+            return _reshard(value, sharding, what)
         host = value._value
     else:
         host = np.asarray(value, aval.dtype)
@@ -79,6 +86,30 @@ def put(value: Any, sharding: Sharding, what: str = "device_put") -> Array:
     frozen.setflags(write=False)
     out._host = frozen  # the value is known: reading it back needs no transfer
     return out
+
+
+_reshards: dict[tuple, SpmdComputation] = {}
+
+
+def _reshard(value: Array, sharding: NamedSharding, what: str) -> Array:
+    """Move ``value`` to another layout on its mesh with an identity program whose result
+    layout differs from its argument's: the partitioner emits the exchange, device to
+    device."""
+    aval = value.aval
+    try:
+        sharding.shard_shape(aval.shape)
+    except ValueError as err:
+        raise ValueError(f"{what}: cannot lay out an array {aval.str_short()}: {err}") from None
+    source = value._device
+    key = (aval, source.layout_key(aval.ndim), sharding.layout_key(aval.ndim))
+    program = _reshards.get(key)
+    if program is None:
+        identity = trace_to_jaxpr(lambda x: [x], [aval], name="reshard")
+        program = compile_spmd(identity, sharding.mesh, "reshard", [source], [sharding])
+        if len(_reshards) > 256:
+            _reshards.clear()
+        _reshards[key] = program
+    return program.call([value])[0]
 
 
 def mesh_of(shardings: Sequence[Any], args: Sequence[Any], what: str) -> Mesh | None:
