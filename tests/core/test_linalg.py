@@ -88,3 +88,66 @@ def test_eigh_gradient_is_analytic():
     g = np.asarray(ember.grad(lambda m: enp.linalg.eigvalsh(m)[-1])(SYM))
     top = np.linalg.eigh(SYM)[1][:, -1]
     assert_close(g, np.outer(top, top), rtol=1e-3, atol=1e-4)
+
+
+COMPLEX = (rng.normal(size=(5, 3)) + 1j * rng.normal(size=(5, 3))).astype(np.complex64)
+HERMITIAN = (COMPLEX.conj().T @ COMPLEX + np.diag([0.0, 1.0, 3.0])).astype(np.complex64)
+
+
+def _unitary_error(u):
+    u = np.asarray(u)
+    return np.abs(u.conj().T @ u - np.eye(u.shape[1])).max()
+
+
+def test_complex_eigh():
+    w, v = enp.linalg.eigh(HERMITIAN)
+    assert np.asarray(w).dtype == np.float32
+    assert_close(w, np.linalg.eigvalsh(HERMITIAN), rtol=1e-4, atol=1e-4)
+    assert_close(HERMITIAN @ np.asarray(v), np.asarray(v) * np.asarray(w), atol=1e-4)
+    assert _unitary_error(v) < 1e-5
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4)])
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_svd_full_and_reduced(shape, dtype):
+    a = rng.normal(size=shape) + (1j * rng.normal(size=shape) if dtype == np.complex64 else 0)
+    a = a.astype(dtype)
+    for full in (True, False):
+        u, s, vh = enp.linalg.svd(a, full_matrices=full)
+        want_u, want_s, want_vh = np.linalg.svd(a, full_matrices=full)
+        assert np.asarray(u).shape == want_u.shape and np.asarray(vh).shape == want_vh.shape
+        assert np.asarray(s).dtype == np.float32
+        assert_close(s, want_s, rtol=1e-4, atol=1e-5)
+        assert _unitary_error(u) < 1e-5 and _unitary_error(np.asarray(vh).conj().T) < 1e-5
+        k = min(shape)
+        product = (np.asarray(u)[:, :k] * np.asarray(s)) @ np.asarray(vh)[:k]
+        assert_close(product, a, atol=1e-4)
+
+
+def test_svd_of_rank_deficient_matrix_keeps_u_unitary():
+    # The zero singular value's column of u is not determined by a: it must still complete an
+    # orthonormal basis (numpy/LAPACK do the same).
+    a = np.outer(np.arange(1.0, 6.0), [1.0, 2.0, 3.0]).astype(np.float32)
+    u, s, vh = enp.linalg.svd(a)
+    assert_close(np.asarray(s)[1:], [0.0, 0.0], atol=1e-4)
+    assert _unitary_error(u) < 1e-5
+    assert_close((np.asarray(u)[:, :3] * np.asarray(s)) @ np.asarray(vh), a, atol=1e-4)
+
+
+def test_complex_qr_pinv_and_complete_qr():
+    for a in (COMPLEX, TALL):
+        q, r = enp.linalg.qr(a, mode="complete")
+        assert np.asarray(q).shape == (5, 5) and np.asarray(r).shape == (5, 3)
+        assert _unitary_error(q) < 1e-5
+        assert_close(np.asarray(q) @ np.asarray(r), a, atol=1e-5)
+        assert_close(np.tril(np.asarray(r), -1), np.zeros((5, 3)), atol=0)
+    assert_close(enp.linalg.pinv(COMPLEX), np.linalg.pinv(COMPLEX), rtol=1e-3, atol=1e-5)
+    assert_close(enp.linalg.svdvals(COMPLEX), np.linalg.svdvals(COMPLEX), rtol=1e-4)
+
+
+def test_complex_eigvalsh_gradient():
+    # d(sum of eigenvalues)/dA = identity pairing: the trace is linear; d(top)/dA = conj(v v^H)
+    # under JAX's convention for gradients of real functions of complex inputs.
+    g = np.asarray(ember.grad(lambda m: enp.linalg.eigvalsh(m)[-1])(HERMITIAN))
+    top = np.linalg.eigh(HERMITIAN)[1][:, -1]
+    assert_close(g, np.outer(top, top.conj()).conj(), rtol=1e-3, atol=1e-4)

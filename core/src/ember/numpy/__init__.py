@@ -4,6 +4,31 @@ import numpy as _np
 
 from ember._src import dtypes as _dtypes
 from ember._src.numpy.advanced_indexing import take as take, take_along_axis as take_along_axis
+from ember._src.numpy.array_api import (
+    __array_namespace_info__ as __array_namespace_info__,
+    acos as acos,
+    acosh as acosh,
+    asin as asin,
+    asinh as asinh,
+    atan as atan,
+    atan2 as atan2,
+    atanh as atanh,
+    bitwise_invert as bitwise_invert,
+    bitwise_left_shift as bitwise_left_shift,
+    bitwise_left_shift as left_shift,
+    bitwise_right_shift as bitwise_right_shift,
+    bitwise_right_shift as right_shift,
+    cumulative_prod as cumulative_prod,
+    cumulative_sum as cumulative_sum,
+    from_dlpack as from_dlpack,
+    isdtype as isdtype,
+    nextafter as nextafter,
+    unique_all as unique_all,
+    unique_counts as unique_counts,
+    unique_inverse as unique_inverse,
+    unique_values as unique_values,
+    unstack as unstack,
+)
 from ember._src.numpy.contractions import (
     dot as dot,
     einsum as einsum,
@@ -144,6 +169,7 @@ from ember._src.numpy.extras import (
     unique as unique,
     where as where,
 )
+from ember._src.numpy.linalg import matrix_transpose as matrix_transpose
 from ember._src.numpy.manipulation import (
     astype as astype,
     atleast_1d as atleast_1d,
@@ -170,7 +196,6 @@ from ember._src.numpy.manipulation import (
 )
 from ember._src.numpy.more import (
     copysign as copysign,
-    cumulative_sum as cumulative_sum,
     deg2rad as deg2rad,
     degrees as degrees,
     heaviside as heaviside,
@@ -212,7 +237,7 @@ from ember._src.numpy.sorting import (
 from ember._src.runtime.array import Array as ndarray
 from ember.numpy import fft as fft, linalg as linalg
 
-bool_ = _np.bool_
+bool_ = bool = _np.bool_
 int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
 uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
 float16, float32, float64 = _np.float16, _np.float32, _np.float64

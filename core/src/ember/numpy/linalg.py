@@ -1,5 +1,10 @@
 """Linear algebra (``ember.numpy.linalg``), as ``numpy.linalg`` and the array API's linalg."""
 
+from ember._src.numpy.contractions import (
+    matmul as matmul,
+    tensordot as tensordot,
+    vecdot as vecdot,
+)
 from ember._src.numpy.linalg import (
     cholesky as cholesky,
     cross as cross,

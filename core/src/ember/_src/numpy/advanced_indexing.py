@@ -180,7 +180,7 @@ def _default_fill(dtype: np.dtype) -> Any:
     return info.min if dtype.kind == "i" else info.max
 
 
-def take_along_axis(arr: Any, indices: Any, axis: int | None) -> Any:
+def take_along_axis(arr: Any, indices: Any, axis: int | None = -1) -> Any:
     """``arr`` picked along ``axis`` by ``indices`` (of ``arr``'s rank), as in NumPy."""
     aval = get_aval(arr)
     if axis is None:

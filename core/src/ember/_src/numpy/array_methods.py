@@ -11,7 +11,15 @@ from typing import Any
 import numpy as np
 
 from ember._src.core import Tracer
-from ember._src.numpy import contractions, elementwise, indexing, manipulation, reductions
+from ember._src.numpy import (
+    array_api,
+    contractions,
+    creation,
+    elementwise,
+    indexing,
+    manipulation,
+    reductions,
+)
 from ember._src.numpy.index_update import IndexUpdateHelper
 from ember._src.runtime.array import Array
 
@@ -53,6 +61,8 @@ _BINARY = {
     "and": elementwise.bitwise_and,
     "or": elementwise.bitwise_or,
     "xor": elementwise.bitwise_xor,
+    "lshift": array_api.bitwise_left_shift,
+    "rshift": array_api.bitwise_right_shift,
 }
 
 _COMPARISONS = {
@@ -76,12 +86,28 @@ def _transpose_method(self: Any, *axes: Any) -> Any:
     return manipulation.transpose(self, axes[0] if len(axes) == 1 else axes)
 
 
+def _setitem(self: Any, index: Any, value: Any) -> None:
+    raise TypeError(
+        f"ember arrays are immutable: {type(self).__name__} does not support item assignment; "
+        f"write x = x.at[index].set(value) instead"
+    )
+
+
+def _to_device(self: Any, device: Any, /, *, stream: Any = None) -> Any:
+    """This array on ``device`` (the array API's method); a traced value stays where it is."""
+    if stream is not None:
+        raise ValueError("to_device: ember has no streams; pass stream=None")
+    return creation.asarray(self, device=device)
+
+
 _METHODS = {
     "reshape": _reshape_method,
     "transpose": _transpose_method,
     "T": property(lambda self: manipulation.transpose(self)),
     "mT": property(lambda self: manipulation.swapaxes(self, -1, -2)),
-    "astype": lambda self, dtype, copy=True: manipulation.astype(self, dtype),
+    "astype": lambda self, dtype, copy=True, device=None: manipulation.astype(
+        self, dtype, device=device
+    ),
     "ravel": manipulation.ravel,
     "flatten": manipulation.ravel,
     "squeeze": manipulation.squeeze,
@@ -105,6 +131,8 @@ _METHODS = {
     "__pos__": elementwise.positive,
     "__abs__": elementwise.absolute,
     "__invert__": elementwise.bitwise_not,
+    "__setitem__": _setitem,
+    "to_device": _to_device,
 }
 
 

@@ -28,8 +28,8 @@ def asarray(a: Any, dtype: Any = None, copy: bool | None = None, device: Any = N
     dtype = check_dtype_arg(dtype)
     if isinstance(a, (Array, Tracer)):
         if dtype is not None and dtype != a.dtype:
-            return convert_element_type(a, dtype)
-        return a
+            a = convert_element_type(a, dtype)
+        return _place(a, device)
     if isinstance(a, (list, tuple)):
         leaves = tree_flatten(a)[0]
         if any(isinstance(x, (Array, Tracer)) for x in leaves):
@@ -61,6 +61,13 @@ def _device_of(device: Any) -> Any:
     return getattr(device, "device", device)
 
 
+def _place(x: Any, device: Any) -> Any:
+    """``x`` on ``device`` (the array API's ``device=`` keyword); tracers stay as they are."""
+    if device is None or not isinstance(x, Array):
+        return x
+    return dispatch.to_device(x, _device_of(device))
+
+
 def array(object: Any, dtype: Any = None, copy: bool = True, ndmin: int = 0) -> Any:
     result = asarray(object, dtype)
     extra = ndmin - get_aval(result).ndim
@@ -70,6 +77,10 @@ def array(object: Any, dtype: Any = None, copy: bool = True, ndmin: int = 0) -> 
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Any:
+    return _place(_full(shape, fill_value, dtype), device)
+
+
+def _full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
     shape = shape_tuple(shape)
     dtype = check_dtype_arg(dtype)
     if isinstance(fill_value, (Array, Tracer)):
@@ -91,15 +102,15 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) 
 
 
 def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
-    return full(shape, 0, dtype or dtypes.default_float())
+    return full(shape, 0, dtype or dtypes.default_float(), device=device)
 
 
 def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
-    return full(shape, 1, dtype or dtypes.default_float())
+    return full(shape, 1, dtype or dtypes.default_float(), device=device)
 
 
 def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
-    return zeros(shape, dtype)
+    return zeros(shape, dtype, device=device)
 
 
 def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, tuple[int, ...]]:
@@ -109,29 +120,35 @@ def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, tuple[int, ...]]:
     )
 
 
-def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Any:
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
+              device: Any = None) -> Any:  # fmt: skip
     dtype, shape = _like(a, dtype, shape)
-    return full(shape, fill_value, dtype)
+    return full(shape, fill_value, dtype, device=device)
 
 
-def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
-    return full_like(a, 0, dtype, shape)
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
+    return full_like(a, 0, dtype, shape, device=device)
 
 
-def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
-    return full_like(a, 1, dtype, shape)
+def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
+    return full_like(a, 1, dtype, shape, device=device)
 
 
-def empty_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
-    return zeros_like(a, dtype, shape)
+def empty_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
+    return zeros_like(a, dtype, shape, device=device)
 
 
 def _static_number(value: Any, name: str) -> Any:
     return core.concrete_or_error(value, f"arange's {name} argument")
 
 
-def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Any:
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
+           device: Any = None) -> Any:  # fmt: skip
     """Evenly spaced values in [start, stop); its arguments must be concrete (not traced)."""
+    return _place(_arange(start, stop, step, dtype), device)
+
+
+def _arange(start: Any, stop: Any, step: Any, dtype: Any) -> Any:
     start = _static_number(start, "start")
     stop = _static_number(stop, "stop") if stop is not None else None
     step = _static_number(step, "step") if step is not None else None
@@ -160,7 +177,16 @@ def linspace(
     retstep: bool = False,
     dtype: Any = None,
     axis: int = 0,
+    *,
+    device: Any = None,
 ) -> Any:
+    if retstep:
+        values, step = _linspace(start, stop, num, endpoint, dtype)
+        return _place(values, device), step
+    return _place(_linspace(start, stop, num, endpoint, dtype)[0], device)
+
+
+def _linspace(start: Any, stop: Any, num: Any, endpoint: bool, dtype: Any) -> tuple[Any, Any]:
     num = operator.index(core.concrete_or_error(num, "linspace's num"))
     if num < 0:
         raise ValueError(
@@ -189,18 +215,16 @@ def linspace(
         # Pin the last sample to stop exactly, as NumPy does, despite rounding in the steps.
         values = lax.select_n(lax.eq(index, np.int32(num - 1)), values, stop_c)
     result = convert_element_type(values, dtype) if dtype != compute else values
-    if retstep:
-        return result, step
-    return result
+    return result, step
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None):
     n = operator.index(core.concrete_or_error(N, "eye's N"))
     m = n if M is None else operator.index(core.concrete_or_error(M, "eye's M"))
     dtype = check_dtype_arg(dtype) or dtypes.default_float()
     rows = iota(dtypes.int32, (n, m), 0)
     cols = iota(dtypes.int32, (n, m), 1)
-    return convert_element_type(lax.eq(lax.add(rows, np.int32(k)), cols), dtype)
+    return _place(convert_element_type(lax.eq(lax.add(rows, np.int32(k)), cols), dtype), device)
 
 
 def identity(n: int, dtype: Any = None) -> Any:

@@ -120,6 +120,26 @@ def irfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None)
     return _transform(a, None if n is None else [n], [axis], norm, "IRFFT", [axis])
 
 
+_SWAPPED_NORM = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
+
+
+def hfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) -> Any:
+    """The real spectrum of a signal with Hermitian symmetry, given its first half."""
+    a = _complex(creation.asarray(a))
+    return irfft(enp.conjugate(a), n, axis, _swapped(norm))
+
+
+def ihfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) -> Any:
+    """The inverse of ``hfft``: the first half of the Hermitian spectrum of a real signal."""
+    return enp.conjugate(rfft(a, n, axis, _swapped(norm)))
+
+
+def _swapped(norm: str | None) -> str:
+    if norm not in _SWAPPED_NORM:
+        raise ValueError(f"norm must be 'backward', 'ortho' or 'forward', got {norm!r}")
+    return _SWAPPED_NORM[norm]
+
+
 def _all_axes(a: Any) -> list[int]:
     return list(range(get_aval(creation.asarray(a)).ndim))
 
@@ -156,12 +176,14 @@ def irfft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: str | None = None)
     return irfftn(a, s, axes, norm)
 
 
-def fftfreq(n: int, d: float = 1.0, *, dtype: Any = None) -> Any:
-    return creation.asarray(np.fft.fftfreq(n, d).astype(dtype or dtypes.default_float()))
+def fftfreq(n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None) -> Any:
+    values = np.fft.fftfreq(n, d).astype(dtype or dtypes.default_float())
+    return creation.asarray(values, device=device)
 
 
-def rfftfreq(n: int, d: float = 1.0, *, dtype: Any = None) -> Any:
-    return creation.asarray(np.fft.rfftfreq(n, d).astype(dtype or dtypes.default_float()))
+def rfftfreq(n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None) -> Any:
+    values = np.fft.rfftfreq(n, d).astype(dtype or dtypes.default_float())
+    return creation.asarray(values, device=device)
 
 
 def fftshift(x: Any, axes: Any = None) -> Any:

@@ -28,6 +28,7 @@ from ember._src.numpy.contractions import matmul
 from ember._src.numpy.sorting import argsort
 from ember._src.ops.control_flow.loops import fori_loop
 from ember._src.ops.custom_derivatives import custom_jvp
+from ember._src.ops.elementwise import stop_gradient
 
 # --------------------------------------------------------------------------------------------
 # Helpers
@@ -342,7 +343,7 @@ def pinv(a: Any, rtol: Any = None, hermitian: bool = False) -> Any:
     cutoff = reductions.max(s, axis=-1, keepdims=True) * np.asarray(rtol, get_aval(s).dtype)
     inverse = enp.where(enp.greater(s, cutoff), 1.0 / enp.where(enp.greater(s, 0), s, 1.0), 0.0)
     inverse = inverse.astype(get_aval(s).dtype)
-    return matmul(matrix_transpose(vh) * inverse[..., None, :], matrix_transpose(u))
+    return matmul(_h(vh) * inverse[..., None, :], _h(u))
 
 
 def matrix_rank(a: Any, rtol: Any = None, tol: Any = None) -> Any:
@@ -361,7 +362,7 @@ def matrix_rank(a: Any, rtol: Any = None, tol: Any = None) -> Any:
 # QR (Householder)
 
 
-def _qr_single(a: Any) -> tuple[Any, Any]:
+def _qr_single(a: Any, complete: bool = False) -> tuple[Any, Any]:
     m, n = get_aval(a).shape
     k = min(m, n)
     dtype = get_aval(a).dtype
@@ -384,19 +385,15 @@ def _qr_single(a: Any) -> tuple[Any, Any]:
 
     q, r = fori_loop(0, k, step, (_eye(m, dtype), a))
     r = enp.where(enp.greater(rows[:, None], _iota(n)[None, :]), 0.0, r).astype(dtype)
-    return q[:, :k], r[:k]
+    return (q, r) if complete else (q[:, :k], r[:k])
 
 
 def qr(a: Any, mode: str = "reduced") -> Any:
     """Householder QR: ``a = q @ r``; ``mode`` is "reduced", "complete" or "r"."""
     a = _float_matrix(a, "qr", square=False)
-    if mode == "complete":
-        m, n = get_aval(a).shape[-2:]
-        if m > n:
-            raise NotImplementedError("qr(mode='complete') for tall matrices")
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
-    q, r = _batched(_qr_single, a)
+    q, r = _batched(lambda x: _qr_single(x, complete=mode == "complete"), a)
     return r if mode == "r" else (q, r)
 
 
@@ -406,42 +403,72 @@ def qr(a: Any, mode: str = "reduced") -> Any:
 _JACOBI_SWEEPS = 12  # quadratic convergence: float32 is converged well before this
 
 
+def _is_complex(x: Any) -> bool:
+    return get_aval(x).dtype.kind == "c"
+
+
+def _conj(x: Any) -> Any:
+    return enp.conjugate(x) if _is_complex(x) else x
+
+
+def _h(x: Any) -> Any:
+    """The conjugate transpose of a matrix (or a stack)."""
+    return _conj(matrix_transpose(x))
+
+
+def _jacobi_rotation(app: Any, aqq: Any, apq: Any, dtype: np.dtype) -> tuple[Any, Any]:
+    """(c, w) of the unitary J = [[c, w], [-conj(w), c]] that diagonalises the Hermitian
+    2x2 [[app, apq], [conj(apq), aqq]] as J^H B J (app, aqq real; c real).
+
+    For a complex apq = |apq| e^{i phi}, J = P R P^H with P = diag(1, e^{-i phi}) and R the
+    real rotation of the real symmetric P^H B P = [[app, |apq|], [|apq|, aqq]]: w = s e^{i phi}.
+    """
+    real = dtypes.real_dtype(dtype)
+    one = np.asarray(1.0, real)
+    magnitude = enp.abs(apq) if dtype.kind == "c" else apq
+    tiny = enp.abs(magnitude) <= np.asarray(np.finfo(real).tiny, real)
+    safe = enp.where(tiny, one, magnitude)
+    theta = (aqq - app) / (2.0 * safe)
+    t = enp.sign(theta) / (enp.abs(theta) + enp.sqrt(theta * theta + one))
+    t = enp.where(enp.equal(theta, 0), one, t)
+    c = enp.where(tiny, one, one / enp.sqrt(t * t + one))
+    s = enp.where(tiny, np.asarray(0.0, real), t * c)
+    if dtype.kind != "c":
+        return c, s
+    phase = enp.where(tiny, np.asarray(1.0, dtype), apq / safe.astype(dtype)).astype(dtype)
+    return c, s.astype(dtype) * phase
+
+
+def _rotate_columns(x: Any, p: Any, q: Any, c: Any, w: Any) -> Any:
+    """x <- x J for J = [[c, w], [-conj(w), c]] acting on columns p and q."""
+    xp, xq = x[:, p], x[:, q]
+    return x.at[:, p].set(c * xp - _conj(w) * xq).at[:, q].set(w * xp + c * xq)
+
+
 def _eigh_single(a: Any) -> tuple[Any, Any]:
     n = get_aval(a).shape[0]
     dtype = get_aval(a).dtype
-    if dtype.kind == "c":
-        raise NotImplementedError("eigh of complex Hermitian matrices")
-    a = (a + manipulation.swapaxes(a, 0, 1)) * np.asarray(0.5, dtype)  # use the symmetric part
+    a = (a + _h(a)) * np.asarray(0.5, dtype)  # use the Hermitian part
     if n == 1:
-        return manipulation.reshape(a, (1,)), creation.ones((1, 1), dtype)
+        return manipulation.reshape(enp.real(a), (1,)), creation.ones((1, 1), dtype)
     pairs = np.array([(p, q) for p in range(n) for q in range(p + 1, n)], np.int32)
     schedule_p = np.tile(pairs[:, 0], _JACOBI_SWEEPS)
     schedule_q = np.tile(pairs[:, 1], _JACOBI_SWEEPS)
     sp, sq = creation.asarray(schedule_p), creation.asarray(schedule_q)
-    one = np.asarray(1.0, dtype)
 
     def rotate(i, state):
         m, v = state
         p, q = sp[i], sq[i]
-        app, aqq, apq = m[p, p], m[q, q], m[p, q]
-        tiny = enp.abs(apq) <= np.asarray(np.finfo(dtype).tiny, dtype)
-        safe_apq = enp.where(tiny, one, apq)
-        theta = (aqq - app) / (2.0 * safe_apq)
-        t = enp.sign(theta) / (enp.abs(theta) + enp.sqrt(theta * theta + one))
-        t = enp.where(enp.equal(theta, 0), one, t)
-        c = enp.where(tiny, one, one / enp.sqrt(t * t + one))
-        s = enp.where(tiny, np.asarray(0.0, dtype), t * c)
-        # m <- J^T m J with J the rotation in the (p, q) plane
+        app, aqq, apq = enp.real(m[p, p]), enp.real(m[q, q]), m[p, q]
+        c, w = _jacobi_rotation(app, aqq, apq, dtype)
+        # m <- J^H m J with J the rotation in the (p, q) plane
         row_p, row_q = m[p], m[q]
-        m = m.at[p].set(c * row_p - s * row_q).at[q].set(s * row_p + c * row_q)
-        col_p, col_q = m[:, p], m[:, q]
-        m = m.at[:, p].set(c * col_p - s * col_q).at[:, q].set(s * col_p + c * col_q)
-        vp, vq = v[:, p], v[:, q]
-        v = v.at[:, p].set(c * vp - s * vq).at[:, q].set(s * vp + c * vq)
-        return m, v
+        m = m.at[p].set(c * row_p - w * row_q).at[q].set(_conj(w) * row_p + c * row_q)
+        m = _rotate_columns(m, p, q, c, w)
+        return m, _rotate_columns(v, p, q, c, w)
 
     m, v = fori_loop(0, len(schedule_p), rotate, (a, _eye(n, dtype)))
-    values = _diag(m)
+    values = enp.real(_diag(m))
     order = argsort(values)
     return values[order], v[:, order]
 
@@ -453,23 +480,26 @@ def _eigh_differentiable(a: Any) -> tuple[Any, Any]:
 
 @_eigh_differentiable.defjvp
 def _eigh_jvp(primals, tangents):
-    """dw_i = v_i^T dA v_i; dV = V (F * V^T dA V), F_ij = 1 / (w_j - w_i) off the diagonal.
-    (Differentiating through the Jacobi rotations instead would divide by vanishing
-    off-diagonal entries.)"""
+    """dw_i = Re(v_i^H dA v_i); dV = V (F * V^H dA V), F_ij = 1 / (w_j - w_i) off the diagonal
+    (JAX's rule; for complex input the eigenvectors' phases are a gauge this fixes by
+    v_i^H dv_i = 0). Differentiating through the Jacobi rotations instead would divide by
+    vanishing off-diagonal entries."""
     (a,), (da,) = primals, tangents
     w, v = _eigh_single(a)
-    da = (da + matrix_transpose(da)) * np.asarray(0.5, get_aval(da).dtype)
-    vdv = matmul(matrix_transpose(v), matmul(da, v))
+    dtype = get_aval(da).dtype
+    da = (da + _h(da)) * np.asarray(0.5, dtype)
+    vdv = matmul(_h(v), matmul(da, v))
     gaps = w[None, :] - w[:, None]
     same = enp.equal(gaps, 0)
     f = enp.where(same, 0.0, 1.0 / enp.where(same, 1.0, gaps)).astype(get_aval(w).dtype)
-    dw = _diag(vdv)
-    dv = matmul(v, f * vdv)
+    dw = enp.real(_diag(vdv))
+    dv = matmul(v, f.astype(dtype) * vdv)
     return (w, v), (dw, dv)
 
 
 def eigh(a: Any, UPLO: str = "L", symmetrize_input: bool = True) -> tuple[Any, Any]:
-    """Eigenvalues (ascending) and eigenvectors (columns) of symmetric matrices."""
+    """Eigenvalues (ascending, real) and eigenvectors (columns) of symmetric or Hermitian
+    matrices."""
     a = _float_matrix(a, "eigh")
     return _batched(_eigh_differentiable, a)
 
@@ -480,14 +510,12 @@ def eigvalsh(a: Any, UPLO: str = "L") -> Any:
 
 def _svd_single(a: Any) -> tuple[Any, Any, Any]:
     """One-sided (Hestenes) Jacobi on a tall matrix: rotate column pairs until orthogonal;
-    the column norms are the singular values (small ones accurate to working precision)."""
+    the column norms are the singular values (small ones accurate to working precision).
+    Returns (u with orthogonal columns, sigma, v) with ``a @ v = u``, unsorted."""
     m, n = get_aval(a).shape
     dtype = get_aval(a).dtype
-    one = np.asarray(1.0, dtype)
     if n == 1:
-        norm_ = enp.sqrt(reductions.sum(a * a))
-        safe = enp.where(enp.greater(norm_, 0), norm_, one)
-        return a / safe, manipulation.reshape(norm_, (1,)), creation.ones((1, 1), dtype)
+        return a, creation.ones((1, 1), dtype)
     pairs = np.array([(p, q) for p in range(n) for q in range(p + 1, n)], np.int32)
     sp = creation.asarray(np.tile(pairs[:, 0], _JACOBI_SWEEPS))
     sq = creation.asarray(np.tile(pairs[:, 1], _JACOBI_SWEEPS))
@@ -496,35 +524,42 @@ def _svd_single(a: Any) -> tuple[Any, Any, Any]:
         u, v = state
         p, q = sp[i], sq[i]
         up, uq = u[:, p], u[:, q]
-        alpha, beta, gamma = (
-            reductions.sum(up * up),
-            reductions.sum(uq * uq),
-            reductions.sum(up * uq),
-        )
-        tiny = enp.abs(gamma) <= np.asarray(np.finfo(dtype).tiny, dtype)
-        zeta = (beta - alpha) / (2.0 * enp.where(tiny, one, gamma))
-        t = enp.sign(zeta) / (enp.abs(zeta) + enp.sqrt(one + zeta * zeta))
-        t = enp.where(enp.equal(zeta, 0), one, t)
-        c = enp.where(tiny, one, one / enp.sqrt(one + t * t))
-        s = enp.where(tiny, np.asarray(0.0, dtype), c * t)
-        u = u.at[:, p].set(c * up - s * uq).at[:, q].set(s * up + c * uq)
-        vp, vq = v[:, p], v[:, q]
-        v = v.at[:, p].set(c * vp - s * vq).at[:, q].set(s * vp + c * vq)
-        return u, v
+        alpha = enp.real(reductions.sum(_conj(up) * up))
+        beta = enp.real(reductions.sum(_conj(uq) * uq))
+        gamma = reductions.sum(_conj(up) * uq)
+        c, w = _jacobi_rotation(alpha, beta, gamma, dtype)
+        return _rotate_columns(u, p, q, c, w), _rotate_columns(v, p, q, c, w)
 
-    u, v = fori_loop(0, int(sp.shape[0]), rotate, (a, _eye(n, dtype)))
-    sigma = enp.sqrt(reductions.sum(u * u, axis=0))
+    return fori_loop(0, int(sp.shape[0]), rotate, (a, _eye(n, dtype)))
+
+
+def _svd_tall(a: Any, full_matrices: bool, compute_uv: bool = True) -> Any:
+    """(U, s, Vh) of one tall (m >= n) matrix, s descending. Columns of U whose singular value
+    is zero (and, for ``full_matrices``, the m - n extra ones) complete an orthonormal basis,
+    taken from a Householder QR of the others."""
+    m, n = get_aval(a).shape
+    dtype = get_aval(a).dtype
+    real = dtypes.real_dtype(dtype)
+    u, v = _svd_single(a)
+    sigma = enp.sqrt(reductions.sum(enp.real(_conj(u) * u), axis=0))
     order = argsort(-sigma)
     sigma, u, v = sigma[order], u[:, order], v[:, order]
-    safe = enp.where(enp.greater(sigma, 0), sigma, one).astype(dtype)
-    return u / safe[None, :], sigma, matrix_transpose(v)
+    if not compute_uv:
+        return sigma
+    keep = enp.greater(sigma, np.asarray(np.finfo(real).tiny, real))
+    safe = enp.where(keep, sigma, np.asarray(1.0, real)).astype(dtype)
+    u = enp.where(keep[None, :], u / safe[None, :], np.asarray(0.0, dtype)).astype(dtype)
+    basis, _ = _qr_single(stop_gradient(u), complete=True)
+    u = enp.where(keep[None, :], u, basis[:, :n]).astype(dtype)
+    if full_matrices and m > n:
+        u = manipulation.concatenate([u, basis[:, n:]], axis=1)
+    return u, sigma, _h(v)
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
-    """Singular values (descending) and vectors by one-sided Jacobi rotations."""
+    """Singular values (descending, real) and vectors (``a = u * s @ vh``, u and vh unitary) by
+    one-sided Jacobi rotations."""
     a = _float_matrix(a, "svd", square=False)
-    if get_aval(a).dtype.kind == "c":
-        raise NotImplementedError("svd of complex matrices")
     m, n = get_aval(a).shape[-2:]
     if m < n:
         result = svd(matrix_transpose(a), full_matrices, compute_uv)
@@ -532,7 +567,4 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: 
             return result
         u, s, vh = result
         return matrix_transpose(vh), s, matrix_transpose(u)
-    if full_matrices and m != n and compute_uv:
-        raise NotImplementedError("svd(full_matrices=True) for non-square matrices")
-    u, s, vh = _batched(_svd_single, a)
-    return (u, s, vh) if compute_uv else s
+    return _batched(lambda x: _svd_tall(x, full_matrices, compute_uv), a)

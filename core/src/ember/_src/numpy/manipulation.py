@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import core, errors
+from ember._src import core, dispatch, errors
 from ember._src.core import get_aval
 from ember._src.numpy.util import (
     as_operand,
@@ -21,8 +21,11 @@ from ember._src.numpy.util import (
 from ember._src.ops import shape as lax
 
 
-def reshape(a: Any, /, shape: Any = None, order: str = "C", *, newshape: Any = None) -> Any:
-    """``a`` with a new shape of the same size; one dimension may be -1 (inferred)."""
+def reshape(a: Any, /, shape: Any = None, order: str = "C", *, newshape: Any = None,
+            copy: bool | None = None) -> Any:  # fmt: skip
+    """``a`` with a new shape of the same size; one dimension may be -1 (inferred).
+
+    ``copy`` (the array API's) is accepted and has no effect: ember arrays are immutable."""
     if shape is None:
         shape = newshape
     if order != "C":
@@ -192,7 +195,7 @@ def squeeze(a: Any, axis: Any = None) -> Any:
     return lax.squeeze(a, axes)
 
 
-def expand_dims(a: Any, axis: Any) -> Any:
+def expand_dims(a: Any, axis: Any = 0) -> Any:
     a = as_operand(a)
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     out_ndim = get_aval(a).ndim + len(axes)
@@ -213,11 +216,14 @@ def atleast_2d(a: Any) -> Any:
     return reshape(a, (1,) * (2 - ndim) + get_aval(a).shape)
 
 
-def astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Any:
+def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
     dtype = check_dtype_arg(dtype)
     if dtype is None:
         raise TypeError("astype needs a dtype")
-    return lax.convert_element_type(as_operand(x), dtype)
+    out = lax.convert_element_type(as_operand(x), dtype)
+    if device is None or isinstance(out, core.Tracer):
+        return out
+    return dispatch.to_device(out, getattr(device, "device", device))
 
 
 def flip(a: Any, axis: Any = None) -> Any:

@@ -1,5 +1,5 @@
 """More of NumPy's everyday surface: triangles, Kronecker products, sign and angle helpers,
-set operations (with JAX's static ``size=`` under jit) and the array API's cumulative_sum."""
+and set operations (with JAX's static ``size=`` under jit)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from ember._src import dtypes, errors
 from ember._src.core import Tracer, get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.extras import unique
-from ember._src.numpy.sorting import cumsum
 from ember._src.numpy.util import promote_dtypes
 from ember._src.ops.bits import bitcast_convert_type
 
@@ -110,24 +109,6 @@ def logaddexp2(x1: Any, x2: Any, /) -> Any:
     x1, x2 = promote_dtypes(_inexact(x1), _inexact(x2))
     ln2 = np.asarray(np.log(2), get_aval(x1).dtype)
     return enp.logaddexp(x1 * ln2, x2 * ln2) / ln2
-
-
-def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None,
-                   include_initial: bool = False) -> Any:  # fmt: skip
-    """The array API's cumulative sum (``include_initial`` prepends the zero)."""
-    x = creation.asarray(x)
-    if axis is None:
-        if get_aval(x).ndim > 1:
-            raise ValueError(f"cumulative_sum needs axis= for arrays of rank > 1{errors.where()}")
-        axis = 0
-    out = cumsum(x, axis=axis, dtype=dtype)
-    if include_initial:
-        shape = list(get_aval(out).shape)
-        shape[axis] = 1
-        out = manipulation.concatenate(
-            [creation.zeros(tuple(shape), get_aval(out).dtype), out], axis=axis
-        )
-    return out
 
 
 # --------------------------------------------------------------------------------------------
