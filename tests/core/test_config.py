@@ -9,6 +9,8 @@ import pytest
 import ember
 from ember._src.config import config
 
+from .util import run_python
+
 
 def test_update_and_option_restore():
     assert config.log_compiles is False
@@ -47,3 +49,16 @@ def test_bad_environment_value_is_reported_with_the_variable_name():
     )
     assert out.returncode != 0
     assert "EMBER_ENABLE_X64" in out.stderr
+
+
+def test_plugin_options_can_be_set_before_plugins_load():
+    # A plugin defines its options when it is imported, which ember does lazily; setting one
+    # first must load the plugins rather than call the name unknown.
+    code = (
+        "import ember\n"
+        "ember.config.update('reference_device_count', 3)\n"
+        "print(len(ember.devices('reference')))\n"
+    )
+    result = run_python(code, EMBER_PLATFORMS="reference")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "3"

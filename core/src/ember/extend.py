@@ -10,6 +10,7 @@ from ember._src.core import Primitive as Primitive, ShapedArray as ShapedArray
 from ember._src.ir import ClosedJaxpr as ClosedJaxpr
 from ember._src.lowering.mlir import RuleContext as RuleContext
 from ember._src.plugin.hookspecs import hookimpl as hookimpl, hookspec as hookspec
+from ember._src.plugin.manager import collective_registry as collective_registry
 from ember._src.plugin.registries import (
     CollectiveRegistry as CollectiveRegistry,
     LoweringRegistry as LoweringRegistry,
@@ -40,6 +41,7 @@ __all__ = [
     "Primitive",
     "RuleContext",
     "ShapedArray",
+    "collective_registry",
     "define_config_option",
     "hookimpl",
     "hookspec",

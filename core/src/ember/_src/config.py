@@ -51,6 +51,10 @@ class Config:
         self._options: dict[str, Option] = {}
         self._globals: dict[str, Any] = {}
         self._overrides: dict[str, contextvars.ContextVar] = {}
+        # Plugins define their options when they are imported, which happens lazily; a name
+        # not known yet may be a plugin's, so it is looked up again after loading them.
+        self._plugin_loader: Callable[[], None] | None = None
+        self._loading_plugins = False
 
     def define(
         self,
@@ -79,10 +83,22 @@ class Config:
             self._globals[name] = default
         return option
 
+    def set_plugin_loader(self, load: Callable[[], None]) -> None:
+        """Register the function that imports every plugin (the plugin manager's)."""
+        self._plugin_loader = load
+
     def _option(self, name: str) -> Option:
         try:
             return self._options[name]
         except KeyError:
+            if self._plugin_loader is not None and not self._loading_plugins:
+                self._loading_plugins = True
+                try:
+                    self._plugin_loader()
+                finally:
+                    self._loading_plugins = False
+                if name in self._options:
+                    return self._options[name]
             known = ", ".join(sorted(self._options))
             raise AttributeError(f"ember has no config option {name!r}; known: {known}") from None
 

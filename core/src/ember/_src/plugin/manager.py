@@ -349,6 +349,13 @@ def _hook_names() -> list[str]:
 _manager = PluginManager()
 
 
+def _load_plugins() -> None:
+    _manager.load()
+
+
+config.set_plugin_loader(_load_plugins)
+
+
 def default_backend() -> Backend:
     backend = _manager._default
     return backend if backend is not None else _manager.default_backend()
