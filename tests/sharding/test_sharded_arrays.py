@@ -102,6 +102,21 @@ def test_errors_name_the_axis_and_sizes(mesh):
         ember.jit(lambda u, v: u + v)(a, b)
 
 
+def test_single_device_arrays_joining_a_mesh_call(mesh):
+    sharded = ember.device_put(np.ones(8, np.float32), NamedSharding(mesh, P("data")))
+    # made where ember puts arrays nobody placed: replicated onto the mesh, as JAX does with
+    # its uncommitted arrays
+    made_here = enp.arange(8.0)
+    np.testing.assert_allclose(np.asarray(sharded + made_here), 1 + np.arange(8.0))
+    # put on another device on purpose: refused, naming the argument and the device
+    elsewhere = ember.device_put(np.ones(8, np.float32), ember.devices()[3])
+    for call in (lambda: sharded + elsewhere, lambda: ember.jit(enp.add)(sharded, elsewhere)):
+        with pytest.raises(ValueError, match=r"argument #1 \(f32\[8\]\) is committed.*id=3"):
+            call()
+    replicated = ember.device_put(elsewhere, NamedSharding(mesh, P()))
+    np.testing.assert_allclose(np.asarray(sharded + replicated), 2 * np.ones(8))
+
+
 def test_with_sharding_constraint(mesh, rng):
     x = rng.normal(size=(8, 4)).astype(np.float32)
     cols = NamedSharding(mesh, P(None, "model"))

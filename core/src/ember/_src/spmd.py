@@ -23,6 +23,7 @@ from ember._src.config import config
 from ember._src.core import ShapedArray, get_aval
 from ember._src.dispatch import (
     CompiledComputation,
+    default_device,
     mesh_in_jaxpr,
     set_multi_device_dispatcher,
     single_equation,
@@ -161,14 +162,29 @@ def argument_layouts(
             if is_multi_device(x):
                 wanted = x._device
             else:
-                if isinstance(x, Array) and x._device not in mesh.device_set:
-                    raise ValueError(
-                        f"{what}: argument #{i} ({x.aval.str_short()}) is committed to "
-                        f"{x._device!r}, which is not in {mesh!r}{errors.where()}"
-                    )
+                if isinstance(x, Array):
+                    _check_joins_mesh(x, i, mesh, what)
                 wanted = replicated
         layouts.append(wanted)
     return layouts
+
+
+def _check_joins_mesh(x: Array, index: int, mesh: Mesh, what: str) -> None:
+    """A single-device array is replicated onto the mesh only from the default device, where
+    arrays nobody placed are made (JAX's uncommitted arrays); one put on another device on
+    purpose does not silently join a computation over other devices (JAX refuses it too)."""
+    if x._device not in mesh.device_set:
+        raise ValueError(
+            f"{what}: argument #{index} ({x.aval.str_short()}) is committed to "
+            f"{x._device!r}, which is not in {mesh!r}{errors.where()}"
+        )
+    if x._device is not default_device():
+        raise ValueError(
+            f"{what}: argument #{index} ({x.aval.str_short()}) is committed to the single "
+            f"device {x._device!r} while the call runs on the {mesh.size} devices of {mesh!r}; "
+            f"put it on the mesh first, e.g. ember.device_put(x, NamedSharding(mesh, P())) "
+            f"to replicate it{errors.where()}"
+        )
 
 
 # --------------------------------------------------------------------------------------------
