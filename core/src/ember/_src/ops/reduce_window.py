@@ -22,7 +22,16 @@ from ember._src.ops import elementwise as ew
 from ember._src.ops.conv import padding_pairs
 from ember._src.ops.gather_scatter import GatherDimensionNumbers, gather
 from ember._src.ops.reduce import argmax
-from ember._src.ops.shape import concatenate, expand_dims, iota, move_axis, pad, reshape
+from ember._src.ops.shape import (
+    broadcast_in_dim,
+    concatenate,
+    expand_dims,
+    iota,
+    move_axis,
+    pad,
+    reshape,
+    slice_op,
+)
 
 
 def _dilate(size: int, dilation: int) -> int:
@@ -290,14 +299,20 @@ def reduce_window(
     base_dilation: Sequence[int] | None = None,
     window_dilation: Sequence[int] | None = None,
 ) -> Any:
-    """Reduce each window of ``operand`` with ``computation`` (lax.add, lax.max or lax.min),
-    starting from ``init_value``."""
+    """Reduce each window of ``operand`` with ``computation``, starting from ``init_value``.
+
+    ``lax.add``, ``lax.max`` and ``lax.min`` use XLA's windowed reductions (with their own
+    derivatives). Any other computation, and a tuple of operands reduced together (then
+    ``init_value`` is a tuple and ``computation`` maps two tuples to one), is folded over the
+    window positions: one strided slice per position, combined in order. That is exact for
+    every computation, differentiable and batchable wherever ``computation`` is, and costs one
+    pass over the output per window position."""
     primitive = _BY_COMPUTATION.get(computation)
-    if primitive is None:
-        raise NotImplementedError(
-            f"reduce_window supports lax.add, lax.max and lax.min as the computation"
-            f"{errors.where()}"
-        )
+    if primitive is None or isinstance(operand, (tuple, list)):
+        return _fold_windows(
+            operand, init_value, computation, window_dimensions, window_strides, padding,
+            base_dilation, window_dilation,
+        )  # fmt: skip
     aval = get_aval(operand)
     ndim = aval.ndim
     base_dilation = tuple(base_dilation or (1,) * ndim)
@@ -319,3 +334,66 @@ def reduce_window(
     if init is not None and init.shape == () and np.array_equal(init.astype(aval.dtype), identity):
         return out
     return computation(out, init_value)
+
+
+def _fold_windows(
+    operand, init_value, computation, window, strides, padding, base_dilation, window_dilation
+):
+    several = isinstance(operand, (tuple, list))
+    operands = list(operand) if several else [operand]
+    inits = list(init_value) if several else [init_value]
+    if len(inits) != len(operands):
+        raise ValueError(
+            f"reduce_window: {len(operands)} operands but {len(inits)} init values{errors.where()}"
+        )
+    avals = [get_aval(x) for x in operands]
+    shape = avals[0].shape
+    if any(a.shape != shape for a in avals):
+        raise ValueError(
+            f"reduce_window: operands must share one shape, got "
+            f"{[a.shape for a in avals]}{errors.where()}"
+        )
+    ndim = len(shape)
+    window, strides = tuple(int(k) for k in window), tuple(int(s) for s in strides)
+    if len(window) != ndim or len(strides) != ndim:
+        raise ValueError(
+            f"reduce_window: window_dimensions {window} and window_strides {strides} need one "
+            f"entry per operand dimension ({ndim}){errors.where()}"
+        )
+    base_dilation = tuple(base_dilation or (1,) * ndim)
+    window_dilation = tuple(window_dilation or (1,) * ndim)
+    if isinstance(padding, str):
+        padding = padding_pairs(padding, shape, window, strides, base_dilation, window_dilation)
+    padding = tuple((int(lo), int(hi)) for lo, hi in padding)
+    out_shape = _out_shape(shape, window, strides, padding, base_dilation, window_dilation)
+    inits = [_scalar_of(init, aval.dtype) for init, aval in zip(inits, avals)]
+    # Padding and base dilation hold the init value, which the fold then treats as XLA's
+    # reduce_window does.
+    config = [(lo, hi, bd - 1) for (lo, hi), bd in zip(padding, base_dilation)]
+    padded = [pad(x, init, config) for x, init in zip(operands, inits)]
+    accumulator = tuple(broadcast_in_dim(init, out_shape, ()) for init in inits)
+    for position in np.ndindex(*window):
+        begin = [p * wd for p, wd in zip(position, window_dilation)]
+        limit = [b + (n - 1) * s + 1 if n else b for b, n, s in zip(begin, out_shape, strides)]
+        pieces = tuple(slice_op(x, begin, limit, strides) for x in padded)
+        if several:
+            accumulator = tuple(computation(accumulator, pieces))
+        else:
+            accumulator = (computation(accumulator[0], pieces[0]),)
+    return accumulator if several else accumulator[0]
+
+
+def _scalar_of(value: Any, dtype: np.dtype) -> Any:
+    """``value`` as a scalar of ``dtype``: a host scalar is converted, a traced one must match."""
+    if hasattr(value, "aval"):
+        aval = get_aval(value)
+        if aval.shape != () or aval.dtype != dtype:
+            raise TypeError(
+                f"reduce_window: init value {aval.str_short()} must be a scalar of the operand's "
+                f"dtype {dtypes.short_name(dtype)}{errors.where()}"
+            )
+        return value
+    host = np.asarray(value)
+    if host.shape != ():
+        raise TypeError(f"reduce_window: init value must be a scalar, got {host.shape}")
+    return host.astype(dtype)
