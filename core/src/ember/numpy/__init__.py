@@ -4,6 +4,15 @@ import numpy as _np
 
 from ember._src import dtypes as _dtypes
 from ember._src.numpy.advanced_indexing import take as take, take_along_axis as take_along_axis
+from ember._src.numpy.arrangement import (
+    copy as copy,
+    fliplr as fliplr,
+    flipud as flipud,
+    resize as resize,
+    rollaxis as rollaxis,
+    rot90 as rot90,
+    trim_zeros as trim_zeros,
+)
 from ember._src.numpy.array_api import (
     __array_namespace_info__ as __array_namespace_info__,
     acos as acos,
@@ -28,6 +37,10 @@ from ember._src.numpy.array_api import (
     unique_inverse as unique_inverse,
     unique_values as unique_values,
     unstack as unstack,
+)
+from ember._src.numpy.broadcasting import (
+    array_equiv as array_equiv,
+    broadcast_shapes as broadcast_shapes,
 )
 from ember._src.numpy.contractions import (
     dot as dot,
@@ -54,6 +67,22 @@ from ember._src.numpy.creation import (
     ones_like as ones_like,
     zeros as zeros,
     zeros_like as zeros_like,
+)
+from ember._src.numpy.diagonals import (
+    diag as diag,
+    diag_indices as diag_indices,
+    diag_indices_from as diag_indices_from,
+    diagflat as diagflat,
+    diagonal as diagonal,
+    fill_diagonal as fill_diagonal,
+    mask_indices as mask_indices,
+    trace as trace,
+    tri as tri,
+    tril_indices as tril_indices,
+    tril_indices_from as tril_indices_from,
+    triu_indices as triu_indices,
+    triu_indices_from as triu_indices_from,
+    vander as vander,
 )
 from ember._src.numpy.dtype_functions import (
     can_cast as can_cast,
@@ -169,6 +198,46 @@ from ember._src.numpy.extras import (
     unique as unique,
     where as where,
 )
+from ember._src.numpy.functional import (
+    apply_along_axis as apply_along_axis,
+    apply_over_axes as apply_over_axes,
+    fromfunction as fromfunction,
+    vectorize as vectorize,
+)
+from ember._src.numpy.host import (
+    array_repr as array_repr,
+    array_str as array_str,
+    frombuffer as frombuffer,
+    fromiter as fromiter,
+    fromstring as fromstring,
+    get_printoptions as get_printoptions,
+    isscalar as isscalar,
+    iterable as iterable,
+    load as load,
+    printoptions as printoptions,
+    set_printoptions as set_printoptions,
+)
+from ember._src.numpy.index_tricks import (
+    c_ as c_,
+    index_exp as index_exp,
+    indices as indices,
+    ix_ as ix_,
+    mgrid as mgrid,
+    ogrid as ogrid,
+    r_ as r_,
+    ravel_multi_index as ravel_multi_index,
+    s_ as s_,
+    unravel_index as unravel_index,
+)
+from ember._src.numpy.joining import (
+    append as append,
+    atleast_3d as atleast_3d,
+    block as block,
+    column_stack as column_stack,
+    delete as delete,
+    dstack as dstack,
+    insert as insert,
+)
 from ember._src.numpy.linalg import matrix_transpose as matrix_transpose
 from ember._src.numpy.manipulation import (
     astype as astype,
@@ -213,6 +282,12 @@ from ember._src.numpy.more import (
     triu as triu,
     union1d as union1d,
 )
+from ember._src.numpy.partitioning import (
+    argpartition as argpartition,
+    lexsort as lexsort,
+    partition as partition,
+    sort_complex as sort_complex,
+)
 from ember._src.numpy.reductions import (
     all as all,
     amax as amax,
@@ -228,11 +303,28 @@ from ember._src.numpy.reductions import (
     sum as sum,
     var as var,
 )
+from ember._src.numpy.selection import (
+    choose as choose,
+    compress as compress,
+    extract as extract,
+    piecewise as piecewise,
+    place as place,
+    put as put,
+    put_along_axis as put_along_axis,
+    select as select,
+)
 from ember._src.numpy.sorting import (
     argsort as argsort,
     cumprod as cumprod,
     cumsum as cumsum,
     sort as sort,
+)
+from ember._src.numpy.splitting import (
+    array_split as array_split,
+    dsplit as dsplit,
+    hsplit as hsplit,
+    split as split,
+    vsplit as vsplit,
 )
 from ember._src.runtime.array import Array as ndarray
 from ember.numpy import fft as fft, linalg as linalg
