@@ -24,7 +24,7 @@ LAYERS = [
     ["dispatch", "doctor"],
     ["spmd", "sharding_display"],
     ["jit", "api", "lax_api", "numpy", "sharding_constraint"],
-    ["jacobians", "test_util", "random", "random_gamma", "shard_map"],
+    ["jacobians", "test_util", "random", "random_gamma", "random_more", "shard_map"],
     ["nn", "pmap"],
 ]
 
