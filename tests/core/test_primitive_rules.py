@@ -149,7 +149,7 @@ CASES = {
     "sign": (lax.sign, [ANY], False),
     "floor": (lax.floor, [ANY], False),
     "ceil": (lax.ceil, [ANY], False),
-    "round": (lax.round, [ANY], False),
+    "round": (lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN), [ANY], False),
     "is_finite": (lax.is_finite, [ANY], False),
     "add": (lax.add, [ANY, ANY], True),
     "add_any": (_add_any, [ANY, ANY], True),
@@ -192,6 +192,7 @@ CASES = {
     "nextafter": (lax.nextafter, [ANY, ANY], False),
     "reduce_precision": (lambda x: lax.reduce_precision(x, 5, 10), [ANY], False),  # a staircase
     "clamp": (lambda lo, x: lax.clamp(lo, x, lo + 1.5), [ANY, ANY], True),
+    "optimization_barrier": (lambda x, y: lax.optimization_barrier((x, y))[1], [ANY, ANY], True),
     "select_n": (lambda p, x, y: lax.select_n(p, x, y), [bools, ANY, ANY], True),
     "convert_element_type": (lambda x: lax.convert_element_type(x, np.float16), [ANY], False),
     "stop_gradient": (lax.stop_gradient, [ANY], False),

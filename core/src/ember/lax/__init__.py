@@ -1,9 +1,14 @@
 """ember.lax: the primitive-level API (strict dtypes, explicit broadcasting)."""
 
 from ember._src.lax_api import (
+    bessel_i0e as bessel_i0e,
+    bessel_i1e as bessel_i1e,
+    betainc as betainc,
     broadcast as broadcast,
+    cumlogsumexp as cumlogsumexp,
     select as select,
     stop_gradient as stop_gradient,
+    zeta as zeta,
 )
 from ember._src.numpy.sorting import (
     cummax as cummax,
@@ -43,6 +48,15 @@ from ember._src.ops.control_flow.scan import scan as scan
 from ember._src.ops.conv import (
     ConvDimensionNumbers as ConvDimensionNumbers,
     conv_general_dilated as conv_general_dilated,
+)
+from ember._src.ops.conv_api import (
+    ConvGeneralDilatedDimensionNumbers as ConvGeneralDilatedDimensionNumbers,
+    conv as conv,
+    conv_dimension_numbers as conv_dimension_numbers,
+    conv_general_dilated_patches as conv_general_dilated_patches,
+    conv_transpose as conv_transpose,
+    conv_with_general_padding as conv_with_general_padding,
+    padtype_to_pads as padtype_to_pads,
 )
 from ember._src.ops.elementwise import (
     abs as abs,
@@ -87,7 +101,6 @@ from ember._src.ops.elementwise import (
     pow as pow,
     real as real,
     rem as rem,
-    round_ as round,
     rsqrt as rsqrt,
     select_n as select_n,
     sign as sign,
@@ -108,6 +121,22 @@ from ember._src.ops.igamma import (
 from ember._src.ops.indexing import (
     dynamic_slice as dynamic_slice,
     dynamic_update_slice as dynamic_update_slice,
+)
+from ember._src.ops.lax_numeric import (
+    DotDimensionNumbers as DotDimensionNumbers,
+    Precision as Precision,
+    PrecisionLike as PrecisionLike,
+    RoundingMethod as RoundingMethod,
+    batch_matmul as batch_matmul,
+    clz as clz,
+    dot as dot,
+    exp2 as exp2,
+    optimization_barrier as optimization_barrier,
+    reciprocal as reciprocal,
+    reduce as reduce,
+    reduce_xor as reduce_xor,
+    round as round,
+    square as square,
 )
 from ember._src.ops.linalg import dot_general as dot_general
 from ember._src.ops.precision import (
@@ -141,6 +170,36 @@ from ember._src.ops.shape import (
     slice_op as slice,
     squeeze as squeeze,
     transpose as transpose,
+)
+from ember._src.ops.slicing import (
+    GatherDimensionNumbers as GatherDimensionNumbers,
+    GatherScatterMode as GatherScatterMode,
+    ScatterDimensionNumbers as ScatterDimensionNumbers,
+    broadcast_to_rank as broadcast_to_rank,
+    broadcasted_iota as broadcasted_iota,
+    collapse as collapse,
+    dynamic_index_in_dim as dynamic_index_in_dim,
+    dynamic_slice_in_dim as dynamic_slice_in_dim,
+    dynamic_update_index_in_dim as dynamic_update_index_in_dim,
+    dynamic_update_slice_in_dim as dynamic_update_slice_in_dim,
+    empty as empty,
+    full as full,
+    full_like as full_like,
+    gather as gather,
+    index_in_dim as index_in_dim,
+    index_take as index_take,
+    scatter as scatter,
+    scatter_add as scatter_add,
+    scatter_apply as scatter_apply,
+    scatter_max as scatter_max,
+    scatter_min as scatter_min,
+    scatter_mul as scatter_mul,
+    scatter_sub as scatter_sub,
+    slice_in_dim as slice_in_dim,
+    split as split,
+    stack as stack,
+    tile as tile,
+    unstack as unstack,
 )
 from ember._src.ops.sort import sort as sort, sort_key_val as sort_key_val
 from ember._src.ops.special import (

@@ -1,0 +1,683 @@
+"""The rest of jax.lax: gather/scatter with index modes, slicing and creation helpers, dot and
+convolution conveniences, generic reductions, and more special functions.
+
+Answers are checked against NumPy/SciPy (or, where JAX's conventions decide, against values
+pinned from JAX 0.10.2 in data/lax_extras_known_answers.json); gradients with check_grads or
+finite differences; vmap against a Python loop; jit against eager.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+import scipy.special as sp
+
+import ember
+import ember.numpy as enp
+from ember import lax
+from ember.test_util import check_grads
+
+from .util import assert_close, numerical_gradient
+
+
+def _decode(value):
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    if isinstance(value, str):
+        return float(value)
+    return value
+
+
+_DATA = json.loads(
+    (pathlib.Path(__file__).parent / "data" / "lax_extras_known_answers.json").read_text()
+)
+KNOWN = {k: _decode(v) if not isinstance(v, dict) else v for k, v in _DATA.items()}
+
+
+def _pinned(entry, key):
+    return np.asarray(_decode(entry[key]), np.float32)
+
+
+# --------------------------------------------------------------------------------------------
+# Gather and scatter with index modes
+
+ROWS = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
+ROW_UPDATES = lax.ScatterDimensionNumbers(
+    update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)
+)
+STARTS = np.array([[0], [3], [4], [5], [-1], [-7], [2], [100]], np.int32)
+
+
+def _fill_for(dtype):
+    if np.issubdtype(dtype, np.inexact):
+        return np.nan
+    if dtype == np.bool_:
+        return True
+    info = np.iinfo(dtype)
+    return info.min if np.issubdtype(dtype, np.signedinteger) else info.max
+
+
+def _numpy_gather_rows(x, starts, mode, fill=None):
+    n = x.shape[0]
+    out = []
+    for (s,) in starts:
+        if mode == "fill" and not 0 <= s < n:
+            out.append(np.full(x.shape[1:], _fill_for(x.dtype) if fill is None else fill, x.dtype))
+        else:
+            out.append(x[int(np.clip(s, 0, n - 1))])
+    return np.stack(out)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8, np.bool_, np.complex64])
+@pytest.mark.parametrize("mode", ["clip", "fill", "promise_in_bounds", None])
+def test_gather_rows_by_mode(rng, dtype, mode):
+    x = (rng.normal(size=(5, 3)) * 10).astype(dtype)
+    got = lax.gather(x, STARTS, ROWS, (1, 3), mode=mode)
+    want = _numpy_gather_rows(x, STARTS, "fill" if mode == "fill" else "clip")
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_gather_fill_value_and_enum_modes(rng):
+    x = rng.normal(size=(5, 3)).astype(np.float32)
+    got = lax.gather(x, STARTS, ROWS, (1, 3), mode=lax.GatherScatterMode.FILL_OR_DROP, fill_value=7)
+    np.testing.assert_array_equal(np.asarray(got), _numpy_gather_rows(x, STARTS, "fill", 7))
+    clip = lax.gather(x, STARTS, ROWS, (1, 3), mode=lax.GatherScatterMode.CLIP)
+    np.testing.assert_array_equal(np.asarray(clip), _numpy_gather_rows(x, STARTS, "clip"))
+    with pytest.raises(ValueError, match="Unknown gather mode"):
+        lax.gather(x, STARTS, ROWS, (1, 3), mode="wrap")
+
+
+def test_gather_windows_must_fit_entirely(rng):
+    """A window of 2 rows starting at row 4 of 5 is out of bounds as a whole."""
+    x = rng.normal(size=(5, 2)).astype(np.float32)
+    dn = lax.GatherDimensionNumbers(
+        offset_dims=(1, 2), collapsed_slice_dims=(), start_index_map=(0,)
+    )
+    starts = np.array([[3], [4], [-1]], np.int32)
+    filled = np.asarray(lax.gather(x, starts, dn, (2, 2), mode="fill"))
+    assert_close(filled[0], x[3:5])
+    assert np.isnan(filled[1:]).all()
+    clipped = np.asarray(lax.gather(x, starts, dn, (2, 2), mode="clip"))
+    assert_close(clipped, np.stack([x[3:5], x[3:5], x[0:2]]))
+
+
+def test_gather_fill_gradient_is_zero_out_of_bounds(rng):
+    x = rng.normal(size=(5, 3)).astype(np.float32)
+
+    def total(x):
+        return enp.sum(lax.gather(x, STARTS, ROWS, (1, 3), mode="fill", fill_value=0.0))
+
+    counts = np.zeros(5, np.float32)
+    for (s,) in STARTS:
+        if 0 <= s < 5:
+            counts[s] += 1
+    assert_close(ember.grad(total)(x), np.repeat(counts[:, None], 3, 1))
+    check_grads(lambda x: lax.gather(x, STARTS[:4], ROWS, (1, 3), mode="clip"), (x,), order=2)
+
+
+def test_gather_vmap_and_jit(rng):
+    x = rng.normal(size=(4, 5, 3)).astype(np.float32)
+    starts = rng.integers(-2, 7, size=(4, 6, 1)).astype(np.int32)
+
+    def f(x, s):
+        return lax.gather(x, s, ROWS, (1, 3), mode="fill", fill_value=-1.0)
+
+    batched = ember.vmap(f)(x, starts)
+    for i in range(4):
+        np.testing.assert_array_equal(np.asarray(batched[i]), np.asarray(f(x[i], starts[i])))
+    np.testing.assert_array_equal(
+        np.asarray(ember.jit(f)(x[0], starts[0])), np.asarray(f(x[0], starts[0]))
+    )
+
+
+SCATTERS = {
+    "scatter": (lax.scatter, lambda a, u: u),
+    "scatter_add": (lax.scatter_add, np.add),
+    "scatter_sub": (lax.scatter_sub, np.subtract),
+    "scatter_mul": (lax.scatter_mul, np.multiply),
+    "scatter_min": (lax.scatter_min, np.minimum),
+    "scatter_max": (lax.scatter_max, np.maximum),
+}
+
+
+def _numpy_scatter_rows(x, starts, updates, combine, mode):
+    out = x.copy()
+    n = x.shape[0]
+    for (s,), u in zip(starts, updates):
+        if mode == "clip":
+            s = int(np.clip(s, 0, n - 1))
+        elif not 0 <= s < n:
+            continue
+        out[s] = combine(out[s], u)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(SCATTERS))
+@pytest.mark.parametrize("mode", ["clip", "drop", None])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_scatter_family_by_mode(rng, name, mode, dtype):
+    fn, combine = SCATTERS[name]
+    x = rng.integers(-5, 6, size=(5, 3)).astype(dtype)
+    starts = np.array([[1], [7], [-1], [4], [1]], np.int32)
+    if name == "scatter":  # replacement with duplicates is order-dependent: keep unique
+        starts = np.array([[1], [7], [-1], [4], [2]], np.int32)
+    updates = rng.integers(-5, 6, size=(5, 3)).astype(dtype)
+    got = fn(x, starts, updates, ROW_UPDATES, mode=mode)
+    want = _numpy_scatter_rows(x, starts, updates, combine, "clip" if mode == "clip" else "drop")
+    if name == "scatter" and mode == "clip":  # 7 and 4 both land on row 4
+        starts = np.array([[1], [3], [-1], [4], [2]], np.int32)
+        got = fn(x, starts, updates, ROW_UPDATES, mode=mode)
+        want = _numpy_scatter_rows(x, starts, updates, combine, "clip")
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_scatter_drop_gradients_ignore_dropped_updates(rng):
+    x = rng.normal(size=(5, 3)).astype(np.float32)
+    updates = rng.normal(size=(4, 3)).astype(np.float32)
+    starts = np.array([[1], [9], [-1], [3]], np.int32)
+    for fn in (lax.scatter_add, lax.scatter_sub, lax.scatter):
+        g = ember.grad(lambda u, fn=fn: enp.sum(fn(x, starts, u, ROW_UPDATES)), argnums=0)(updates)
+        sign = -1.0 if fn is lax.scatter_sub else 1.0
+        want = np.zeros_like(updates)
+        want[[0, 3]] = sign
+        assert_close(g, want)
+    check_grads(lambda x, u: lax.scatter_add(x, starts, u, ROW_UPDATES), (x, updates), order=2)
+    check_grads(lambda x, u: lax.scatter(x, starts, u, ROW_UPDATES), (x, updates), order=1)
+
+
+def test_scatter_vmap_and_jit(rng):
+    x = rng.normal(size=(3, 5, 2)).astype(np.float32)
+    updates = rng.normal(size=(3, 4, 2)).astype(np.float32)
+    starts = rng.integers(-2, 7, size=(3, 4, 1)).astype(np.int32)
+
+    def f(x, s, u):
+        return lax.scatter_add(x, s, u, ROW_UPDATES, mode="drop")
+
+    batched = ember.vmap(f)(x, starts, updates)
+    for i in range(3):
+        assert_close(batched[i], f(x[i], starts[i], updates[i]))
+    assert_close(ember.jit(f)(x[0], starts[0], updates[0]), f(x[0], starts[0], updates[0]))
+
+
+def test_scatter_apply_applies_once_per_hit():
+    dn = lax.ScatterDimensionNumbers((), (0,), (0,))
+    x = np.arange(5, dtype=np.float32)
+    idx = np.array([[1], [1], [3], [9]], np.int32)
+    got = lax.scatter_apply(x, idx, lambda v: v * 2 + 1, dn, update_shape=(4,))
+    assert_close(got, [0, 7, 2, 7, 4])
+    unique = lax.scatter_apply(x, idx[1:], enp.sin, dn, update_shape=(3,), unique_indices=True)
+    assert_close(unique, [0, np.sin(1), 2, np.sin(3), 4])
+    jitted = ember.jit(lambda x: lax.scatter_apply(x, idx, enp.exp, dn, update_shape=(4,)))(x)
+    assert_close(jitted, [0, np.exp(np.exp(1)), 2, np.exp(3), 4], rtol=1e-5)
+
+
+# --------------------------------------------------------------------------------------------
+# Slicing helpers
+
+
+@pytest.mark.parametrize("start", [0, 2, -2, -9, 7])
+def test_dynamic_slice_and_index_in_dim(rng, start):
+    x = rng.normal(size=(3, 6)).astype(np.float32)
+    n = x.shape[1]
+    wrapped = start + n if start < 0 else start
+    begin = int(np.clip(wrapped, 0, n - 2))
+    assert_close(lax.dynamic_slice_in_dim(x, start, 2, axis=1), x[:, begin : begin + 2])
+    traced = ember.jit(lambda x, s: lax.dynamic_slice_in_dim(x, s, 2, 1))(x, np.int32(start))
+    assert_close(traced, x[:, begin : begin + 2])
+    one = int(np.clip(wrapped, 0, n - 1))
+    assert_close(lax.dynamic_index_in_dim(x, start, 1, keepdims=False), x[:, one])
+    assert_close(lax.dynamic_index_in_dim(x, start, 1), x[:, one : one + 1])
+    raw = int(np.clip(start, 0, n - 2))
+    unwrapped = lax.dynamic_slice_in_dim(x, start, 2, 1, allow_negative_indices=False)
+    assert_close(unwrapped, x[:, raw : raw + 2])
+
+
+def test_dynamic_update_in_dim(rng):
+    x = np.zeros((4, 3), np.float32)
+    row = rng.normal(size=3).astype(np.float32)
+    want = x.copy()
+    want[2] = row
+    assert_close(lax.dynamic_update_index_in_dim(x, row, -2, 0), want)
+    assert_close(lax.dynamic_update_index_in_dim(x, row[None], 2, 0), want)
+    block = rng.normal(size=(4, 2)).astype(np.float32)
+    want = x.copy()
+    want[:, 1:] = block
+    assert_close(lax.dynamic_update_slice_in_dim(x, block, -2, axis=1), want)
+    check_grads(
+        lambda x, b: lax.dynamic_update_slice_in_dim(x, b, 1, axis=1),
+        (rng.normal(size=(4, 3)).astype(np.float32), block),
+        order=2,
+    )
+    looped = ember.vmap(lambda i: lax.dynamic_update_index_in_dim(x, row, i, 0))(
+        np.arange(4, dtype=np.int32)
+    )
+    for i in range(4):
+        want = x.copy()
+        want[i] = row
+        assert_close(looped[i], want)
+
+
+def test_static_slices(rng):
+    x = rng.normal(size=(6, 4)).astype(np.float32)
+    assert_close(lax.slice_in_dim(x, None, -1, 2), x[:-1:2])
+    assert_close(lax.slice_in_dim(x, 1, 3, axis=-1), x[:, 1:3])
+    assert_close(lax.index_in_dim(x, -1), x[-1:])
+    assert_close(lax.index_in_dim(x, 2, axis=1, keepdims=False), x[:, 2])
+    with pytest.raises(IndexError, match="out of bounds"):
+        lax.index_in_dim(x, 6)
+    with pytest.raises(ValueError, match="axis=2"):
+        lax.slice_in_dim(x, 0, 1, axis=2)
+
+
+def test_index_take(rng):
+    x = rng.normal(size=(3, 4, 5)).astype(np.float32)
+    i, j = np.array([0, 2, 1]), np.array([1, 3, 3])
+    assert_close(lax.index_take(x, (i, j), (0, 1)), x[i, j])
+    assert_close(lax.index_take(x, (j, i), (2, 0)), np.moveaxis(x[i, :, j], 0, 0))
+    check_grads(lambda x: lax.index_take(x, (i, j), (0, 1)), (x,), order=2)
+
+
+def test_shapes_and_creation(rng):
+    x = rng.normal(size=(2, 3, 4, 5)).astype(np.float32)
+    assert lax.collapse(x, 1, 3).shape == (2, 12, 5)
+    assert lax.collapse(x, 1).shape == (2, 60)
+    assert lax.collapse(x, -2, -1).shape == (2, 3, 4, 5)
+    assert_close(lax.broadcast_to_rank(x[0, 0, 0], 3), x[0, 0, 0].reshape(1, 1, 5))
+    np.testing.assert_array_equal(
+        np.asarray(lax.broadcasted_iota(np.int32, (2, 3), 1)), np.broadcast_to(np.arange(3), (2, 3))
+    )
+    full = lax.full((2,), 1.0)
+    assert full.dtype == np.float32 and full.weak_type
+    assert lax.full((2, 2), 3, np.int8).dtype == np.int8
+    like = lax.full_like(np.ones(3, np.int8), 3.7)
+    assert like.dtype == np.int8 and not like.weak_type
+    np.testing.assert_array_equal(np.asarray(like), [3, 3, 3])
+    assert lax.full_like(x, 2, shape=(2, 2)).shape == (2, 2)
+    assert lax.empty((2, 3), np.float16).shape == (2, 3)
+    with pytest.raises(TypeError, match="scalar fill_value"):
+        lax.full((2,), np.ones(2))
+
+
+def test_split_tile_stack_unstack(rng):
+    x = rng.normal(size=(6, 4)).astype(np.float32)
+    pieces = lax.split(x, [2, 0, 4])
+    for got, want in zip(pieces, np.split(x, [2, 2])):
+        assert_close(got, want)
+    with pytest.raises(ValueError, match="sum to the size"):
+        lax.split(x, [2, 3])
+    assert_close(lax.tile(x, (2, 3)), np.tile(x, (2, 3)))
+    with pytest.raises(TypeError, match="reps length"):
+        lax.tile(x, (2,))
+    assert_close(lax.stack([x, x + 1], axis=1), np.stack([x, x + 1], 1))
+    for got, want in zip(lax.unstack(x, axis=1), np.moveaxis(x, 1, 0)):
+        assert_close(got, want)
+    check_grads(lambda x: lax.tile(x, (2, 1)), (x,), order=2)
+
+
+# --------------------------------------------------------------------------------------------
+# Products and convolutions
+
+
+def test_dot_and_batch_matmul(rng):
+    a = rng.normal(size=(3, 4)).astype(np.float32)
+    b = rng.normal(size=(4, 2)).astype(np.float32)
+    v = rng.normal(size=4).astype(np.float32)
+    assert_close(lax.dot(a, b), a @ b)
+    assert_close(lax.dot(a, v, precision=lax.Precision.HIGHEST), a @ v)
+    assert_close(lax.dot(v, v, precision="highest"), v @ v)
+    assert_close(lax.dot(a, b, precision=(lax.Precision.HIGH, None)), a @ b)
+    numbers = (((0,), (0,)), ((), ()))
+    assert_close(lax.dot(a, a, dimension_numbers=numbers), a.T @ a)
+    ints = lax.dot(
+        np.ones((2, 3), np.int8), np.ones((3,), np.int8), preferred_element_type=np.int32
+    )
+    assert ints.dtype == np.int32
+    with pytest.raises(ValueError, match="dimension_numbers must be specified"):
+        lax.dot(np.ones((2, 3, 4)), np.ones((4, 2)))
+    batch_a = rng.normal(size=(5, 3, 4)).astype(np.float32)
+    batch_b = rng.normal(size=(5, 4, 2)).astype(np.float32)
+    assert_close(lax.batch_matmul(batch_a, batch_b), batch_a @ batch_b, rtol=1e-5)
+    with pytest.raises(ValueError, match="same ndim"):
+        lax.batch_matmul(batch_a, b)
+    check_grads(lambda x, y: lax.batch_matmul(x, y), (batch_a, batch_b), order=2)
+    assert lax.Precision("bfloat16") is lax.Precision.DEFAULT
+    assert str(lax.Precision.HIGHEST) == "HIGHEST"
+
+
+def _numpy_conv(x, w, strides, pads):
+    """NC.../OI... cross-correlation with explicit padding, in float64."""
+    x = np.pad(x.astype(np.float64), [(0, 0), (0, 0), *pads])
+    spatial = w.shape[2:]
+    out_sizes = [(n - k) // s + 1 for n, k, s in zip(x.shape[2:], spatial, strides)]
+    out = np.zeros((x.shape[0], w.shape[0], *out_sizes))
+    flat_w = w.reshape(len(w), -1).astype(np.float64)
+    for position in np.ndindex(*out_sizes):
+        window = tuple(slice(p * s, p * s + k) for p, s, k in zip(position, strides, spatial))
+        patch = x[(slice(None), slice(None), *window)]
+        out[(slice(None), slice(None), *position)] = patch.reshape(len(patch), -1) @ flat_w.T
+    return out
+
+
+def test_conv_and_general_padding(rng):
+    x = rng.normal(size=(2, 3, 7, 6)).astype(np.float32)
+    w = rng.normal(size=(4, 3, 3, 2)).astype(np.float32)
+    pads = lax.padtype_to_pads(x.shape[2:], w.shape[2:], (2, 1), "SAME")
+    assert pads == [(1, 1), (0, 1)]
+    assert_close(lax.conv(x, w, (2, 1), "SAME"), _numpy_conv(x, w, (2, 1), pads), rtol=1e-4)
+    assert_close(
+        lax.conv(x, w, (1, 1), "VALID"), _numpy_conv(x, w, (1, 1), [(0, 0)] * 2), rtol=1e-4
+    )
+    general = lax.conv_with_general_padding(x, w, (1, 2), [(2, 0), (1, 1)], None, None)
+    assert_close(general, _numpy_conv(x, w, (1, 2), [(2, 0), (1, 1)]), rtol=1e-4)
+    dilated = lax.conv_with_general_padding(x, w, (1, 1), "VALID", (1, 1), (2, 1))
+    w_dilated = np.zeros((4, 3, 5, 2), np.float32)
+    w_dilated[:, :, ::2] = w
+    assert_close(dilated, _numpy_conv(x, w_dilated, (1, 1), [(0, 0)] * 2), rtol=1e-4)
+    assert lax.padtype_to_pads((5,), (3,), (2,), "VALID") == [(0, 0)]
+    assert lax.padtype_to_pads((5, 6), (3, 3), (2, 2), "SAME") == [(1, 1), (0, 1)]
+
+
+def test_conv_dimension_numbers():
+    dn = lax.conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), ("NHWC", "HWIO", "NHWC"))
+    assert dn == lax.ConvDimensionNumbers((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+    assert lax.conv_dimension_numbers((1, 2, 3), (4, 2, 1), None) == ((0, 1, 2),) * 3
+    with pytest.raises(TypeError, match="ndim"):
+        lax.conv_dimension_numbers((1, 2, 3), (4, 2), None)
+    with pytest.raises(TypeError, match="length 4"):
+        lax.conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), ("NHC", "HWIO", "NHWC"))
+
+
+@pytest.mark.parametrize("case", range(len(_DATA["conv_transpose"]["cases"])))
+def test_conv_transpose_matches_jax(case):
+    data = _DATA["conv_transpose"]
+    spec = data["cases"][case]
+    rhs = _pinned(data, "rhs_t" if spec["transpose_kernel"] else "rhs")
+    padding = (
+        spec["padding"] if isinstance(spec["padding"], str) else [tuple(p) for p in spec["padding"]]
+    )
+    got = lax.conv_transpose(
+        _pinned(data, "lhs"),
+        rhs,
+        tuple(spec["strides"]),
+        padding,
+        rhs_dilation=spec["rhs_dilation"],
+        transpose_kernel=spec["transpose_kernel"],
+        use_consistent_padding=spec["consistent"],
+    )
+    assert_close(got, np.asarray(spec["out"], np.float32), rtol=1e-5, atol=1e-5)
+
+
+def test_conv_transpose_2d_and_as_gradient(rng):
+    data = _DATA["conv_transpose_2d"]
+    got = lax.conv_transpose(_pinned(data, "lhs"), _pinned(data, "rhs"), (2, 1), "SAME")
+    assert_close(got, _pinned(data, "out"), rtol=1e-5, atol=1e-5)
+    # With the kernel transposed, it is the input gradient of the strided convolution.
+    x = rng.normal(size=(1, 6, 2)).astype(np.float32)
+    w = rng.normal(size=(3, 2, 4)).astype(np.float32)
+    dn = ("NHC", "HIO", "NHC")
+    forward = lambda x: lax.conv_general_dilated(x, w, (2,), [(1, 1)], dimension_numbers=dn)
+    ct = rng.normal(size=forward(x).shape).astype(np.float32)
+    (want,) = ember.vjp(forward, x)[1](ct)
+    got = lax.conv_transpose(ct, w, (2,), [(1, 2)], dimension_numbers=dn, transpose_kernel=True)
+    assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _numpy_patches(x, filter_shape, strides):
+    n, c, h, w = x.shape
+    kh, kw = filter_shape
+    oh, ow = (h - kh) // strides[0] + 1, (w - kw) // strides[1] + 1
+    out = np.zeros((n, c * kh * kw, oh, ow), x.dtype)
+    for i in range(oh):
+        for j in range(ow):
+            patch = x[
+                :, :, i * strides[0] : i * strides[0] + kh, j * strides[1] : j * strides[1] + kw
+            ]
+            out[:, :, i, j] = patch.reshape(n, -1)
+    return out
+
+
+def test_conv_general_dilated_patches(rng):
+    x = rng.normal(size=(2, 3, 5, 4)).astype(np.float32)
+    got = lax.conv_general_dilated_patches(x, (2, 3), (1, 1), "VALID")
+    assert_close(got, _numpy_patches(x, (2, 3), (1, 1)))
+    strided = lax.conv_general_dilated_patches(x, (3, 2), (2, 2), "VALID")
+    assert_close(strided, _numpy_patches(x, (3, 2), (2, 2)))
+    nhwc = np.moveaxis(x, 1, -1)
+    layout = lax.conv_general_dilated_patches(
+        nhwc, (2, 3), (1, 1), "VALID", dimension_numbers=("NHWC", "OIHW", "NHWC")
+    )
+    assert_close(np.moveaxis(np.asarray(layout), -1, 1), _numpy_patches(x, (2, 3), (1, 1)))
+    check_grads(
+        lambda x: lax.conv_general_dilated_patches(x, (2, 2), (1, 1), "SAME"), (x,), order=1
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Reductions
+
+
+@pytest.mark.parametrize(
+    "computation,init,numpy_fn",
+    [
+        (lax.add, 0.0, np.sum),
+        (lax.mul, 1.0, np.prod),
+        (lax.max, -np.inf, np.max),
+        (lax.min, np.inf, np.min),
+        (lambda a, b: a + b, 0.0, np.sum),  # not recognised: reduced by halving
+        (lambda a, b: lax.max(a, b), -np.inf, np.max),
+    ],
+)
+@pytest.mark.parametrize("dims", [(0,), (1,), (0, 2), (0, 1, 2), ()])
+def test_reduce_monoids_and_generic(rng, computation, init, numpy_fn, dims):
+    x = rng.normal(size=(3, 5, 2)).astype(np.float32)
+    got = lax.reduce(x, np.float32(init), computation, dims)
+    assert_close(got, numpy_fn(x, axis=dims) if dims else x, rtol=2e-5)
+
+
+def test_reduce_non_identity_init_and_empty(rng):
+    x = rng.normal(size=(4, 3)).astype(np.float32)
+    assert_close(lax.reduce(x, np.float32(5), lax.add, (0,)), x.sum(0) + 5, rtol=1e-5)
+    assert_close(lax.reduce(x, np.float32(5), lambda a, b: a + b, (0,)), x.sum(0) + 5, rtol=1e-5)
+    empty = np.zeros((0, 3), np.float32)
+    assert_close(lax.reduce(empty, np.float32(2), lambda a, b: a * b, (0,)), [2, 2, 2])
+
+
+def test_reduce_tuples_argmax(rng):
+    """A two-operand reduction: the maximum and where it is."""
+    x = rng.normal(size=(4, 7)).astype(np.float32)
+    idx = np.broadcast_to(np.arange(7, dtype=np.int32), x.shape)
+
+    def pick(a, b):
+        take_b = lax.gt(b[0], a[0])
+        return lax.select(take_b, b[0], a[0]), lax.select(take_b, b[1], a[1])
+
+    values, where = lax.reduce((x, idx), (np.float32(-np.inf), np.int32(0)), pick, (1,))
+    assert_close(values, x.max(1))
+    np.testing.assert_array_equal(np.asarray(where), x.argmax(1))
+    with pytest.raises(ValueError, match="same structure"):
+        lax.reduce((x, idx), np.float32(0), pick, (1,))
+
+
+def test_reduce_grad_vmap_jit(rng):
+    x = rng.uniform(0.5, 1.5, size=(3, 5)).astype(np.float32)
+    product = lambda x: lax.reduce(x, np.float32(1), lambda a, b: a * b, (1,))
+    check_grads(product, (x,), order=2)
+    looped = np.stack([np.asarray(product(x[i : i + 1]))[0] for i in range(3)])
+    assert_close(ember.vmap(lambda r: product(r[None])[0])(x), looped, rtol=1e-5)
+    assert_close(ember.jit(product)(x), x.prod(1), rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint16, np.bool_])
+def test_reduce_xor(rng, dtype):
+    if dtype == np.bool_:
+        x = rng.random((4, 5)) < 0.5
+        want = np.logical_xor.reduce(x, axis=1)
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, size=(4, 5), dtype=dtype)
+        want = np.bitwise_xor.reduce(x, axis=1)
+    np.testing.assert_array_equal(np.asarray(lax.reduce_xor(x, (1,))), want)
+    with pytest.raises(TypeError, match="integer or boolean"):
+        lax.reduce_xor(np.ones(3, np.float32), (0,))
+
+
+# --------------------------------------------------------------------------------------------
+# Elementwise
+
+
+def test_reciprocal_square_exp2(rng):
+    x = rng.uniform(0.2, 3.0, size=(4, 3)).astype(np.float32)
+    assert_close(lax.reciprocal(x), 1 / x)
+    assert_close(lax.square(x), x * x)
+    assert_close(lax.square(np.int32(7)), 49)
+    assert_close(lax.exp2(x), np.exp2(x), rtol=2e-6)
+    assert_close(lax.exp2(np.array([-np.inf, np.inf, 0.0], np.float32)), [0, np.inf, 1])
+    for f in (lax.reciprocal, lax.square, lax.exp2):
+        check_grads(f, (x,), order=2)
+    with pytest.raises(TypeError, match="floating-point"):
+        lax.exp2(np.int32(2))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.uint32])
+def test_clz(rng, dtype):
+    info = np.iinfo(dtype)
+    x = np.concatenate(
+        [
+            rng.integers(info.min, info.max, 20, dtype=dtype),
+            np.array([0, 1, info.max, info.min], dtype),
+        ]
+    )
+    bits = info.bits
+    want = [bits - int(v).bit_length() if v >= 0 else 0 for v in x.astype(object)]
+    got = lax.clz(x)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(np.asarray(got).astype(np.int64), want)
+
+
+def test_round_methods():
+    x = np.array(
+        [-2.5, -1.5, -0.5, -0.4, -0.0, 0.0, 0.5, 1.5, 2.5, 2.4999998, np.inf, np.nan], np.float32
+    )
+    away = np.sign(x) * np.floor(np.abs(x.astype(np.float64)) + 0.5)
+    np.testing.assert_array_equal(np.asarray(lax.round(x)), away.astype(np.float32))
+    np.testing.assert_array_equal(np.signbit(np.asarray(lax.round(x))), np.signbit(x))
+    even = lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+    np.testing.assert_array_equal(np.asarray(even), np.round(x))
+    assert_close(ember.grad(lambda v: lax.round(v))(np.float32(1.3)), 0.0)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_cumlogsumexp(rng, reverse, axis):
+    x = rng.normal(size=(5, 4)).astype(np.float32) * 3
+    x[1, 2] = -np.inf
+    flip = (lambda a: np.flip(a, axis)) if reverse else (lambda a: a)
+    want = flip(np.logaddexp.accumulate(flip(x.astype(np.float64)), axis=axis))
+    assert_close(lax.cumlogsumexp(x, axis=axis, reverse=reverse), want, rtol=1e-5)
+    if axis == 0:
+        check_grads(lambda v: lax.cumlogsumexp(v, axis, reverse), (x[:, :2] + 0,), order=1)
+
+
+def test_optimization_barrier():
+    tree = (np.ones(2, np.float32), {"b": np.arange(3)})
+    out = lax.optimization_barrier(tree)
+    assert_close(out[0], tree[0])
+    np.testing.assert_array_equal(np.asarray(out[1]["b"]), tree[1]["b"])
+    f = ember.jit(lambda x: lax.optimization_barrier(enp.sin(x)) + enp.sin(x))
+    assert_close(f(np.float32(0.5)), 2 * np.sin(0.5))
+    assert "optimization_barrier" in str(ember.jit(f).lower(np.float32(0.5)).as_text())
+    assert_close(ember.grad(lambda x: lax.optimization_barrier(x * x))(np.float32(3)), 6)
+    assert_close(
+        ember.vmap(lambda x: lax.optimization_barrier((x, 2 * x))[1])(np.ones(3)), [2, 2, 2]
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Special functions
+
+
+@pytest.mark.parametrize("name,reference", [("bessel_i0e", sp.i0e), ("bessel_i1e", sp.i1e)])
+def test_bessel_against_scipy(rng, name, reference):
+    fn = getattr(lax, name)
+    x = np.concatenate(
+        [rng.normal(size=40) * 8, rng.uniform(-60, 60, 40), [0.0, -0.0, 19.999, 20.001, 25.5]]
+    ).astype(np.float32)
+    assert_close(fn(x), reference(x.astype(np.float64)), rtol=3e-6, atol=1e-7)
+    special = np.array([np.inf, -np.inf, np.nan], np.float32)
+    got = np.asarray(fn(special))
+    assert got[0] == 0 and got[1] == 0 and np.isnan(got[2])
+    check_grads(fn, (np.array([0.3, -2.0, 7.0, 30.0], np.float32),), order=1, rtol=2e-2)
+    assert_close(ember.vmap(fn)(x[:5]), fn(x[:5]))
+
+
+def test_bessel_gradients_at_zero_and_formulas():
+    assert_close(ember.grad(lax.bessel_i0e)(np.float32(0)), 0.0)
+    assert_close(ember.grad(lax.bessel_i1e)(np.float32(0)), 0.5)
+    x = np.array([0.7, -3.0, 12.0], np.float32)
+    i0, i1 = sp.i0e(x.astype(np.float64)), sp.i1e(x.astype(np.float64))
+    d0 = ember.vmap(ember.grad(lax.bessel_i0e))(x)
+    assert_close(d0, i1 - np.sign(x) * i0, rtol=1e-5)
+    d1 = ember.vmap(ember.grad(lax.bessel_i1e))(x)
+    assert_close(d1, i0 - (np.sign(x) + 1 / x) * i1, rtol=1e-5)
+
+
+def test_zeta_against_scipy_and_jax(rng):
+    x = rng.uniform(1.1, 8.0, 50).astype(np.float32)
+    q = rng.uniform(0.05, 20.0, 50).astype(np.float32)
+    assert_close(lax.zeta(x, q), sp.zeta(x.astype(np.float64), q.astype(np.float64)), rtol=2e-5)
+    data = _DATA["zeta"]
+    got = lax.zeta(_pinned(data, "x"), _pinned(data, "q"))
+    assert_close(got, _pinned(data, "out"), rtol=2e-5)
+    # Differentiable in q: d/dq zeta(x, q) = -x zeta(x + 1, q).
+    dq = ember.grad(lax.zeta, argnums=1)(np.float32(2.5), np.float32(1.5))
+    assert_close(dq, -2.5 * sp.zeta(3.5, 1.5), rtol=1e-4)
+    assert_close(ember.jit(ember.vmap(lax.zeta))(x[:4], q[:4]), lax.zeta(x[:4], q[:4]))
+
+
+def test_betainc_against_scipy_and_jax(rng):
+    a = rng.uniform(0.1, 20.0, 60).astype(np.float32)
+    b = rng.uniform(0.1, 20.0, 60).astype(np.float32)
+    x = rng.uniform(0.0, 1.0, 60).astype(np.float32)
+    want = sp.betainc(a.astype(np.float64), b.astype(np.float64), x.astype(np.float64))
+    assert_close(lax.betainc(a, b, x), want, rtol=1e-4, atol=2e-6)
+    data = _DATA["betainc"]
+    got = lax.betainc(_pinned(data, "a"), _pinned(data, "b"), _pinned(data, "x"))
+    assert_close(got, _pinned(data, "out"), rtol=1e-4, atol=1e-6)
+    assert_close(lax.betainc(2.0, 3.0, np.float32(0.25)), sp.betainc(2, 3, 0.25), rtol=1e-5)
+
+
+def test_betainc_gradients():
+    a, b, x = np.float32(2.5), np.float32(3.5), np.float32(0.3)
+    da, db, dx = ember.grad(lax.betainc, argnums=(0, 1, 2))(a, b, x)
+    density = x ** (a - 1) * (1 - x) ** (b - 1) / sp.beta(a, b)
+    assert_close(dx, density, rtol=1e-4)
+    # In a and b the continued fraction differentiates to the true derivative.
+    for argnum, got in ((0, da), (1, db)):
+        want = numerical_gradient(lambda *v: sp.betainc(*v), (a, b, x), argnum, eps=1e-5)
+        assert_close(got, want, rtol=2e-3, atol=1e-5)
+    xs = np.array([0.1, 0.5, 0.9], np.float32)
+    assert_close(ember.vmap(lambda v: lax.betainc(a, b, v))(xs), sp.betainc(a, b, xs), rtol=1e-5)
+
+
+# --------------------------------------------------------------------------------------------
+# The namespace
+
+NEW_NAMES = """
+gather scatter scatter_add scatter_sub scatter_mul scatter_min scatter_max scatter_apply
+GatherDimensionNumbers ScatterDimensionNumbers GatherScatterMode broadcasted_iota
+broadcast_to_rank collapse dot batch_matmul conv conv_with_general_padding conv_transpose
+conv_dimension_numbers conv_general_dilated_patches padtype_to_pads dynamic_slice_in_dim
+dynamic_index_in_dim dynamic_update_slice_in_dim dynamic_update_index_in_dim slice_in_dim
+index_in_dim index_take full full_like empty reduce reduce_xor reciprocal square exp2 clz
+cumlogsumexp bessel_i0e bessel_i1e zeta betainc optimization_barrier split tile stack unstack
+Precision RoundingMethod DotDimensionNumbers PrecisionLike ConvGeneralDilatedDimensionNumbers
+""".split()
+
+
+def test_namespace_has_the_new_names():
+    missing = [name for name in NEW_NAMES if not hasattr(lax, name)]
+    assert not missing
+    assert not [name for name in dir(lax) if name.endswith("_p")]
