@@ -105,8 +105,12 @@ def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None,
             grid[d] = index_shape[d]
             picks.append(np.arange(index_shape[d], dtype=np.int32).reshape(grid))
     if mode == "clip":
-        limit = np.asarray(get_aval(arr).shape[axis] - 1, get_aval(indices).dtype)
-        picks[axis] = enp.clip(indices, np.asarray(0, limit.dtype), limit)
+        # Negative indices count from the end first; what is still out of range is clamped.
+        length = get_aval(arr).shape[axis]
+        dtype = get_aval(indices).dtype
+        wrapped = enp.where(enp.less(indices, 0), indices + np.asarray(length, dtype), indices)
+        limit = np.asarray(length - 1, dtype)
+        picks[axis] = enp.clip(wrapped, np.asarray(0, dtype), limit)
     values = manipulation.astype(values, get_aval(arr).dtype)
     result = arr.at[tuple(picks)].set(values)
     return manipulation.reshape(result, shape)
@@ -131,8 +135,12 @@ def place(arr: Any, mask: Any, vals: Any, *, inplace: bool = True) -> Any:
         return arr
     chosen = enp.not_equal(mask, False)
     # The k-th selected element takes vals[k % len(vals)]; k counts the selected ones so far.
-    rank = cumsum(chosen.astype(np.int32)) - np.int32(1)
-    source = enp.remainder(enp.maximum(rank, np.int32(0)), np.int32(get_aval(values).size))
+    count = np.int32(get_aval(values).size)
+    if isinstance(chosen, Tracer):
+        rank = cumsum(chosen.astype(np.int32)) - np.int32(1)
+        source = enp.remainder(enp.maximum(rank, np.int32(0)), count)
+    else:  # a concrete mask: count on the host
+        source = (np.maximum(np.cumsum(np.asarray(chosen)) - 1, 0) % count).astype(np.int32)
     picked = manipulation.astype(take(values, source, mode="clip"), get_aval(arr).dtype)
     flat = enp.where(chosen, picked, manipulation.ravel(arr))
     return manipulation.reshape(flat, get_aval(arr).shape)
@@ -243,11 +251,13 @@ def piecewise(x: Any, condlist: Any, funclist: list[Any], *args: Any, **kw: Any)
 
 
 def _condition_list(condlist: Any, ndim: int) -> list[Any]:
-    # NumPy's rule: one boolean array of x's rank (or a scalar) is a single condition.
+    # NumPy's rule: a scalar, or a flat sequence of booleans for an x of rank >= 1, is one
+    # condition; otherwise each entry along the first axis is a condition.
     if isinstance(condlist, (bool, np.bool_)):
         return [condlist]
     if isinstance(condlist, (Array, Tracer, np.ndarray)):
-        if get_aval(condlist).ndim == ndim:
+        rank = get_aval(condlist).ndim
+        if rank == 0 or (rank == 1 and ndim != 0):
             return [condlist]
         return [condlist[i] for i in range(get_aval(condlist).shape[0])]
     condlist = list(condlist)
