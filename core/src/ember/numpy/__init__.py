@@ -239,6 +239,7 @@ from ember._src.numpy.joining import (
     insert as insert,
 )
 from ember._src.numpy.linalg import matrix_transpose as matrix_transpose
+from ember._src.numpy.linalg_general import roots as roots
 from ember._src.numpy.manipulation import (
     astype as astype,
     atleast_1d as atleast_1d,

@@ -28,3 +28,12 @@ from ember._src.numpy.linalg import (
     trace as trace,
     vector_norm as vector_norm,
 )
+from ember._src.numpy.linalg_general import (
+    cond as cond,
+    eig as eig,
+    eigvals as eigvals,
+    lstsq as lstsq,
+    multi_dot as multi_dot,
+    tensorinv as tensorinv,
+    tensorsolve as tensorsolve,
+)
