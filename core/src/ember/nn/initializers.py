@@ -1,7 +1,9 @@
 """Parameter initialisers (``ember.nn.initializers``), as ``jax.nn.initializers``."""
 
 from ember._src.nn.initializers import (
+    Initializer as Initializer,
     constant as constant,
+    delta_orthogonal as delta_orthogonal,
     glorot_normal as glorot_normal,
     glorot_uniform as glorot_uniform,
     he_normal as he_normal,
@@ -13,6 +15,7 @@ from ember._src.nn.initializers import (
     normal as normal,
     ones as ones,
     orthogonal as orthogonal,
+    truncated_normal as truncated_normal,
     uniform as uniform,
     variance_scaling as variance_scaling,
     xavier_normal as xavier_normal,

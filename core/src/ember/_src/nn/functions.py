@@ -134,6 +134,90 @@ def glu(x: Any, axis: int = -1) -> Any:
     return enp.multiply(first, sigmoid(second))
 
 
+def hard_sigmoid(x: Any) -> Any:
+    """``relu6(x + 3) / 6``: a piecewise-linear sigmoid (with a zero derivative at the kinks
+    -3 and 3, as JAX's)."""
+    x = _inexact(x)
+    ramp = enp.divide(enp.add(x, _const(x, 3)), _const(x, 6))
+    ramp = enp.where(enp.greater_equal(x, _const(x, 3)), _const(x, 1), ramp)
+    return enp.where(enp.less_equal(x, _const(x, -3)), _const(x, 0), ramp)
+
+
+def hard_silu(x: Any) -> Any:
+    """``x * hard_sigmoid(x)``."""
+    x = _inexact(x)
+    return enp.multiply(x, hard_sigmoid(x))
+
+
+hard_swish = hard_silu
+
+
+def identity(x: Any) -> Any:
+    """``x`` itself, as an array."""
+    return creation.asarray(x)
+
+
+def log1mexp(x: Any) -> Any:
+    """``log(1 - exp(-x))`` for ``x > 0``, accurate near 0 (via expm1) and for large ``x``
+    (via log1p)."""
+    x = _inexact(x)
+    near_zero = enp.log(enp.negative(enp.expm1(enp.negative(x))))
+    far = enp.log1p(enp.negative(enp.exp(enp.negative(x))))
+    return enp.where(enp.less(x, _const(x, math.log(2))), near_zero, far)
+
+
+def logmeanexp(x: Any, axis: Any = None, where: Any = None, keepdims: bool = False) -> Any:
+    """``log(mean(exp(x)))`` over ``axis`` (counting only the entries ``where`` selects)."""
+    x = _inexact(x)
+    if where is not None:
+        x = enp.where(where, x, _const(x, -np.inf))
+        selected = manipulation.broadcast_to(creation.asarray(where), get_aval(x).shape)
+        count = reductions.sum(selected, axis=axis, keepdims=keepdims, dtype=get_aval(x).dtype)
+    else:
+        count = reductions.sum(
+            creation.ones_like(x), axis=axis, keepdims=keepdims, dtype=get_aval(x).dtype
+        )
+    return enp.subtract(logsumexp(x, axis=axis, keepdims=keepdims), enp.log(count))
+
+
+def mish(x: Any) -> Any:
+    """``x * tanh(softplus(x))``."""
+    x = _inexact(x)
+    return enp.multiply(x, enp.tanh(softplus(x)))
+
+
+def soft_sign(x: Any) -> Any:
+    """``x / (|x| + 1)``."""
+    x = _inexact(x)
+    return enp.divide(x, enp.add(enp.abs(x), _const(x, 1)))
+
+
+def sparse_plus(x: Any) -> Any:
+    """0 below -1, ``x`` above 1, and the parabola ``(x + 1)**2 / 4`` joining them."""
+    x = _inexact(x)
+    parabola = enp.divide(enp.square(enp.add(x, _const(x, 1))), _const(x, 4))
+    upper = enp.where(enp.greater_equal(x, _const(x, 1)), x, parabola)
+    return enp.where(enp.less_equal(x, _const(x, -1)), _const(x, 0), upper)
+
+
+def sparse_sigmoid(x: Any) -> Any:
+    """``clip(x + 1, 0, 2) / 2``: the derivative of ``sparse_plus``."""
+    x = _inexact(x)
+    clipped = enp.clip(enp.add(x, _const(x, 1)), _const(x, 0), _const(x, 2))
+    return enp.multiply(_const(x, 0.5), clipped)
+
+
+def squareplus(x: Any, b: Any = 4) -> Any:
+    """``(x + sqrt(x**2 + b)) / 2``: a smooth ReLU."""
+    x = _inexact(x)
+    return enp.divide(enp.add(x, enp.sqrt(enp.add(enp.square(x), b))), _const(x, 2))
+
+
+def tanh(x: Any, /) -> Any:
+    """The hyperbolic tangent."""
+    return enp.tanh(x)
+
+
 # --------------------------------------------------------------------------------------------
 # Normalisations
 

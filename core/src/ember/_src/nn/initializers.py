@@ -8,8 +8,8 @@ towards both fans), so the same key gives the same parameters as in JAX.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -20,9 +20,18 @@ from ember._src.numpy import (
     linalg as _linalg,
     manipulation as _manipulation,
 )
-from ember._src.random import normal as _normal, truncated_normal, uniform as _uniform
+from ember._src.ops.indexing import dynamic_update_slice
+from ember._src.random import (
+    normal as _normal,
+    truncated_normal as _truncated_normal,
+    uniform as _uniform,
+)
 
-Initializer = Callable[..., Any]
+
+class Initializer(Protocol):
+    """What every initialiser returns: ``init(key, shape, dtype) -> Array``."""
+
+    def __call__(self, key: Any, shape: Sequence[int], dtype: Any = None) -> Any: ...
 
 
 def _dtype(dtype: Any) -> np.dtype:
@@ -48,6 +57,20 @@ def normal(stddev: float = 1e-2, dtype: Any = None) -> Initializer:
     def init(key: Any, shape: Sequence[int], dtype_: Any = dtype) -> Any:
         dt = _dtype(dtype_)
         return enp.multiply(_normal(key, tuple(shape), dt), np.asarray(stddev, dt))
+
+    return init
+
+
+def truncated_normal(
+    stddev: float = 1e-2, dtype: Any = None, lower: float = -2.0, upper: float = 2.0
+) -> Initializer:
+    """Normal samples truncated to ``[lower, upper]`` (in units of ``stddev``), times
+    ``stddev``."""
+
+    def init(key: Any, shape: Sequence[int], dtype_: Any = dtype) -> Any:
+        dt = _dtype(dtype_)
+        samples = _truncated_normal(key, lower, upper, tuple(shape), dt)
+        return enp.multiply(samples, np.asarray(stddev, dt))
 
     return init
 
@@ -95,7 +118,7 @@ def variance_scaling(
         if distribution == "truncated_normal":
             # The standard deviation of a unit normal truncated to [-2, 2].
             stddev = np.asarray(np.sqrt(variance) / np.asarray(0.87962566103423978, dt), dt)
-            return enp.multiply(truncated_normal(key, -2, 2, shape, dt), stddev)
+            return enp.multiply(_truncated_normal(key, -2, 2, shape, dt), stddev)
         if distribution == "normal":
             return enp.multiply(_normal(key, shape, dt), np.asarray(np.sqrt(variance), dt))
         samples = _uniform(key, shape, dt, -1)
@@ -153,5 +176,28 @@ def orthogonal(scale: float = 1.0, column_axis: int = -1, dtype: Any = None) -> 
         q = _manipulation.reshape(q, rest + (n_cols,))
         q = _manipulation.moveaxis(q, -1, column_axis)
         return enp.multiply(q, np.asarray(scale, dt))
+
+    return init
+
+
+def delta_orthogonal(scale: float = 1.0, column_axis: int = -1, dtype: Any = None) -> Initializer:
+    """Convolution kernels that are zero except at the spatial centre, which holds an
+    orthogonal matrix (the "delta orthogonal" scheme for deep convolutional networks)."""
+
+    def init(key: Any, shape: Sequence[int], dtype_: Any = dtype) -> Any:
+        dt = _dtype(dtype_)
+        shape = tuple(shape)
+        if len(shape) not in (3, 4, 5):
+            raise ValueError(
+                f"Delta orthogonal initializer requires a 3D, 4D or 5D shape, got {shape}"
+            )
+        if shape[-1] < shape[-2]:
+            raise ValueError(f"`fan_in` must be less or equal than `fan_out`, got shape {shape}")
+        matrix = orthogonal(scale=scale, column_axis=column_axis, dtype=dt)(key, shape[-2:])
+        centre = [(k - 1) // 2 for k in shape[:-2]]
+        spatial = len(shape) - 2
+        block = _manipulation.reshape(matrix, (1,) * spatial + shape[-2:])
+        starts = [np.int32(c) for c in centre] + [np.int32(0)] * 2
+        return dynamic_update_slice(creation.zeros(shape, dt), block, starts)
 
     return init
