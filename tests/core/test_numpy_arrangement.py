@@ -440,3 +440,20 @@ def test_traced_unravel_index_clips_out_of_range_like_jax():
     got = ember.jit(lambda i: enp.unravel_index(i, (3, 4)))(np.array([-1, 100, 5, -13]))
     np.testing.assert_array_equal(np.asarray(got[0]), [2, 2, 1, 0])
     np.testing.assert_array_equal(np.asarray(got[1]), [3, 3, 1, 0])
+
+
+def test_value_dependent_shapes_work_under_grad_as_in_jax():
+    x = np.array([0, 1, 2, 0], np.float32)
+    assert_close(ember.grad(lambda v: enp.sum(enp.trim_zeros(v)) * 3)(x), [0, 3, 3, 0])
+    assert_close(ember.grad(lambda v: enp.sum(enp.delete(v, enp.argmax(v))))(x), [1, 1, 0, 1])
+    pieces = ember.jacfwd(lambda v: enp.split(v, np.array([1, 3]))[1])(x)
+    assert_close(pieces, np.eye(4)[1:3])
+
+
+@pytest.mark.parametrize("axes", [(0, 1), (1, 0), (0, 2), (2, 1)])
+def test_trace_with_a_traced_offset(axes):
+    traced = ember.jit(lambda a, k: enp.trace(a, k, *axes))
+    for offset in (-3, -1, 0, 2, 5):
+        assert_close(traced(CUBE, np.int32(offset)), np.trace(CUBE, offset, *axes), atol=1e-5)
+    grad = ember.grad(lambda a, k: enp.trace(a, k, *axes).sum())(CUBE, np.int32(1))
+    assert_close(grad, ember.grad(lambda a: enp.trace(a, 1, *axes).sum())(CUBE))

@@ -227,6 +227,12 @@ def test_put_along_axis_out_of_range_follows_jax():
     np.testing.assert_array_equal(clipped[:, 3], [99, 7, 99])
 
 
+def test_compress_and_extract_differentiate_with_concrete_conditions():
+    x = np.array([0.5, -1.0, 2.0, 0.0], np.float32)
+    assert_close(ember.grad(lambda v: enp.sum(enp.compress(v > 0, v) ** 2))(x), [1, 0, 4, 0])
+    assert_close(ember.grad(lambda v: enp.sum(enp.extract(v < 1, v)))(x), [1, 1, 0, 1])
+
+
 def test_static_sizes_pad_like_jax():
     compressed = ember.jit(lambda c, a: enp.compress(c, a, axis=1, size=3, fill_value=-1))(
         np.array([0, 1, 1, 0]), GRID

@@ -10,6 +10,7 @@ import numpy as np
 from ember._src import core, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, manipulation
+from ember._src.numpy.concrete import concrete_or_error
 from ember._src.numpy.extras import tile
 from ember._src.numpy.util import canonicalize_axis
 
@@ -103,7 +104,7 @@ def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
     ``axis`` (all axes when None). The result's shape depends on the values, so ``filt``
     must be concrete, as in JAX."""
     filt = creation.asarray(filt)
-    values = np.asarray(core.concrete_or_error(filt, "trim_zeros' filt argument"))
+    values = np.asarray(concrete_or_error(filt, "trim_zeros' filt argument"))
     trim = trim.lower()
     if not set(trim) <= {"f", "b"}:
         raise ValueError(f"trim_zeros: trim must contain only 'f' and 'b', got {trim!r}")

@@ -59,7 +59,24 @@ def trace(a: Any, offset: Any = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
     """The sum along a diagonal (see ``diagonal``)."""
     if out is not None:
         raise NotImplementedError("trace: the out argument is not supported")
-    return reductions.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+    if not isinstance(offset, core.Tracer):
+        return reductions.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+    # A traced offset (allowed, as in JAX): mask the chosen diagonal and sum the planes.
+    a = creation.asarray(a)
+    ndim = get_aval(a).ndim
+    if ndim < 2:
+        raise ValueError(
+            f"trace: a must be at least 2-d, got shape {get_aval(a).shape}{errors.where()}"
+        )
+    first, second = canonicalize_axis(axis1, ndim, "axis1"), canonicalize_axis(axis2, ndim, "axis2")
+    if first == second:
+        raise ValueError(f"trace: axis1 and axis2 cannot be the same ({axis1}){errors.where()}")
+    planes = manipulation.moveaxis(a, (first, second), (-2, -1))
+    rows, cols = get_aval(planes).shape[-2:]
+    distance = np.arange(cols, dtype=np.int32)[None, :] - np.arange(rows, dtype=np.int32)[:, None]
+    on_diagonal = enp.equal(distance, manipulation.astype(offset, np.int32))
+    masked = enp.where(on_diagonal, planes, np.zeros((), get_aval(a).dtype))
+    return reductions.sum(masked, axis=(-2, -1), dtype=dtype)
 
 
 def diag(v: Any, k: int = 0) -> Any:

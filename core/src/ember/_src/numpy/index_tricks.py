@@ -16,6 +16,7 @@ import numpy as np
 from ember._src import core, dtypes, errors
 from ember._src.core import Tracer, get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation
+from ember._src.numpy.concrete import concrete_or_error
 from ember._src.numpy.extras import meshgrid
 from ember._src.numpy.util import check_dtype_arg, promote_dtypes
 
@@ -53,7 +54,7 @@ def ix_(*args: Any) -> tuple[Any, ...]:
                 f"ix_: cross index must be 1-dimensional, got shape {aval.shape}{errors.where()}"
             )
         if aval.dtype == dtypes.bool_:
-            mask = np.asarray(core.concrete_or_error(arg, "ix_'s boolean argument"))
+            mask = np.asarray(concrete_or_error(arg, "ix_'s boolean argument"))
             arg = creation.asarray(np.flatnonzero(mask).astype(np.int32))
         shape = [1] * len(args)
         shape[axis] = get_aval(arg).shape[0]
@@ -255,7 +256,7 @@ def _apply_mode(coord: Any, extent: int, mode: str) -> Any:
     dtype = get_aval(coord).dtype
     if mode == "raise":
         values = np.asarray(
-            core.concrete_or_error(
+            concrete_or_error(
                 coord,
                 "ravel_multi_index's multi_index in mode='raise' (use 'wrap' or 'clip' in jit)",
             )

@@ -15,6 +15,7 @@ from ember._src import core, dtypes, errors
 from ember._src.core import Tracer, get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.advanced_indexing import take
+from ember._src.numpy.concrete import concrete_or_none
 from ember._src.numpy.sorting import argsort, sort
 from ember._src.numpy.util import canonicalize_axis
 from ember._src.runtime.array import Array
@@ -230,6 +231,9 @@ def delete(arr: Any, obj: Any, axis: int | None = None, *, assume_unique_indices
         keep = np.ones(length, bool)
         keep[obj] = False
         return take(a, np.flatnonzero(keep).astype(np.int32), axis=axis, mode="clip")
+    known = concrete_or_none(obj)
+    if known is not None:
+        return take(a, _static_kept(np.asarray(known), length), axis=axis, mode="clip")
     if isinstance(obj, Tracer):
         if not assume_unique_indices or not dtypes.is_integer(get_aval(obj).dtype):
             raise errors.ConcretizationTypeError(
@@ -237,8 +241,7 @@ def delete(arr: Any, obj: Any, axis: int | None = None, *, assume_unique_indices
                 f"concrete indices, or integer indices with assume_unique_indices=True"
                 f"{errors.where()}"
             )
-        return take(a, _kept_positions(obj, length), axis=axis, mode="clip")
-    return take(a, _static_kept(np.asarray(obj), length), axis=axis, mode="clip")
+    return take(a, _kept_positions(obj, length), axis=axis, mode="clip")
 
 
 def _static_kept(obj: np.ndarray, length: int) -> np.ndarray:

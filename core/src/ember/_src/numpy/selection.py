@@ -13,10 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import core, dtypes, errors
+from ember._src import dtypes, errors
 from ember._src.core import Tracer, get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.advanced_indexing import take, take_along_axis
+from ember._src.numpy.concrete import concrete_or_error
 from ember._src.numpy.extras import tile
 from ember._src.numpy.sorting import argsort, cumsum
 from ember._src.numpy.util import canonicalize_axis, promote_dtypes
@@ -194,7 +195,7 @@ def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
     dtype = get_aval(index).dtype
     if mode == "raise":
         values = np.asarray(
-            core.concrete_or_error(
+            concrete_or_error(
                 index, "choose's a with mode='raise' (use 'wrap' or 'clip' under jit)"
             )
         )
@@ -298,7 +299,7 @@ def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | Non
     keep = enp.not_equal(condition, False)
     if size is None:
         mask = np.asarray(
-            core.concrete_or_error(keep, "compress's condition (pass a static size= under jit)")
+            concrete_or_error(keep, "compress's condition (pass a static size= under jit)")
         )
         if mask[length:].any():
             raise IndexError(

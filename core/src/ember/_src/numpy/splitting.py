@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import core, errors
+from ember._src import errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation
+from ember._src.numpy.concrete import concrete_or_error
 from ember._src.numpy.util import canonicalize_axis
 from ember._src.ops.shape import slice_op
 
@@ -68,7 +69,7 @@ def _split(name: str, ary: Any, sections: Any, axis: Any, equal: bool) -> list[A
 
 def _piece_bounds(name: str, sections: Any, size: int, equal: bool) -> list[tuple[int, int]]:
     """(start, stop) of each piece along the split axis, with Python's slicing rules."""
-    points = np.asarray(core.concrete_or_error(sections, f"{name}'s indices_or_sections"))
+    points = np.asarray(concrete_or_error(sections, f"{name}'s indices_or_sections"))
     if points.ndim == 0:
         count = operator.index(points[()])
         if count <= 0:
