@@ -42,6 +42,12 @@ from ember._src.numpy.broadcasting import (
     array_equiv as array_equiv,
     broadcast_shapes as broadcast_shapes,
 )
+from ember._src.numpy.calculus import (
+    ediff1d as ediff1d,
+    gradient as gradient,
+    trapezoid as trapezoid,
+    unwrap as unwrap,
+)
 from ember._src.numpy.contractions import (
     dot as dot,
     einsum as einsum,
@@ -198,6 +204,29 @@ from ember._src.numpy.extras import (
     unique as unique,
     where as where,
 )
+from ember._src.numpy.float_functions import (
+    angle as angle,
+    bitwise_count as bitwise_count,
+    divmod as divmod,
+    fabs as fabs,
+    float_power as float_power,
+    fmax as fmax,
+    fmin as fmin,
+    frexp as frexp,
+    gcd as gcd,
+    i0 as i0,
+    iscomplex as iscomplex,
+    iscomplexobj as iscomplexobj,
+    isneginf as isneginf,
+    isposinf as isposinf,
+    isreal as isreal,
+    isrealobj as isrealobj,
+    lcm as lcm,
+    ldexp as ldexp,
+    modf as modf,
+    nan_to_num as nan_to_num,
+    spacing as spacing,
+)
 from ember._src.numpy.functional import (
     apply_along_axis as apply_along_axis,
     apply_over_axes as apply_over_axes,
@@ -283,11 +312,35 @@ from ember._src.numpy.more import (
     triu as triu,
     union1d as union1d,
 )
+from ember._src.numpy.packing import (
+    packbits as packbits,
+    unpackbits as unpackbits,
+)
 from ember._src.numpy.partitioning import (
     argpartition as argpartition,
     lexsort as lexsort,
     partition as partition,
     sort_complex as sort_complex,
+)
+from ember._src.numpy.polynomials import (
+    poly as poly,
+    polyadd as polyadd,
+    polyder as polyder,
+    polydiv as polydiv,
+    polyfit as polyfit,
+    polyint as polyint,
+    polymul as polymul,
+    polysub as polysub,
+)
+from ember._src.numpy.products import (
+    correlate as correlate,
+    einsum_path as einsum_path,
+    matvec as matvec,
+    vecmat as vecmat,
+)
+from ember._src.numpy.ranges import (
+    geomspace as geomspace,
+    logspace as logspace,
 )
 from ember._src.numpy.reductions import (
     all as all,
@@ -314,6 +367,9 @@ from ember._src.numpy.selection import (
     put_along_axis as put_along_axis,
     select as select,
 )
+from ember._src.numpy.set_xor import (
+    setxor1d as setxor1d,
+)
 from ember._src.numpy.sorting import (
     argsort as argsort,
     cumprod as cumprod,
@@ -326,6 +382,30 @@ from ember._src.numpy.splitting import (
     hsplit as hsplit,
     split as split,
     vsplit as vsplit,
+)
+from ember._src.numpy.statistics import (
+    average as average,
+    bincount as bincount,
+    corrcoef as corrcoef,
+    cov as cov,
+    histogram2d as histogram2d,
+    histogram_bin_edges as histogram_bin_edges,
+    histogramdd as histogramdd,
+    nanargmax as nanargmax,
+    nanargmin as nanargmin,
+    nancumprod as nancumprod,
+    nancumsum as nancumsum,
+    nanmedian as nanmedian,
+    nanpercentile as nanpercentile,
+    nanquantile as nanquantile,
+    ptp as ptp,
+)
+from ember._src.numpy.windows import (
+    bartlett as bartlett,
+    blackman as blackman,
+    hamming as hamming,
+    hanning as hanning,
+    kaiser as kaiser,
 )
 from ember._src.runtime.array import Array as ndarray
 from ember.numpy import fft as fft, linalg as linalg
@@ -341,5 +421,14 @@ dtype = _np.dtype
 float_ = float64
 pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, None
 issubdtype = _dtypes.issubdtype
+
+# NumPy's scalar-type hierarchy and its aliases, as JAX exposes them
+character, complexfloating, flexible = _np.character, _np.complexfloating, _np.flexible
+floating, generic, inexact, integer = _np.floating, _np.generic, _np.inexact, _np.integer
+number, object_, signedinteger = _np.number, _np.object_, _np.signedinteger
+unsignedinteger = _np.unsignedinteger
+single, double, csingle, cdouble = float32, float64, complex64, complex128
+int_, uint, complex_ = int64, uint64, complex128
+euler_gamma = 0.5772156649015329
 
 __array_api_version__ = "2024.12"

@@ -1,0 +1,207 @@
+"""Numerical calculus on sampled data: finite-difference ``gradient``, the ``trapezoid``
+rule, phase ``unwrap`` and flattened differences (``ediff1d``)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from ember._src import errors
+from ember._src.core import get_aval
+from ember._src.jit import jit
+from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
+from ember._src.numpy.sorting import cumsum
+from ember._src.numpy.util import (
+    as_operand,
+    canonicalize_axes,
+    canonicalize_axis,
+    promote_dtypes,
+    promote_to_inexact,
+)
+from ember._src.ops.shape import convert_element_type, slice_op
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return get_aval(x).shape
+
+
+def _dtype(x: Any) -> np.dtype:
+    return get_aval(x).dtype
+
+
+def _inexact(x: Any) -> Any:
+    (x,) = promote_to_inexact(creation.asarray(as_operand(x)))
+    return x
+
+
+def _slice_axis(x: Any, axis: int, start: int, stop: int) -> Any:
+    starts = [0] * len(_shape(x))
+    limits = list(_shape(x))
+    starts[axis], limits[axis] = start, stop
+    return slice_op(x, starts, limits)
+
+
+def _along(v: Any, axis: int, ndim: int) -> Any:
+    """A 1-D ``v`` shaped to broadcast along ``axis`` of an ``ndim``-D array."""
+    shape = [1] * ndim
+    shape[axis] = _shape(v)[0]
+    return manipulation.reshape(v, tuple(shape))
+
+
+# --------------------------------------------------------------------------------------------
+# gradient
+
+
+def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int | None = None) -> Any:
+    """Derivatives of sampled ``f`` along each axis: second-order central differences inside,
+    one-sided first-order differences at the edges. Spacings (``varargs``) are one scalar for
+    every axis, or one scalar or 1-D coordinate array per axis."""
+    if edge_order not in (None, 1):
+        raise NotImplementedError(f"gradient: edge_order={edge_order} (only 1){errors.where()}")
+    f = _inexact(f)
+    ndim = get_aval(f).ndim
+    axes = canonicalize_axes(axis, ndim)
+    spacings = _spacings(varargs, len(axes))
+    results = []
+    for ax, spacing in zip(axes, spacings):
+        if _shape(f)[ax] < 2:
+            raise ValueError(
+                f"gradient: axis {ax} has {_shape(f)[ax]} samples; at least 2 are needed"
+                f"{errors.where()}"
+            )
+        results.append(_gradient_along(f, ax, spacing))
+    return results[0] if len(results) == 1 else results
+
+
+def _spacings(varargs: tuple, n_axes: int) -> list[Any]:
+    if not varargs:
+        return [1.0] * n_axes
+    if len(varargs) == 1 and np.ndim(varargs[0]) == 0:
+        return [varargs[0]] * n_axes
+    if len(varargs) != n_axes:
+        raise TypeError(
+            f"gradient: {len(varargs)} spacings given for {n_axes} axes; give one for all or "
+            f"one per axis{errors.where()}"
+        )
+    return list(varargs)
+
+
+def _gradient_along(f: Any, axis: int, spacing: Any) -> Any:
+    n, ndim = _shape(f)[axis], get_aval(f).ndim
+    first, last = _slice_axis(f, axis, 0, 1), _slice_axis(f, axis, n - 1, n)
+    before, centre, after = (
+        _slice_axis(f, axis, 0, n - 2),
+        _slice_axis(f, axis, 1, n - 1),
+        _slice_axis(f, axis, 2, n),
+    )
+    if np.ndim(spacing) == 0:
+        h = convert_element_type(creation.asarray(spacing), _dtype(f))
+        inside = enp.divide(enp.subtract(after, before), enp.multiply(h, 2))
+        start = enp.divide(enp.subtract(_slice_axis(f, axis, 1, 2), first), h)
+        end = enp.divide(enp.subtract(last, _slice_axis(f, axis, n - 2, n - 1)), h)
+    else:
+        x = convert_element_type(creation.asarray(as_operand(spacing)), _dtype(f))
+        if get_aval(x).ndim != 1 or _shape(x)[0] != n:
+            raise ValueError(
+                f"gradient: coordinates along axis {axis} must be 1-D of length {n}, got shape "
+                f"{_shape(x)}{errors.where()}"
+            )
+        dx = _along(enp.subtract(x[1:], x[:-1]), axis, ndim)
+        h1, h2 = _slice_axis(dx, axis, 0, n - 2), _slice_axis(dx, axis, 1, n - 1)
+        # The second-order formula for uneven steps h1 (behind) and h2 (ahead).
+        total = enp.add(h1, h2)
+        weight_before = enp.negative(enp.divide(h2, enp.multiply(h1, total)))
+        weight_centre = enp.divide(enp.subtract(h2, h1), enp.multiply(h1, h2))
+        weight_after = enp.divide(h1, enp.multiply(h2, total))
+        inside = enp.add(
+            enp.add(enp.multiply(weight_before, before), enp.multiply(weight_centre, centre)),
+            enp.multiply(weight_after, after),
+        )
+        start = enp.divide(
+            enp.subtract(_slice_axis(f, axis, 1, 2), first), _slice_axis(dx, axis, 0, 1)
+        )
+        end = enp.divide(
+            enp.subtract(last, _slice_axis(f, axis, n - 2, n - 1)),
+            _slice_axis(dx, axis, n - 2, n - 1),
+        )
+    return manipulation.concatenate([start, inside, end], axis=axis)
+
+
+# --------------------------------------------------------------------------------------------
+# Integration, unwrapping, differences
+
+
+def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
+    """The integral of sampled ``y`` by the trapezoidal rule, at points ``x`` (1-D along
+    ``axis``, or ``y``'s shape) or evenly ``dx`` apart."""
+    y = _inexact(y)
+    ndim = get_aval(y).ndim
+    axis = canonicalize_axis(axis, ndim)
+    n = _shape(y)[axis]
+    if x is None:
+        widths = convert_element_type(creation.asarray(dx), _dtype(y))
+    else:
+        x = _inexact(x)
+        y, x = promote_dtypes(y, x)
+        if get_aval(x).ndim == 1:
+            if _shape(x)[0] != n:
+                raise ValueError(
+                    f"trapezoid: x has {_shape(x)[0]} points but y has {n} along axis {axis}"
+                    f"{errors.where()}"
+                )
+            x = _along(x, axis, ndim)
+        m = _shape(x)[axis]
+        widths = enp.subtract(_slice_axis(x, axis, 1, m), _slice_axis(x, axis, 0, m - 1))
+    heights = enp.add(_slice_axis(y, axis, 1, n), _slice_axis(y, axis, 0, max(n - 1, 0)))
+    return enp.multiply(reductions.sum(enp.multiply(widths, heights), axis=axis), 0.5)
+
+
+def unwrap(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi) -> Any:
+    """``p`` with jumps larger than ``discont`` (default ``period / 2``) between neighbours
+    along ``axis`` replaced by their equivalents modulo ``period``."""
+    p = _inexact(p)
+    axis = canonicalize_axis(axis, get_aval(p).ndim)
+    if _shape(p)[axis] < 2:
+        return p
+    period = convert_element_type(creation.asarray(period), _dtype(p))
+    half = enp.divide(period, 2)
+    discont = (
+        half if discont is None else convert_element_type(creation.asarray(discont), _dtype(p))
+    )
+    return _unwrap(p, discont, period, axis)
+
+
+@functools.partial(jit, inline=True, static_argnames="axis")  # one executable eagerly
+def _unwrap(p: Any, discont: Any, period: Any, axis: int) -> Any:
+    n = _shape(p)[axis]
+    half = enp.divide(period, 2)
+    steps = enp.subtract(_slice_axis(p, axis, 1, n), _slice_axis(p, axis, 0, n - 1))
+    wrapped = enp.subtract(enp.remainder(enp.add(steps, half), period), half)
+    # A step of exactly +half wraps to -half; keep its direction, as NumPy does.
+    wrapped = enp.where(
+        enp.logical_and(enp.equal(wrapped, enp.negative(half)), enp.greater(steps, 0)),
+        half,
+        wrapped,
+    )
+    correction = enp.subtract(wrapped, steps)
+    correction = enp.where(enp.less(enp.abs(steps), discont), 0, correction)
+    shifts = cumsum(correction, axis=axis)
+    zero = creation.zeros_like(_slice_axis(p, axis, 0, 1))
+    return enp.add(p, manipulation.concatenate([zero, shifts], axis=axis))
+
+
+def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
+    """Differences of the flattened ``ary``, with ``to_begin`` and ``to_end`` (flattened, in
+    ``ary``'s dtype) attached."""
+    flat = manipulation.ravel(creation.asarray(as_operand(ary)))
+    size = _shape(flat)[0]
+    parts = [enp.subtract(flat[1:], flat[: max(size - 1, 0)])]
+    if to_begin is not None:
+        begin = manipulation.ravel(creation.asarray(as_operand(to_begin)))
+        parts.insert(0, convert_element_type(begin, _dtype(flat)))
+    if to_end is not None:
+        end = manipulation.ravel(creation.asarray(as_operand(to_end)))
+        parts.append(convert_element_type(end, _dtype(flat)))
+    return manipulation.concatenate(parts)

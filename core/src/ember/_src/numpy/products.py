@@ -1,0 +1,98 @@
+"""Products beyond matmul: matrix-vector and vector-matrix products (NumPy 2's ``matvec`` and
+``vecmat``), sliding dot products (``correlate``) and the contraction order of an ``einsum``
+(``einsum_path``, planned from shapes alone)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember._src import errors
+from ember._src.core import get_aval
+from ember._src.numpy import creation, elementwise as enp, manipulation
+from ember._src.numpy.contractions import matmul
+from ember._src.numpy.extras import convolve
+from ember._src.numpy.util import as_operand, promote_dtypes
+from ember._src.ops.shape import convert_element_type, rev
+
+
+def _operands(name: str, x1: Any, x2: Any, x1_min: int, x2_min: int) -> tuple[Any, Any]:
+    x1, x2 = promote_dtypes(creation.asarray(as_operand(x1)), creation.asarray(as_operand(x2)))
+    if get_aval(x1).ndim < x1_min or get_aval(x2).ndim < x2_min:
+        raise ValueError(
+            f"{name}: operands of rank {get_aval(x1).ndim} and {get_aval(x2).ndim} are too small"
+            f" (need at least {x1_min} and {x2_min}){errors.where()}"
+        )
+    return x1, x2
+
+
+def matvec(x1: Any, x2: Any, /) -> Any:
+    """Matrix times vector over broadcast leading axes: (..., m, n) x (..., n) -> (..., m)."""
+    x1, x2 = _operands("matvec", x1, x2, 2, 1)
+    return matmul(x1, manipulation.expand_dims(x2, -1))[..., 0]
+
+
+def vecmat(x1: Any, x2: Any, /) -> Any:
+    """Conjugated vector times matrix: (..., n) x (..., n, m) -> (..., m)."""
+    x1, x2 = _operands("vecmat", x1, x2, 1, 2)
+    return matmul(manipulation.expand_dims(enp.conjugate(x1), -2), x2)[..., 0, :]
+
+
+def correlate(
+    a: Any,
+    v: Any,
+    mode: str = "valid",
+    *,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Any:
+    """Cross-correlation of two 1-D sequences, ``c[k] = sum_n a[n + k] conj(v[n])``: the
+    convolution with ``v`` reversed and conjugated."""
+    a, v = promote_dtypes(creation.asarray(as_operand(a)), creation.asarray(as_operand(v)))
+    if get_aval(a).ndim != 1 or get_aval(v).ndim != 1:
+        raise ValueError(
+            f"correlate: a and v must be 1-D, got shapes {get_aval(a).shape} and "
+            f"{get_aval(v).shape}{errors.where()}"
+        )
+    if mode not in ("full", "same", "valid"):
+        raise ValueError(f"correlate: mode must be 'full', 'same' or 'valid', got {mode!r}")
+    n, m = get_aval(a).shape[0], get_aval(v).shape[0]
+    if n < m:
+        # NumPy correlates the longer sequence against the shorter one and reverses the
+        # result (conjugated), which keeps 'same' centred the same way.
+        result = enp.conjugate(rev(convolve(v, enp.conjugate(rev(a, (0,))), mode), (0,)))
+    else:
+        result = convolve(a, enp.conjugate(rev(v, (0,))), mode)
+    if preferred_element_type is not None:
+        result = convert_element_type(result, np.dtype(preferred_element_type))
+    return result
+
+
+def einsum_path(
+    subscripts: str, /, *operands: Any, optimize: Any = "auto"
+) -> tuple[list[tuple[int, ...]], str]:
+    """The order in which ``einsum`` would contract ``operands`` pairwise, and a report.
+
+    Planned from the operands' shapes (NumPy's planner: ``"greedy"`` for ``"auto"`` and
+    ``True``); returns ``(path, report)`` where ``path`` is a list of index tuples."""
+    if optimize in ("auto", True):
+        optimize = "greedy"
+    elif optimize is False:
+        optimize = [tuple(range(len(operands)))] if operands else []
+    shaped = [_shape_only(op) for op in operands]
+    path, report = np.einsum_path(subscripts, *shaped, optimize=_numpy_path(optimize))
+    return [tuple(step) for step in path[1:]], report
+
+
+def _numpy_path(optimize: Any) -> Any:
+    if isinstance(optimize, (list, tuple)) and optimize and optimize[0] != "einsum_path":
+        return ["einsum_path", *optimize]
+    return optimize
+
+
+def _shape_only(x: Any) -> np.ndarray:
+    """A zero-memory NumPy stand-in with ``x``'s shape and dtype (the planner reads only
+    those)."""
+    aval = get_aval(as_operand(x))
+    return np.broadcast_to(np.zeros((), aval.dtype), aval.shape)

@@ -1,0 +1,525 @@
+"""Statistics: weighted averages, covariance and correlation, counting (``bincount``),
+peak-to-peak, the NaN-ignoring arg-reductions, cumulative reductions and quantiles, and
+multi-dimensional histograms.
+
+``bincount`` has a value-dependent output length: under ``jit`` it needs JAX's static
+``length=``. Histogram bin edges from a bin count follow the data's (possibly traced) minimum
+and maximum, as in JAX.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import operator
+from typing import Any
+
+import numpy as np
+
+from ember._src import core, dtypes, errors
+from ember._src.core import get_aval
+from ember._src.jit import jit
+from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
+from ember._src.numpy.advanced_indexing import take_along_axis
+from ember._src.numpy.contractions import matmul
+from ember._src.numpy.extras import _nan_to, searchsorted
+from ember._src.numpy.linalg import diagonal
+from ember._src.numpy.sorting import cumprod, cumsum, sort
+from ember._src.numpy.util import (
+    as_operand,
+    canonicalize_axes,
+    canonicalize_axis,
+    promote_dtypes,
+    promote_to_inexact,
+)
+from ember._src.ops.shape import broadcast_to_shape, convert_element_type
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return get_aval(x).shape
+
+
+def _dtype(x: Any) -> np.dtype:
+    return get_aval(x).dtype
+
+
+def _inexact(x: Any) -> Any:
+    (x,) = promote_to_inexact(creation.asarray(as_operand(x)))
+    return x
+
+
+def _const(value: Any, like: Any) -> Any:
+    return np.asarray(value, _dtype(like))[()]
+
+
+# --------------------------------------------------------------------------------------------
+# Averages, covariance, correlation
+
+
+def average(
+    a: Any, axis: Any = None, weights: Any = None, returned: bool = False, keepdims: bool = False
+) -> Any:
+    """The (weighted) mean along ``axis``; ``returned=True`` also gives the sum of weights."""
+    a = _inexact(a)
+    if weights is None:
+        result = reductions.mean(a, axis=axis, keepdims=keepdims)
+        count = a.size // builtins.max(get_aval(result).size, 1) if a.size else 0
+        weight_sum = creation.full_like(result, count)
+    else:
+        a, w = promote_to_inexact(a, creation.asarray(as_operand(weights)))
+        w = _weights_like(a, w, axis)
+        weight_sum = reductions.sum(w, axis=axis, keepdims=keepdims)
+        total = reductions.sum(enp.multiply(a, w), axis=axis, keepdims=keepdims)
+        result = enp.divide(total, weight_sum)
+    return (result, weight_sum) if returned else result
+
+
+def _weights_like(a: Any, w: Any, axis: Any) -> Any:
+    """``w`` broadcast to ``a``: the same shape, or 1-D along a single ``axis``."""
+    if _shape(w) == _shape(a):
+        return w
+    if axis is None:
+        raise ValueError(
+            f"average: axis must be given when a {_shape(a)} and weights {_shape(w)} differ"
+            f" in shape{errors.where()}"
+        )
+    if get_aval(w).ndim != 1 or not isinstance(axis, (int, np.integer)):
+        raise TypeError(
+            f"average: weights of shape {_shape(w)} need a single int axis and 1-D weights when"
+            f" the shapes of a {_shape(a)} and weights differ{errors.where()}"
+        )
+    axis = canonicalize_axis(axis, get_aval(a).ndim)
+    if _shape(w)[0] != _shape(a)[axis]:
+        raise ValueError(
+            f"average: length of weights {_shape(w)[0]} differs from a's axis {axis} of length "
+            f"{_shape(a)[axis]}{errors.where()}"
+        )
+    shape = [1] * get_aval(a).ndim
+    shape[axis] = _shape(w)[0]
+    return broadcast_to_shape(manipulation.reshape(w, tuple(shape)), _shape(a))
+
+
+def _observations(m: Any, rowvar: bool, dtype: Any) -> Any:
+    """``m`` as a 2-D (variables, observations) array in an inexact dtype."""
+    m = creation.asarray(as_operand(m))
+    if dtype is not None:
+        m = manipulation.astype(m, dtype)
+    m = _inexact(m)
+    if get_aval(m).ndim > 2:
+        raise ValueError(f"cov: m has more than 2 dimensions: {_shape(m)}{errors.where()}")
+    m = manipulation.atleast_2d(m)
+    if not rowvar and _shape(m)[0] != 1:
+        m = manipulation.transpose(m)
+    return m
+
+
+def cov(
+    m: Any,
+    y: Any = None,
+    rowvar: bool = True,
+    bias: bool = False,
+    ddof: int | None = None,
+    fweights: Any = None,
+    aweights: Any = None,
+    dtype: Any = None,
+) -> Any:
+    """Covariance matrix of the variables in ``m`` (and ``y``), as ``numpy.cov``: rows are
+    variables unless ``rowvar=False``; frequency and analytic weights per observation."""
+    x = _observations(m, rowvar, dtype)
+    if y is not None:
+        x, other = promote_dtypes(x, _observations(y, rowvar, dtype))
+        x = manipulation.concatenate([x, other], axis=0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    ddof = operator.index(core.concrete_or_error(ddof, "cov's ddof"))
+    n = _shape(x)[1]
+    weights = _observation_weights(fweights, aweights, n)
+    if weights is None:
+        mean = reductions.mean(x, axis=1, keepdims=True)
+        factor = creation.asarray(np.asarray(n - ddof, dtypes.real_dtype(_dtype(x))))
+    else:
+        weights = convert_element_type(weights, dtypes.real_dtype(_dtype(x)))
+        weight_sum = reductions.sum(weights)
+        mean = enp.divide(
+            reductions.sum(enp.multiply(x, weights), axis=1, keepdims=True), weight_sum
+        )
+        factor = _weighted_normaliser(weights, weight_sum, aweights, ddof)
+    factor = enp.maximum(factor, _const(0, factor))  # NumPy warns and clamps at zero
+    centred = enp.subtract(x, mean)
+    scaled = centred if weights is None else enp.multiply(centred, weights)
+    product = matmul(centred, enp.conjugate(manipulation.transpose(scaled)))
+    return manipulation.squeeze(enp.divide(product, factor))
+
+
+def _observation_weights(fweights: Any, aweights: Any, n: int) -> Any:
+    """The product of the frequency and analytic weights (None when neither is given)."""
+    weights = None
+    for name, given in (("fweights", fweights), ("aweights", aweights)):
+        if given is None:
+            continue
+        given = creation.asarray(as_operand(given))
+        if get_aval(given).ndim != 1 or _shape(given)[0] != n:
+            raise ValueError(
+                f"cov: {name} must be 1-D with one entry per observation ({n}), got shape "
+                f"{_shape(given)}{errors.where()}"
+            )
+        if name == "fweights" and _dtype(given).kind not in "iub":
+            raise TypeError(f"cov: fweights must be integers, got {_dtype(given)}{errors.where()}")
+        if not isinstance(given, core.Tracer) and bool(np.any(np.asarray(given) < 0)):
+            raise ValueError(f"cov: {name} cannot be negative{errors.where()}")
+        given = _inexact(given)
+        weights = given if weights is None else enp.multiply(weights, given)
+    return weights
+
+
+def _weighted_normaliser(weights: Any, weight_sum: Any, aweights: Any, ddof: int) -> Any:
+    if ddof == 0:
+        return weight_sum
+    if aweights is None:
+        return enp.subtract(weight_sum, _const(ddof, weight_sum))
+    a = convert_element_type(_inexact(aweights), _dtype(weights))
+    correction = enp.divide(reductions.sum(enp.multiply(weights, a)), weight_sum)
+    return enp.subtract(weight_sum, enp.multiply(_const(ddof, weight_sum), correction))
+
+
+def corrcoef(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> Any:
+    """Pearson correlation coefficients: the covariance normalised by the standard
+    deviations, clipped to [-1, 1] against rounding."""
+    c = cov(x, y, rowvar, dtype=dtype)
+    if not get_aval(c).ndim:
+        return enp.divide(c, c)
+    std = enp.sqrt(enp.real(diagonal(c)))
+    c = enp.divide(enp.divide(c, std[:, None]), std[None, :])
+    if _dtype(c).kind == "c":
+        one = _const(1, enp.real(c))
+        real = enp.clip(enp.real(c), -one, one)
+        imag = enp.clip(enp.imag(c), -one, one)
+        return enp.add(real, enp.multiply(imag, _const(1j, c)))
+    return enp.clip(c, -_const(1, c), _const(1, c))
+
+
+def ptp(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
+    """Range of values (maximum minus minimum) along ``axis``."""
+    a = creation.asarray(as_operand(a))
+    return enp.subtract(
+        reductions.max(a, axis=axis, keepdims=keepdims),
+        reductions.min(a, axis=axis, keepdims=keepdims),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Counting
+
+
+def bincount(
+    x: Any,
+    weights: Any = None,
+    minlength: int = 0,
+    *,
+    length: int | None = None,
+    out_sharding: Any = None,
+) -> Any:
+    """Occurrences of each non-negative integer in ``x`` (or the sum of their ``weights``).
+
+    The output length is ``max(x) + 1`` (at least ``minlength``), so under ``jit`` a static
+    ``length=`` is needed; values past it are dropped, negative ones count as 0 (as JAX)."""
+    x = creation.asarray(as_operand(x))
+    if _dtype(x).kind not in "iu":
+        raise TypeError(
+            f"bincount: x must have an integer dtype, got {dtypes.short_name(_dtype(x))}"
+            f"{errors.where()}"
+        )
+    if get_aval(x).ndim != 1:
+        raise ValueError(f"bincount: x must be 1-D, got shape {_shape(x)}{errors.where()}")
+    minlength = operator.index(core.concrete_or_error(minlength, "bincount's minlength"))
+    if minlength < 0:
+        raise ValueError(f"bincount: minlength must be non-negative, got {minlength}")
+    if length is None:
+        if isinstance(x, core.Tracer):
+            raise errors.ConcretizationTypeError(
+                f"bincount of a traced array has a value-dependent length; pass a static "
+                f"length=...{errors.where()}"
+            )
+        values = np.asarray(x)
+        length = builtins.max(minlength, int(values.max()) + 1 if values.size else 0)
+    length = operator.index(length)
+    if weights is None:
+        weights = creation.ones(_shape(x), dtypes.default_int())
+    else:
+        weights = creation.asarray(as_operand(weights))
+        if _shape(weights) != _shape(x):
+            raise ValueError(
+                f"bincount: weights shape {_shape(weights)} differs from x's {_shape(x)}"
+                f"{errors.where()}"
+            )
+    index = enp.maximum(x, _const(0, x))
+    inside = enp.less(index, _const(length, index))
+    weights = enp.where(inside, weights, _const(0, weights))
+    index = enp.where(inside, index, _const(0, index))
+    return creation.zeros((length,), _dtype(weights)).at[index].add(weights)
+
+
+# --------------------------------------------------------------------------------------------
+# NaN-ignoring arg-reductions and cumulative reductions
+
+
+def nanargmax(a: Any, axis: int | None = None, out: None = None, keepdims: bool | None = None):
+    """Index of the largest non-NaN value (-1 where a slice is all NaN, as JAX)."""
+    return _nan_arg_extremum(reductions.argmax, -np.inf, a, axis, keepdims)
+
+
+def nanargmin(a: Any, axis: int | None = None, out: None = None, keepdims: bool | None = None):
+    """Index of the smallest non-NaN value (-1 where a slice is all NaN, as JAX)."""
+    return _nan_arg_extremum(reductions.argmin, np.inf, a, axis, keepdims)
+
+
+def _nan_arg_extremum(reducer, fill: float, a: Any, axis: Any, keepdims: Any) -> Any:
+    a = creation.asarray(as_operand(a))
+    keepdims = bool(keepdims)
+    if not dtypes.is_inexact(_dtype(a)):
+        return reducer(a, axis=axis, keepdims=keepdims)
+    nan = enp.isnan(a)
+    index = reducer(enp.where(nan, _const(fill, a), a), axis=axis, keepdims=keepdims)
+    all_nan = reductions.all(nan, axis=axis, keepdims=keepdims)
+    return enp.where(all_nan, _const(-1, index), index)
+
+
+def nancumsum(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
+    """Cumulative sum treating NaN as zero."""
+    return cumsum(_nan_to(as_operand(a), 0), axis=axis, dtype=dtype)
+
+
+def nancumprod(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
+    """Cumulative product treating NaN as one."""
+    return cumprod(_nan_to(as_operand(a), 1), axis=axis, dtype=dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# NaN-ignoring quantiles
+
+_QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+
+
+def nanquantile(
+    a: Any,
+    q: Any,
+    axis: Any = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    *,
+    weights: Any = None,
+) -> Any:
+    """Quantiles (``q`` in [0, 1]) of the non-NaN values; NaN where a slice is all NaN."""
+    if weights is not None:
+        raise NotImplementedError(
+            f"nanquantile: weights= (JAX supports it only for method "
+            f"'inverted_cdf'){errors.where()}"
+        )
+    if method not in _QUANTILE_METHODS:
+        raise ValueError(
+            f"nanquantile: method must be one of {_QUANTILE_METHODS}, got {method!r}"
+            f"{errors.where()}"
+        )
+    a = _inexact(a)
+    if _dtype(a).kind == "c":
+        raise TypeError(f"nanquantile does not support complex input{errors.where()}")
+    values, kept_shape = _reduced_axes_last(a, axis, keepdims)
+    q = convert_element_type(creation.asarray(as_operand(q)), _dtype(a))
+    result = _nan_quantile_last_axis(values, q, method)
+    return manipulation.reshape(result, _shape(q) + kept_shape)
+
+
+def _reduced_axes_last(a: Any, axis: Any, keepdims: bool) -> tuple[Any, tuple[int, ...]]:
+    """``a`` with the reduced axes merged into one last axis, and the result's shape."""
+    shape = _shape(a)
+    axes = canonicalize_axes(axis, len(shape))
+    kept = [d for d in range(len(shape)) if d not in axes]
+    moved = manipulation.transpose(a, tuple(kept + list(axes)))
+    count = int(np.prod([shape[d] for d in axes], dtype=np.int64))
+    values = manipulation.reshape(moved, tuple(shape[d] for d in kept) + (count,))
+    if keepdims:
+        return values, tuple(1 if d in axes else shape[d] for d in range(len(shape)))
+    return values, tuple(shape[d] for d in kept)
+
+
+@functools.partial(jit, inline=True, static_argnames="method")
+def _nan_quantile_last_axis(values: Any, q: Any, method: str) -> Any:
+    """Quantiles along the last axis: sort (NaNs go last), then interpolate between the
+    order statistics of each slice's own count of valid values. Shape: q's + the batch's."""
+    n = _shape(values)[-1]
+    batch = _shape(values)[:-1]
+    ordered = sort(values, axis=-1)
+    valid = reductions.sum(enp.logical_not(enp.isnan(values)), axis=-1, dtype=_dtype(values))
+    q_shape = _shape(q)
+    q = manipulation.reshape(q, q_shape + (1,) * len(batch))
+    last = enp.maximum(enp.subtract(valid, _const(1, valid)), _const(0, valid))
+    position = enp.multiply(q, last)
+    low = enp.floor(position)
+    frac = enp.subtract(position, low)
+    high = enp.minimum(enp.add(low, _const(1, low)), last)
+    if method == "lower":
+        high, frac = low, creation.zeros_like(frac)
+    elif method == "higher":
+        low = high = enp.ceil(position)
+        frac = creation.zeros_like(frac)
+    elif method == "nearest":
+        low = high = enp.round(position)
+        frac = creation.zeros_like(frac)
+    elif method == "midpoint":
+        frac = enp.where(enp.equal(frac, 0), frac, _const(0.5, frac))
+    target = q_shape + batch + (n,)
+    ordered = broadcast_to_shape(ordered, target)
+
+    def pick(index):
+        index = convert_element_type(index, dtypes.int32)[..., None]
+        index = broadcast_to_shape(index, q_shape + batch + (1,))
+        return take_along_axis(ordered, index, axis=-1)[..., 0]
+
+    v_low, v_high = pick(low), pick(high)
+    result = enp.add(v_low, enp.multiply(frac, enp.subtract(v_high, v_low)))
+    empty = enp.equal(valid, 0)
+    return enp.where(empty, _const(np.nan, result), result)
+
+
+def nanpercentile(
+    a: Any,
+    q: Any,
+    axis: Any = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    *,
+    weights: Any = None,
+) -> Any:
+    """Percentiles (``q`` in [0, 100]) of the non-NaN values."""
+    a = _inexact(a)
+    q = enp.divide(convert_element_type(creation.asarray(as_operand(q)), _dtype(a)), 100)
+    return nanquantile(a, q, axis=axis, method=method, keepdims=keepdims, weights=weights)
+
+
+def nanmedian(
+    a: Any,
+    axis: Any = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    keepdims: bool = False,
+) -> Any:
+    """Median of the non-NaN values."""
+    return nanquantile(a, 0.5, axis=axis, keepdims=keepdims)
+
+
+# --------------------------------------------------------------------------------------------
+# Histograms
+
+
+def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any = None) -> Any:
+    """Bin edges: ``bins`` itself when it is an array of edges, otherwise ``bins + 1`` evenly
+    spaced edges over ``range`` (default: the data's minimum and maximum)."""
+    a = _inexact(a)
+    if np.ndim(bins) == 1:
+        return _inexact(bins)
+    if np.ndim(bins) != 0:
+        raise ValueError(f"histogram_bin_edges: bins must be an int or 1-D, got {bins!r}")
+    count = operator.index(core.concrete_or_error(bins, "histogram_bin_edges's bins"))
+    if count < 1:
+        raise ValueError(f"histogram_bin_edges: bins must be positive, got {count}")
+    if range is None:
+        if not a.size:
+            lo, hi = _const(0, a), _const(1, a)
+        else:
+            lo, hi = reductions.min(a), reductions.max(a)
+    else:
+        if len(range) != 2:
+            raise ValueError(f"histogram_bin_edges: range must be (min, max), got {range!r}")
+        lo, hi = (convert_element_type(creation.asarray(v), _dtype(a)) for v in range)
+    # A single value spreads over a unit interval, as NumPy does.
+    same = enp.equal(lo, hi)
+    lo = enp.where(same, enp.subtract(lo, _const(0.5, a)), lo)
+    hi = enp.where(same, enp.add(hi, _const(0.5, a)), hi)
+    steps = creation.asarray(np.arange(count + 1) / count, _dtype(a))
+    edges = enp.add(lo, enp.multiply(steps, enp.subtract(hi, lo)))
+    # Pin the last edge to the maximum exactly, so that the largest value is counted.
+    return enp.where(np.arange(count + 1) == count, hi, edges)
+
+
+def histogramdd(
+    sample: Any, bins: Any = 10, range: Any = None, weights: Any = None, density: Any = None
+) -> tuple[Any, list[Any]]:
+    """Counts (or summed weights) of ``sample``'s points, an (N, D) array, per D-dimensional
+    bin; the last bin of each dimension includes its right edge."""
+    sample = _inexact(sample)
+    if get_aval(sample).ndim == 1:
+        sample = sample[:, None]
+    if get_aval(sample).ndim != 2:
+        raise ValueError(f"histogramdd: sample must be (N, D), got {_shape(sample)}")
+    n_points, n_dims = _shape(sample)
+    bins_per_dim = _per_dimension(bins, n_dims, "bins")
+    ranges = [None] * n_dims if range is None else _per_dimension(range, n_dims, "range")
+    edges = [
+        histogram_bin_edges(sample[:, d], bins_per_dim[d], ranges[d])
+        for d in builtins.range(n_dims)
+    ]
+    sizes = [_shape(e)[0] - 1 for e in edges]
+    flat = creation.zeros((n_points,), dtypes.int32)
+    inside = creation.ones((n_points,), dtypes.bool_)
+    for d, e in enumerate(edges):
+        index, within = _bin_index(sample[:, d], e)
+        flat = enp.add(enp.multiply(flat, np.int32(sizes[d])), index)
+        inside = enp.logical_and(inside, within)
+    weight = (
+        creation.ones((n_points,), _dtype(sample))
+        if weights is None
+        else convert_element_type(creation.asarray(as_operand(weights)), _dtype(sample))
+    )
+    weight = enp.where(inside, weight, _const(0, weight))
+    total_bins = int(np.prod(sizes, dtype=np.int64))
+    counts = creation.zeros((total_bins,), _dtype(weight)).at[flat].add(weight)
+    counts = manipulation.reshape(counts, tuple(sizes))
+    if density:
+        volume = creation.ones((), _dtype(counts))
+        for d, e in enumerate(edges):
+            width = enp.subtract(e[1:], e[:-1])
+            shape = [1] * n_dims
+            shape[d] = sizes[d]
+            volume = enp.multiply(volume, manipulation.reshape(width, tuple(shape)))
+        counts = enp.divide(enp.divide(counts, reductions.sum(counts)), volume)
+    return counts, edges
+
+
+def _per_dimension(value: Any, n_dims: int, what: str) -> list[Any]:
+    if isinstance(value, (int, np.integer)):
+        return [value] * n_dims
+    if len(value) != n_dims:
+        raise ValueError(
+            f"histogramdd: {what} must have one entry per dimension ({n_dims}), got "
+            f"{len(value)}{errors.where()}"
+        )
+    return list(value)
+
+
+def _bin_index(x: Any, edges: Any) -> tuple[Any, Any]:
+    """Each value's bin (clamped into range) and whether it lies inside the edges."""
+    n_bins = _shape(edges)[0] - 1
+    index = enp.subtract(searchsorted(edges, x, side="right"), np.int32(1))
+    index = enp.where(enp.equal(x, edges[-1]), np.int32(n_bins - 1), index)  # closed last bin
+    inside = enp.logical_and(enp.greater_equal(index, 0), enp.less(index, np.int32(n_bins)))
+    return enp.clip(index, np.int32(0), np.int32(n_bins - 1)), inside
+
+
+def histogram2d(
+    x: Any, y: Any, bins: Any = 10, range: Any = None, weights: Any = None, density: Any = None
+) -> tuple[Any, Any, Any]:
+    """The 2-D histogram of the points ``(x, y)``: counts, x edges, y edges."""
+    x, y = promote_dtypes(_inexact(x), _inexact(y))
+    try:
+        n = len(bins)
+    except TypeError:
+        n = 1
+    if n not in (1, 2):  # one array of edges shared by both dimensions
+        bins = [bins, bins]
+    sample = manipulation.stack([x, y], axis=1)
+    counts, edges = histogramdd(sample, bins, range, weights, density)
+    return counts, edges[0], edges[1]
