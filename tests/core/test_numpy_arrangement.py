@@ -154,6 +154,12 @@ def test_numeric_matches_numpy(name):
         assert_close(g, e)
 
 
+def test_atleast_3d_of_several_arrays():
+    got = enp.atleast_3d(1.0, V, X, CUBE)
+    assert [np.shape(g) for g in got] == [np.shape(e) for e in np.atleast_3d(1.0, V, X, CUBE)]
+    assert enp.atleast_3d() == []
+
+
 def test_fill_diagonal():
     for shape, val, wrap in [
         ((4, 4), 7.0, False),

@@ -306,6 +306,13 @@ def test_vectorize_excluded_arguments_pass_through():
     assert seen == [(7,)]
 
 
+def test_vectorize_maps_keyword_arguments_like_numpy():
+    got = enp.vectorize(lambda a, b=1.0: a + b)(X, b=Y[0])
+    np.testing.assert_allclose(np.asarray(got), X + Y[0], rtol=1e-6)
+    got = enp.vectorize(lambda a, b: enp.dot(a, b), signature="(n),(n)->()")(X, b=Y)
+    assert_close(got, np.sum(X * Y, axis=1))
+
+
 def test_vectorize_traces_once_with_core_slices():
     shapes = []
 

@@ -64,6 +64,7 @@ def vectorize(pyfunc: Callable[..., Any], *, excluded: Any = frozenset(),
             f"in the vectorized {getattr(pyfunc, '__name__', 'function')} (signature={signature!r})"
         )
         func, args, kwargs = _bind_excluded(pyfunc, excluded, args, kwargs)
+        func, args = _keywords_as_positional(func, args, kwargs)
         in_dims = list(parsed[0]) if parsed else [()] * len(args)
         func, args, in_dims = _bind_nones(func, args, in_dims)
         args = [creation.asarray(a) for a in args]
@@ -75,7 +76,7 @@ def vectorize(pyfunc: Callable[..., Any], *, excluded: Any = frozenset(),
         sizes = _core_sizes(args, in_dims, context)
         if parsed:
             func = _checked_outputs(func, parsed[1], sizes, context)
-        return _loop(func, args, in_dims, kwargs)
+        return _loop(func, args, in_dims)
 
     return wrapped
 
@@ -96,6 +97,20 @@ def _bind_excluded(func, excluded, args, kwargs):
         return func(*full, **more, **fixed_kwargs)
 
     return bound, free, free_kwargs
+
+
+def _keywords_as_positional(func, args, kwargs):
+    """Keyword arguments are vectorized too, as NumPy does: they follow the positional ones
+    (and take the next entries of a signature)."""
+    if not kwargs:
+        return func, list(args)
+    names = list(kwargs)
+    count = len(args)
+
+    def by_position(*values: Any) -> Any:
+        return func(*values[:count], **dict(zip(names, values[count:])))
+
+    return by_position, [*args, *kwargs.values()]
 
 
 def _bind_nones(func, args, in_dims):
@@ -150,7 +165,7 @@ def _checked_outputs(func, out_dims, sizes, context):
     return checked
 
 
-def _loop(func, args: list[Any], in_dims: list[tuple[str, ...]], kwargs: dict) -> Any:
+def _loop(func, args: list[Any], in_dims: list[tuple[str, ...]]) -> Any:
     """Map ``func`` over the broadcast loop axes: one ``vmap`` per loop axis, innermost
     last; arguments of size 1 on an axis are not mapped there (broadcast)."""
     loop_shapes = [get_aval(a).shape[: get_aval(a).ndim - len(d)] for a, d in zip(args, in_dims)]
@@ -163,7 +178,7 @@ def _loop(func, args: list[Any], in_dims: list[tuple[str, ...]], kwargs: dict) -
         padded_shapes.append(padded)
         singles = tuple(i for i, s in enumerate(shape) if s == 1)
         squeezed.append(manipulation.squeeze(arg, singles) if singles else arg)
-    call = functools.partial(_call_with_kwargs, func, kwargs)
+    call = func
     unmapped = []
     for axis in reversed(range(rank)):
         in_axes = tuple(None if shape[axis] == 1 else 0 for shape in padded_shapes)

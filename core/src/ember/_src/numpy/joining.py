@@ -37,7 +37,7 @@ def atleast_3d(*arys: Any) -> Any:
     """Each argument viewed with at least three axes: (N,) becomes (1, N, 1), (M, N) becomes
     (M, N, 1). One argument gives one array, several give a list."""
     results = [_at_least_3d(a) for a in arys]
-    return results[0] if len(results) == 1 else results
+    return results[0] if len(results) == 1 else results  # (no arguments: an empty list)
 
 
 def _at_least_3d(a: Any) -> Any:
@@ -162,7 +162,8 @@ def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
 def _insert_positions(obj: Any, length: int) -> Any:
     if isinstance(obj, slice):
         return np.arange(*obj.indices(length), dtype=np.int32)
-    positions = creation.asarray(obj) if isinstance(obj, (Array, Tracer)) else np.asarray(obj)
+    known = concrete_or_none(obj)
+    positions = creation.asarray(obj) if known is None else np.asarray(known)
     aval = get_aval(positions)
     if aval.ndim > 1:
         raise ValueError(
