@@ -663,6 +663,102 @@ def test_betainc_gradients():
 
 
 # --------------------------------------------------------------------------------------------
+# Implicitly differentiated solvers
+
+
+def _newton(f, x0):
+    def body(i, x):
+        fx, slope = ember.jvp(f, (x,), (enp.ones_like(x),))
+        return x - fx / slope
+
+    return lax.fori_loop(0, 25, body, x0)
+
+
+def _root_sqrt(a):
+    """sqrt(a) as the root of x**2 - a, by Newton's method."""
+    return lax.custom_root(
+        lambda x: x * x - a, enp.ones_like(a), _newton, lambda g, y: y / g(enp.ones_like(y))
+    )
+
+
+def test_custom_root_values_and_derivatives():
+    a = np.float32(2.0)
+    assert_close(_root_sqrt(a), np.sqrt(2.0))
+    assert_close(ember.grad(_root_sqrt)(a), 0.5 / np.sqrt(2.0))
+    _, tangent = ember.jvp(_root_sqrt, (a,), (np.float32(3.0),))
+    assert_close(tangent, 1.5 / np.sqrt(2.0))
+    values = np.array([1.0, 4.0, 9.0], np.float32)
+    assert_close(ember.vmap(_root_sqrt)(values), np.sqrt(values))
+    assert_close(ember.jit(ember.vmap(ember.grad(_root_sqrt)))(values), 0.5 / np.sqrt(values))
+    check_grads(_root_sqrt, (np.float32(3.0),), order=1, modes=("rev",))
+
+
+def test_custom_root_has_aux():
+    def solve(f, x0):
+        return _newton(f, x0), np.int32(25)
+
+    a = np.float32(5.0)
+    root, steps = lax.custom_root(
+        lambda x: x * x * x - a, np.float32(1.0), solve, lambda g, y: y / g(1.0), has_aux=True
+    )
+    assert_close(root, 5.0 ** (1 / 3))
+    assert int(steps) == 25
+    grad = ember.grad(
+        lambda a: lax.custom_root(
+            lambda x: x * x * x - a, np.float32(1.0), solve, lambda g, y: y / g(1.0), True
+        )[0]
+    )(a)
+    assert_close(grad, (1 / 3) * 5.0 ** (-2 / 3), rtol=1e-5)
+
+
+def _dense_solve(matvec, b):
+    return enp.linalg.solve(ember.jacfwd(matvec)(b), b)
+
+
+def _linear(a, b):
+    return lax.custom_linear_solve(lambda x: a @ x, b, _dense_solve)
+
+
+def test_custom_linear_solve_values_and_derivatives(rng):
+    a = (rng.normal(size=(3, 3)) + 3 * np.eye(3)).astype(np.float32)
+    b = rng.normal(size=3).astype(np.float32)
+    x = np.linalg.solve(a.astype(np.float64), b)
+    assert_close(_linear(a, b), x, rtol=1e-5)
+    grad_a, grad_b = ember.grad(lambda a, b: _linear(a, b).sum(), argnums=(0, 1))(a, b)
+    adjoint = np.linalg.solve(a.T.astype(np.float64), np.ones(3))
+    assert_close(grad_b, adjoint, rtol=1e-5)
+    assert_close(grad_a, -np.outer(adjoint, x), rtol=1e-4, atol=1e-6)
+    da, db = rng.normal(size=(3, 3)).astype(np.float32), rng.normal(size=3).astype(np.float32)
+    _, tangent = ember.jvp(_linear, (a, b), (da, db))
+    assert_close(tangent, np.linalg.solve(a.astype(np.float64), db - da @ x), rtol=1e-4, atol=1e-6)
+    batch = rng.normal(size=(4, 3)).astype(np.float32)
+    want = np.linalg.solve(a.astype(np.float64), batch.T).T
+    assert_close(ember.jit(ember.vmap(lambda r: _linear(a, r)))(batch), want, rtol=1e-4)
+
+
+def test_custom_linear_solve_pytrees_and_aux(rng):
+    scale = np.array([2.0, 4.0], np.float32)
+
+    def matvec(v):
+        return {"p": v["p"] * scale, "q": 3 * v["q"]}
+
+    def solve(matvec, b):
+        return {"p": b["p"] / scale, "q": b["q"] / 3}, np.int32(1)
+
+    b = {"p": np.array([1.0, 1.0], np.float32), "q": np.float32(6.0)}
+    x, aux = lax.custom_linear_solve(matvec, b, solve, symmetric=True, has_aux=True)
+    assert_close(x["p"], [0.5, 0.25])
+    assert_close(x["q"], 2.0)
+    assert int(aux) == 1
+    grad = ember.grad(
+        lambda q: lax.custom_linear_solve(matvec, {"p": b["p"], "q": q}, solve, has_aux=True)[0][
+            "q"
+        ]
+    )(np.float32(6.0))
+    assert_close(grad, 1 / 3)
+
+
+# --------------------------------------------------------------------------------------------
 # The namespace
 
 NEW_NAMES = """
@@ -673,6 +769,7 @@ conv_dimension_numbers conv_general_dilated_patches padtype_to_pads dynamic_slic
 dynamic_index_in_dim dynamic_update_slice_in_dim dynamic_update_index_in_dim slice_in_dim
 index_in_dim index_take full full_like empty reduce reduce_xor reciprocal square exp2 clz
 cumlogsumexp bessel_i0e bessel_i1e zeta betainc optimization_barrier split tile stack unstack
+custom_linear_solve custom_root
 Precision RoundingMethod DotDimensionNumbers PrecisionLike ConvGeneralDilatedDimensionNumbers
 """.split()
 

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ember._src import errors
-from ember._src.core import get_aval
+import numpy as np
+
+from ember._src import api, dtypes, errors
+from ember._src.core import get_aval, raise_to_shaped
+from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.jit import jit
 from ember._src.numpy.elementwise import logaddexp
 from ember._src.ops import special_more
 from ember._src.ops.control_flow.associative_scan import associative_scan
+from ember._src.ops.control_flow.common import trace_function
+from ember._src.ops.custom_derivatives import custom_jvp
 from ember._src.ops.elementwise import select_n, stop_gradient_p
 from ember._src.ops.shape import broadcast_in_dim
-from ember._src.tree_util import tree_map
+from ember._src.tree_util import tree_flatten, tree_map, tree_unflatten
 
 
 def broadcast(operand: Any, sizes: Sequence[int]) -> Any:
@@ -79,3 +84,115 @@ def zeta(x: Any, q: Any) -> Any:
 def betainc(a: Any, b: Any, x: Any) -> Any:
     """The regularised incomplete beta function ``I_x(a, b)``."""
     return _betainc(a, b, x)
+
+
+# --------------------------------------------------------------------------------------------
+# Implicitly differentiated solvers. The user's function (matvec, or f) is traced once so
+# that the values it closes over become explicit arguments: their tangents drive the
+# derivative of the solution, through the implicit function theorem.
+
+
+def _closure_convert(fun: Callable[[Any], Any], example: Any, name: str):
+    """``(consts, call)`` with ``call(consts, x) == fun(x)`` for ``x`` shaped like
+    ``example``."""
+    leaves, args_tree = tree_flatten((example,))
+    avals = [raise_to_shaped(get_aval(leaf)) for leaf in leaves]
+    consts, closed, out_tree = trace_function(fun, args_tree, avals, name)
+
+    def call(consts: Sequence[Any], x: Any) -> Any:
+        outs = eval_jaxpr(closed.jaxpr, closed.consts, *consts, *tree_flatten(x)[0])
+        return tree_unflatten(out_tree, outs)
+
+    return list(consts), call
+
+
+def _zero_tangent(x: Any) -> Any:
+    aval = get_aval(x)
+    if dtypes.is_inexact(aval.dtype):
+        return np.zeros(aval.shape, aval.dtype)
+    return np.zeros(aval.shape, dtypes.float0)
+
+
+def _check_same_structure(name: str, what: Any, like: Any) -> None:
+    if tree_flatten(what)[1] != tree_flatten(like)[1]:
+        raise TypeError(
+            f"{name} must return a value with the structure of its input, got "
+            f"{tree_flatten(what)[1]} for {tree_flatten(like)[1]}{errors.where()}"
+        )
+
+
+def custom_linear_solve(
+    matvec: Callable[[Any], Any],
+    b: Any,
+    solve: Callable[[Callable[[Any], Any], Any], Any],
+    transpose_solve: Callable[[Callable[[Any], Any], Any], Any] | None = None,
+    symmetric: bool = False,
+    has_aux: bool = False,
+) -> Any:
+    """``solve(matvec, b)``, differentiated implicitly: with ``A x = b``, the tangent is
+    ``solve(matvec, b' - A' x)`` for the tangents of ``b`` and of the values ``matvec``
+    closes over (the solver's own iterations are never differentiated).
+
+    Reverse mode transposes that tangent computation, so ``solve`` must be made of
+    transposable operations there; ``transpose_solve`` and ``symmetric`` are accepted for
+    JAX compatibility but not needed.
+    """
+    consts, apply = _closure_convert(matvec, b, "custom_linear_solve matvec")
+
+    def run(consts: list[Any], b: Any) -> Any:
+        return solve(lambda x: apply(consts, x), b)
+
+    solver = custom_jvp(run)
+
+    @solver.defjvp
+    def solver_jvp(primals, tangents):
+        consts, b = primals
+        consts_dot, b_dot = tangents
+        out = solver(consts, b)
+        x = out[0] if has_aux else out
+        _, a_dot_x = api.jvp(lambda c: apply(c, x), (consts,), (consts_dot,))
+        rhs = tree_map(lambda u, v: u - v, b_dot, a_dot_x)
+        x_dot = run(consts, rhs)
+        x_dot = x_dot[0] if has_aux else x_dot
+        if has_aux:
+            return out, (x_dot, tree_map(_zero_tangent, out[1]))
+        return out, x_dot
+
+    out = solver(consts, b)
+    _check_same_structure("custom_linear_solve's solve", out[0] if has_aux else out, b)
+    return out
+
+
+def custom_root(
+    f: Callable[[Any], Any],
+    initial_guess: Any,
+    solve: Callable[[Callable[[Any], Any], Any], Any],
+    tangent_solve: Callable[[Callable[[Any], Any], Any], Any],
+    has_aux: bool = False,
+) -> Any:
+    """``solve(f, initial_guess)``, a root of ``f``, differentiated implicitly: with
+    ``f(x; c) = 0``, the tangent is ``-tangent_solve(df/dx, df/dc c')`` for the values
+    ``c`` that ``f`` closes over (the initial guess gets no derivative)."""
+    consts, apply = _closure_convert(f, initial_guess, "custom_root f")
+
+    def run(consts: list[Any], guess: Any) -> Any:
+        return solve(lambda x: apply(consts, x), guess)
+
+    solver = custom_jvp(run)
+
+    @solver.defjvp
+    def solver_jvp(primals, tangents):
+        consts, guess = primals
+        consts_dot, _ = tangents
+        out = solver(consts, guess)
+        x = out[0] if has_aux else out
+        _, f_dot = api.jvp(lambda c: apply(c, x), (consts,), (consts_dot,))
+        _, linear = api.linearize(lambda y: apply(consts, y), x)
+        x_dot = tree_map(lambda t: -t, tangent_solve(linear, f_dot))
+        if has_aux:
+            return out, (x_dot, tree_map(_zero_tangent, out[1]))
+        return out, x_dot
+
+    out = solver(consts, stop_gradient(initial_guess))
+    _check_same_structure("custom_root's solve", out[0] if has_aux else out, initial_guess)
+    return out

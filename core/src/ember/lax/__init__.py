@@ -6,6 +6,8 @@ from ember._src.lax_api import (
     betainc as betainc,
     broadcast as broadcast,
     cumlogsumexp as cumlogsumexp,
+    custom_linear_solve as custom_linear_solve,
+    custom_root as custom_root,
     select as select,
     stop_gradient as stop_gradient,
     zeta as zeta,
