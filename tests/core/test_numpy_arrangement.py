@@ -312,6 +312,19 @@ def test_traced_insert_and_delete_match_numpy():
     np.testing.assert_array_equal(np.asarray(got), np.delete(V, removed))
 
 
+def test_traced_insert_and_delete_match_numpy_on_random_positions():
+    local = np.random.default_rng(7)
+    insert = ember.jit(lambda a, i, v: enp.insert(a, i, v))
+    delete = ember.jit(lambda a, i: enp.delete(a, i, assume_unique_indices=True))
+    for _ in range(8):
+        positions = local.integers(-5, 6, size=3)
+        values = local.normal(size=3).astype(np.float32)
+        got = insert(V, positions, values)
+        np.testing.assert_array_equal(np.asarray(got), np.insert(V, positions, values))
+        removed = local.choice(5, size=2, replace=False) - local.integers(0, 2, size=2) * 5
+        np.testing.assert_array_equal(np.asarray(delete(V, removed)), np.delete(V, removed))
+
+
 GRAD_CASES = {
     "split": (lambda a: enp.split(a, [1, 3], axis=1)[1], (X,)),
     "array_split": (lambda a: enp.array_split(a, 3)[0], (V,)),
@@ -409,6 +422,7 @@ ERRORS = [
     (lambda: enp.ravel_multi_index((np.array([1]),), (3, 4)), ValueError, "length 2"),
     (lambda: enp.ravel_multi_index((1, 1), (3, 4), order="X"), ValueError, "'C' or 'F'"),
     (lambda: enp.ravel_multi_index((1, 1), (3, 4), mode="bad"), ValueError, "mode"),
+    (lambda: enp.ravel_multi_index((1, 1), (300, 300), dtype=np.int8), ValueError, "wider"),
     (lambda: enp.r_[1, "0"], ValueError, "first entry"),
     (lambda: enp.r_["x,y", 1], ValueError, "directive"),
 ]

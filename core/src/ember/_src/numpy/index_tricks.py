@@ -236,6 +236,11 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
         raise ValueError(
             f"ravel_multi_index: dtype={out_dtype} is not an integer type{errors.where()}"
         )
+    if int(np.prod(dims, dtype=np.int64)) - 1 > np.iinfo(out_dtype).max:
+        raise ValueError(
+            f"ravel_multi_index: dtype={out_dtype} cannot hold the flat indices of shape {dims}; "
+            f"pass a wider dtype={errors.where()}"
+        )
     coords = [manipulation.astype(c, out_dtype) for c in coords]
     coords = [_apply_mode(c, d, mode) for c, d in zip(coords, dims)]
     if order == "C":

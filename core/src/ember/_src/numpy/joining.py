@@ -143,7 +143,11 @@ def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
         # One insertion point takes all of ``values``, whose first axis runs along ``axis``.
         values = manipulation.moveaxis(values, 0, axis)
         count = get_aval(values).shape[axis]
-        positions = manipulation.broadcast_to(positions, (count,))
+        positions = (
+            np.full(count, positions, np.int32)
+            if isinstance(positions, np.ndarray)
+            else manipulation.broadcast_to(positions, (count,))
+        )
     count = get_aval(positions).shape[0]
     target = list(get_aval(a).shape)
     target[axis] = count
