@@ -571,3 +571,15 @@ def test_bad_input_raises_numpys_exception(case):
 def test_value_dependent_arguments_need_concrete_values_under_jit(fn, args, match):
     with pytest.raises(ember.errors.ConcretizationTypeError, match=match):
         ember.jit(fn)(*args)
+
+
+def test_array_methods_match_the_functions():
+    a = enp.asarray(X)
+    assert_close(a.diagonal(1), np.diagonal(X, 1))
+    assert_close(a.trace(-1, dtype=np.float32), np.trace(X, -1))
+    assert_close(a.compress([1, 0, 1], axis=0), X.compress([1, 0, 1], axis=0))
+    assert_close(enp.asarray(INDEX).choose([X, Y, GRID]), INDEX.choose([X, Y, GRID]))
+    assert_close(a.copy(), X)
+    np.testing.assert_array_equal(np.asarray(a.argpartition(0, axis=0)), np.argsort(X, axis=0))
+    traced = ember.jit(lambda t: t.compress(t[0] > 0, size=2) + t.trace())(a)
+    assert_close(traced, X.ravel()[:4][X[0] > 0][:2] + np.trace(X))

@@ -15,10 +15,13 @@ from ember._src.numpy import (
     array_api,
     contractions,
     creation,
+    diagonals,
     elementwise,
     indexing,
     manipulation,
+    partitioning,
     reductions,
+    selection,
 )
 from ember._src.numpy.index_update import IndexUpdateHelper
 from ember._src.runtime.array import Array
@@ -100,6 +103,15 @@ def _to_device(self: Any, device: Any, /, *, stream: Any = None) -> Any:
     return creation.asarray(self, device=device)
 
 
+def _compress_method(self: Any, condition: Any, axis: Any = None, *, out: None = None,
+                     size: int | None = None, fill_value: Any = 0) -> Any:  # fmt: skip
+    return selection.compress(condition, self, axis, out=out, size=size, fill_value=fill_value)
+
+
+def _choose_method(self: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
+    return selection.choose(self, choices, out=out, mode=mode)
+
+
 _METHODS = {
     "reshape": _reshape_method,
     "transpose": _transpose_method,
@@ -133,6 +145,12 @@ _METHODS = {
     "__invert__": elementwise.bitwise_not,
     "__setitem__": _setitem,
     "to_device": _to_device,
+    "diagonal": diagonals.diagonal,
+    "trace": diagonals.trace,
+    "argpartition": partitioning.argpartition,
+    "compress": _compress_method,
+    "choose": _choose_method,
+    "copy": lambda self: creation.array(self, copy=True),
 }
 
 
