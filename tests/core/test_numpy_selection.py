@@ -182,6 +182,52 @@ def test_matches_numpy(name):
         assert_close(got, expected.astype(got.dtype))
 
 
+def _typed(dtype, shape=(3, 4)):
+    values = rng.integers(-4, 5, size=shape)
+    if dtype == np.bool_:
+        return values > 0
+    if np.dtype(dtype).kind == "c":
+        return (values + 1j * rng.integers(-2, 3, size=shape)).astype(dtype)
+    return values.astype(dtype)
+
+
+TYPED = {
+    "select": lambda m, a, b: m.select([INDEX == 0, INDEX == 1], [a, b], a[0, 0]),
+    "choose": lambda m, a, b: m.choose(INDEX, [a, b, a[::-1]]),
+    "compress": lambda m, a, b: m.compress([1, 0, 1, 1], a, axis=1),
+    "extract": lambda m, a, b: m.extract(INDEX > 0, b),
+    "put": lambda m, a, b: _writer(m, "put", a, [0, 5, 11], b[0]),
+    "place": lambda m, a, b: _writer(m, "place", a, INDEX == 1, b.ravel()),
+    "put_along_axis": lambda m, a, b: _writer(
+        m, "put_along_axis", a, INDEX[:, :2], b[:, :2], axis=1
+    ),
+    "piecewise": lambda m, a, b: m.piecewise(a, [INDEX == 0, INDEX == 2], [b[0, 0], a[1, 1]]),
+}
+
+
+def _writer(m, name, a, *args, **kwargs):
+    if m is enp:
+        return getattr(enp, name)(a, *args, inplace=False, **kwargs)
+    return _in_place(getattr(np, name), a, *args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "dtype", [np.int32, np.bool_, np.complex64], ids=lambda d: np.dtype(d).name
+)
+@pytest.mark.parametrize("name", sorted(TYPED))
+def test_selection_keeps_other_dtypes(name, dtype):
+    a, b = _typed(dtype), _typed(dtype)
+    got, expected = np.asarray(TYPED[name](enp, a, b)), TYPED[name](np, a, b)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.bool_, np.float32])
+def test_lexsort_of_typed_keys(dtype):
+    keys = [_typed(dtype, (6,)), _typed(dtype, (6,)), _typed(np.int32, (6,))]
+    np.testing.assert_array_equal(np.asarray(enp.lexsort(keys)), np.lexsort(keys))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])
 @pytest.mark.parametrize("axis", [0, 1, -1])
 def test_partition_puts_kth_in_place(axis, dtype):
