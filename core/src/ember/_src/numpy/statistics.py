@@ -359,14 +359,10 @@ def _nan_quantile_last_axis(values: Any, q: Any, method: str) -> Any:
     low = enp.floor(position)
     frac = enp.subtract(position, low)
     high = enp.minimum(enp.add(low, _const(1, low)), last)
-    if method == "lower":
-        high, frac = low, creation.zeros_like(frac)
-    elif method == "higher":
-        low = high = enp.ceil(position)
-        frac = creation.zeros_like(frac)
+    if method == "higher":
+        low = enp.ceil(position)
     elif method == "nearest":
-        low = high = enp.round(position)
-        frac = creation.zeros_like(frac)
+        low = enp.round(position)  # half to even, as NumPy
     elif method == "midpoint":
         frac = enp.where(enp.equal(frac, 0), frac, _const(0.5, frac))
     target = q_shape + batch + (n,)
@@ -377,9 +373,17 @@ def _nan_quantile_last_axis(values: Any, q: Any, method: str) -> Any:
         index = broadcast_to_shape(index, q_shape + batch + (1,))
         return take_along_axis(ordered, index, axis=-1)[..., 0]
 
-    v_low, v_high = pick(low), pick(high)
-    result = enp.add(v_low, enp.multiply(frac, enp.subtract(v_high, v_low)))
     empty = enp.equal(valid, 0)
+    v_low = pick(low)
+    if method in ("lower", "higher", "nearest"):  # an order statistic, no interpolation
+        return enp.where(empty, _const(np.nan, v_low), v_low)
+    v_high = pick(high)
+    # Interpolate from the nearer end, as NumPy does (this also fixes which infinities
+    # survive interpolation).
+    step = enp.subtract(v_high, v_low)
+    from_low = enp.add(v_low, enp.multiply(step, frac))
+    from_high = enp.subtract(v_high, enp.multiply(step, enp.subtract(1, frac)))
+    result = enp.where(enp.greater_equal(frac, 0.5), from_high, from_low)
     return enp.where(empty, _const(np.nan, result), result)
 
 
