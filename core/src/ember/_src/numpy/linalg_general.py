@@ -41,6 +41,7 @@ from ember._src.numpy.linalg import (
 from ember._src.numpy.util import promote_dtypes
 from ember._src.ops.control_flow.loops import fori_loop, while_loop
 from ember._src.ops.custom_derivatives import custom_jvp
+from ember._src.ops.indexing import dynamic_slice, dynamic_update_slice
 
 # --------------------------------------------------------------------------------------------
 # Small helpers
@@ -89,9 +90,10 @@ def _hessenberg(a: Any) -> tuple[Any, Any]:
 
     def reflect(k, state):
         h, q = state
-        x = enp.where(enp.greater(rows, k), h[:, k], _const(0, dtype))
+        column = dynamic_slice(h, (0, k), (n, 1))[:, 0]
+        x = enp.where(enp.greater(rows, k), column, _const(0, dtype))
         length = enp.sqrt(reductions.sum(_abs2(x)))
-        lead = h[k + 1, k]
+        lead = reductions.sum(enp.where(enp.equal(rows, k + 1), column, _const(0, dtype)))
         phase = enp.where(enp.equal(lead, 0), _const(1, dtype), _safe_divide(lead, enp.abs(lead)))
         # v = x + phase |x| e_{k+1}: adding (not subtracting) avoids cancellation
         v = x + enp.where(enp.equal(rows, k + 1), phase * length, _const(0, dtype))
@@ -122,25 +124,32 @@ def _givens(x: Any, y: Any) -> tuple[Any, Any]:
 
 
 def _rotate_rows(m: Any, k: Any, c: Any, s: Any) -> Any:
-    """m <- G m on rows k, k + 1."""
-    top, bottom = m[k], m[k + 1]
+    """m <- G m on rows k, k + 1 (one dynamic slice in, one out: cheap to compile)."""
+    n = _shape(m)[1]
+    block = dynamic_slice(m, (k, 0), (2, n))
+    top, bottom = block[0], block[1]
     new_top = c * top + s * bottom
     new_bottom = enp.conjugate(c) * bottom - enp.conjugate(s) * top
-    return m.at[k].set(new_top).at[k + 1].set(new_bottom)
+    return dynamic_update_slice(m, manipulation.stack([new_top, new_bottom]), (k, 0))
 
 
 def _rotate_columns(m: Any, k: Any, c: Any, s: Any) -> Any:
     """m <- m G^H on columns k, k + 1."""
-    left, right = m[:, k], m[:, k + 1]
+    n = _shape(m)[0]
+    block = dynamic_slice(m, (0, k), (n, 2))
+    left, right = block[:, 0], block[:, 1]
     new_left = enp.conjugate(c) * left + enp.conjugate(s) * right
     new_right = c * right - s * left
-    return m.at[:, k].set(new_left).at[:, k + 1].set(new_right)
+    return dynamic_update_slice(m, manipulation.stack([new_left, new_right], axis=1), (0, k))
 
 
 def _qr_step(h: Any, z: Any, shift: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
     """One explicitly shifted QR step on the active window h[lo:hi+1, lo:hi+1]:
     h - shift I = G^H R, h <- R G^H + shift I; the rotations act on whole rows and columns
-    (and on z) so that ``a = z h z^H`` keeps holding for the full matrix."""
+    (and on z) so that ``a = z h z^H`` keeps holding for the full matrix.
+
+    Step k applies row rotation k, then column rotation k - 1: rotation k is chosen from
+    column k, which column rotation k - 1 would change, and the two commute otherwise."""
     n = _shape(h)[0]
     dtype = _dtype(h)
     index = _iota(n)
@@ -148,22 +157,21 @@ def _qr_step(h: Any, z: Any, shift: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
     diagonal_shift = enp.where(in_window, shift, _const(0, dtype))
     h = h - creation.eye(n, dtype=dtype) * diagonal_shift[None, :]
 
-    def reduce_row(k, state):
-        h, cs, ss = state
+    def rotate(k, state):
+        h, z, c_before, s_before = state
+        row = enp.minimum(k, n - 2)  # the last step only finishes the columns
         active = enp.logical_and(enp.greater_equal(k, lo), enp.less(k, hi))
-        c, s = _givens(h[k, k], h[k + 1, k])
+        pair = dynamic_slice(h, (row, row), (2, 1))
+        c, s = _givens(pair[0, 0], pair[1, 0])
         c = enp.where(active, c, _const(1, dtype))
         s = enp.where(active, s, _const(0, dtype))
-        return _rotate_rows(h, k, c, s), cs.at[k].set(c), ss.at[k].set(s)
+        h = _rotate_rows(h, row, c, s)
+        column = enp.maximum(k - 1, 0)  # rotation k - 1 (the identity before the first)
+        h = _rotate_columns(h, column, c_before, s_before)
+        return h, _rotate_columns(z, column, c_before, s_before), c, s
 
-    rotations = (creation.ones((n - 1,), dtype), creation.zeros((n - 1,), dtype))
-    h, cs, ss = fori_loop(0, n - 1, reduce_row, (h, *rotations))
-
-    def recombine(k, state):
-        h, z = state
-        return _rotate_columns(h, k, cs[k], ss[k]), _rotate_columns(z, k, cs[k], ss[k])
-
-    h, z = fori_loop(0, n - 1, recombine, (h, z))
+    identity = (_const(1, dtype), _const(0, dtype))
+    h, z, _, _ = fori_loop(0, n, rotate, (h, z, *identity))
     return h + creation.eye(n, dtype=dtype) * diagonal_shift[None, :], z
 
 
@@ -182,24 +190,23 @@ _EXCEPTIONAL_SHIFT_EVERY = 10  # breaks the rare cycles of pure Wilkinson shifts
 
 def _active_window(h: Any) -> tuple[Any, Any, Any]:
     """Zero negligible subdiagonal entries; return (h, lo, hi) of the bottom unreduced block
-    (hi = 0 when h is triangular)."""
+    (hi = 0 when h is triangular). Masks rather than gathers keep the loop cheap to compile."""
     n = _shape(h)[0]
     dtype = _dtype(h)
     real = dtypes.real_dtype(dtype)
-    below = np.arange(1, n, dtype=np.int32)
-    subdiagonal = h[below, below - 1]
-    neighbours = enp.abs(h[below, below]) + enp.abs(h[below - 1, below - 1])
+    on_subdiagonal = np.eye(n, k=-1, dtype=bool)
+    subdiagonal = reductions.sum(enp.where(on_subdiagonal, h, _const(0, dtype)), axis=1)
+    diagonal = enp.abs(reductions.sum(enp.where(np.eye(n, dtype=bool), h, _const(0, dtype)), 1))
+    above = manipulation.concatenate([creation.zeros((1,), real), diagonal[:-1]])
     eps, tiny = dtypes.finfo(real).eps, dtypes.finfo(real).tiny
-    negligible = enp.less_equal(
-        enp.abs(subdiagonal), enp.maximum(neighbours * _const(eps, real), _const(tiny, real))
-    )
-    h = h.at[below, below - 1].set(enp.where(negligible, _const(0, dtype), subdiagonal))
+    threshold = enp.maximum((diagonal + above) * _const(eps, real), _const(tiny, real))
+    negligible = enp.less_equal(enp.abs(subdiagonal), threshold)  # row i: h[i, i - 1]
+    h = enp.where(enp.logical_and(on_subdiagonal, negligible[:, None]), _const(0, dtype), h)
+    row = _iota(n)
     no_row = np.int32(0)
-    hi = reductions.max(enp.where(negligible, no_row, below))
-    lo = reductions.max(
-        enp.where(enp.logical_and(negligible, enp.less_equal(below, hi)), below, no_row)
-    )
-    return h, lo, hi
+    hi = reductions.max(enp.where(negligible, no_row, row))
+    lo = reductions.max(enp.where(enp.logical_and(negligible, enp.less_equal(row, hi)), row, 0))
+    return h, lo.astype(np.int32), hi
 
 
 def _schur(a: Any) -> tuple[Any, Any]:
@@ -211,24 +218,24 @@ def _schur(a: Any) -> tuple[Any, Any]:
     budget = _ITERATIONS_PER_EIGENVALUE * max(n, 10)
 
     def unfinished(state):
-        h, _, iteration = state
-        _, _, hi = _active_window(h)
+        _, _, iteration, _, hi = state
         return enp.logical_and(enp.greater(hi, 0), enp.less(iteration, budget))
 
     def iterate(state):
-        h, z, iteration = state
-        h, lo, hi = _active_window(h)
+        h, z, iteration, lo, hi = state
         top = enp.maximum(hi - 1, 0)
-        shift = _wilkinson_shift(h[top, top], h[top, hi], h[hi, top], h[hi, hi])
-        exceptional = h[hi, hi] + _const(1.5, real) * enp.abs(h[hi, top]).astype(dtype)
+        corner = dynamic_slice(h, (top, top), (2, 2))
+        shift = _wilkinson_shift(corner[0, 0], corner[0, 1], corner[1, 0], corner[1, 1])
+        exceptional = corner[1, 1] + _const(1.5, real) * enp.abs(corner[1, 0]).astype(dtype)
         every = enp.equal(iteration % _EXCEPTIONAL_SHIFT_EVERY, _EXCEPTIONAL_SHIFT_EVERY - 1)
         shift = enp.where(every, exceptional, shift)
         shift = enp.where(enp.greater(hi, 0), shift, _const(0, dtype))
         h, z = _qr_step(h, z, shift, lo, hi)
-        return h, z, iteration + 1
+        h, lo, hi = _active_window(h)
+        return h, z, iteration + 1, lo, hi
 
-    h, z, _ = while_loop(unfinished, iterate, (h, z, np.int32(0)))
-    h, _, _ = _active_window(h)
+    h, lo, hi = _active_window(h)
+    h, z, _, _, _ = while_loop(unfinished, iterate, (h, z, np.int32(0), lo, hi))
     upper = np.triu(np.ones((n, n), bool))
     return enp.where(upper, h, _const(0, dtype)), z
 
@@ -237,12 +244,22 @@ def _schur(a: Any) -> tuple[Any, Any]:
 # Eigenvalues and eigenvectors of one matrix
 
 
+def _unit_scale(a: Any) -> tuple[Any, Any]:
+    """(a / s, s) with s the largest magnitude in a (1 if that is 0 or not finite), so that
+    squared norms inside the iteration neither overflow nor underflow."""
+    largest = reductions.max(enp.abs(a))
+    usable = enp.logical_and(enp.greater(largest, 0), enp.isfinite(largest))
+    scale = enp.where(usable, largest, _const(1, _dtype(largest))).astype(_dtype(a))
+    return a / scale, scale
+
+
 def _eigenvalues_single(a: Any) -> Any:
     n = _shape(a)[0]
     if n <= 1:
         return _diag(a)
-    t, _ = _schur(a)
-    return _diag(t)
+    scaled, scale = _unit_scale(a)
+    t, _ = _schur(scaled)
+    return _diag(t) * scale
 
 
 def _triangular_eigenvectors(t: Any) -> Any:
@@ -260,11 +277,14 @@ def _triangular_eigenvectors(t: Any) -> Any:
     def solve_row(j, x):
         i = n - 2 - j
         right_of_i = enp.greater(columns, i)
-        row = enp.where(right_of_i, t[i], _const(0, dtype))
-        pivot = t[i, i] - w
+        t_row = dynamic_slice(t, (i, 0), (1, n))[0]
+        row = enp.where(right_of_i, t_row, _const(0, dtype))
+        diagonal = reductions.sum(enp.where(enp.equal(columns, i), t_row, _const(0, dtype)))
+        pivot = diagonal - w
         pivot = enp.where(enp.less(enp.abs(pivot), smallest), smallest.astype(dtype), pivot)
-        value = -matmul(row, x) / pivot
-        return x.at[i].set(enp.where(right_of_i, value, x[i]))
+        value = enp.where(right_of_i, -matmul(row, x) / pivot, _const(0, dtype))
+        value = enp.where(enp.equal(columns, i), _const(1, dtype), value)
+        return dynamic_update_slice(x, value[None, :], (i, 0))
 
     return fori_loop(0, n - 1, solve_row, _eye(n, dtype))
 
@@ -275,7 +295,9 @@ def _largest_rows(v: Any) -> Any:
 
 
 def _pick_rows(m: Any, rows: Any) -> Any:
-    return m[rows, _iota(_shape(m)[1])]
+    """m[rows[j], j] for each column j."""
+    chosen = enp.equal(_iota(_shape(m)[0])[:, None], rows[None, :])
+    return reductions.sum(enp.where(chosen, m, _const(0, _dtype(m))), axis=0)
 
 
 def _normalize_columns(v: Any) -> Any:
@@ -292,8 +314,9 @@ def _eig_single(a: Any) -> tuple[Any, Any]:
     n = _shape(a)[0]
     if n <= 1:
         return _diag(a), creation.ones((n, n), _dtype(a))
-    t, z = _schur(a)
-    return _diag(t), _normalize_columns(matmul(z, _triangular_eigenvectors(t)))
+    scaled, scale = _unit_scale(a)
+    t, z = _schur(scaled)
+    return _diag(t) * scale, _normalize_columns(matmul(z, _triangular_eigenvectors(t)))
 
 
 def _eig_tangents(a: Any, da: Any) -> tuple[Any, Any, Any, Any]:
