@@ -188,6 +188,43 @@ def test_scatter_drop_gradients_ignore_dropped_updates(rng):
     check_grads(lambda x, u: lax.scatter(x, starts, u, ROW_UPDATES), (x, updates), order=1)
 
 
+def test_scatter_mul_min_max_gradients_match_jax():
+    dn = lax.ScatterDimensionNumbers((), (0,), (0,))
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    u = np.array([2.0, 3.0], np.float32)
+    idx = np.array([[2], [0]], np.int32)
+    # Pinned from jax.grad of the same functions.
+    square_mul = lambda x, u: enp.sum(lax.scatter_mul(x, idx, u, dn, unique_indices=True) ** 2)
+    gx, gu = ember.grad(square_mul, argnums=(0, 1))(x, u)
+    assert_close(gx, [18, 4, 24])
+    assert_close(gu, [36, 6])
+    with pytest.raises(NotImplementedError, match="unique_indices=True"):
+        ember.grad(lambda x: enp.sum(lax.scatter_mul(x, idx, u, dn)))(x)
+    for fn, want_x, want_u in ((lax.scatter_min, [1, 1, 0], [1, 0]),
+                               (lax.scatter_max, [0, 1, 1], [0, 1])):  # fmt: skip
+        gx, gu = ember.grad(lambda x, u, fn=fn: enp.sum(fn(x, idx, u, dn)), argnums=(0, 1))(x, u)
+        assert_close(gx, want_x)
+        assert_close(gu, want_u)
+    # Ties share the tangent equally (three-way tie at position 0).
+    ties = np.array([[0], [0], [1]], np.int32)
+    tied_x, tied_u = np.array([1.0, 5.0, 0.0], np.float32), np.array([1.0, 1.0, 2.0], np.float32)
+    total = lambda x, u: enp.sum(lax.scatter_max(x, ties, u, dn))
+    gx, gu = ember.grad(total, argnums=(0, 1))(tied_x, tied_u)
+    assert_close(gx, [1 / 3, 1, 1])
+    assert_close(gu, [1 / 3, 1 / 3, 0])
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(5, 3)).astype(np.float32)
+    updates = rng.normal(size=(3, 3)).astype(np.float32)
+    starts = np.array([[4], [0], [2]], np.int32)
+    for fn in (lax.scatter_min, lax.scatter_max):
+        check_grads(lambda x, u, fn=fn: fn(x, starts, u, ROW_UPDATES), (x, updates), order=1)
+    check_grads(
+        lambda x, u: lax.scatter_mul(x, starts, u, ROW_UPDATES, unique_indices=True),
+        (x, updates),
+        order=2,
+    )
+
+
 def test_scatter_vmap_and_jit(rng):
     x = rng.normal(size=(3, 5, 2)).astype(np.float32)
     updates = rng.normal(size=(3, 4, 2)).astype(np.float32)
@@ -200,6 +237,10 @@ def test_scatter_vmap_and_jit(rng):
     for i in range(3):
         assert_close(batched[i], f(x[i], starts[i], updates[i]))
     assert_close(ember.jit(f)(x[0], starts[0], updates[0]), f(x[0], starts[0], updates[0]))
+    g = lambda x, s, u: lax.scatter_max(x, s, u, ROW_UPDATES, mode="clip")
+    batched = ember.vmap(g)(x, starts, updates)
+    for i in range(3):
+        assert_close(batched[i], g(x[i], starts[i], updates[i]))
 
 
 def test_scatter_apply_applies_once_per_hit():
