@@ -207,6 +207,13 @@ def test_roots_without_stripping():
     assert np.isnan(np.asarray(enp.roots(np.zeros(3), strip_zeros=False))).all()
 
 
+def test_roots_gradient():
+    # a simple root r of p moves by dr/dp_i = -r^(n-1-i) / p'(r)
+    p = np.array([1.0, -3.0, 2.0], np.float32)
+    largest = ember.jit(ember.grad(lambda q: enp.max(enp.real(enp.roots(q, strip_zeros=False)))))
+    assert_close(largest(p), [-4.0, -2.0, -1.0], rtol=1e-4)
+
+
 def test_roots_errors():
     with pytest.raises(errors.ConcretizationTypeError, match="strip_zeros=False"):
         ember.jit(enp.roots)(np.array([1.0, 2.0]))
