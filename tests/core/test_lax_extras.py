@@ -703,6 +703,52 @@ def test_betainc_gradients():
     assert_close(ember.vmap(lambda v: lax.betainc(a, b, v))(xs), sp.betainc(a, b, xs), rtol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32])
+def test_mulhi(rng, dtype):
+    info = np.iinfo(dtype)
+    x = np.concatenate([rng.integers(info.min, info.max, 30, dtype=dtype), [info.min, info.max]])
+    y = np.concatenate([rng.integers(info.min, info.max, 30, dtype=dtype), [info.max, info.min]])
+    x, y = x.astype(dtype), y.astype(dtype)
+    got = np.asarray(lax.mulhi(x, y))
+    assert got.dtype == np.dtype(dtype)
+    want = [(int(a) * int(b)) >> info.bits for a, b in zip(x, y)]
+    np.testing.assert_array_equal(got.astype(np.int64), np.array(want, np.int64))
+
+
+def test_approx_max_min_k_are_exact(rng):
+    x = rng.normal(size=(4, 9)).astype(np.float32)
+    values, indices = lax.approx_max_k(x, 3)
+    order = np.argsort(-x, axis=1, kind="stable")[:, :3]
+    np.testing.assert_array_equal(np.asarray(indices), order)
+    assert_close(values, np.take_along_axis(x, order, 1))
+    values, indices = lax.approx_min_k(x, 2, reduction_dimension=0)
+    order = np.argsort(x, axis=0, kind="stable")[:2]
+    np.testing.assert_array_equal(np.asarray(indices), order)
+    assert_close(values, np.take_along_axis(x, order, 0))
+    with pytest.raises(ValueError, match="k=10"):
+        lax.approx_max_k(x, 10)
+
+
+def test_shape_tuples(rng):
+    # Pinned from JAX, and equal to the shapes the operations produce.
+    assert lax.conv_shape_tuple((1, 3, 8, 8), (4, 3, 3, 3), (1, 1), "SAME") == (1, 4, 8, 8)
+    nhwc = ("NHWC", "HWIO", "NHWC")
+    assert lax.conv_general_shape_tuple((1, 8, 8, 3), (3, 3, 3, 4), (2, 2), "SAME", nhwc) == (
+        1, 4, 4, 4,
+    )  # fmt: skip
+    shape = lax.conv_transpose_shape_tuple((1, 8, 8, 3), (3, 3, 3, 4), (2, 2), "SAME", nhwc)
+    assert shape == (1, 16, 16, 4)
+    x = rng.normal(size=(1, 8, 8, 3)).astype(np.float32)
+    w = rng.normal(size=(3, 3, 3, 4)).astype(np.float32)
+    assert lax.conv_transpose(x, w, (2, 2), "SAME", dimension_numbers=nhwc).shape == shape
+    window = lax.reduce_window_shape_tuple((5, 6), (2, 2), (1, 2), [(0, 0), (1, 1)])
+    assert window == (4, 4)
+    assert lax.conv_general_permutations(nhwc) == ((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+    assert lax.broadcast_shapes((2, 1), (3,)) == (2, 3)
+    with pytest.raises(ValueError, match="Incompatible shapes"):
+        lax.broadcast_shapes((2,), (3,))
+
+
 # --------------------------------------------------------------------------------------------
 # Implicitly differentiated solvers
 
@@ -810,7 +856,9 @@ conv_dimension_numbers conv_general_dilated_patches padtype_to_pads dynamic_slic
 dynamic_index_in_dim dynamic_update_slice_in_dim dynamic_update_index_in_dim slice_in_dim
 index_in_dim index_take full full_like empty reduce reduce_xor reciprocal square exp2 clz
 cumlogsumexp bessel_i0e bessel_i1e zeta betainc optimization_barrier split tile stack unstack
-custom_linear_solve custom_root
+custom_linear_solve custom_root mulhi approx_max_k approx_min_k broadcast_shapes conv_shape_tuple
+conv_general_shape_tuple conv_transpose_shape_tuple reduce_window_shape_tuple
+conv_general_permutations
 Precision RoundingMethod DotDimensionNumbers PrecisionLike ConvGeneralDilatedDimensionNumbers
 """.split()
 

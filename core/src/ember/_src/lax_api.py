@@ -11,13 +11,15 @@ from ember._src import api, dtypes, errors
 from ember._src.core import get_aval, raise_to_shaped
 from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.jit import jit
+from ember._src.numpy.advanced_indexing import take_along_axis
 from ember._src.numpy.elementwise import logaddexp
+from ember._src.numpy.sorting import argsort
 from ember._src.ops import special_more
 from ember._src.ops.control_flow.associative_scan import associative_scan
 from ember._src.ops.control_flow.common import trace_function
 from ember._src.ops.custom_derivatives import custom_jvp
 from ember._src.ops.elementwise import select_n, stop_gradient_p
-from ember._src.ops.shape import broadcast_in_dim
+from ember._src.ops.shape import broadcast_in_dim, slice_op
 from ember._src.tree_util import tree_flatten, tree_map, tree_unflatten
 
 
@@ -196,3 +198,50 @@ def custom_root(
     out = solver(consts, stop_gradient(initial_guess))
     _check_same_structure("custom_root's solve", out[0] if has_aux else out, initial_guess)
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# approx_max_k / approx_min_k: exact here (the exact answer meets every recall target).
+
+
+def _extreme_k(name: str, operand: Any, k: int, axis: int, descending: bool):
+    aval = get_aval(operand)
+    if not aval.ndim or not -aval.ndim <= axis < aval.ndim:
+        raise ValueError(
+            f"{name}: reduction_dimension {axis} is out of range for {aval.str_short()}"
+            f"{errors.where()}"
+        )
+    axis %= aval.ndim
+    if not 0 <= k <= aval.shape[axis]:
+        raise ValueError(f"{name}: k={k} must lie in [0, {aval.shape[axis]}]{errors.where()}")
+    order = argsort(operand, axis, descending=descending)
+    limits = list(aval.shape)
+    limits[axis] = k
+    indices = slice_op(order, (0,) * aval.ndim, limits)
+    return take_along_axis(operand, indices, axis), indices
+
+
+def approx_max_k(
+    operand: Any,
+    k: int,
+    reduction_dimension: int = -1,
+    recall_target: float = 0.95,
+    reduction_input_size_override: int = -1,
+    aggregate_to_topk: bool = True,
+) -> tuple[Any, Any]:
+    """The ``k`` largest entries along ``reduction_dimension`` and their indices, largest
+    first (computed exactly)."""
+    return _extreme_k("approx_max_k", operand, int(k), reduction_dimension, True)
+
+
+def approx_min_k(
+    operand: Any,
+    k: int,
+    reduction_dimension: int = -1,
+    recall_target: float = 0.95,
+    reduction_input_size_override: int = -1,
+    aggregate_to_topk: bool = True,
+) -> tuple[Any, Any]:
+    """The ``k`` smallest entries along ``reduction_dimension`` and their indices, smallest
+    first (computed exactly)."""
+    return _extreme_k("approx_min_k", operand, int(k), reduction_dimension, False)

@@ -1,6 +1,8 @@
 """ember.lax: the primitive-level API (strict dtypes, explicit broadcasting)."""
 
 from ember._src.lax_api import (
+    approx_max_k as approx_max_k,
+    approx_min_k as approx_min_k,
     bessel_i0e as bessel_i0e,
     bessel_i1e as bessel_i1e,
     betainc as betainc,
@@ -56,9 +58,14 @@ from ember._src.ops.conv_api import (
     conv as conv,
     conv_dimension_numbers as conv_dimension_numbers,
     conv_general_dilated_patches as conv_general_dilated_patches,
+    conv_general_permutations as conv_general_permutations,
+    conv_general_shape_tuple as conv_general_shape_tuple,
+    conv_shape_tuple as conv_shape_tuple,
     conv_transpose as conv_transpose,
+    conv_transpose_shape_tuple as conv_transpose_shape_tuple,
     conv_with_general_padding as conv_with_general_padding,
     padtype_to_pads as padtype_to_pads,
+    reduce_window_shape_tuple as reduce_window_shape_tuple,
 )
 from ember._src.ops.elementwise import (
     abs as abs,
@@ -133,6 +140,7 @@ from ember._src.ops.lax_numeric import (
     clz as clz,
     dot as dot,
     exp2 as exp2,
+    mulhi as mulhi,
     optimization_barrier as optimization_barrier,
     reciprocal as reciprocal,
     reduce as reduce,
@@ -177,6 +185,7 @@ from ember._src.ops.slicing import (
     GatherDimensionNumbers as GatherDimensionNumbers,
     GatherScatterMode as GatherScatterMode,
     ScatterDimensionNumbers as ScatterDimensionNumbers,
+    broadcast_shapes as broadcast_shapes,
     broadcast_to_rank as broadcast_to_rank,
     broadcasted_iota as broadcasted_iota,
     collapse as collapse,

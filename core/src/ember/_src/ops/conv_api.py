@@ -19,6 +19,7 @@ from ember._src.core import get_aval
 from ember._src.ops import conv as _conv
 from ember._src.ops.conv import ConvDimensionNumbers, conv_general_dilated, padding_pairs
 from ember._src.ops.lax_numeric import canonical_precision
+from ember._src.ops.reduce_window import _out_shape as _window_out_shape
 from ember._src.ops.shape import rev, transpose
 
 ConvGeneralDilatedDimensionNumbers = Any
@@ -236,4 +237,103 @@ def conv_general_dilated_patches(
         feature_group_count=channels,
         precision=canonical_precision(precision),
         preferred_element_type=preferred_element_type,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Output shapes
+
+
+def _pairs(padding: Any, in_spatial, window, strides) -> list[tuple[int, int]]:
+    if isinstance(padding, str):
+        return padtype_to_pads(in_spatial, window, strides, padding)
+    return [(int(lo), int(hi)) for lo, hi in padding]
+
+
+def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1) -> tuple:
+    """The output shape of an NC.../OI... convolution."""
+    in_spatial, window = tuple(lhs_shape[2:]), tuple(rhs_shape[2:])
+    if len(in_spatial) != len(strides):
+        raise TypeError(
+            f"conv_shape_tuple: {len(strides)} strides for {len(in_spatial)} spatial "
+            f"dimensions{errors.where()}"
+        )
+    pairs = _pairs(pads, in_spatial, window, strides)
+    spatial = tuple(
+        max(0, (n + lo + hi - k) // s + 1)
+        for n, k, s, (lo, hi) in zip(in_spatial, window, strides, pairs)
+    )
+    return (lhs_shape[0] // batch_group_count, rhs_shape[0], *spatial)
+
+
+def _in_layout(shape, spec) -> tuple[int, ...]:
+    return tuple(shape[d] for d in spec)
+
+
+def _out_layout(canonical, spec) -> tuple[int, ...]:
+    out = [0] * len(spec)
+    for position, size in zip(spec, canonical):
+        out[position] = size
+    return tuple(out)
+
+
+def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
+    """The output shape of ``conv_general_dilated`` (no dilation) in the output layout."""
+    dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
+    canonical = conv_shape_tuple(
+        _in_layout(lhs_shape, dn.lhs_spec),
+        _in_layout(rhs_shape, dn.rhs_spec),
+        window_strides,
+        padding,
+    )
+    return _out_layout(canonical, dn.out_spec)
+
+
+def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
+    """The output shape of ``conv_transpose`` in the output layout."""
+    dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
+    lhs, rhs = _in_layout(lhs_shape, dn.lhs_spec), _in_layout(rhs_shape, dn.rhs_spec)
+    if isinstance(padding, str):
+        pairs = [_transpose_padding(k, s, padding) for k, s in zip(rhs[2:], window_strides)]
+    else:
+        pairs = [(int(lo), int(hi)) for lo, hi in padding]
+    spatial = tuple(
+        max(0, (n - 1) * s + 1 + lo + hi - k + 1) if n else 0
+        for n, k, s, (lo, hi) in zip(lhs[2:], rhs[2:], window_strides, pairs)
+    )
+    return _out_layout((lhs[0], rhs[0], *spatial), dn.out_spec)
+
+
+def conv_general_permutations(dimension_numbers: Any) -> tuple[tuple[int, ...], ...]:
+    """The positions of (N, C, spatial...), (O, I, spatial...), (N, C, spatial...) in three
+    layout strings."""
+    lhs, rhs, out = dimension_numbers
+    if not all(isinstance(spec, str) for spec in (lhs, rhs, out)):
+        raise TypeError(f"conv_general_permutations needs three layout strings{errors.where()}")
+    _check_layouts(lhs, rhs, out, len(lhs))
+    return tuple(_conv.conv_dimension_numbers(len(lhs), dimension_numbers))
+
+
+def reduce_window_shape_tuple(
+    operand_shape,
+    window_dimensions,
+    window_strides,
+    padding,
+    base_dilation=None,
+    window_dilation=None,
+) -> tuple[int, ...]:
+    """The output shape of ``reduce_window``."""
+    ndim = len(operand_shape)
+    base_dilation = tuple(base_dilation or (1,) * ndim)
+    window_dilation = tuple(window_dilation or (1,) * ndim)
+    pairs = tuple((int(lo), int(hi)) for lo, hi in padding)
+    return tuple(
+        _window_out_shape(
+            tuple(operand_shape),
+            tuple(window_dimensions),
+            tuple(window_strides),
+            pairs,
+            base_dilation,
+            window_dilation,
+        )
     )

@@ -19,7 +19,12 @@ import numpy as np
 from ember._src import dtypes, errors, rules
 from ember._src.core import Primitive, Zero, get_aval
 from ember._src.ops import elementwise as ew
-from ember._src.ops.bits import population_count, shift_right_logical
+from ember._src.ops.bits import (
+    bitcast_convert_type,
+    population_count,
+    shift_right_arithmetic,
+    shift_right_logical,
+)
 from ember._src.ops.linalg import dot_general
 from ember._src.ops.reduce import reduce_and, reduce_max, reduce_min, reduce_or, reduce_prod
 from ember._src.ops.shape import (
@@ -202,6 +207,57 @@ def clz(x: Any) -> Any:
         shift *= 2
     width = np.full(aval.shape, bits, aval.dtype)
     return ew.sub(width, population_count(smeared))
+
+
+def mulhi(x: Any, y: Any, /) -> Any:
+    """The high half of the double-width product of two integers of one type."""
+    x, y = ew._coerce(x, y)
+    aval = get_aval(x)
+    if not dtypes.is_integer(aval.dtype) or get_aval(y).dtype != aval.dtype:
+        raise TypeError(
+            f"mulhi needs two integer operands of one dtype, got {aval.str_short()} and "
+            f"{get_aval(y).str_short()}{errors.where()}"
+        )
+    bits = aval.dtype.itemsize * 8
+    if bits > 32:
+        raise NotImplementedError(f"mulhi of 64-bit integers{errors.where()}")
+    if bits < 32:  # the full product fits in 32 bits
+        wide = np.dtype(np.int32 if aval.dtype.kind == "i" else np.uint32)
+        product = ew.mul(convert_element_type(x, wide), convert_element_type(y, wide))
+        shift = np.full(aval.shape, bits, wide)
+        high = shift_right_arithmetic(product, shift) if wide.kind == "i" else (
+            shift_right_logical(product, shift))  # fmt: skip
+        return convert_element_type(high, aval.dtype)
+    unsigned = np.dtype(np.uint32)
+    ux, uy = (bitcast_convert_type(v, unsigned) if aval.dtype.kind == "i" else v for v in (x, y))
+    high = _mulhi_u32(ux, uy)
+    if aval.dtype.kind == "u":
+        return high
+    # Signed: x_s = x_u - 2^32 [x < 0], so the high word loses y_u where x < 0 and x_u where
+    # y < 0 (modulo 2^32).
+    zero = np.zeros(aval.shape, unsigned)
+    high = ew.sub(high, ew.select_n(ew.lt(x, np.zeros(aval.shape, aval.dtype)), zero, uy))
+    high = ew.sub(high, ew.select_n(ew.lt(y, np.zeros(aval.shape, aval.dtype)), zero, ux))
+    return bitcast_convert_type(high, aval.dtype)
+
+
+def _mulhi_u32(x: Any, y: Any) -> Any:
+    """High 32 bits of a uint32 product, from 16-bit halves (no 64-bit arithmetic)."""
+    shape = get_aval(x).shape
+    mask = np.full(shape, 0xFFFF, np.uint32)
+    sixteen = np.full(shape, 16, np.uint32)
+    x_lo, x_hi = ew.bitwise_and(x, mask), shift_right_logical(x, sixteen)
+    y_lo, y_hi = ew.bitwise_and(y, mask), shift_right_logical(y, sixteen)
+    lo_lo = ew.mul(x_lo, y_lo)
+    hi_lo = ew.mul(x_hi, y_lo)
+    lo_hi = ew.mul(x_lo, y_hi)
+    hi_hi = ew.mul(x_hi, y_hi)
+    # The middle column, with the carry out of the low word.
+    middle = ew.add(ew.add(shift_right_logical(lo_lo, sixteen), ew.bitwise_and(hi_lo, mask)),
+                    ew.bitwise_and(lo_hi, mask))  # fmt: skip
+    high = ew.add(hi_hi, shift_right_logical(hi_lo, sixteen))
+    high = ew.add(high, shift_right_logical(lo_hi, sixteen))
+    return ew.add(high, shift_right_logical(middle, sixteen))
 
 
 # --------------------------------------------------------------------------------------------

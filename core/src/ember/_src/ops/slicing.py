@@ -614,6 +614,17 @@ def collapse(operand: Any, start_dimension: int, stop_dimension: int | None = No
     return reshape(operand, new_shape)
 
 
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """The shape that NumPy broadcasting gives ``shapes``."""
+    try:
+        return tuple(int(d) for d in np.broadcast_shapes(*(tuple(s) for s in shapes)))
+    except ValueError:
+        raise ValueError(
+            f"Incompatible shapes for broadcasting: {tuple(tuple(s) for s in shapes)}"
+            f"{errors.where()}"
+        ) from None
+
+
 def broadcast_to_rank(x: Any, rank: int) -> Any:
     """``x`` with leading size-1 axes added up to ``rank``."""
     aval = get_aval(x)
