@@ -715,6 +715,32 @@ def test_mulhi(rng, dtype):
     np.testing.assert_array_equal(got.astype(np.int64), np.array(want, np.int64))
 
 
+@pytest.mark.parametrize("sizes", [[2, 0, 3], [4, 3, 0], [0, 0, 0], [1, 1, 1]])
+def test_ragged_dot(rng, sizes):
+    lhs = rng.normal(size=(7, 3)).astype(np.float32)
+    rhs = rng.normal(size=(3, 3, 2)).astype(np.float32)
+    group_sizes = np.array(sizes, np.int32)
+    want = np.zeros((7, 2))
+    start = 0
+    for g, size in enumerate(sizes):
+        want[start : start + size] = lhs[start : start + size] @ rhs[g]
+        start += size
+    assert_close(lax.ragged_dot(lhs, rhs, group_sizes), want, rtol=1e-5)
+    jitted = ember.jit(lax.ragged_dot)(lhs, rhs, group_sizes)
+    assert_close(jitted, want, rtol=1e-5)
+    if sizes == [2, 0, 3]:
+        check_grads(lambda a, b: lax.ragged_dot(a, b, group_sizes), (lhs, rhs), order=2)
+        batched = ember.vmap(lambda a: lax.ragged_dot(a, rhs, group_sizes))(
+            np.stack([lhs, 2 * lhs])
+        )
+        assert_close(batched[1], 2 * want, rtol=1e-5)
+        ints = lax.ragged_dot(
+            np.ones((7, 3), np.int8), np.ones((3, 3, 2), np.int8), group_sizes,
+            preferred_element_type=np.int32,
+        )  # fmt: skip
+        assert ints.dtype == np.int32
+
+
 def test_approx_max_min_k_are_exact(rng):
     x = rng.normal(size=(4, 9)).astype(np.float32)
     values, indices = lax.approx_max_k(x, 3)

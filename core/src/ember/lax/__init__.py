@@ -142,6 +142,7 @@ from ember._src.ops.lax_numeric import (
     exp2 as exp2,
     mulhi as mulhi,
     optimization_barrier as optimization_barrier,
+    ragged_dot as ragged_dot,
     reciprocal as reciprocal,
     reduce as reduce,
     reduce_xor as reduce_xor,

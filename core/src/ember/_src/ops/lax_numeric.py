@@ -25,6 +25,7 @@ from ember._src.ops.bits import (
     shift_right_arithmetic,
     shift_right_logical,
 )
+from ember._src.ops.control_flow.associative_scan import associative_scan
 from ember._src.ops.linalg import dot_general
 from ember._src.ops.reduce import reduce_and, reduce_max, reduce_min, reduce_or, reduce_prod
 from ember._src.ops.shape import (
@@ -159,6 +160,56 @@ def batch_matmul(lhs: Any, rhs: Any, precision: Any = None) -> Any:
     batch = tuple(range(lhs_ndim - 2))
     numbers = (((lhs_ndim - 1,), (rhs_ndim - 2,)), (batch, batch))
     return dot_general(lhs, rhs, numbers, precision=canonical_precision(precision))
+
+
+def ragged_dot(
+    lhs: Any,
+    rhs: Any,
+    group_sizes: Any,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+    group_offset: Any = None,
+    out_sharding: Any = None,
+) -> Any:
+    """``lhs`` (m, k) times ``rhs`` (g, k, n) where consecutive row groups of ``lhs``, of
+    sizes ``group_sizes`` (g,), use their own matrix ``rhs[i]``; rows past the last group
+    give zeros. (Every group's product is formed and masked: simple rather than fast.)"""
+    if group_offset is not None:
+        raise NotImplementedError(f"ragged_dot: group_offset is not supported{errors.where()}")
+    lhs_aval, rhs_aval, sizes_aval = get_aval(lhs), get_aval(rhs), get_aval(group_sizes)
+    if lhs_aval.ndim != 2 or rhs_aval.ndim != 3 or rhs_aval.shape[1] != lhs_aval.shape[1]:
+        raise TypeError(
+            f"ragged_dot needs lhs (m, k) and rhs (g, k, n), got {lhs_aval.shape} and "
+            f"{rhs_aval.shape}{errors.where()}"
+        )
+    groups = rhs_aval.shape[0]
+    if sizes_aval.shape != (groups,) or not dtypes.is_integer(sizes_aval.dtype):
+        raise TypeError(
+            f"ragged_dot: group_sizes must be {groups} integers, got {sizes_aval.str_short()}"
+            f"{errors.where()}"
+        )
+    m = lhs_aval.shape[0]
+    sizes = convert_element_type(group_sizes, np.int32)
+    ends = associative_scan(ew.add, sizes)
+    starts = ew.sub(ends, sizes)
+    rows = broadcast_in_dim(np.arange(m, dtype=np.int32), (groups, m), (1,))
+    inside = ew.bitwise_and(
+        ew.ge(rows, broadcast_in_dim(starts, (groups, m), (0,))),
+        ew.lt(rows, broadcast_in_dim(ends, (groups, m), (0,))),
+    )
+    # (m, g, n): every row through every group's matrix, then keep its own group's.
+    products = dot_general(
+        lhs,
+        rhs,
+        (((1,), (1,)), ((), ())),
+        precision=canonical_precision(precision),
+        preferred_element_type=preferred_element_type,
+    )
+    out_dtype = get_aval(products).dtype
+    mask = convert_element_type(transpose(inside, (1, 0)), out_dtype)
+    n = rhs_aval.shape[2]
+    mask = broadcast_in_dim(mask, (m, groups, n), (0, 1))
+    return reduce_sum(ew.mul(products, mask), (1,))
 
 
 # --------------------------------------------------------------------------------------------
