@@ -622,6 +622,13 @@ def test_cumlogsumexp(rng, reverse, axis):
         check_grads(lambda v: lax.cumlogsumexp(v, axis, reverse), (x[:, :2] + 0,), order=1)
 
 
+def test_fft_type_enum_and_names():
+    x = np.array([1.0, 2.0, 0.5, -1.0], np.complex64)
+    assert_close(lax.fft(x, lax.FftType.FFT, (4,)), np.fft.fft(x), rtol=1e-6)
+    assert_close(lax.fft(x, "ifft", (4,)), np.fft.ifft(x), rtol=1e-6)
+    assert int(lax.FftType.IRFFT) == 3
+
+
 def test_optimization_barrier():
     tree = (np.ones(2, np.float32), {"b": np.arange(3)})
     out = lax.optimization_barrier(tree)

@@ -110,6 +110,20 @@ def test_ldexp_special_values_and_rounding():
         enp.ldexp(1.0, 2.0)
 
 
+@pytest.mark.parametrize("dtype,lowest", [(np.float16, -30), (np.float32, -160)])
+def test_ldexp_rounds_once_into_subnormals(dtype, lowest):
+    generator = np.random.default_rng(3)
+    x = np.concatenate([generator.normal(size=200), [1.5, 2.5, 0.75, -3.5]]).astype(dtype)
+    e = generator.integers(lowest, -lowest // 4, size=x.size).astype(np.int32)
+    # Halfway between subnormals (and zero): ties go to the even neighbour.
+    e[-4:] = np.log2(np.finfo(dtype).smallest_subnormal)
+    with np.errstate(all="ignore"):
+        expected = np.ldexp(x, e)
+    got = np.asarray(enp.ldexp(x, e))
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+
+
 def test_ldexp_inverts_frexp():
     values = rng.normal(size=50).astype(np.float32) * np.float32(1e20)
     mantissa, exponent = enp.frexp(values)

@@ -120,7 +120,7 @@ from ember._src.ops.elementwise import (
     tan as tan,
     tanh as tanh,
 )
-from ember._src.ops.fft import fft as fft
+from ember._src.ops.fft import FftType as FftType, fft as fft
 from ember._src.ops.igamma import (
     igamma as igamma,
     igamma_grad_a as igamma_grad_a,

@@ -240,7 +240,8 @@ def _frexp(x: Any) -> tuple[Any, Any]:
 
 
 def ldexp(x1: Any, x2: Any, /) -> Any:
-    """``x1 * 2**x2`` for integer ``x2``, rounded once (also into the subnormal range)."""
+    """``x1 * 2**x2`` for integer ``x2``, rounded once (also into the subnormal range, which
+    is built from integer bits so that XLA on CPU does not flush it to zero)."""
     x1 = _real_float("ldexp", x1)
     (x2,) = promote_dtypes(as_operand(x2))
     if _dtype(x2).kind not in "iub":
@@ -248,10 +249,12 @@ def ldexp(x1: Any, x2: Any, /) -> Any:
             f"ldexp needs an integer exponent x2, got {dtypes.short_name(_dtype(x2))}"
             f"{errors.where()}"
         )
-    return _ldexp(x1, convert_element_type(x2, dtypes.int32))
+    x1, x2 = manipulation.broadcast_arrays(x1, convert_element_type(x2, dtypes.int32))
+    return _ldexp(x1, x2)
 
 
 @custom_jvp
+@functools.partial(jit, inline=True)
 def _ldexp(x1: Any, x2: Any) -> Any:
     layout = _Layout(_dtype(x1))
     mantissa, exponent = _frexp(x1)
@@ -262,9 +265,44 @@ def _ldexp(x1: Any, x2: Any) -> Any:
     second = enp.clip(
         enp.subtract(total, first), np.int32(-(layout.mantissa_bits + 3)), np.int32(2)
     )
-    return enp.multiply(
+    scaled = enp.multiply(
         enp.multiply(mantissa, layout.power_of_two(first)), layout.power_of_two(second)
     )
+    # Below 2**min_exponent the result is subnormal: shift the integer mantissa instead.
+    raw = bits.bitcast_convert_type(mantissa, layout.int_dtype)
+    finite_nonzero = enp.equal(layout.exponent_field(raw), layout.int_const(layout.bias - 1))
+    tiny = enp.logical_and(finite_nonzero, enp.less_equal(total, np.int32(layout.min_exponent)))
+    return enp.where(tiny, _subnormal(layout, raw, total), scaled)
+
+
+def _subnormal(layout: _Layout, raw: Any, total: Any) -> Any:
+    """The subnormal (or zero, or smallest normal) nearest to ``m * 2**total``, where ``raw``
+    holds the bits of ``m`` in [0.5, 1) and ``total <= min_exponent``; ties round to even."""
+    significand = enp.bitwise_or(
+        enp.bitwise_and(raw, layout.int_const(layout.fraction_mask)),
+        layout.int_const(1 << layout.mantissa_bits),
+    )
+    # Shifting past the significand's width leaves 0 with a remainder below half.
+    shift = enp.clip(
+        enp.subtract(np.int32(layout.min_exponent + 1), total),
+        np.int32(1),
+        np.int32(layout.mantissa_bits + 2),
+    )
+    shift = convert_element_type(shift, layout.int_dtype)
+    one = layout.int_const(1)
+    kept = bits.shift_right_logical(significand, shift)
+    dropped = enp.bitwise_and(
+        significand, enp.subtract(bits.shift_left(creation.ones_like(shift), shift), one)
+    )
+    half = bits.shift_left(creation.ones_like(shift), enp.subtract(shift, one))
+    odd = enp.equal(enp.bitwise_and(kept, one), one)
+    round_up = enp.logical_or(
+        enp.greater(dropped, half), enp.logical_and(enp.equal(dropped, half), odd)
+    )
+    # A carry out of the fraction bits lands in the exponent field: the smallest normal.
+    magnitude = enp.add(kept, convert_element_type(round_up, layout.int_dtype))
+    sign = enp.bitwise_and(raw, layout.int_const(layout.sign_mask))
+    return bits.bitcast_convert_type(enp.bitwise_or(sign, magnitude), layout.dtype)
 
 
 @_ldexp.defjvp

@@ -8,6 +8,7 @@ Hermitian weights, conjugated).
 
 from __future__ import annotations
 
+import enum
 import math
 from typing import Any
 
@@ -27,10 +28,24 @@ from ember._src.ops.shape import (
 
 FFT_TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")
 
+
+class FftType(enum.IntEnum):
+    """The kind of transform ``fft`` computes (its name or this enum are accepted)."""
+
+    FFT = 0
+    IFFT = 1
+    RFFT = 2
+    IRFFT = 3
+
+
 fft_p = Primitive("fft")
 
 
-def fft(x: Any, fft_type: str, fft_lengths: tuple[int, ...]) -> Any:
+def fft(x: Any, fft_type: FftType | str, fft_lengths: tuple[int, ...]) -> Any:
+    if isinstance(fft_type, FftType):
+        fft_type = fft_type.name
+    elif isinstance(fft_type, str):
+        fft_type = fft_type.upper()
     if fft_type not in FFT_TYPES:
         raise ValueError(f"fft_type must be one of {FFT_TYPES}, got {fft_type!r}")
     return fft_p.bind(x, fft_type=fft_type, fft_lengths=tuple(int(n) for n in fft_lengths))
