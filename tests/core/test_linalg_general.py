@@ -408,3 +408,17 @@ def test_tensor_errors():
         enp.linalg.tensorsolve(np.ones((6, 4, 2, 3, 5)), np.ones((6, 4)))
     with pytest.raises(ValueError, match="must match"):
         enp.linalg.tensorsolve(np.ones((6, 4, 24)), np.ones((4, 6)))
+
+
+def test_lstsq_jvp_of_complex_wide_system():
+    # the minimum-norm solution's derivative (the pseudo-inverse's, with its null-space terms)
+    a, da = _random((3, 5), np.complex64), _random((3, 5), np.complex64)
+    b, db = _random((3,), np.complex64), _random((3,), np.complex64)
+    _, tangent = ember.jit(
+        lambda *args: ember.jvp(lambda m, r: enp.linalg.lstsq(m, r)[0], args[:2], args[2:])
+    )(a, b, da, db)
+    eps = 1e-4
+    a64, b64 = a.astype(np.complex128), b.astype(np.complex128)
+    plus = np.linalg.lstsq(a64 + eps * da, b64 + eps * db)[0]
+    minus = np.linalg.lstsq(a64 - eps * da, b64 - eps * db)[0]
+    assert_close(tangent, (plus - minus) / (2 * eps), rtol=1e-3, atol=1e-4)

@@ -405,18 +405,17 @@ def _kept_singular_values(s: Any, ratio: Any) -> Any:
     return enp.greater_equal(s, ratio * s[0])
 
 
-def _truncated_pinv(a: Any, ratio: Any) -> tuple[Any, Any]:
-    """(pseudo-inverse without the singular values below ratio * largest, singular values)."""
-    u, s, vh = svd(a, full_matrices=False)
+def _truncated_pinv(u: Any, s: Any, vh: Any, ratio: Any) -> Any:
+    """The pseudo-inverse from a thin SVD, without the singular values below ratio * largest."""
     keep = _kept_singular_values(s, ratio)
     inverse = enp.where(keep, _safe_divide(_const(1, _dtype(s)), s), _const(0, _dtype(s)))
-    return matmul(_h(vh) * inverse.astype(_dtype(a))[None, :], _h(u)), s
+    return matmul(_h(vh) * inverse.astype(_dtype(u))[None, :], _h(u))
 
 
 @custom_jvp
 def _lstsq_solution(a: Any, b: Any, ratio: Any) -> tuple[Any, Any]:
-    p, s = _truncated_pinv(a, ratio)
-    return matmul(p, b), s
+    u, s, vh = svd(a, full_matrices=False)
+    return matmul(_truncated_pinv(u, s, vh, ratio), b), s
 
 
 @_lstsq_solution.defjvp
@@ -426,7 +425,7 @@ def _lstsq_solution_jvp(primals, tangents):
     ds_i = Re(u_i^H dA v_i)."""
     (a, b, ratio), (da, db, _) = primals, tangents
     u, s, vh = svd(a, full_matrices=False)
-    p, _ = _truncated_pinv(a, ratio)
+    p = _truncated_pinv(u, s, vh, ratio)
     m, n = _shape(a)
     dtype = _dtype(a)
     dah, ph = _h(da), _h(p)
