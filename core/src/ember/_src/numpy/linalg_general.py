@@ -510,7 +510,7 @@ _COND_ORDERS = (None, 1, -1, 2, -2, np.inf, -np.inf, "fro", "nuc")
 def cond(x: Any, p: Any = None) -> Any:
     """The condition number ``norm(x, p) * norm(inv(x), p)``; for p in (None, 2, -2) the ratio
     of extreme singular values (any shape). nan from a singular matrix becomes inf."""
-    if not any(p is order or (not isinstance(p, str) and p == order) for order in _COND_ORDERS):
+    if p not in _COND_ORDERS:
         raise ValueError(f"cond: p must be one of {_COND_ORDERS}, got {p!r}{errors.where()}")
     x = _float_matrix(x, "cond", square=p not in (None, 2, -2))
     if 0 in _shape(x)[-2:]:
