@@ -496,6 +496,32 @@ def test_conv_general_dilated_patches(rng):
     )
 
 
+def test_conv_general_dilated_local(rng):
+    """Each output position has its own kernel over its (channel-major) patch."""
+    x = rng.normal(size=(2, 3, 5, 4)).astype(np.float32)
+    w = rng.normal(size=(6, 12, 4, 3)).astype(np.float32)
+    got = lax.conv_general_dilated_local(x, w, (1, 1), "VALID", (2, 2))
+    want = np.einsum("npij,opij->noij", _numpy_patches(x, (2, 2), (1, 1)), w)
+    assert_close(got, want, rtol=1e-4, atol=1e-5)
+    # Channels-last layouts with strides: the same computation, laid out differently.
+    w_strided = rng.normal(size=(6, 12, 2, 2)).astype(np.float32)
+    want = np.einsum("npij,opij->noij", _numpy_patches(x, (2, 2), (2, 2)), w_strided)
+    nhwc = lax.conv_general_dilated_local(
+        np.moveaxis(x, 1, -1),
+        np.transpose(w_strided, (2, 3, 1, 0)),
+        (2, 2),
+        "VALID",
+        (2, 2),
+        dimension_numbers=("NHWC", "HWIO", "NHWC"),
+    )
+    assert_close(np.moveaxis(np.asarray(nhwc), -1, 1), want, rtol=1e-4, atol=1e-5)
+    check_grads(
+        lambda x, w: lax.conv_general_dilated_local(x, w, (1, 1), "VALID", (2, 2)),
+        (x, w),
+        order=1,
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Reductions
 

@@ -57,6 +57,7 @@ from ember._src.ops.conv_api import (
     ConvGeneralDilatedDimensionNumbers as ConvGeneralDilatedDimensionNumbers,
     conv as conv,
     conv_dimension_numbers as conv_dimension_numbers,
+    conv_general_dilated_local as conv_general_dilated_local,
     conv_general_dilated_patches as conv_general_dilated_patches,
     conv_general_permutations as conv_general_permutations,
     conv_general_shape_tuple as conv_general_shape_tuple,

@@ -19,6 +19,7 @@ from ember._src.core import get_aval
 from ember._src.ops import conv as _conv
 from ember._src.ops.conv import ConvDimensionNumbers, conv_general_dilated, padding_pairs
 from ember._src.ops.lax_numeric import canonical_precision
+from ember._src.ops.linalg import dot_general
 from ember._src.ops.reduce_window import _out_shape as _window_out_shape
 from ember._src.ops.shape import rev, transpose
 
@@ -238,6 +239,42 @@ def conv_general_dilated_patches(
         precision=canonical_precision(precision),
         preferred_element_type=preferred_element_type,
     )
+
+
+def conv_general_dilated_local(
+    lhs: Any,
+    rhs: Any,
+    window_strides: Sequence[int],
+    padding: Any,
+    filter_shape: Sequence[int],
+    lhs_dilation: Sequence[int] | None = None,
+    rhs_dilation: Sequence[int] | None = None,
+    dimension_numbers: Any = None,
+    precision: Any = None,
+) -> Any:
+    """An unshared ("locally connected") convolution: every output position has its own
+    kernel. ``rhs``'s spatial axes index output positions, and its ``I`` axis holds the
+    flattened patch (channel-major, as ``conv_general_dilated_patches`` lays it out)."""
+    patches = conv_general_dilated_patches(
+        lhs, filter_shape, window_strides, padding, lhs_dilation, rhs_dilation,
+        dimension_numbers,
+    )  # fmt: skip
+    aval = get_aval(lhs)
+    dn = conv_dimension_numbers(aval.shape, (1, 1, *filter_shape), dimension_numbers)
+    # Batch over output positions, pairing the patches' spatial axes (in increasing order)
+    # with the kernel's matching ones, and contract the patch axis with the kernel's I axis.
+    pairs = sorted(zip(dn.out_spec[2:], dn.rhs_spec[2:]))
+    numbers = (
+        ((dn.out_spec[1],), (dn.rhs_spec[1],)),
+        (tuple(p for p, _ in pairs), tuple(r for _, r in pairs)),
+    )
+    out = dot_general(patches, rhs, numbers, precision=canonical_precision(precision))
+    # dot_general gives (spatial..., N, O): put N and O where the output layout wants them.
+    ndim = aval.ndim
+    order = [None] * ndim
+    order[dn.out_spec[0]], order[dn.out_spec[1]] = ndim - 2, ndim - 1
+    rest = iter(range(ndim - 2))
+    return transpose(out, tuple(next(rest) if o is None else o for o in order))
 
 
 # --------------------------------------------------------------------------------------------
