@@ -104,6 +104,18 @@ def test_gather_windows_must_fit_entirely(rng):
     assert_close(clipped, np.stack([x[3:5], x[3:5], x[0:2]]))
 
 
+def test_narrow_index_types_against_large_operands(rng):
+    x = rng.normal(size=(300, 2)).astype(np.float32)
+    starts = np.array([[5], [-3], [120]], np.int8)
+    got = lax.gather(x, starts, ROWS, (1, 2), mode="fill")
+    assert_close(got[[0, 2]], x[[5, 120]])
+    assert np.isnan(np.asarray(got[1])).all()
+    dropped = lax.scatter_add(
+        np.zeros((300, 2), np.float32), starts, np.ones((3, 2), np.float32), ROW_UPDATES
+    )
+    assert float(enp.sum(dropped)) == 4.0
+
+
 def test_gather_fill_gradient_is_zero_out_of_bounds(rng):
     x = rng.normal(size=(5, 3)).astype(np.float32)
 

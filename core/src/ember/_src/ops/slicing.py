@@ -96,10 +96,11 @@ def _tuples(numbers: Any, cls: type) -> Any:
 def _as_index_array(indices: Any) -> Any:
     if isinstance(indices, (list, tuple)) or dtypes.is_python_scalar(indices):
         indices = np.asarray(indices)
-    if not dtypes.is_integer(get_aval(indices).dtype):
-        raise TypeError(
-            f"indices must be integers, got {get_aval(indices).str_short()}{errors.where()}"
-        )
+    aval = get_aval(indices)
+    if not dtypes.is_integer(aval.dtype):
+        raise TypeError(f"indices must be integers, got {aval.str_short()}{errors.where()}")
+    if aval.dtype.itemsize < 4:  # so that bounds such as dim - size are representable
+        indices = convert_element_type(indices, np.int32)
     return indices
 
 
