@@ -28,6 +28,22 @@ def run(have_jax: bool):
         "matmul": lambda m, a: a @ a,
         "where": lambda m, a: m.where(a > 0, a, 0.0),
         "exp": lambda m, a: m.exp(a),
+        "mean(axis=1)": lambda m, a: m.mean(a, axis=1),
+        "max": lambda m, a: m.max(a),
+        "argmax": lambda m, a: m.argmax(a, axis=0),
+        "maximum": lambda m, a: m.maximum(a, 0.0),
+        "clip": lambda m, a: m.clip(a, -0.5, 0.5),
+        "astype": lambda m, a: a.astype(m.int32),
+        "cumsum": lambda m, a: m.cumsum(a, axis=0),
+        "sort": lambda m, a: m.sort(a, axis=-1),
+        "concatenate": lambda m, a: m.concatenate([a, a], axis=0),
+        "reshape": lambda m, a: m.reshape(a, (4, 16)),
+        "transpose": lambda m, a: a.T,
+        "slice": lambda m, a: a[1:3, ::2],
+        "at.set": lambda m, a: a.at[0].set(1.0),
+        "einsum": lambda m, a: m.einsum("ij,jk->ik", a, a),
+        "linalg.norm": lambda m, a: m.linalg.norm(a),
+        "split": lambda m, a: m.split(a, 2),
     }
     js = None
     if have_jax:

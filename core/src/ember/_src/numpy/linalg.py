@@ -23,6 +23,7 @@ import numpy as np
 from ember._src import dtypes, errors
 from ember._src.api import vmap
 from ember._src.core import get_aval
+from ember._src.jit import jit
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.contractions import matmul
 from ember._src.numpy.sorting import argsort
@@ -340,10 +341,15 @@ def pinv(a: Any, rtol: Any = None, hermitian: bool = False) -> Any:
     u, s, vh = svd(a, full_matrices=False)
     if rtol is None:
         rtol = max(m, n) * float(dtypes.finfo(get_aval(s).dtype).eps)
-    cutoff = reductions.max(s, axis=-1, keepdims=True) * np.asarray(rtol, get_aval(s).dtype)
+    cutoff = reductions.max(s, axis=-1, keepdims=True) * _real_scalar(rtol, s)
     inverse = enp.where(enp.greater(s, cutoff), 1.0 / enp.where(enp.greater(s, 0), s, 1.0), 0.0)
     inverse = inverse.astype(get_aval(s).dtype)
     return matmul(_h(vh) * inverse[..., None, :], _h(u))
+
+
+def _real_scalar(value: Any, like: Any) -> Any:
+    """A tolerance (host number, array or traced) in the dtype of the singular values."""
+    return creation.asarray(value).astype(get_aval(like).dtype)
 
 
 def matrix_rank(a: Any, rtol: Any = None, tol: Any = None) -> Any:
@@ -352,9 +358,9 @@ def matrix_rank(a: Any, rtol: Any = None, tol: Any = None) -> Any:
     m, n = get_aval(a).shape[-2:]
     if tol is None:
         rtol = max(m, n) * float(dtypes.finfo(get_aval(s).dtype).eps) if rtol is None else rtol
-        threshold = reductions.max(s, axis=-1, keepdims=True) * np.asarray(rtol, get_aval(s).dtype)
+        threshold = reductions.max(s, axis=-1, keepdims=True) * _real_scalar(rtol, s)
     else:
-        threshold = np.asarray(tol, get_aval(s).dtype)
+        threshold = _real_scalar(tol, s)
     return reductions.sum(enp.greater(s, threshold), axis=-1, dtype=np.int32)
 
 
@@ -568,3 +574,22 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: 
         u, s, vh = result
         return matrix_transpose(vh), s, matrix_transpose(u)
     return _batched(lambda x: _svd_tall(x, full_matrices, compute_uv), a)
+
+
+# --------------------------------------------------------------------------------------------
+# Called eagerly, each factorisation runs as one program compiled once per shape. Without this
+# every eager call would trace its loops anew, and a new loop body is a new XLA compilation
+# (hundreds of milliseconds). Under a transformation they are traced in place as before.
+
+solve = jit(solve, inline=True)
+inv = jit(inv, inline=True)
+slogdet = jit(slogdet, inline=True)
+det = jit(det, inline=True)
+cholesky = jit(cholesky, inline=True, static_argnames="upper")
+qr = jit(qr, inline=True, static_argnames="mode")
+eigh = jit(eigh, inline=True, static_argnames=("UPLO", "symmetrize_input"))
+eigvalsh = jit(eigvalsh, inline=True, static_argnames="UPLO")
+svd = jit(svd, inline=True, static_argnames=("full_matrices", "compute_uv", "hermitian"))
+svdvals = jit(svdvals, inline=True)
+pinv = jit(pinv, inline=True, static_argnames="hermitian")
+matrix_rank = jit(matrix_rank, inline=True)

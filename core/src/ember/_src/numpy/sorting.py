@@ -12,6 +12,7 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
+from ember._src.jit import jit
 from ember._src.numpy.advanced_indexing import take_along_axis
 from ember._src.numpy.util import as_operand, canonicalize_axis
 from ember._src.ops import elementwise as ew
@@ -99,3 +100,13 @@ def lax_cumsum(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
 
 def lax_cumprod(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
     return _cumulative("cumprod", ew.mul, operand, axis, None, reverse)
+
+
+# Called eagerly, each scan runs as one program compiled once per shape (an associative scan
+# is a few dozen operations: dispatched one by one they would cost far more than the work).
+cumsum = jit(cumsum, inline=True, static_argnames=("axis", "dtype"))
+cumprod = jit(cumprod, inline=True, static_argnames=("axis", "dtype"))
+cummax = jit(cummax, inline=True, static_argnames=("axis", "reverse"))
+cummin = jit(cummin, inline=True, static_argnames=("axis", "reverse"))
+lax_cumsum = jit(lax_cumsum, inline=True, static_argnames=("axis", "reverse"))
+lax_cumprod = jit(lax_cumprod, inline=True, static_argnames=("axis", "reverse"))
