@@ -53,3 +53,11 @@ def test_x64_is_off_by_default_and_switchable():
 def test_result_type_follows_the_lattice():
     assert enp.result_type(np.int8, np.uint8) == np.int16
     assert enp.result_type(enp.ones(2, enp.float16), 1.0) == np.float16
+
+
+def test_bfloat16_scalars_and_arrays_mix_eagerly():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = enp.asarray(np.array([1.5, 2.0], ml_dtypes.bfloat16))
+    for y in (x * 2, x + ml_dtypes.bfloat16(1), enp.maximum(x, ml_dtypes.bfloat16(1.75))):
+        assert y.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(np.asarray(x * 2).astype(np.float32), [3.0, 4.0])

@@ -118,6 +118,8 @@ _aval_getters: dict[type, Callable[[Any], ShapedArray]] = {
 for _t in np.ScalarType:
     if isinstance(_t, type) and issubclass(_t, np.generic):
         _aval_getters[_t] = _aval_of_numpy
+# Scalars of dtypes NumPy does not list (ml_dtypes' bfloat16 and friends), found by isinstance.
+_aval_getters[np.generic] = _aval_of_numpy
 
 
 def register_aval_getter(cls: type, getter: Callable[[Any], ShapedArray]) -> None:

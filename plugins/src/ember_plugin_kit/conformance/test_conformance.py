@@ -160,3 +160,11 @@ def test_executable_introspection(platform_device):
     except NotImplementedError:
         pytest.skip("backend reports no cost analysis")
     assert isinstance(costs, dict) and costs
+
+
+def test_bfloat16_results_read_back(platform_device):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = np.array([1.5, -2.0, 3.25], ml_dtypes.bfloat16)
+    y = ember.jit(lambda a: a * 2 + 1, device=platform_device)(x)
+    assert y.dtype == x.dtype
+    np.testing.assert_array_equal(np.asarray(y).astype(np.float32), [4.0, -3.0, 7.5])

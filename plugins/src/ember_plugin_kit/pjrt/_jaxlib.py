@@ -216,7 +216,12 @@ def copy_to(buffer: RawBuffer, sharding: DeviceSharding) -> RawBuffer:
 
 
 def to_numpy(buffer: RawBuffer) -> np.ndarray:
-    return np.asarray(buffer)
+    host = np.asarray(buffer)
+    if host.dtype == object:
+        # Dtypes outside NumPy's buffer protocol (ml_dtypes' bfloat16, float8) come back as
+        # object arrays; jaxlib's own conversion knows them.
+        host = buffer._single_device_array_to_np_array_did_copy()[0]
+    return host
 
 
 def block_until_ready(buffers: Sequence[RawBuffer]) -> None:

@@ -10,20 +10,27 @@ from typing import Any
 
 import numpy as np
 
-from ember._src.core import Tracer
+from ember._src import dtypes, errors
+from ember._src.core import Tracer, get_aval
 from ember._src.numpy import (
+    advanced_indexing,
     array_api,
     contractions,
     creation,
     diagonals,
     elementwise,
+    extras,
+    float_functions,
     indexing,
     manipulation,
     partitioning,
     reductions,
     selection,
+    sorting,
+    statistics,
 )
 from ember._src.numpy.index_update import IndexUpdateHelper
+from ember._src.ops.bits import bitcast_convert_type
 from ember._src.runtime.array import Array
 
 
@@ -66,6 +73,7 @@ _BINARY = {
     "xor": elementwise.bitwise_xor,
     "lshift": array_api.bitwise_left_shift,
     "rshift": array_api.bitwise_right_shift,
+    "divmod": float_functions.divmod,
 }
 
 _COMPARISONS = {
@@ -112,6 +120,87 @@ def _choose_method(self: Any, choices: Any, out: None = None, mode: str = "raise
     return selection.choose(self, choices, out=out, mode=mode)
 
 
+def _round_operator(self: Any, ndigits: int | None = None) -> Any:
+    """``round(x)``: rounded to an integer array (as JAX), or to ``ndigits`` decimals."""
+    out = elementwise.round(self, ndigits or 0)
+    return out if ndigits is not None else manipulation.astype(out, dtypes.default_int())
+
+
+def _contains(self: Any, value: Any) -> Any:
+    return reductions.any(elementwise.equal(self, value))
+
+
+def _view(self: Any, dtype: Any = None, type: Any = None) -> Any:
+    """The same bits read as ``dtype`` (NumPy's ``view``); a different item size changes the
+    length of the last axis, as in NumPy."""
+    if type is not None:
+        raise NotImplementedError(
+            f"view(type=...) is not supported by ember arrays{errors.where()}"
+        )
+    if dtype is None:
+        return self
+    target, aval = np.dtype(dtype), get_aval(self)
+    if aval.dtype == np.bool_:
+        return _view(manipulation.astype(self, np.uint8), target)
+    if target == np.bool_:
+        return manipulation.astype(_view(self, np.uint8), np.bool_)
+    source = aval.dtype
+    if target.itemsize == source.itemsize:
+        return bitcast_convert_type(self, target)
+    if aval.ndim == 0:
+        raise ValueError(
+            f"view: a 0-d array of {source} cannot be viewed as {target} (item sizes differ)"
+            f"{errors.where()}"
+        )
+    *lead, last = aval.shape
+    if target.itemsize < source.itemsize:  # each item becomes several: the last axis grows
+        parts = _split_items(bitcast_convert_type(self, _unsigned(source)), target.itemsize)
+        pieces = bitcast_convert_type(parts, target)
+        return manipulation.reshape(pieces, (*lead, last * (source.itemsize // target.itemsize)))
+    ratio = target.itemsize // source.itemsize
+    if last % ratio:
+        raise ValueError(
+            f"view: the last axis ({last}) of {source} items does not divide into {target} "
+            f"items of {ratio} each{errors.where()}"
+        )
+    grouped = manipulation.reshape(self, (*lead, last // ratio, ratio))
+    joined = _join_items(bitcast_convert_type(grouped, _unsigned(source)), target.itemsize)
+    return bitcast_convert_type(joined, target)
+
+
+def _unsigned(dtype: np.dtype | int) -> np.dtype:
+    return np.dtype(f"u{dtype if isinstance(dtype, int) else dtype.itemsize}")
+
+
+def _split_items(words: Any, size: int) -> Any:
+    """Unsigned ``words`` cut into little-endian pieces of ``size`` bytes (a new last axis),
+    the order in which they lie in memory on the machines ember runs on."""
+    width = get_aval(words).dtype.itemsize
+    mask = np.asarray(2 ** (8 * size) - 1, words.dtype)
+    pieces = [
+        elementwise.bitwise_and(
+            array_api.bitwise_right_shift(words, np.asarray(8 * size * k, words.dtype)), mask
+        ).astype(_unsigned(size))
+        for k in range(width // size)
+    ]
+    return manipulation.stack(pieces, axis=-1)
+
+
+def _join_items(pieces: Any, size: int) -> Any:
+    """The inverse of ``_split_items``: the last axis of little-endian pieces joined into
+    unsigned words of ``size`` bytes."""
+    count = get_aval(pieces).shape[-1]
+    wide = _unsigned(size)
+    piece_bits = 8 * get_aval(pieces).dtype.itemsize
+    word = None
+    for k in range(count):
+        part = array_api.bitwise_left_shift(
+            pieces[..., k].astype(wide), np.asarray(piece_bits * k, wide)
+        )
+        word = part if word is None else elementwise.bitwise_or(word, part)
+    return word
+
+
 _METHODS = {
     "reshape": _reshape_method,
     "transpose": _transpose_method,
@@ -151,6 +240,22 @@ _METHODS = {
     "compress": _compress_method,
     "choose": _choose_method,
     "copy": lambda self: creation.array(self, copy=True),
+    "real": property(elementwise.real),
+    "imag": property(elementwise.imag),
+    "conj": elementwise.conjugate,
+    "conjugate": elementwise.conjugate,
+    "sort": sorting.sort,
+    "argsort": sorting.argsort,
+    "cumsum": sorting.cumsum,
+    "cumprod": sorting.cumprod,
+    "take": advanced_indexing.take,
+    "repeat": extras.repeat,
+    "nonzero": extras.nonzero,
+    "searchsorted": extras.searchsorted,
+    "ptp": statistics.ptp,
+    "view": _view,
+    "__round__": _round_operator,
+    "__contains__": _contains,
 }
 
 

@@ -19,6 +19,7 @@ from ember._src.numpy.util import (
     promote_dtypes,
 )
 from ember._src.ops import elementwise as lax
+from ember._src.ops.shape import broadcast_in_dim
 
 
 def _unary_inexact(lax_fn):
@@ -257,7 +258,9 @@ def imag(x: Any, /) -> Any:
     (x,) = promote_dtypes(as_operand(x))
     if get_aval(x).dtype.kind == "c":
         return lax.imag(x)
-    return lax.mul(x, np.zeros((), get_aval(x).dtype))
+    # +0.0 everywhere, as NumPy: x * 0 would give -0.0 for negative x (and nan for inf).
+    aval = get_aval(x)
+    return broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
 
 
 def conjugate(x: Any, /) -> Any:

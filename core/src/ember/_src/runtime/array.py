@@ -151,6 +151,13 @@ class Array:
     def item(self, *args: Any) -> Any:
         return self._value.item(*args)
 
+    def tobytes(self, order: str = "C") -> bytes:
+        return self._value.tobytes(order)
+
+    def addressable_data(self, index: int) -> Array:
+        """The piece of this array on its ``index``-th addressable device."""
+        return self.addressable_shards[index].data
+
     def tolist(self) -> Any:
         return self._value.tolist()
 
