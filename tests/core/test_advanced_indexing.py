@@ -8,6 +8,7 @@ import pytest
 import ember
 import ember.numpy as enp
 from ember import lax
+from ember.test_util import check_grads
 
 from .util import assert_close
 
@@ -115,3 +116,25 @@ def test_bad_indices_are_reported():
         ember.jit(lambda v: v[v > 3])(X)
     with pytest.raises(ValueError, match="do not broadcast"):
         a.at[0, [0, 1]].set(np.ones(3, np.float32))
+
+
+def test_set_with_duplicate_indices_differentiates_through_the_winner():
+    # Which duplicate wins is the backend's choice; forward and reverse mode must agree with
+    # the value (the losers and the overwritten entries get no derivative).
+    a = np.arange(8, dtype=np.float32)
+    v = np.array([10.0, 20.0, 30.0, 40.0], np.float32)
+    idx = np.array([1, 7, 7, 1])
+
+    def f(a, v):
+        return enp.asarray(a).at[idx].set(v)
+
+    out = np.asarray(f(enp.asarray(a), v))
+    won = [i for i in range(4) if out[idx[i]] == v[i]]
+    assert len(won) == 2
+    d_v = np.asarray(ember.grad(lambda a, v: (f(a, v) * np.arange(8.0)).sum(), argnums=1)(a, v))
+    want = np.zeros(4, np.float32)
+    want[won] = idx[won]
+    np.testing.assert_array_equal(d_v, want)
+    d_a = np.asarray(ember.grad(lambda a: f(a, v).sum())(a))
+    np.testing.assert_array_equal(d_a, np.isin(np.arange(8), idx, invert=True).astype(np.float32))
+    check_grads(f, (a, v), order=2, modes=("fwd", "rev"))

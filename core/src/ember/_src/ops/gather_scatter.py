@@ -7,7 +7,7 @@ semantics); out-of-range ``scatter`` updates are dropped (also XLA's). The NumPy
 wrappers normalise negative indices first, as NumPy does.
 
 Differentiation: ``gather`` and ``scatter_add`` are linear (each transposes to the other);
-``scatter`` (replace) differentiates assuming unique indices, as JAX does by default; the
+``scatter`` (replace) differentiates through the update that wins each position (JAX's rule); the
 ``mul``/``min``/``max`` scatters are not differentiable yet.
 """
 
@@ -25,7 +25,8 @@ from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import zeros
 from ember._src.interpreters.batching import not_mapped
 from ember._src.lowering.mlir import i64_array
-from ember._src.ops.shape import bdim_to_front, move_axis
+from ember._src.ops import elementwise as ew
+from ember._src.ops.shape import bdim_to_front, broadcast_in_dim, iota, move_axis, reshape
 
 
 @dataclass(frozen=True)
@@ -413,7 +414,54 @@ def _def_scatter_jvp(primitive: Primitive) -> None:
 
 
 _def_scatter_jvp(scatter_add_p)
-_def_scatter_jvp(scatter_p)
+
+
+@rules.def_jvp(scatter_p)
+def _scatter_jvp(primals, tangents, **params):
+    """With unique indices, the tangent is the same scatter of the tangents. Otherwise the
+    update that wins each position must win for the tangent (and the cotangent) too: as JAX
+    does, scatter each update's id, gather back which id won where each update points, and
+    mask the losers (and the overwritten operand entries) out. What remains is a scatter_add
+    of masked values: the same primal, and linear, so reverse mode agrees with forward mode."""
+    operand, indices, updates = primals
+    t_op, _, t_up = tangents
+    if params["unique_indices"]:
+        out = scatter_p.bind(operand, indices, updates, **params)
+        if type(t_op) is Zero and type(t_up) is Zero:
+            return out, Zero(get_aval(out))
+        t_op = zeros(get_aval(operand)) if type(t_op) is Zero else t_op
+        t_up = zeros(get_aval(updates)) if type(t_up) is Zero else t_up
+        return out, scatter_p.bind(t_op, indices, t_up, **params)
+    keep_operand, keep_update = _winners(operand, indices, updates, params)
+    add_params = {**params, "unique_indices": False}
+
+    def masked_scatter(op, up):
+        op = ew.select_n(keep_operand, zeros(get_aval(op)), op)
+        up = ew.select_n(keep_update, zeros(get_aval(up)), up)
+        return scatter_add_p.bind(op, indices, up, **add_params)
+
+    out = masked_scatter(operand, updates)
+    if type(t_op) is Zero and type(t_up) is Zero:
+        return out, Zero(get_aval(out))
+    t_op = zeros(get_aval(operand)) if type(t_op) is Zero else t_op
+    t_up = zeros(get_aval(updates)) if type(t_up) is Zero else t_up
+    return out, masked_scatter(t_op, t_up)
+
+
+def _winners(operand, indices, updates, params):
+    """Boolean masks: operand entries no update overwrites, and updates that win their
+    position (ids start at 1, so 0 marks "nobody wrote here")."""
+    dn = params["dimension_numbers"]
+    up_aval, op_aval = get_aval(updates), get_aval(operand)
+    scatter_dims = [d for d in range(up_aval.ndim) if d not in dn.update_window_dims]
+    count = int(np.prod([up_aval.shape[d] for d in scatter_dims], dtype=np.int64))
+    ids = reshape(iota(dtypes.int32, (count,), 0), [up_aval.shape[d] for d in scatter_dims])
+    ids = ew.add(ids, np.int32(1))
+    update_ids = broadcast_in_dim(ids, up_aval.shape, scatter_dims)
+    blank = broadcast_in_dim(np.zeros((), np.int32), op_aval.shape, ())
+    written = scatter_p.bind(blank, indices, update_ids, **params)
+    winning = _gather_updates(written, indices, up_aval, op_aval, dn, params)
+    return ew.eq(written, np.int32(0)), ew.eq(winning, update_ids)
 
 
 @rules.def_transpose(scatter_add_p)
