@@ -34,6 +34,7 @@ from ember._src.ops.clamp import clamp
 from ember._src.ops.control_flow.associative_scan import associative_scan
 from ember._src.ops.control_flow.loops import while_loop
 from ember._src.ops.control_flow.scan import scan
+from ember._src.ops.lax_numeric import optimization_barrier
 from ember._src.ops.reduce import reduce_or
 from ember._src.ops.shape import convert_element_type, expand_dims, move_axis, reduce_sum
 from ember._src.ops.special import lgamma
@@ -47,7 +48,7 @@ from ember._src.random import (
     _split,
     _uniform,
 )
-from ember._src.random_gamma import _check_key, _gamma, _nth, _out_shape
+from ember._src.random_gamma import _check_key, _gamma, _nth, _out_shape as _shape_with
 from ember._src.sharding_constraint import with_sharding_constraint
 
 _F32 = np.dtype(np.float32)
@@ -91,6 +92,20 @@ def _param_shape(x: Any, name: str, what: str) -> tuple[int, ...]:
     return aval.shape
 
 
+def _out_shape(what: str, shape: Any, *param_shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The result's shape: ``shape``, which the parameters' shapes must broadcast to, or by
+    default their common shape."""
+    if shape is None:
+        try:
+            return tuple(np.broadcast_shapes(*param_shapes))
+        except ValueError:
+            raise ValueError(
+                f"{what}: the parameters' shapes {list(param_shapes)} are not "
+                f"broadcast-compatible{errors.where()}"
+            ) from None
+    return _shape_with(what, shape, *param_shapes)
+
+
 def _constrain(x: Any, out_sharding: Any) -> Any:
     return x if out_sharding is None else with_sharding_constraint(x, out_sharding)
 
@@ -104,6 +119,27 @@ def _two_keys(key: Any) -> tuple[Any, Any]:
     return _nth(keys, 0), _nth(keys, 1)
 
 
+def _sampler_jit(impl: Any, static_argnums: tuple[int, ...]) -> Any:
+    """``impl`` jitted, its parameters (not the key) behind an optimization barrier.
+
+    Called eagerly, a sampler gets its parameters as run-time arguments; under an outer jit
+    they may be constants, and XLA would then fold the transcendental functions of them (the
+    log of gamma's d, Poisson's log and lgamma terms) at compile time with its host's libm,
+    whose last bit can differ from the compiled code's. The barrier keeps them run-time
+    values, so a sampler gives the same bits under jit as called directly (and as JAX).
+    """
+
+    def run(key: Any, *args: Any) -> Any:
+        dynamic = [i for i in range(len(args)) if i + 1 not in static_argnums]
+        hidden = optimization_barrier([args[i] for i in dynamic])
+        args = list(args)
+        for i, value in zip(dynamic, hidden):
+            args[i] = value
+        return impl(key, *args)
+
+    return jit(run, static_argnums=static_argnums)
+
+
 # --------------------------------------------------------------------------------------------
 # Transforms of one uniform, normal or exponential draw
 
@@ -113,7 +149,7 @@ def _cauchy(key, shape, dtype):
     return lax.tan(lax.mul(_c(np.pi, dtype), lax.sub(u, _c(0.5, dtype))))
 
 
-_cauchy_jit = jit(_cauchy, static_argnums=(1, 2))
+_cauchy_jit = _sampler_jit(_cauchy, static_argnums=(1, 2))
 
 
 def cauchy(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
@@ -128,7 +164,7 @@ def _pareto(key, b, shape, dtype):
     return lax.exp(lax.div(e, _as(b, dtype, shape)))
 
 
-_pareto_jit = jit(_pareto, static_argnums=(2, 3))
+_pareto_jit = _sampler_jit(_pareto, static_argnums=(2, 3))
 
 
 def pareto(key: Any, b: Any, shape: Any = None, dtype: Any = None, *, out_sharding: Any = None):
@@ -145,7 +181,7 @@ def _rayleigh(key, scale, shape, dtype):
     return lax.mul(_as(scale, dtype, shape), root)
 
 
-_rayleigh_jit = jit(_rayleigh, static_argnums=(2, 3))
+_rayleigh_jit = _sampler_jit(_rayleigh, static_argnums=(2, 3))
 
 
 def rayleigh(key: Any, scale: Any, shape: Any = None, dtype: Any = None, *,
@@ -161,7 +197,7 @@ def _lognormal(key, sigma, shape, dtype):
     return lax.exp(lax.mul(_normal(key, shape, dtype), _as(sigma, dtype, shape)))
 
 
-_lognormal_jit = jit(_lognormal, static_argnums=(2, 3))
+_lognormal_jit = _sampler_jit(_lognormal, static_argnums=(2, 3))
 
 
 def lognormal(key: Any, sigma: Any = _ONE, shape: Any = None, dtype: Any = None, *,
@@ -188,7 +224,7 @@ def _wald(key, mean, shape, dtype):
     return lax.select_n(take_x, lax.div(mean_sq, x), x)
 
 
-_wald_jit = jit(_wald, static_argnums=(2, 3))
+_wald_jit = _sampler_jit(_wald, static_argnums=(2, 3))
 
 
 def wald(key: Any, mean: Any, shape: Any = None, dtype: Any = None, *, out_sharding: Any = None):
@@ -210,7 +246,7 @@ def _triangular(key, left, mode, right, shape, dtype):
     return lax.select_n(lax.lt(u, split_at), falling, rising)
 
 
-_triangular_jit = jit(_triangular, static_argnums=(4, 5))
+_triangular_jit = _sampler_jit(_triangular, static_argnums=(4, 5))
 
 
 def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Any = None, dtype: Any = None,
@@ -231,7 +267,7 @@ def _weibull_min(key, scale, concentration, shape, dtype):
     return enp.multiply(enp.power(exponential, enp.true_divide(1.0, concentration)), scale)
 
 
-_weibull_min_jit = jit(_weibull_min, static_argnums=(3, 4))
+_weibull_min_jit = _sampler_jit(_weibull_min, static_argnums=(3, 4))
 
 
 def weibull_min(key: Any, scale: Any, concentration: Any, shape: Any = (), dtype: Any = None):
@@ -254,7 +290,7 @@ def _geometric(key, p, shape, dtype):
     return convert_element_type(trials, dtype)
 
 
-_geometric_jit = jit(_geometric, static_argnums=(2, 3))
+_geometric_jit = _sampler_jit(_geometric, static_argnums=(2, 3))
 
 
 def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None, *,
@@ -272,7 +308,7 @@ def _rademacher(key, shape, dtype):
     return lax.sub(lax.mul(_c(2, dtype), convert_element_type(heads, dtype)), _c(1, dtype))
 
 
-_rademacher_jit = jit(_rademacher, static_argnums=(1, 2))
+_rademacher_jit = _sampler_jit(_rademacher, static_argnums=(1, 2))
 
 
 def rademacher(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None):
@@ -287,7 +323,7 @@ def _maxwell(key, shape, dtype):
     return lax.sqrt(reduce_sum(lax.mul(xyz, xyz), (len(shape),)))
 
 
-_maxwell_jit = jit(_maxwell, static_argnums=(1, 2))
+_maxwell_jit = _sampler_jit(_maxwell, static_argnums=(1, 2))
 
 
 def maxwell(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
@@ -304,7 +340,7 @@ def _double_sided_maxwell(key, loc, scale, shape, dtype):
     return enp.add(enp.multiply(lax.mul(sign, magnitude), scale), loc)
 
 
-_double_sided_maxwell_jit = jit(_double_sided_maxwell, static_argnums=(3, 4))
+_double_sided_maxwell_jit = _sampler_jit(_double_sided_maxwell, static_argnums=(3, 4))
 
 
 def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Any = (), dtype: Any = None):
@@ -332,7 +368,7 @@ def _t(key, df, shape, dtype):
     return lax.mul(n, lax.sqrt(lax.div(half_df, g)))
 
 
-_t_jit = jit(_t, static_argnums=(2, 3))
+_t_jit = _sampler_jit(_t, static_argnums=(2, 3))
 
 
 def t(key: Any, df: Any, shape: Any = None, dtype: Any = None, *, out_sharding: Any = None):
@@ -348,7 +384,7 @@ def _chisquare(key, df, shape, dtype):
     return lax.mul(lax.exp(_gamma(key, half_df, shape, dtype, True)), _c(2, dtype))
 
 
-_chisquare_jit = jit(_chisquare, static_argnums=(2, 3))
+_chisquare_jit = _sampler_jit(_chisquare, static_argnums=(2, 3))
 
 
 def chisquare(key: Any, df: Any, shape: Any = None, dtype: Any = None, *,
@@ -368,7 +404,7 @@ def _f(key, dfnum, dfden, shape, dtype):
     return lax.div(num, den)
 
 
-_f_jit = jit(_f, static_argnums=(3, 4))
+_f_jit = _sampler_jit(_f, static_argnums=(3, 4))
 
 
 def f(key: Any, dfnum: Any, dfden: Any, shape: Any = None, dtype: Any = None, *,
@@ -390,7 +426,7 @@ def _generalized_normal(key, p, shape, dtype):
     return lax.mul(sign, enp.power(g, inverse_p))
 
 
-_generalized_normal_jit = jit(_generalized_normal, static_argnums=(2, 3))
+_generalized_normal_jit = _sampler_jit(_generalized_normal, static_argnums=(2, 3))
 
 
 def generalized_normal(key: Any, p: Any, shape: Any = (), dtype: Any = None, *,
@@ -412,7 +448,7 @@ def _ball(key, p, d, shape, dtype):
     return lax.div(g, _broadcast(expand_dims(radius, (len(shape),)), (*shape, d)))
 
 
-_ball_jit = jit(_ball, static_argnums=(2, 3, 4))
+_ball_jit = _sampler_jit(_ball, static_argnums=(2, 3, 4))
 
 
 def ball(key: Any, d: int, p: Any = 2, shape: Any = (), dtype: Any = None, *,
@@ -437,22 +473,36 @@ def _any(x: Any) -> Any:
     return reduce_or(x, tuple(range(get_aval(x).ndim)))
 
 
+_I32 = np.dtype(np.int32)
+_I32_ZERO = np.zeros((), _I32)
+
+
+def _next(rounds: Any) -> Any:
+    return lax.add(rounds, np.ones((), _I32))
+
+
+def _below_cap(rounds: Any, dtype: np.dtype) -> Any:
+    """JAX stops after as many rounds as the output's integer type can count."""
+    cap = min(np.iinfo(dtype).max, np.iinfo(_I32).max)
+    return lax.lt(rounds, np.asarray(cap, _I32))
+
+
 def _poisson_knuth(key, lam, shape, dtype):
     """Counts the uniforms whose running product stays above exp(-lam), minus one."""
     neg_lam = lax.neg(lam)
 
     def not_done(state):
-        return _any(lax.gt(state[2], neg_lam))
+        return lax.bitwise_and(_any(lax.gt(state[3], neg_lam)), _below_cap(state[0], dtype))
 
     def draw(state):
-        key_, count, log_product = state
+        rounds, key_, count, log_product = state
         key_, sub = _two_keys(key_)
         count = lax.select_n(lax.gt(log_product, neg_lam), count, lax.add(count, _c(1, dtype)))
         u = _uniform(sub, shape, _F32, 0.0, 1.0)
-        return key_, count, lax.add(log_product, lax.log(u))
+        return _next(rounds), key_, count, lax.add(log_product, lax.log(u))
 
-    init = (key, _broadcast(_c(0, dtype), shape), _broadcast(_c(0, _F32), shape))
-    count = while_loop(not_done, draw, init)[1]
+    init = (_I32_ZERO, key, _broadcast(_c(0, dtype), shape), _broadcast(_c(0, _F32), shape))
+    count = while_loop(not_done, draw, init)[2]
     return lax.sub(count, _c(1, dtype))
 
 
@@ -467,10 +517,10 @@ def _poisson_rejection(key, lam, shape, dtype):
     v_r = lax.sub(c(0.9277), lax.div(c(3.6224), lax.sub(b, c(2))))
 
     def not_done(state):
-        return _any(lax.bitwise_not(state[2]))
+        return lax.bitwise_and(_any(lax.bitwise_not(state[3])), _below_cap(state[0], dtype))
 
     def draw(state):
-        key_, k_out, accepted = state
+        rounds, key_, k_out, accepted = state
         keys = _split(key_, (3,))
         u = lax.sub(_uniform(_nth(keys, 1), shape, _F32, 0.0, 1.0), c(0.5))
         v = _uniform(_nth(keys, 2), shape, _F32, 0.0, 1.0)
@@ -493,10 +543,11 @@ def _poisson_rejection(key, lam, shape, dtype):
         accept = lax.bitwise_or(
             accept_fast, lax.bitwise_and(lax.bitwise_not(reject), lax.le(s, t_))
         )
-        return _nth(keys, 0), lax.select_n(accept, k_out, k), lax.bitwise_or(accepted, accept)
+        k_out = lax.select_n(accept, k_out, k)
+        return _next(rounds), _nth(keys, 0), k_out, lax.bitwise_or(accepted, accept)
 
-    init = (key, _broadcast(c(-1), shape), _broadcast(np.asarray(False), shape))
-    k = while_loop(not_done, draw, init)[1]
+    init = (_I32_ZERO, key, _broadcast(c(-1), shape), _broadcast(np.asarray(False), shape))
+    k = while_loop(not_done, draw, init)[2]
     return convert_element_type(k, dtype)
 
 
@@ -515,7 +566,7 @@ def _poisson(key, lam, shape, dtype):
     return lax.select_n(lax.eq(lam, _c(0, _F32)), result, zero)
 
 
-_poisson_jit = jit(_poisson, static_argnums=(2, 3))
+_poisson_jit = _sampler_jit(_poisson, static_argnums=(2, 3))
 
 
 def poisson(key: Any, lam: Any, shape: Any = None, dtype: Any = None, *,
@@ -687,7 +738,7 @@ def _binomial(key, count, prob, shape, dtype):
     return lax.select_n(keep, lax.sub(convert_element_type(count, dtype), samples), samples)
 
 
-_binomial_jit = jit(_binomial, static_argnums=(3, 4))
+_binomial_jit = _sampler_jit(_binomial, static_argnums=(3, 4))
 
 
 def binomial(key: Any, n: Any, p: Any, shape: Any = None, dtype: Any = None) -> Any:
@@ -723,7 +774,7 @@ def _multinomial(key, n, p, shape, dtype, unroll):
     return convert_element_type(move_axis(counts, 0, len(shape) - 1), dtype)
 
 
-_multinomial_jit = jit(_multinomial, static_argnums=(3, 4, 5))
+_multinomial_jit = _sampler_jit(_multinomial, static_argnums=(3, 4, 5))
 
 
 def multinomial(key: Any, n: Any, p: Any, *, shape: Any = None, dtype: Any = None,
