@@ -288,6 +288,24 @@ def test_dynamic_slice_and_index_in_dim(rng, start):
     assert_close(unwrapped, x[:, raw : raw + 2])
 
 
+def test_dynamic_slice_negative_starts_count_from_the_end():
+    x = np.arange(6, dtype=np.int32)
+    # Pinned from JAX: negative starts wrap once, then clamp.
+    np.testing.assert_array_equal(np.asarray(lax.dynamic_slice(x, [-2], [2])), [4, 5])
+    np.testing.assert_array_equal(np.asarray(lax.dynamic_slice(x, [-9], [2])), [0, 1])
+    updated = lax.dynamic_update_slice(x, np.array([9, 9], np.int32), [-1])
+    np.testing.assert_array_equal(np.asarray(updated), [0, 1, 2, 3, 9, 9])
+    traced = ember.jit(lambda s: lax.dynamic_slice(x, (s,), (2,)))(np.int32(-3))
+    np.testing.assert_array_equal(np.asarray(traced), [3, 4])
+    with pytest.raises(ValueError, match="allow_negative_indices=False"):
+        lax.dynamic_slice(x, [-2], [2], allow_negative_indices=False)
+    starts = np.array([1, -1], np.int32)
+    grid = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert_close(lax.dynamic_slice(grid, starts, (2, 1)), grid[1:3, 3:4])
+    batched = ember.vmap(lambda s: lax.dynamic_slice(x, (s,), (2,)))(np.array([-1, 0, 2], np.int32))
+    np.testing.assert_array_equal(np.asarray(batched), [[4, 5], [0, 1], [2, 3]])
+
+
 def test_dynamic_update_in_dim(rng):
     x = np.zeros((4, 3), np.float32)
     row = rng.normal(size=3).astype(np.float32)

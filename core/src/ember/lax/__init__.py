@@ -128,10 +128,6 @@ from ember._src.ops.igamma import (
     igammac as igammac,
     random_gamma_grad as random_gamma_grad,
 )
-from ember._src.ops.indexing import (
-    dynamic_slice as dynamic_slice,
-    dynamic_update_slice as dynamic_update_slice,
-)
 from ember._src.ops.lax_numeric import (
     DotDimensionNumbers as DotDimensionNumbers,
     Precision as Precision,
@@ -192,8 +188,10 @@ from ember._src.ops.slicing import (
     broadcasted_iota as broadcasted_iota,
     collapse as collapse,
     dynamic_index_in_dim as dynamic_index_in_dim,
+    dynamic_slice as dynamic_slice,
     dynamic_slice_in_dim as dynamic_slice_in_dim,
     dynamic_update_index_in_dim as dynamic_update_index_in_dim,
+    dynamic_update_slice as dynamic_update_slice,
     dynamic_update_slice_in_dim as dynamic_update_slice_in_dim,
     empty as empty,
     full as full,

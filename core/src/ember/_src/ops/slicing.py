@@ -37,7 +37,10 @@ from ember._src.ops.gather_scatter import (
     scatter_mul_p,
     scatter_p,
 )
-from ember._src.ops.indexing import dynamic_slice, dynamic_update_slice
+from ember._src.ops.indexing import (
+    dynamic_slice as _dynamic_slice,
+    dynamic_update_slice as _dynamic_update_slice,
+)
 from ember._src.ops.reduce import reduce_and, reduce_max
 from ember._src.ops.shape import (
     broadcast_in_dim,
@@ -468,6 +471,63 @@ def _same_int_type(start: Any) -> Any:
     return start if aval.dtype == dtypes.int32 else convert_element_type(start, dtypes.int32)
 
 
+def _wrapped_starts(name, shape, start_indices, allow_negative_indices) -> list[Any]:
+    """The start indices with negative ones counted from the end where allowed (JAX's
+    default); a concrete negative index where it is not allowed is an error."""
+    if hasattr(start_indices, "shape") and len(start_indices.shape) == 1:
+        start_indices = [start_indices[i] for i in range(start_indices.shape[0])]
+    starts = list(start_indices)
+    if len(starts) != len(shape):
+        raise TypeError(
+            f"{name}: {len(starts)} start indices for an operand of rank {len(shape)}"
+            f"{errors.where()}"
+        )
+    allowed = allow_negative_indices
+    if isinstance(allowed, bool):
+        allowed = [allowed] * len(shape)
+    out = []
+    for start, size, allow in zip(starts, shape, allowed):
+        if allow:
+            out.append(_same_int_type(_wrap_negative(start, size)))
+            continue
+        if dtypes.is_python_scalar(start) or isinstance(start, (np.ndarray, np.generic)):
+            if int(start) < 0:
+                raise ValueError(
+                    f"{name}: index {int(start)} is out of bounds for dimension {size} if "
+                    f"allow_negative_indices=False{errors.where()}"
+                )
+        out.append(_same_int_type(start))
+    return out
+
+
+def dynamic_slice(
+    operand: Any,
+    start_indices: Any,
+    slice_sizes: Sequence[int],
+    *,
+    allow_negative_indices: Any = True,
+) -> Any:
+    """The ``slice_sizes`` block at ``start_indices`` (negative starts count from the end;
+    starts are then clamped so the block fits, as XLA does)."""
+    shape = get_aval(operand).shape
+    starts = _wrapped_starts("dynamic_slice", shape, start_indices, allow_negative_indices)
+    return _dynamic_slice(operand, starts, slice_sizes)
+
+
+def dynamic_update_slice(
+    operand: Any,
+    update: Any,
+    start_indices: Any,
+    *,
+    allow_negative_indices: Any = True,
+) -> Any:
+    """``operand`` with ``update`` written at ``start_indices`` (negative starts count from
+    the end; starts are then clamped so the update fits)."""
+    shape = get_aval(operand).shape
+    starts = _wrapped_starts("dynamic_update_slice", shape, start_indices, allow_negative_indices)
+    return _dynamic_update_slice(operand, update, starts)
+
+
 def dynamic_slice_in_dim(
     operand: Any,
     start_index: Any,
@@ -484,7 +544,7 @@ def dynamic_slice_in_dim(
     sizes = list(shape)
     sizes[axis] = int(slice_size)
     starts = _starts(len(shape), axis, _same_int_type(start_index))
-    return dynamic_slice(operand, starts, sizes)
+    return _dynamic_slice(operand, starts, sizes)
 
 
 def dynamic_index_in_dim(
@@ -518,7 +578,7 @@ def dynamic_update_slice_in_dim(
     if allow_negative_indices:
         start_index = _wrap_negative(start_index, shape[axis])
     starts = _starts(len(shape), axis, _same_int_type(start_index))
-    return dynamic_update_slice(operand, update, starts)
+    return _dynamic_update_slice(operand, update, starts)
 
 
 def dynamic_update_index_in_dim(
