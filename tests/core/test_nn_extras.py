@@ -73,6 +73,18 @@ def test_gradients_at_the_kinks_match_jax():
     assert_close(grad_sum(nn.hard_silu), [0, 1 / 6, 1 / 3, 0.5, 2 / 3, 5 / 6, 1, 1])
 
 
+def test_relu_family_kinks_match_jax():
+    """Derivatives at the kinks are JAX's (0 for relu at 0 and relu6 at 0 and 6, 1 for
+    hard_tanh at -1 and 1), and NaN passes through."""
+    x = np.array([-1.0, 0.0, 1.0, 6.0, -0.0, np.nan], np.float32)
+    for fn, want in ((nn.relu, [0, 0, 1, 1, 0, 0]), (nn.relu6, [0, 0, 1, 0, 0, 0]),
+                     (nn.hard_tanh, [1, 1, 1, 0, 1, 1])):  # fmt: skip
+        assert_close(ember.vmap(ember.grad(fn))(x), want)
+        assert np.isnan(np.asarray(fn(x))[-1])
+    np.testing.assert_array_equal(np.asarray(nn.relu6(np.array([-2, 3, 9]))), [0, 3, 6])
+    check_grads(nn.relu6, (np.array([-1.0, 2.0, 7.0], np.float32),), order=2)
+
+
 def test_mish_and_log1mexp_match_jax():
     x = np.array([-3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0, 20.0], np.float32)
     assert_close(

@@ -16,6 +16,7 @@ from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.lax_api import stop_gradient
 from ember._src.numpy import contractions, creation, elementwise as enp, manipulation, reductions
+from ember._src.ops.custom_derivatives import custom_jvp
 from ember._src.ops.shape import slice_op
 from ember._src.ops.special import erf
 
@@ -35,14 +36,46 @@ def _const(x: Any, value: float) -> np.ndarray:
 # Activations
 
 
+def _relu(x: Any) -> Any:
+    return enp.maximum(x, _const(x, 0))
+
+
+def _relu6(x: Any) -> Any:
+    return enp.minimum(enp.maximum(x, _const(x, 0)), _const(x, 6))
+
+
+# As JAX's: the derivative is 0 at the kinks (0, and 6 for relu6) rather than the 1/2 that
+# differentiating maximum/minimum at a tie would give.
+_relu_custom = custom_jvp(_relu)
+_relu6_custom = custom_jvp(_relu6)
+
+
+@_relu_custom.defjvp
+def _relu_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    inside = enp.greater(x, _const(x, 0))
+    return _relu_custom(x), enp.where(inside, t, creation.zeros_like(t))
+
+
+@_relu6_custom.defjvp
+def _relu6_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    inside = enp.logical_and(enp.greater(x, _const(x, 0)), enp.less(x, _const(x, 6)))
+    return _relu6_custom(x), enp.where(inside, t, creation.zeros_like(t))
+
+
 def relu(x: Any) -> Any:
     x = creation.asarray(x)
-    return enp.maximum(x, _const(x, 0))
+    if not dtypes.is_inexact(get_aval(x).dtype):
+        return _relu(x)
+    return _relu_custom(x)
 
 
 def relu6(x: Any) -> Any:
     x = creation.asarray(x)
-    return enp.minimum(enp.maximum(x, _const(x, 0)), _const(x, 6))
+    if not dtypes.is_inexact(get_aval(x).dtype):
+        return _relu6(x)
+    return _relu6_custom(x)
 
 
 def sigmoid(x: Any) -> Any:
@@ -113,8 +146,10 @@ def leaky_relu(x: Any, negative_slope: float = 1e-2) -> Any:
 
 
 def hard_tanh(x: Any) -> Any:
+    """``x`` limited to [-1, 1] (derivative 1 at the ends, as JAX's)."""
     x = _inexact(x)
-    return enp.clip(x, _const(x, -1), _const(x, 1))
+    upper = enp.where(enp.greater(x, _const(x, 1)), _const(x, 1), x)
+    return enp.where(enp.less(x, _const(x, -1)), _const(x, -1), upper)
 
 
 def glu(x: Any, axis: int = -1) -> Any:
