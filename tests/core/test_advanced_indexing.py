@@ -138,3 +138,45 @@ def test_set_with_duplicate_indices_differentiates_through_the_winner():
     d_a = np.asarray(ember.grad(lambda a: f(a, v).sum())(a))
     np.testing.assert_array_equal(d_a, np.isin(np.arange(8), idx, invert=True).astype(np.float32))
     check_grads(f, (a, v), order=2, modes=("fwd", "rev"))
+
+
+def test_at_modes_and_keywords_follow_jax():
+    x = enp.arange(5.0)
+    assert_close(x.at[10].add(10), np.arange(5.0))  # dropped
+    assert_close(x.at[20].add(10, mode="clip"), [0, 1, 2, 3, 14])
+    assert float(x.at[20].get(mode="clip")) == 4.0
+    assert np.isnan(float(x.at[20].get(mode="fill")))
+    assert float(x.at[20].get(mode="fill", fill_value=-1)) == -1.0
+    assert_close(x.at[-1].set(99), [0, 1, 2, 3, 99])
+    assert_close(x.at[-1].set(99, wrap_negative_indices=False, mode="drop"), np.arange(5.0))
+    ints = enp.arange(4).at[np.array([0, 5, -1])].get(mode="fill")
+    assert_close(ints, [0, np.iinfo(np.int32).min, 3])
+    clipped = ember.jit(lambda v, i: v.at[i].set(7.0, mode="clip"))(x, 9)
+    assert_close(clipped, [0, 1, 2, 3, 7])
+    assert_close(x.at[1:3].subtract(1), [0, 0, 1, 3, 4])
+    assert_close(x.at[np.array([0, 2])].power(2), [0, 1, 4, 3, 4])
+    assert_close(x.at[np.array([1, 3])].apply(lambda v: v * 3), [0, 3, 2, 9, 4])
+    sorted_unique = x.at[np.array([1, 3])].multiply(
+        2.0, unique_indices=True, indices_are_sorted=True
+    )
+    assert_close(sorted_unique, [0, 2, 2, 6, 4])
+    with pytest.raises(ValueError, match="mode must be one of"):
+        x.at[1].set(1.0, mode="wrap")
+
+
+def test_min_max_multiply_updates_differentiate():
+    a = np.array([1.0, 5.0, 3.0, 2.0], np.float32)
+    v = np.array([4.0, 0.5, 7.0], np.float32)
+    idx = np.array([0, 1, 0])
+    for method in ("max", "min"):
+        check_grads(lambda a, v, m=method: getattr(enp.asarray(a).at[idx], m)(v), (a, v), order=1)
+    # a tie between the operand and an update shares the derivative, as JAX does
+    tie = ember.grad(lambda a: enp.asarray(a).at[np.array([0])].max(np.float32(1.0)).sum())(a)
+    assert_close(tie, [0.5, 1, 1, 1])
+    unique = np.array([0, 2, 3])
+    check_grads(
+        lambda a, v: enp.asarray(a).at[unique].multiply(v, unique_indices=True), (a, v), order=1
+    )
+    assert_close(ember.grad(lambda a: enp.asarray(a).at[idx].multiply(v).sum())(a), [28, 0.5, 1, 1])
+    with pytest.raises(NotImplementedError, match="unique_indices=True"):
+        ember.grad(lambda v: enp.asarray(a).at[idx].multiply(v).sum())(v)

@@ -7,8 +7,9 @@ semantics); out-of-range ``scatter`` updates are dropped (also XLA's). The NumPy
 wrappers normalise negative indices first, as NumPy does.
 
 Differentiation: ``gather`` and ``scatter_add`` are linear (each transposes to the other);
-``scatter`` (replace) differentiates through the update that wins each position (JAX's rule); the
-``mul``/``min``/``max`` scatters are not differentiable yet.
+``scatter`` (replace) differentiates through the update that wins each position (JAX's rule);
+``scatter_min``/``scatter_max`` average the derivative over ties; ``scatter_mul`` with respect to
+its updates needs unique indices (JAX's restriction).
 """
 
 from __future__ import annotations
@@ -462,6 +463,74 @@ def _winners(operand, indices, updates, params):
     written = scatter_p.bind(blank, indices, update_ids, **params)
     winning = _gather_updates(written, indices, up_aval, op_aval, dn, params)
     return ew.eq(written, np.int32(0)), ew.eq(winning, update_ids)
+
+
+def _instantiate(tangent: Any, like: Any) -> Any:
+    return zeros(get_aval(like)) if type(tangent) is Zero else tangent
+
+
+@rules.def_jvp(scatter_mul_p)
+def _scatter_mul_jvp(primals, tangents, **params):
+    """out = operand * (product of its updates). With unique indices each position has at
+    most one update, so d out = d operand * u + operand * d u there (JAX's restriction)."""
+    operand, indices, updates = primals
+    t_op, _, t_up = tangents
+    out = scatter_mul_p.bind(operand, indices, updates, **params)
+    if type(t_up) is not Zero and not params["unique_indices"]:
+        raise NotImplementedError(
+            "the derivative of scatter_mul (x.at[...].multiply) with respect to the updates "
+            "needs unique_indices=True, as in JAX"
+        )
+    tangent = scatter_mul_p.bind(_instantiate(t_op, operand), indices, updates, **params)
+    if type(t_up) is not Zero:
+        spread = scatter_add_p.bind(zeros(get_aval(operand)), indices, t_up, **params)
+        tangent = ew.add(tangent, ew.mul(operand, spread))
+    return out, tangent
+
+
+@rules.def_transpose(scatter_mul_p)
+def _scatter_mul_transpose(ct, operand, indices, updates, **params):
+    """Linear in the operand alone (the jvp keeps the updates' part as a scatter_add)."""
+    if is_undefined(updates):
+        raise NotImplementedError("scatter_mul is not linear in its updates")
+    if type(ct) is Zero:
+        return [Zero(_aval(operand)), None, None]
+    return [scatter_mul_p.bind(ct, indices, updates, **params), None, None]
+
+
+def _def_extremal_jvp(primitive: Primitive) -> None:
+    """min/max scatters: the derivative flows from every value equal to the result, averaged
+    over ties (the operand entry and the updates that reach it), as JAX does."""
+
+    @rules.def_jvp(primitive)
+    def jvp(primals, tangents, **params):
+        operand, indices, updates = primals
+        t_op, _, t_up = tangents
+        out = primitive.bind(operand, indices, updates, **params)
+        if type(t_op) is Zero and type(t_up) is Zero:
+            return out, Zero(get_aval(out))
+        dn = params["dimension_numbers"]
+        op_aval, up_aval = get_aval(operand), get_aval(updates)
+        reached = _gather_updates(out, indices, up_aval, op_aval, dn, params)
+        update_ties = ew.eq(updates, reached)
+        operand_ties = ew.eq(operand, out)
+        one, zero = np.ones((), op_aval.dtype), np.zeros((), op_aval.dtype)
+        up_ones = ew.select_n(update_ties, zeros(up_aval), broadcast_in_dim(one, up_aval.shape, ()))
+        op_ones = ew.select_n(
+            operand_ties, zeros(op_aval), broadcast_in_dim(one, op_aval.shape, ())
+        )
+        add_params = {**params, "unique_indices": False}
+        count = scatter_add_p.bind(op_ones, indices, up_ones, **add_params)
+        t_op = ew.select_n(operand_ties, zeros(op_aval), _instantiate(t_op, operand))
+        t_up = ew.select_n(update_ties, zeros(up_aval), _instantiate(t_up, updates))
+        total = scatter_add_p.bind(t_op, indices, t_up, **add_params)
+        # every position has at least one tie (the value it holds); guard the division anyway
+        safe = ew.select_n(ew.eq(count, zero), count, broadcast_in_dim(one, op_aval.shape, ()))
+        return out, ew.div(total, safe)
+
+
+_def_extremal_jvp(scatter_min_p)
+_def_extremal_jvp(scatter_max_p)
 
 
 @rules.def_transpose(scatter_add_p)

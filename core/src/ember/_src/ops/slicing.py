@@ -26,7 +26,6 @@ from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.ops import elementwise as ew
 from ember._src.ops.control_flow.loops import fori_loop
-from ember._src.ops.custom_derivatives import custom_jvp
 from ember._src.ops.gather_scatter import (
     GatherDimensionNumbers,
     ScatterDimensionNumbers,
@@ -276,132 +275,15 @@ def _extreme(dtype: np.dtype, largest: bool) -> Any:
     return info.max if largest else info.min
 
 
-# --------------------------------------------------------------------------------------------
-# Derivatives of the multiplying and extremal scatters (their primitives have none): as JAX,
-# scatter_mul differentiates for unique indices; scatter_min/max send each output's tangent
-# to the operand and updates that attain it, shared equally between ties.
-
-
-def _gather_updates_like(x: Any, indices: Any, updates_aval, dn: ScatterDimensionNumbers) -> Any:
-    """The entries of ``x`` that each update was combined with."""
-    gather_dn = GatherDimensionNumbers(
-        offset_dims=dn.update_window_dims,
-        collapsed_slice_dims=dn.inserted_window_dims,
-        start_index_map=dn.scatter_dims_to_operand_dims,
-        operand_batching_dims=dn.operand_batching_dims,
-        start_indices_batching_dims=dn.scatter_indices_batching_dims,
-    )
-    sizes = _scatter_sizes(get_aval(x).shape, updates_aval.shape, dn)
-    return gather_p.bind(
-        x,
-        indices,
-        dimension_numbers=gather_dn,
-        slice_sizes=tuple(sizes),
-        indices_are_sorted=False,
-        unique_indices=False,
-    )
-
-
-def _bind_scatter(primitive, operand, indices, updates, dn, sorted_, unique):
-    return primitive.bind(
-        operand,
-        indices,
-        updates,
-        dimension_numbers=dn,
-        indices_are_sorted=sorted_,
-        unique_indices=unique,
-    )
-
-
-_differentiable_scatter = custom_jvp(_bind_scatter, nondiff_argnums=(0, 4, 5, 6))
-
-
-@_differentiable_scatter.defjvp
-def _differentiable_scatter_jvp(primitive, dn, sorted_, unique, primals, tangents):
-    operand, indices, updates = primals
-    t_operand, _, t_updates = tangents
-    out = _differentiable_scatter(primitive, operand, indices, updates, dn, sorted_, unique)
-    if not dtypes.is_inexact(get_aval(operand).dtype):
-        return out, np.zeros(get_aval(out).shape, dtypes.float0)
-    if primitive is scatter_mul_p:
-        return out, _scatter_mul_tangent(
-            operand, indices, updates, t_operand, t_updates, dn, unique
-        )
-    return out, _extremal_tangent(out, operand, indices, updates, t_operand, t_updates, dn)
-
-
-def _scatter_mul_tangent(operand, indices, updates, t_operand, t_updates, dn, unique):
-    if not unique:
-        raise NotImplementedError(
-            f"scatter_mul gradients are only implemented if `unique_indices=True`{errors.where()}"
-        )
-    aval = get_aval(operand)
-    factors = _differentiable_scatter(  # itself differentiable: for higher orders
-        scatter_mul_p, np.ones(aval.shape, aval.dtype), indices, updates, dn, False, True
-    )
-    # d(x u) = u dx + x du at the scattered positions; dx elsewhere.
-    spread = _bind_scatter(scatter_p, np.zeros(aval.shape, aval.dtype), indices, t_updates,
-                           dn, False, True)  # fmt: skip
-    return ew.add(ew.mul(t_operand, factors), ew.mul(operand, spread))
-
-
-def _extremal_tangent(out, operand, indices, updates, t_operand, t_updates, dn):
-    aval, updates_aval = get_aval(operand), get_aval(updates)
-    zeros, ones = np.zeros(aval.shape, aval.dtype), np.ones(aval.shape, aval.dtype)
-    update_zeros = np.zeros(updates_aval.shape, aval.dtype)
-    update_ones = np.ones(updates_aval.shape, aval.dtype)
-    operand_wins = ew.eq(operand, out)
-    update_wins = ew.eq(updates, _gather_updates_like(out, indices, updates_aval, dn))
-    winners = ew.add(
-        ew.select_n(operand_wins, zeros, ones),
-        _bind_scatter(scatter_add_p, zeros, indices,
-                      ew.select_n(update_wins, update_zeros, update_ones), dn, False, False),
-    )  # fmt: skip
-    total = ew.add(
-        ew.select_n(operand_wins, zeros, t_operand),
-        _bind_scatter(scatter_add_p, zeros, indices,
-                      ew.select_n(update_wins, update_zeros, t_updates), dn, False, False),
-    )  # fmt: skip
-    return ew.div(total, ew.max(winners, ones))
-
-
-def _make_differentiable_scatter(name: str, primitive, neutral):
-    plain = _make_scatter(name, primitive, neutral)
-
-    def scatter_fn(
-        operand: Any,
-        scatter_indices: Any,
-        updates: Any,
-        dimension_numbers: ScatterDimensionNumbers,
-        *,
-        indices_are_sorted: bool = False,
-        unique_indices: bool = False,
-        mode: Any = None,
-    ) -> Any:
-        dn, indices, updates, ok = _prepare_scatter(
-            name, operand, scatter_indices, updates, dimension_numbers, mode
-        )
-        updates = _neutral_updates(updates, ok, neutral(get_aval(operand).dtype))
-        return _differentiable_scatter(
-            primitive, operand, indices, updates, dn, bool(indices_are_sorted), bool(unique_indices)
-        )
-
-    scatter_fn.__name__ = scatter_fn.__qualname__ = name
-    scatter_fn.__doc__ = plain.__doc__
-    return scatter_fn
-
-
 # Dropped updates of replacing scatters are masked to zero only to silence their gradient.
 scatter = _make_scatter("scatter", scatter_p, None)
 scatter_add = _make_scatter("scatter_add", scatter_add_p, lambda dt: 0)
 scatter_sub = _make_scatter("scatter_sub", scatter_add_p, lambda dt: 0, negate=True)
-scatter_mul = _make_differentiable_scatter("scatter_mul", scatter_mul_p, lambda dt: 1)
-scatter_min = _make_differentiable_scatter(
-    "scatter_min", scatter_min_p, lambda dt: _extreme(dt, True)
-)
-scatter_max = _make_differentiable_scatter(
-    "scatter_max", scatter_max_p, lambda dt: _extreme(dt, False)
-)
+# The primitives differentiate themselves: scatter_mul for unique indices (as JAX),
+# scatter_min/max sharing each output's derivative between ties.
+scatter_mul = _make_scatter("scatter_mul", scatter_mul_p, lambda dt: 1)
+scatter_min = _make_scatter("scatter_min", scatter_min_p, lambda dt: _extreme(dt, True))
+scatter_max = _make_scatter("scatter_max", scatter_max_p, lambda dt: _extreme(dt, False))
 
 
 def scatter_apply(
