@@ -123,10 +123,10 @@ def _sampler_jit(impl: Any, static_argnums: tuple[int, ...]) -> Any:
     """``impl`` jitted, its parameters (not the key) behind an optimization barrier.
 
     Called eagerly, a sampler gets its parameters as run-time arguments; under an outer jit
-    they may be constants, and XLA would then fold the transcendental functions of them (the
-    log of gamma's d, Poisson's log and lgamma terms) at compile time with its host's libm,
-    whose last bit can differ from the compiled code's. The barrier keeps them run-time
-    values, so a sampler gives the same bits under jit as called directly (and as JAX).
+    they may be constants, and XLA may then fold functions of them (e.g. the log of gamma's
+    d) at compile time, to results whose last bit can differ from the compiled code's. The
+    barrier keeps them run-time values, so a sampler gives the same bits under jit as when
+    called directly (which are JAX's).
     """
 
     def run(key: Any, *args: Any) -> Any:
