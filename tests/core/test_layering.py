@@ -24,7 +24,16 @@ LAYERS = [
     ["dispatch", "doctor"],
     ["spmd", "sharding_display"],
     ["jit", "api", "lax_api", "numpy", "sharding_constraint"],
-    ["jacobians", "test_util", "random", "random_gamma", "random_more", "shard_map"],
+    [
+        "jacobians",
+        "test_util",
+        "random",
+        "random_gamma",
+        "random_util",
+        "random_discrete",
+        "random_continuous",
+        "shard_map",
+    ],
     ["nn", "pmap"],
 ]
 

@@ -23,32 +23,36 @@ from ember._src.random import (
     uniform as uniform,
     wrap_key_data as wrap_key_data,
 )
+from ember._src.random_continuous import (
+    ball as ball,
+    cauchy as cauchy,
+    chisquare as chisquare,
+    double_sided_maxwell as double_sided_maxwell,
+    f as f,
+    generalized_normal as generalized_normal,
+    lognormal as lognormal,
+    maxwell as maxwell,
+    pareto as pareto,
+    rayleigh as rayleigh,
+    t as t,
+    triangular as triangular,
+    wald as wald,
+    weibull_min as weibull_min,
+)
+from ember._src.random_discrete import (
+    binomial as binomial,
+    geometric as geometric,
+    multinomial as multinomial,
+    poisson as poisson,
+    rademacher as rademacher,
+)
 from ember._src.random_gamma import (
     beta as beta,
     dirichlet as dirichlet,
     gamma as gamma,
     loggamma as loggamma,
 )
-from ember._src.random_more import (
-    ball as ball,
-    binomial as binomial,
-    cauchy as cauchy,
-    chisquare as chisquare,
+from ember._src.random_util import (
     clone as clone,
-    double_sided_maxwell as double_sided_maxwell,
-    f as f,
-    generalized_normal as generalized_normal,
-    geometric as geometric,
     key_impl as key_impl,
-    lognormal as lognormal,
-    maxwell as maxwell,
-    multinomial as multinomial,
-    pareto as pareto,
-    poisson as poisson,
-    rademacher as rademacher,
-    rayleigh as rayleigh,
-    t as t,
-    triangular as triangular,
-    wald as wald,
-    weibull_min as weibull_min,
 )
