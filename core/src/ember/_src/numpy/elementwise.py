@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes, errors
-from ember._src.core import get_aval
+from ember._src.core import ShapedArray, Tracer, get_aval
 from ember._src.jit import jit
 from ember._src.numpy.util import (
     as_operand,
@@ -38,22 +38,31 @@ def _unary_numeric(lax_fn):
     return fn
 
 
-def _binary(lax_fn, name: str):
-    def fn(x: Any, y: Any, /) -> Any:
-        x, y = prepare(name, x, y)
+def _binary(lax_fn, name: str, prepare_operands=prepare):
+    def composite(x: Any, y: Any) -> Any:
+        x, y = prepare_operands(name, x, y)
         return lax_fn(x, y)
+
+    composite.__name__ = name
+    compiled = jit(composite, inline=True)
+
+    def fn(x: Any, y: Any, /) -> Any:
+        # Operands of one abstract value go straight to the primitive. Called eagerly on a mix
+        # of shapes, dtypes or Python scalars, the promotion, broadcast and op run as one
+        # compiled program instead of three dispatches.
+        first = getattr(x, "aval", None)
+        if type(first) is ShapedArray and getattr(y, "aval", None) == first:
+            return lax_fn(x, y)
+        if isinstance(x, Tracer) or isinstance(y, Tracer):
+            return composite(x, y)
+        return compiled(x, y)
 
     fn.__name__ = name
     return fn
 
 
 def _binary_inexact(lax_fn, name: str):
-    def fn(x: Any, y: Any, /) -> Any:
-        x, y = prepare_inexact(name, x, y)
-        return lax_fn(x, y)
-
-    fn.__name__ = name
-    return fn
+    return _binary(lax_fn, name, prepare_inexact)
 
 
 add = _binary(lax.add, "add")
@@ -358,6 +367,7 @@ def logaddexp(x: Any, y: Any, /) -> Any:
     return lax.add(amax, lax.log1p(lax.exp(safe)))
 
 
+@functools.partial(jit, inline=True)  # one program when called eagerly
 def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:
     if min is not None:
         x = maximum(x, min)

@@ -213,7 +213,7 @@ def cholesky(a: Any, *, upper: bool = False) -> Any:
 # Norms and small helpers
 
 
-def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
+def _vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
     x = creation.asarray(x)
     if not dtypes.is_inexact(get_aval(x).dtype):
         x = manipulation.astype(x, dtypes.default_float())
@@ -259,7 +259,7 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
     raise ValueError(f"matrix_norm: unsupported ord {ord!r}")
 
 
-def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
     """``numpy.linalg.norm``."""
     x = creation.asarray(x)
     ndim = get_aval(x).ndim
@@ -592,4 +592,23 @@ eigvalsh = jit(eigvalsh, inline=True, static_argnames="UPLO")
 svd = jit(svd, inline=True, static_argnames=("full_matrices", "compute_uv", "hermitian"))
 svdvals = jit(svdvals, inline=True)
 pinv = jit(pinv, inline=True, static_argnames="hermitian")
+_norm_compiled = jit(_norm, inline=True, static_argnames=("ord", "axis", "keepdims"))
+_vector_norm_compiled = jit(_vector_norm, inline=True, static_argnames=("axis", "keepdims", "ord"))
+matrix_norm = jit(matrix_norm, inline=True, static_argnames=("keepdims", "ord"))
+
+
+def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+    """Vector or matrix norm, as ``numpy.linalg.norm`` (one compiled program eagerly)."""
+    return _norm_compiled(x, ord, _static_axis(axis), keepdims)
+
+
+def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
+    """The array API's vector norm (one compiled program eagerly)."""
+    return _vector_norm_compiled(x, axis=_static_axis(axis), keepdims=keepdims, ord=ord)
+
+
+def _static_axis(axis: Any) -> Any:
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
 matrix_rank = jit(matrix_rank, inline=True)

@@ -9,6 +9,7 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
+from ember._src.jit import jit
 from ember._src.numpy.elementwise import where as select
 from ember._src.numpy.util import (
     as_operand,
@@ -165,6 +166,36 @@ def mean(
     *,
     where: Any = None,
 ) -> Any:
+    return _mean_compiled(a, _static_axis(axis), dtype, out, keepdims, where=where)
+
+
+def var(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: None = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+    *,
+    correction: Any = None,
+) -> Any:
+    return _var_compiled(a, _static_axis(axis), dtype, out, ddof, keepdims, correction=correction)
+
+
+def _static_axis(axis: Any) -> Any:
+    """Axes as a hashable static argument (NumPy accepts lists too)."""
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+def _mean(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: None = None,
+    keepdims: bool = False,
+    *,
+    where: Any = None,
+) -> Any:
     a = as_operand(a)
     aval = get_aval(a)
     dtype = check_dtype_arg(dtype) or (
@@ -181,7 +212,7 @@ def mean(
     return ew.div(total, np.asarray(n, dtype)[()])
 
 
-def var(
+def _var(
     a: Any,
     axis: Any = None,
     dtype: Any = None,
@@ -198,7 +229,7 @@ def var(
     axes = canonicalize_axes(axis, aval.ndim)
     if aval.dtype.kind == "c":
         raise TypeError(f"var and std of complex arrays are not supported yet{errors.where()}")
-    centered = ew.sub(*prepare("var", a, mean(a, axis=axes, dtype=dtype, keepdims=True)))
+    centered = ew.sub(*prepare("var", a, _mean(a, axis=axes, dtype=dtype, keepdims=True)))
     squared = ew.mul(centered, centered)
     total = sum(squared, axis=axes, keepdims=keepdims)
     n = _count(aval.shape, axes) - ddof
@@ -216,6 +247,13 @@ def std(
     correction: Any = None,
 ) -> Any:
     return ew.sqrt(var(a, axis, dtype, out, ddof, keepdims, correction=correction))
+
+
+# Called eagerly, mean and var run as one compiled program each (a sum, a count and a
+# division dispatched one by one would cost several times the work on small arrays).
+_STATIC = ("axis", "dtype", "out", "keepdims")
+_mean_compiled = jit(_mean, inline=True, static_argnames=_STATIC)
+_var_compiled = jit(_var, inline=True, static_argnames=(*_STATIC, "ddof", "correction"))
 
 
 def _arg_extremum(name: str, reducer, a: Any, axis: Any, keepdims: bool) -> Any:
