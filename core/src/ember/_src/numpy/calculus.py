@@ -17,28 +17,16 @@ from ember._src.numpy.util import (
     as_operand,
     canonicalize_axes,
     canonicalize_axis,
+    dtype_of,
     promote_dtypes,
-    promote_to_inexact,
+    shape_of,
 )
 from ember._src.ops.shape import convert_element_type, slice_op
 
 
-def _shape(x: Any) -> tuple[int, ...]:
-    return get_aval(x).shape
-
-
-def _dtype(x: Any) -> np.dtype:
-    return get_aval(x).dtype
-
-
-def _inexact(x: Any) -> Any:
-    (x,) = promote_to_inexact(creation.asarray(as_operand(x)))
-    return x
-
-
 def _slice_axis(x: Any, axis: int, start: int, stop: int) -> Any:
-    starts = [0] * len(_shape(x))
-    limits = list(_shape(x))
+    starts = [0] * len(shape_of(x))
+    limits = list(shape_of(x))
     starts[axis], limits[axis] = start, stop
     return slice_op(x, starts, limits)
 
@@ -46,7 +34,7 @@ def _slice_axis(x: Any, axis: int, start: int, stop: int) -> Any:
 def _along(v: Any, axis: int, ndim: int) -> Any:
     """A 1-D ``v`` shaped to broadcast along ``axis`` of an ``ndim``-D array."""
     shape = [1] * ndim
-    shape[axis] = _shape(v)[0]
+    shape[axis] = shape_of(v)[0]
     return manipulation.reshape(v, tuple(shape))
 
 
@@ -60,15 +48,15 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int | None = N
     every axis, or one scalar or 1-D coordinate array per axis."""
     if edge_order not in (None, 1):
         raise NotImplementedError(f"gradient: edge_order={edge_order} (only 1){errors.where()}")
-    f = _inexact(f)
+    f = creation.asarray_inexact(f)
     ndim = get_aval(f).ndim
     axes = canonicalize_axes(axis, ndim)
     spacings = _spacings(varargs, len(axes))
     results = []
     for ax, spacing in zip(axes, spacings):
-        if _shape(f)[ax] < 2:
+        if shape_of(f)[ax] < 2:
             raise ValueError(
-                f"gradient: axis {ax} has {_shape(f)[ax]} samples; at least 2 are needed"
+                f"gradient: axis {ax} has {shape_of(f)[ax]} samples; at least 2 are needed"
                 f"{errors.where()}"
             )
         results.append(_gradient_along(f, ax, spacing))
@@ -89,7 +77,7 @@ def _spacings(varargs: tuple, n_axes: int) -> list[Any]:
 
 
 def _gradient_along(f: Any, axis: int, spacing: Any) -> Any:
-    n, ndim = _shape(f)[axis], get_aval(f).ndim
+    n, ndim = shape_of(f)[axis], get_aval(f).ndim
     first, last = _slice_axis(f, axis, 0, 1), _slice_axis(f, axis, n - 1, n)
     before, centre, after = (
         _slice_axis(f, axis, 0, n - 2),
@@ -97,16 +85,16 @@ def _gradient_along(f: Any, axis: int, spacing: Any) -> Any:
         _slice_axis(f, axis, 2, n),
     )
     if np.ndim(spacing) == 0:
-        h = convert_element_type(creation.asarray(spacing), _dtype(f))
+        h = convert_element_type(creation.asarray(spacing), dtype_of(f))
         inside = enp.divide(enp.subtract(after, before), enp.multiply(h, 2))
         start = enp.divide(enp.subtract(_slice_axis(f, axis, 1, 2), first), h)
         end = enp.divide(enp.subtract(last, _slice_axis(f, axis, n - 2, n - 1)), h)
     else:
-        x = convert_element_type(creation.asarray(as_operand(spacing)), _dtype(f))
-        if get_aval(x).ndim != 1 or _shape(x)[0] != n:
+        x = convert_element_type(creation.asarray(as_operand(spacing)), dtype_of(f))
+        if get_aval(x).ndim != 1 or shape_of(x)[0] != n:
             raise ValueError(
                 f"gradient: coordinates along axis {axis} must be 1-D of length {n}, got shape "
-                f"{_shape(x)}{errors.where()}"
+                f"{shape_of(x)}{errors.where()}"
             )
         dx = _along(enp.subtract(x[1:], x[:-1]), axis, ndim)
         h1, h2 = _slice_axis(dx, axis, 0, n - 2), _slice_axis(dx, axis, 1, n - 1)
@@ -136,23 +124,23 @@ def _gradient_along(f: Any, axis: int, spacing: Any) -> Any:
 def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
     """The integral of sampled ``y`` by the trapezoidal rule, at points ``x`` (1-D along
     ``axis``, or ``y``'s shape) or evenly ``dx`` apart."""
-    y = _inexact(y)
+    y = creation.asarray_inexact(y)
     ndim = get_aval(y).ndim
     axis = canonicalize_axis(axis, ndim)
-    n = _shape(y)[axis]
+    n = shape_of(y)[axis]
     if x is None:
-        widths = convert_element_type(creation.asarray(dx), _dtype(y))
+        widths = convert_element_type(creation.asarray(dx), dtype_of(y))
     else:
-        x = _inexact(x)
+        x = creation.asarray_inexact(x)
         y, x = promote_dtypes(y, x)
         if get_aval(x).ndim == 1:
-            if _shape(x)[0] != n:
+            if shape_of(x)[0] != n:
                 raise ValueError(
-                    f"trapezoid: x has {_shape(x)[0]} points but y has {n} along axis {axis}"
+                    f"trapezoid: x has {shape_of(x)[0]} points but y has {n} along axis {axis}"
                     f"{errors.where()}"
                 )
             x = _along(x, axis, ndim)
-        m = _shape(x)[axis]
+        m = shape_of(x)[axis]
         widths = enp.subtract(_slice_axis(x, axis, 1, m), _slice_axis(x, axis, 0, m - 1))
     heights = enp.add(_slice_axis(y, axis, 1, n), _slice_axis(y, axis, 0, max(n - 1, 0)))
     return enp.multiply(reductions.sum(enp.multiply(widths, heights), axis=axis), 0.5)
@@ -161,21 +149,21 @@ def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
 def unwrap(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi) -> Any:
     """``p`` with jumps larger than ``discont`` (default ``period / 2``) between neighbours
     along ``axis`` replaced by their equivalents modulo ``period``."""
-    p = _inexact(p)
+    p = creation.asarray_inexact(p)
     axis = canonicalize_axis(axis, get_aval(p).ndim)
-    if _shape(p)[axis] < 2:
+    if shape_of(p)[axis] < 2:
         return p
-    period = convert_element_type(creation.asarray(period), _dtype(p))
+    period = convert_element_type(creation.asarray(period), dtype_of(p))
     half = enp.divide(period, 2)
     discont = (
-        half if discont is None else convert_element_type(creation.asarray(discont), _dtype(p))
+        half if discont is None else convert_element_type(creation.asarray(discont), dtype_of(p))
     )
     return _unwrap(p, discont, period, axis)
 
 
 @functools.partial(jit, inline=True, static_argnames="axis")  # one executable eagerly
 def _unwrap(p: Any, discont: Any, period: Any, axis: int) -> Any:
-    n = _shape(p)[axis]
+    n = shape_of(p)[axis]
     half = enp.divide(period, 2)
     steps = enp.subtract(_slice_axis(p, axis, 1, n), _slice_axis(p, axis, 0, n - 1))
     wrapped = enp.subtract(enp.remainder(enp.add(steps, half), period), half)
@@ -196,12 +184,12 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     """Differences of the flattened ``ary``, with ``to_begin`` and ``to_end`` (flattened, in
     ``ary``'s dtype) attached."""
     flat = manipulation.ravel(creation.asarray(as_operand(ary)))
-    size = _shape(flat)[0]
+    size = shape_of(flat)[0]
     parts = [enp.subtract(flat[1:], flat[: max(size - 1, 0)])]
     if to_begin is not None:
         begin = manipulation.ravel(creation.asarray(as_operand(to_begin)))
-        parts.insert(0, convert_element_type(begin, _dtype(flat)))
+        parts.insert(0, convert_element_type(begin, dtype_of(flat)))
     if to_end is not None:
         end = manipulation.ravel(creation.asarray(as_operand(to_end)))
-        parts.append(convert_element_type(end, _dtype(flat)))
+        parts.append(convert_element_type(end, dtype_of(flat)))
     return manipulation.concatenate(parts)

@@ -10,7 +10,13 @@ import numpy as np
 from ember._src import core, dispatch, dtypes, errors
 from ember._src.core import Tracer, get_aval
 from ember._src.numpy.manipulation import stack
-from ember._src.numpy.util import cast, check_dtype_arg, shape_tuple
+from ember._src.numpy.util import (
+    as_operand,
+    cast,
+    check_dtype_arg,
+    promote_to_inexact,
+    shape_tuple,
+)
 from ember._src.ops import elementwise as lax
 from ember._src.ops.shape import (
     broadcast_in_dim,
@@ -53,6 +59,13 @@ def asarray(a: Any, dtype: Any = None, copy: bool | None = None, device: Any = N
         )
     target = device if device is not None else None
     return dispatch.device_put_numpy(host, _device_of(target), weak_type=weak)
+
+
+def asarray_inexact(x: Any) -> Any:
+    """``x`` as an array of a floating or complex dtype (integers and booleans become the
+    default float)."""
+    (x,) = promote_to_inexact(asarray(as_operand(x)))
+    return x
 
 
 def _device_of(device: Any) -> Any:

@@ -20,7 +20,7 @@ from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.advanced_indexing import take
 from ember._src.numpy.sorting import argsort, cumsum, sort
-from ember._src.numpy.util import as_operand, canonicalize_axis, promote_dtypes
+from ember._src.numpy.util import as_operand, canonicalize_axis, promote_dtypes, shape_of
 from ember._src.ops.shape import (
     broadcast_in_dim,
     concatenate,
@@ -31,12 +31,8 @@ from ember._src.ops.shape import (
 )
 
 
-def _shape(x: Any) -> tuple[int, ...]:
-    return get_aval(x).shape
-
-
 def _slice_axis(x: Any, axis: int, start: int, stop: int) -> Any:
-    shape = _shape(x)
+    shape = shape_of(x)
     starts = [0] * len(shape)
     limits = list(shape)
     starts[axis], limits[axis] = start, stop
@@ -50,7 +46,7 @@ def _slice_axis(x: Any, axis: int, start: int, stop: int) -> Any:
 def tile(a: Any, reps: Any) -> Any:
     a = creation.asarray(a)
     reps = (operator.index(reps),) if np.ndim(reps) == 0 else tuple(operator.index(r) for r in reps)
-    shape = _shape(a)
+    shape = shape_of(a)
     ndim = builtins.max(len(shape), len(reps))
     shape = (1,) * (ndim - len(shape)) + shape
     reps = (1,) * (ndim - len(reps)) + reps
@@ -67,10 +63,10 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *, total_repeat_length
     if axis is None:
         a, axis = reshape(a, (get_aval(a).size,)), 0
     axis = canonicalize_axis(axis, get_aval(a).ndim)
-    size = _shape(a)[axis]
+    size = shape_of(a)[axis]
     if np.ndim(repeats) == 0 and not isinstance(repeats, core.Tracer):
         count = operator.index(repeats)
-        shape = _shape(a)
+        shape = shape_of(a)
         target = shape[: axis + 1] + (count,) + shape[axis + 1 :]
         dims = tuple(d if d <= axis else d + 1 for d in range(len(shape)))
         out = broadcast_in_dim(a, target, dims)
@@ -91,14 +87,14 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
     a = creation.asarray(a)
     if axis is None:
         flat = reshape(a, (get_aval(a).size,))
-        return reshape(roll(flat, shift, 0), _shape(a))
+        return reshape(roll(flat, shift, 0), shape_of(a))
     shifts = (shift,) if np.ndim(shift) == 0 else tuple(shift)
     axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
     if len(shifts) == 1 and len(axes) > 1:
         shifts = shifts * len(axes)
     for s, ax in zip(shifts, axes):
         ax = canonicalize_axis(ax, get_aval(a).ndim)
-        n = _shape(a)[ax]
+        n = shape_of(a)[ax]
         if not n:
             continue
         s = operator.index(s) % n
@@ -122,7 +118,7 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any
     if mode not in ("edge", "reflect", "symmetric", "wrap"):
         raise NotImplementedError(f"pad mode {mode!r}")
     for axis, (lo, hi) in enumerate(widths):
-        n = _shape(array)[axis]
+        n = shape_of(array)[axis]
         index = _pad_positions(n, int(lo), int(hi), mode)
         array = take(array, index, axis=axis, mode="clip")
     return array
@@ -148,17 +144,17 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
     axis = canonicalize_axis(axis, get_aval(a).ndim)
     parts = [p for p in (prepend, a, append) if p is not None]
     if len(parts) > 1:
-        shape = list(_shape(a))
+        shape = list(shape_of(a))
         fixed = []
         for p in parts:
             p = creation.asarray(p)
-            if not _shape(p):
+            if not shape_of(p):
                 shape[axis] = 1
                 p = broadcast_in_dim(p, tuple(shape), ())
             fixed.append(p)
         a = manipulation.concatenate(fixed, axis=axis)
     for _ in range(n):
-        size = _shape(a)[axis]
+        size = shape_of(a)[axis]
         a = enp.subtract(_slice_axis(a, axis, 1, size), _slice_axis(a, axis, 0, size - 1))
     return a
 
@@ -213,7 +209,7 @@ def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan
 
 def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
     a1, a2 = creation.asarray(a1), creation.asarray(a2)
-    if _shape(a1) != _shape(a2):
+    if shape_of(a1) != shape_of(a2):
         return creation.asarray(False)
     same = enp.equal(a1, a2)
     if equal_nan and dtypes.is_inexact(get_aval(a1).dtype):
@@ -301,14 +297,14 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
     """Insertion points of ``v`` into the sorted 1-D ``a`` (a vectorised comparison count)."""
     a = creation.asarray(a)
     if get_aval(a).ndim != 1:
-        raise ValueError(f"searchsorted: a must be 1-D, got shape {_shape(a)}{errors.where()}")
+        raise ValueError(f"searchsorted: a must be 1-D, got shape {shape_of(a)}{errors.where()}")
     if sorter is not None:
         a = take(a, sorter, mode="clip")
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
     a, v = promote_dtypes(a, as_operand(v))
-    v_shape = _shape(v)
-    n = _shape(a)[0]
+    v_shape = shape_of(v)
+    n = shape_of(a)[0]
     expanded_v = broadcast_in_dim(v, (*v_shape, n), tuple(range(len(v_shape))))
     expanded_a = broadcast_in_dim(a, (*v_shape, n), (len(v_shape),))
     before = (
@@ -321,7 +317,7 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
 
 def digitize(x: Any, bins: Any, right: bool = False) -> Any:
     bins = creation.asarray(bins)
-    increasing = reductions.all(enp.greater_equal(diff(bins), 0)) if _shape(bins)[0] > 1 else True
+    increasing = reductions.all(enp.greater_equal(diff(bins), 0)) if shape_of(bins)[0] > 1 else True
     if not isinstance(increasing, (bool, np.bool_)) and not bool(increasing):
         raise NotImplementedError("digitize with decreasing bins")
     return searchsorted(bins, x, side="left" if right else "right")
@@ -330,7 +326,7 @@ def digitize(x: Any, bins: Any, right: bool = False) -> Any:
 def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple:
     """Indices of the nonzero elements, one array per axis (``size=`` makes it traceable)."""
     a = creation.asarray(a)
-    shape = _shape(a)
+    shape = shape_of(a)
     mask = reshape(enp.not_equal(a, 0), (get_aval(a).size,))
     if size is None:
         if isinstance(a, core.Tracer):
@@ -357,7 +353,7 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
 
 
 def _pad_end(x: Any, size: int) -> Any:
-    n = _shape(x)[0]
+    n = shape_of(x)[0]
     return lax_pad(x, np.zeros((), get_aval(x).dtype), [(0, size - n, 0)])
 
 
@@ -386,7 +382,7 @@ def unique(ar: Any, return_index=False, return_inverse=False, return_counts=Fals
         raise NotImplementedError("unique(axis=...)")
     ar = creation.asarray(ar)
     flat = reshape(ar, (get_aval(ar).size,))
-    n = _shape(flat)[0]
+    n = shape_of(flat)[0]
     order = argsort(flat)
     values = take(flat, order, mode="clip")
     # True where a sorted value differs from its predecessor: the first of each group.
@@ -406,7 +402,7 @@ def unique(ar: Any, return_index=False, return_inverse=False, return_counts=Fals
             group = np.cumsum(keep) - 1
             inverse = np.empty(n, np.int32)
             inverse[np.asarray(order)] = group
-            extras.append(creation.asarray(inverse.reshape(_shape(ar))))
+            extras.append(creation.asarray(inverse.reshape(shape_of(ar))))
         if return_counts:
             starts = np.flatnonzero(keep)
             extras.append(creation.asarray(np.diff(np.append(starts, n)).astype(np.int32)))
@@ -426,7 +422,7 @@ def unique(ar: Any, return_index=False, return_inverse=False, return_counts=Fals
         extras.append(idx)
     if return_inverse:
         inverse = creation.zeros((n,), np.int32).at[order].set(group)
-        extras.append(reshape(inverse, _shape(ar)))
+        extras.append(reshape(inverse, shape_of(ar)))
     if return_counts:
         counts = creation.zeros((size,), np.int32).at[group].add(np.int32(1))
         extras.append(counts)
@@ -445,7 +441,7 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None) -> Any
         else v
         for v in (x, xp, fp)
     )
-    n = _shape(xp)[0]
+    n = shape_of(xp)[0]
     i = enp.clip(searchsorted(xp, x, side="right"), np.int32(1), np.int32(n - 1))
     x0, x1 = take(xp, enp.subtract(i, np.int32(1)), mode="clip"), take(xp, i, mode="clip")
     y0, y1 = take(fp, enp.subtract(i, np.int32(1)), mode="clip"), take(fp, i, mode="clip")
@@ -473,7 +469,7 @@ def polyval(p: Any, x: Any) -> Any:
     """``p[0] * x**(n-1) + ... + p[n-1]`` by Horner's rule."""
     p, x = promote_dtypes(creation.asarray(p), creation.asarray(x))
     result = creation.zeros_like(x)
-    for k in range(_shape(p)[0]):
+    for k in range(shape_of(p)[0]):
         result = enp.add(enp.multiply(result, x), p[k])
     return result
 
@@ -501,7 +497,7 @@ def histogram(
         )
     else:
         edges = creation.asarray(bins)
-    n_bins = _shape(edges)[0] - 1
+    n_bins = shape_of(edges)[0] - 1
     index = enp.subtract(searchsorted(edges, a, side="right"), np.int32(1))
     index = enp.where(enp.equal(a, edges[-1]), np.int32(n_bins - 1), index)  # last bin is closed
     inside = enp.logical_and(enp.greater_equal(index, 0), enp.less(index, np.int32(n_bins)))
@@ -531,7 +527,7 @@ def quantile(a: Any, q: Any, axis: Any = None, method: str = "linear", keepdims:
     if axis is None:
         a, axis = reshape(a, (get_aval(a).size,)), 0
     axis = canonicalize_axis(axis, get_aval(a).ndim)
-    n = _shape(a)[axis]
+    n = shape_of(a)[axis]
     ordered = sort(a, axis=axis)
     q = manipulation.astype(creation.asarray(q), get_aval(a).dtype)
     position = enp.multiply(q, np.asarray(n - 1, get_aval(a).dtype))
@@ -554,7 +550,7 @@ def quantile(a: Any, q: Any, axis: Any = None, method: str = "linear", keepdims:
     v_high = take(ordered, high, axis=axis, mode="clip")
     q_ndim = get_aval(q).ndim
     frac = (
-        reshape(frac, (1,) * axis + _shape(frac) + (1,) * (get_aval(ordered).ndim - axis - 1))
+        reshape(frac, (1,) * axis + shape_of(frac) + (1,) * (get_aval(ordered).ndim - axis - 1))
         if q_ndim
         else frac
     )
@@ -578,7 +574,7 @@ def median(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
 def convolve(a: Any, v: Any, mode: str = "full") -> Any:
     """1-D discrete convolution (``full``, ``same`` or ``valid``)."""
     a, v = promote_dtypes(creation.asarray(a), creation.asarray(v))
-    n, m = _shape(a)[0], _shape(v)[0]
+    n, m = shape_of(a)[0], shape_of(v)[0]
     if not n or not m:
         raise ValueError(f"convolve: empty input{errors.where()}")
     if n < m:

@@ -17,7 +17,14 @@ from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.jit import jit
 from ember._src.numpy import creation, elementwise as enp, manipulation
-from ember._src.numpy.util import as_operand, prepare, promote_dtypes, promote_to_inexact
+from ember._src.numpy.util import (
+    as_operand,
+    dtype_of,
+    prepare,
+    promote_dtypes,
+    promote_to_inexact,
+    scalar_like,
+)
 from ember._src.ops import bits
 from ember._src.ops.control_flow.loops import while_loop
 from ember._src.ops.custom_derivatives import custom_jvp
@@ -25,18 +32,10 @@ from ember._src.ops.reduce import reduce_or
 from ember._src.ops.shape import convert_element_type
 
 
-def _dtype(x: Any) -> np.dtype:
-    return get_aval(x).dtype
-
-
-def _const(value: Any, like: Any) -> Any:
-    return np.asarray(value, _dtype(like))[()]
-
-
 def _real_float(name: str, x: Any) -> Any:
     """``x`` as a real floating array (integers become the default float); complex refused."""
     (x,) = promote_to_inexact(as_operand(x))
-    if _dtype(x).kind == "c":
+    if dtype_of(x).kind == "c":
         raise TypeError(f"{name} does not support complex input{errors.where()}")
     return x
 
@@ -49,10 +48,10 @@ def angle(z: Any, deg: bool = False) -> Any:
     """The complex argument of ``z`` (radians, or degrees with ``deg=True``)."""
     (z,) = promote_to_inexact(as_operand(z))
     # The imaginary part of a real number is +0.0 (so that angle(-1) is +pi, not -pi).
-    imag = enp.imag(z) if _dtype(z).kind == "c" else creation.zeros_like(z)
+    imag = enp.imag(z) if dtype_of(z).kind == "c" else creation.zeros_like(z)
     result = enp.arctan2(imag, enp.real(z))
     if deg:
-        result = enp.multiply(result, _const(180 / np.pi, result))
+        result = enp.multiply(result, scalar_like(180 / np.pi, result))
     return result
 
 
@@ -92,12 +91,12 @@ def isneginf(x: Any, /, out: None = None) -> Any:
 
 def _is_signed_inf(name: str, x: Any, infinity: float) -> Any:
     (x,) = promote_dtypes(as_operand(x))
-    dtype = _dtype(x)
+    dtype = dtype_of(x)
     if dtype.kind == "c":
         raise ValueError(f"{name} is not well defined for complex input{errors.where()}")
     if not dtypes.is_inexact(dtype):
         return enp.not_equal(x, x)  # all False, in x's shape
-    return enp.equal(x, _const(infinity, x))
+    return enp.equal(x, scalar_like(infinity, x))
 
 
 def iscomplexobj(x: Any) -> bool:
@@ -128,32 +127,32 @@ def nan_to_num(
     """NaN becomes ``nan``, infinities become ``posinf``/``neginf`` (default: the largest
     finite values); complex numbers are cleaned part by part."""
     (x,) = promote_dtypes(as_operand(x))
-    dtype = _dtype(x)
+    dtype = dtype_of(x)
     if not dtypes.is_inexact(dtype):
         return x
     if dtype.kind == "c":
         real = nan_to_num(enp.real(x), nan=nan, posinf=posinf, neginf=neginf)
         imag = nan_to_num(enp.imag(x), nan=nan, posinf=posinf, neginf=neginf)
-        return enp.add(real, enp.multiply(imag, _const(1j, x)))
+        return enp.add(real, enp.multiply(imag, scalar_like(1j, x)))
     info = dtypes.finfo(dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
     x = enp.where(enp.isnan(x), _cast_like(nan, x), x)
-    x = enp.where(enp.equal(x, _const(np.inf, x)), _cast_like(posinf, x), x)
-    return enp.where(enp.equal(x, _const(-np.inf, x)), _cast_like(neginf, x), x)
+    x = enp.where(enp.equal(x, scalar_like(np.inf, x)), _cast_like(posinf, x), x)
+    return enp.where(enp.equal(x, scalar_like(-np.inf, x)), _cast_like(neginf, x), x)
 
 
 def _cast_like(value: Any, like: Any) -> Any:
     value = as_operand(value)
     if isinstance(value, (int, float, np.ndarray, np.generic)):
-        return np.asarray(value, _dtype(like))
-    return convert_element_type(value, _dtype(like))
+        return np.asarray(value, dtype_of(like))
+    return convert_element_type(value, dtype_of(like))
 
 
 def bitwise_count(x: Any, /) -> Any:
     """The number of set bits in ``|x|`` as uint8 (NumPy counts the magnitude's bits)."""
     (x,) = promote_dtypes(as_operand(x))
-    dtype = _dtype(x)
+    dtype = dtype_of(x)
     if dtype.kind not in "iub":
         raise TypeError(
             f"bitwise_count needs integer or boolean input, got {dtypes.short_name(dtype)}"
@@ -213,7 +212,7 @@ def frexp(x: Any, /) -> tuple[Any, Any]:
 
 @functools.partial(jit, inline=True)  # one executable when called eagerly
 def _frexp(x: Any) -> tuple[Any, Any]:
-    layout = _Layout(_dtype(x))
+    layout = _Layout(dtype_of(x))
     raw = bits.bitcast_convert_type(x, layout.int_dtype)
     field = layout.exponent_field(raw)
     fraction = enp.bitwise_and(raw, layout.int_const(layout.fraction_mask))
@@ -244,9 +243,9 @@ def ldexp(x1: Any, x2: Any, /) -> Any:
     is built from integer bits so that XLA on CPU does not flush it to zero)."""
     x1 = _real_float("ldexp", x1)
     (x2,) = promote_dtypes(as_operand(x2))
-    if _dtype(x2).kind not in "iub":
+    if dtype_of(x2).kind not in "iub":
         raise TypeError(
-            f"ldexp needs an integer exponent x2, got {dtypes.short_name(_dtype(x2))}"
+            f"ldexp needs an integer exponent x2, got {dtypes.short_name(dtype_of(x2))}"
             f"{errors.where()}"
         )
     x1, x2 = manipulation.broadcast_arrays(x1, convert_element_type(x2, dtypes.int32))
@@ -256,7 +255,7 @@ def ldexp(x1: Any, x2: Any, /) -> Any:
 @custom_jvp
 @functools.partial(jit, inline=True)
 def _ldexp(x1: Any, x2: Any) -> Any:
-    layout = _Layout(_dtype(x1))
+    layout = _Layout(dtype_of(x1))
     mantissa, exponent = _frexp(x1)
     total = enp.add(exponent, x2)
     # Two exact powers of two: the first keeps mantissa * 2**first normal (or overflowing),
@@ -316,9 +315,9 @@ def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
     ``(±0.0, ±inf)`` as in NumPy."""
     x = _real_float("modf", x)
     whole = enp.trunc(x)
-    fraction = enp.where(enp.isinf(x), _const(0, x), enp.subtract(x, whole))
+    fraction = enp.where(enp.isinf(x), scalar_like(0, x), enp.subtract(x, whole))
     # x - trunc(x) is +0.0 for negative integers; NumPy keeps the sign of x.
-    negative = enp.less(bits.bitcast_convert_type(x, _Layout(_dtype(x)).int_dtype), 0)
+    negative = enp.less(bits.bitcast_convert_type(x, _Layout(dtype_of(x)).int_dtype), 0)
     fraction = enp.where(negative, enp.negative(enp.abs(fraction)), enp.abs(fraction))
     return fraction, whole
 
@@ -333,7 +332,7 @@ def spacing(x: Any, /) -> Any:
 
 @functools.partial(jit, inline=True)
 def _spacing(x: Any) -> Any:
-    layout = _Layout(_dtype(x))
+    layout = _Layout(dtype_of(x))
     _, exponent = _frexp(x)
     unit = enp.subtract(
         convert_element_type(exponent, layout.int_dtype), layout.int_const(layout.mantissa_bits + 1)
@@ -361,7 +360,7 @@ def _spacing(x: Any) -> Any:
         enp.less(raw, layout.int_const(0)), enp.not_equal(raw, layout.int_const(layout.sign_mask))
     )
     result = enp.where(negative, enp.negative(magnitude), magnitude)
-    return enp.where(enp.isfinite(x), result, _const(np.nan, x))
+    return enp.where(enp.isfinite(x), result, scalar_like(np.nan, x))
 
 
 # --------------------------------------------------------------------------------------------
@@ -370,9 +369,9 @@ def _spacing(x: Any) -> Any:
 
 def _integer_pair(name: str, x1: Any, x2: Any) -> tuple[Any, Any]:
     x1, x2 = manipulation.broadcast_arrays(*prepare(name, x1, x2))
-    if _dtype(x1).kind not in "iu":
+    if dtype_of(x1).kind not in "iu":
         raise ValueError(
-            f"{name} needs integer arguments, got {dtypes.short_name(_dtype(x1))}{errors.where()}"
+            f"{name} needs integer arguments, got {dtypes.short_name(dtype_of(x1))}{errors.where()}"
         )
     return x1, x2
 
@@ -384,7 +383,7 @@ def gcd(x1: Any, x2: Any) -> Any:
 
 
 def _gcd(a: Any, b: Any) -> Any:
-    zero = _const(0, a)
+    zero = scalar_like(0, a)
 
     def unfinished(state):
         _, b = state
@@ -393,7 +392,7 @@ def _gcd(a: Any, b: Any) -> Any:
     def step(state):
         a, b = state
         done = enp.equal(b, zero)
-        safe_b = enp.where(done, _const(1, b), b)
+        safe_b = enp.where(done, scalar_like(1, b), b)
         return enp.where(done, a, b), enp.where(done, zero, enp.remainder(a, safe_b))
 
     return while_loop(unfinished, step, (a, b))[0]
@@ -405,8 +404,8 @@ def lcm(x1: Any, x2: Any) -> Any:
     a, b = enp.abs(x1), enp.abs(x2)
     divisor = _gcd(a, b)
     zero = enp.equal(divisor, 0)
-    quotient = enp.floor_divide(a, enp.where(zero, _const(1, divisor), divisor))
-    return enp.where(zero, _const(0, a), enp.multiply(quotient, b))
+    quotient = enp.floor_divide(a, enp.where(zero, scalar_like(1, divisor), divisor))
+    return enp.where(zero, scalar_like(0, a), enp.multiply(quotient, b))
 
 
 # --------------------------------------------------------------------------------------------
@@ -426,26 +425,26 @@ def i0(x: Any) -> Any:
 
 def _bessel_series(x: Any, order: int) -> Any:
     """sum_k (x/2)**(2k + order) / (k! (k + order)!), summed from the smallest term up."""
-    quarter_square = enp.multiply(enp.square(x), _const(0.25, x))
+    quarter_square = enp.multiply(enp.square(x), scalar_like(0.25, x))
     total = creation.ones_like(x)
     for k in range(_SERIES_TERMS, 0, -1):
-        total = enp.add(_const(1, x), enp.multiply(total, quarter_square / (k * (k + order))))
+        total = enp.add(scalar_like(1, x), enp.multiply(total, quarter_square / (k * (k + order))))
     if order == 0:
         return total
-    return enp.multiply(total, enp.multiply(x, _const(0.5, x)))
+    return enp.multiply(total, enp.multiply(x, scalar_like(0.5, x)))
 
 
 def _bessel_asymptotic(x: Any, order: int) -> Any:
     """exp(x) / sqrt(2 pi x) * sum_k (-1)**k prod_j (4 n**2 - (2j - 1)**2) / (k! (8x)**k)."""
-    inverse = enp.divide(_const(1, x), enp.multiply(x, _const(8, x)))
+    inverse = enp.divide(scalar_like(1, x), enp.multiply(x, scalar_like(8, x)))
     mu = 4 * order * order
     total = creation.ones_like(x)
     for k in range(_ASYMPTOTIC_TERMS, 0, -1):
         ratio = ((2 * k - 1) ** 2 - mu) / k  # term k over term k - 1, times 8x
-        total = enp.add(_const(1, x), enp.multiply(total, enp.multiply(inverse, ratio)))
+        total = enp.add(scalar_like(1, x), enp.multiply(total, enp.multiply(inverse, ratio)))
     # exp(x) in two halves: each is accurate to an ulp and finite wherever the result is.
-    half_growth = enp.exp(enp.multiply(x, _const(0.5, x)))
-    prefactor = enp.divide(total, enp.sqrt(enp.multiply(x, _const(2 * np.pi, x))))
+    half_growth = enp.exp(enp.multiply(x, scalar_like(0.5, x)))
+    prefactor = enp.divide(total, enp.sqrt(enp.multiply(x, scalar_like(2 * np.pi, x))))
     return enp.multiply(enp.multiply(half_growth, prefactor), half_growth)
 
 
@@ -453,9 +452,9 @@ def _bessel_asymptotic(x: Any, order: int) -> Any:
 def _bessel(x: Any, order: int) -> Any:
     """I_order(x) for x >= 0, choosing the series by size (each fed safe inputs, so the
     unused branch never makes a NaN gradient)."""
-    large = enp.greater(x, _const(_BESSEL_SWITCH, x))
-    small_x = enp.where(large, _const(0, x), x)
-    large_x = enp.where(large, x, _const(_BESSEL_SWITCH * 2, x))
+    large = enp.greater(x, scalar_like(_BESSEL_SWITCH, x))
+    small_x = enp.where(large, scalar_like(0, x), x)
+    large_x = enp.where(large, x, scalar_like(_BESSEL_SWITCH * 2, x))
     return enp.where(large, _bessel_asymptotic(large_x, order), _bessel_series(small_x, order))
 
 

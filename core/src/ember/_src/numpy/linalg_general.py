@@ -38,21 +38,13 @@ from ember._src.numpy.linalg import (
     svd,
     svdvals,
 )
-from ember._src.numpy.util import promote_dtypes
+from ember._src.numpy.util import dtype_of, promote_dtypes, shape_of
 from ember._src.ops.control_flow.loops import fori_loop, while_loop
 from ember._src.ops.custom_derivatives import custom_jvp
 from ember._src.ops.indexing import dynamic_slice, dynamic_update_slice
 
 # --------------------------------------------------------------------------------------------
 # Small helpers
-
-
-def _shape(x: Any) -> tuple[int, ...]:
-    return get_aval(x).shape
-
-
-def _dtype(x: Any) -> np.dtype:
-    return get_aval(x).dtype
 
 
 def _const(value: Any, dtype: Any) -> np.ndarray:
@@ -67,14 +59,14 @@ def _abs2(x: Any) -> Any:
 def _complex_matrix(a: Any, what: str) -> Any:
     """Square matrices (or a stack) as complex: the eigenproblem's working dtype."""
     a = _float_matrix(a, what)
-    return manipulation.astype(a, dtypes.complex_dtype(dtypes.real_dtype(_dtype(a))))
+    return manipulation.astype(a, dtypes.complex_dtype(dtypes.real_dtype(dtype_of(a))))
 
 
 def _safe_divide(numerator: Any, denominator: Any) -> Any:
     """numerator / denominator, and 0 where the denominator is 0 (no nan for later masks)."""
     zero = enp.equal(denominator, 0)
-    safe = enp.where(zero, _const(1, _dtype(denominator)), denominator)
-    return enp.where(zero, _const(0, _dtype(numerator)), numerator / safe)
+    safe = enp.where(zero, _const(1, dtype_of(denominator)), denominator)
+    return enp.where(zero, _const(0, dtype_of(numerator)), numerator / safe)
 
 
 # --------------------------------------------------------------------------------------------
@@ -84,8 +76,8 @@ def _safe_divide(numerator: Any, denominator: Any) -> Any:
 def _hessenberg(a: Any) -> tuple[Any, Any]:
     """(h, q) with ``a = q h q^H``, h upper Hessenberg and q unitary (Householder reflectors
     zero column k below its subdiagonal, one column at a time)."""
-    n = _shape(a)[0]
-    dtype = _dtype(a)
+    n = shape_of(a)[0]
+    dtype = dtype_of(a)
     rows = _iota(n)
 
     def reflect(k, state):
@@ -111,7 +103,7 @@ def _hessenberg(a: Any) -> tuple[Any, Any]:
 
 def _givens(x: Any, y: Any) -> tuple[Any, Any]:
     """(c, s) of the unitary G = [[c, s], [-conj(s), conj(c)]] with G [x, y] = [r, 0]."""
-    dtype = _dtype(x)
+    dtype = dtype_of(x)
     scale = enp.maximum(enp.abs(x), enp.abs(y))
     nonzero = enp.greater(scale, 0)
     safe_scale = enp.where(nonzero, scale, _const(1, scale.dtype)).astype(dtype)
@@ -125,7 +117,7 @@ def _givens(x: Any, y: Any) -> tuple[Any, Any]:
 
 def _rotate_rows(m: Any, k: Any, c: Any, s: Any) -> Any:
     """m <- G m on rows k, k + 1 (one dynamic slice in, one out: cheap to compile)."""
-    n = _shape(m)[1]
+    n = shape_of(m)[1]
     block = dynamic_slice(m, (k, 0), (2, n))
     top, bottom = block[0], block[1]
     new_top = c * top + s * bottom
@@ -135,7 +127,7 @@ def _rotate_rows(m: Any, k: Any, c: Any, s: Any) -> Any:
 
 def _rotate_columns(m: Any, k: Any, c: Any, s: Any) -> Any:
     """m <- m G^H on columns k, k + 1."""
-    n = _shape(m)[0]
+    n = shape_of(m)[0]
     block = dynamic_slice(m, (0, k), (n, 2))
     left, right = block[:, 0], block[:, 1]
     new_left = enp.conjugate(c) * left + enp.conjugate(s) * right
@@ -150,8 +142,8 @@ def _qr_step(h: Any, z: Any, shift: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
 
     Step k applies row rotation k, then column rotation k - 1: rotation k is chosen from
     column k, which column rotation k - 1 would change, and the two commute otherwise."""
-    n = _shape(h)[0]
-    dtype = _dtype(h)
+    n = shape_of(h)[0]
+    dtype = dtype_of(h)
     index = _iota(n)
     in_window = enp.logical_and(enp.greater_equal(index, lo), enp.less_equal(index, hi))
     diagonal_shift = enp.where(in_window, shift, _const(0, dtype))
@@ -177,7 +169,7 @@ def _qr_step(h: Any, z: Any, shift: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
 
 def _wilkinson_shift(a: Any, b: Any, c: Any, d: Any) -> Any:
     """The eigenvalue of [[a, b], [c, d]] nearer d, written without cancellation."""
-    delta = (a - d) * _const(0.5, _dtype(a))
+    delta = (a - d) * _const(0.5, dtype_of(a))
     root = enp.sqrt(delta * delta + b * c)
     plus, minus = delta + root, delta - root
     larger = enp.where(enp.greater_equal(enp.abs(plus), enp.abs(minus)), plus, minus)
@@ -191,8 +183,8 @@ _EXCEPTIONAL_SHIFT_EVERY = 10  # breaks the rare cycles of pure Wilkinson shifts
 def _active_window(h: Any) -> tuple[Any, Any, Any]:
     """Zero negligible subdiagonal entries; return (h, lo, hi) of the bottom unreduced block
     (hi = 0 when h is triangular). Masks rather than gathers keep the loop cheap to compile."""
-    n = _shape(h)[0]
-    dtype = _dtype(h)
+    n = shape_of(h)[0]
+    dtype = dtype_of(h)
     real = dtypes.real_dtype(dtype)
     on_subdiagonal = np.eye(n, k=-1, dtype=bool)
     subdiagonal = reductions.sum(enp.where(on_subdiagonal, h, _const(0, dtype)), axis=1)
@@ -211,8 +203,8 @@ def _active_window(h: Any) -> tuple[Any, Any, Any]:
 
 def _schur(a: Any) -> tuple[Any, Any]:
     """(t, z): t upper triangular, z unitary, ``a = z t z^H`` (complex a, n >= 2)."""
-    n = _shape(a)[0]
-    dtype = _dtype(a)
+    n = shape_of(a)[0]
+    dtype = dtype_of(a)
     real = dtypes.real_dtype(dtype)
     h, z = _hessenberg(a)
     budget = _ITERATIONS_PER_EIGENVALUE * max(n, 10)
@@ -249,12 +241,12 @@ def _unit_scale(a: Any) -> tuple[Any, Any]:
     squared norms inside the iteration neither overflow nor underflow."""
     largest = reductions.max(enp.abs(a))
     usable = enp.logical_and(enp.greater(largest, 0), enp.isfinite(largest))
-    scale = enp.where(usable, largest, _const(1, _dtype(largest))).astype(_dtype(a))
+    scale = enp.where(usable, largest, _const(1, dtype_of(largest))).astype(dtype_of(a))
     return a / scale, scale
 
 
 def _eigenvalues_single(a: Any) -> Any:
-    n = _shape(a)[0]
+    n = shape_of(a)[0]
     if n <= 1:
         return _diag(a)
     scaled, scale = _unit_scale(a)
@@ -266,8 +258,8 @@ def _triangular_eigenvectors(t: Any) -> Any:
     """Upper-triangular x with t x = x diag(t), x[k, k] = 1: back-substitution, one row at a
     time from the bottom. Near-equal eigenvalues get LAPACK's perturbed pivot (eps |w|) so
     repeated eigenvalues give (nearly parallel) finite vectors instead of nan."""
-    n = _shape(t)[0]
-    dtype = _dtype(t)
+    n = shape_of(t)[0]
+    dtype = dtype_of(t)
     real = dtypes.real_dtype(dtype)
     w = _diag(t)
     columns = _iota(n)
@@ -296,14 +288,14 @@ def _largest_rows(v: Any) -> Any:
 
 def _pick_rows(m: Any, rows: Any) -> Any:
     """m[rows[j], j] for each column j."""
-    chosen = enp.equal(_iota(_shape(m)[0])[:, None], rows[None, :])
-    return reductions.sum(enp.where(chosen, m, _const(0, _dtype(m))), axis=0)
+    chosen = enp.equal(_iota(shape_of(m)[0])[:, None], rows[None, :])
+    return reductions.sum(enp.where(chosen, m, _const(0, dtype_of(m))), axis=0)
 
 
 def _normalize_columns(v: Any) -> Any:
     """Unit 2-norm columns whose largest entry is real and positive (LAPACK's convention up
     to that sign)."""
-    dtype = _dtype(v)
+    dtype = dtype_of(v)
     v = v / enp.sqrt(reductions.sum(_abs2(v), axis=0)).astype(dtype)[None, :]
     lead = _pick_rows(v, _largest_rows(v))
     phase = enp.where(enp.equal(lead, 0), _const(1, dtype), _safe_divide(lead, enp.abs(lead)))
@@ -311,9 +303,9 @@ def _normalize_columns(v: Any) -> Any:
 
 
 def _eig_single(a: Any) -> tuple[Any, Any]:
-    n = _shape(a)[0]
+    n = shape_of(a)[0]
     if n <= 1:
-        return _diag(a), creation.ones((n, n), _dtype(a))
+        return _diag(a), creation.ones((n, n), dtype_of(a))
     scaled, scale = _unit_scale(a)
     t, z = _schur(scaled)
     return _diag(t) * scale, _normalize_columns(matmul(z, _triangular_eigenvectors(t)))
@@ -324,7 +316,7 @@ def _eig_tangents(a: Any, da: Any) -> tuple[Any, Any, Any, Any]:
     F_ij = 1 / (w_j - w_i) off the diagonal, then made to respect the output's gauge (unit
     norm, largest entry real), which fixes the component along each v_i."""
     w, v = _eig_single(a)
-    dtype = _dtype(v)
+    dtype = dtype_of(v)
     m = solve(v, matmul(da, v))
     dw = _diag(m)
     gaps = w[None, :] - w[:, None]
@@ -356,7 +348,7 @@ def _eigvals_differentiable(a: Any) -> Any:
 @_eigvals_differentiable.defjvp
 def _eigvals_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
-    if _shape(a)[0] <= 1:
+    if shape_of(a)[0] <= 1:
         return _diag(a), _diag(da)
     w, v = _eig_single(a)
     return w, _diag(solve(v, matmul(da, v)))
@@ -372,8 +364,8 @@ def eig(a: Any) -> EigResult:
     always complex. Differentiable; the eigenvectors' derivative assumes distinct eigenvalues.
     """
     a = _complex_matrix(a, "eig")
-    if _shape(a)[-1] == 0:
-        return EigResult(creation.zeros(_shape(a)[:-1], _dtype(a)), a)
+    if shape_of(a)[-1] == 0:
+        return EigResult(creation.zeros(shape_of(a)[:-1], dtype_of(a)), a)
     return EigResult(*_eig_compiled(a))
 
 
@@ -408,8 +400,8 @@ def _kept_singular_values(s: Any, ratio: Any) -> Any:
 def _truncated_pinv(u: Any, s: Any, vh: Any, ratio: Any) -> Any:
     """The pseudo-inverse from a thin SVD, without the singular values below ratio * largest."""
     keep = _kept_singular_values(s, ratio)
-    inverse = enp.where(keep, _safe_divide(_const(1, _dtype(s)), s), _const(0, _dtype(s)))
-    return matmul(_h(vh) * inverse.astype(_dtype(u))[None, :], _h(u))
+    inverse = enp.where(keep, _safe_divide(_const(1, dtype_of(s)), s), _const(0, dtype_of(s)))
+    return matmul(_h(vh) * inverse.astype(dtype_of(u))[None, :], _h(u))
 
 
 @custom_jvp
@@ -426,34 +418,34 @@ def _lstsq_solution_jvp(primals, tangents):
     (a, b, ratio), (da, db, _) = primals, tangents
     u, s, vh = svd(a, full_matrices=False)
     p = _truncated_pinv(u, s, vh, ratio)
-    m, n = _shape(a)
-    dtype = _dtype(a)
+    m, n = shape_of(a)
+    dtype = dtype_of(a)
     dah, ph = _h(da), _h(p)
     dp = -matmul(p, matmul(da, p))
     dp = dp + matmul(matmul(p, ph), matmul(dah, _eye(m, dtype) - matmul(a, p)))
     dp = dp + matmul(_eye(n, dtype) - matmul(p, a), matmul(dah, matmul(ph, p)))
     ds = enp.real(reductions.sum(enp.conjugate(u) * matmul(da, _h(vh)), axis=0))
     x = matmul(p, b)
-    return (x, s), (matmul(dp, b) + matmul(p, db), ds.astype(_dtype(s)))
+    return (x, s), (matmul(dp, b) + matmul(p, db), ds.astype(dtype_of(s)))
 
 
 def _lstsq_operands(a: Any, b: Any) -> tuple[Any, Any]:
     a, b = creation.asarray(a), creation.asarray(b)
-    if not dtypes.is_inexact(_dtype(a)) and not dtypes.is_inexact(_dtype(b)):
+    if not dtypes.is_inexact(dtype_of(a)) and not dtypes.is_inexact(dtype_of(b)):
         a = manipulation.astype(a, dtypes.default_float())
     a, b = promote_dtypes(a, b)
     if get_aval(a).ndim != 2:
         raise np.linalg.LinAlgError(
-            f"lstsq: a must be a matrix, got shape {_shape(a)}{errors.where()}"
+            f"lstsq: a must be a matrix, got shape {shape_of(a)}{errors.where()}"
         )
     if get_aval(b).ndim not in (1, 2):
         raise ValueError(
-            f"lstsq: b must be a vector or a matrix, got shape {_shape(b)}{errors.where()}"
+            f"lstsq: b must be a vector or a matrix, got shape {shape_of(b)}{errors.where()}"
         )
-    if _shape(a)[0] != _shape(b)[0]:
+    if shape_of(a)[0] != shape_of(b)[0]:
         raise ValueError(
-            f"lstsq: a and b need the same number of rows, got shapes {_shape(a)} and "
-            f"{_shape(b)}{errors.where()}"
+            f"lstsq: a and b need the same number of rows, got shapes {shape_of(a)} and "
+            f"{shape_of(b)}{errors.where()}"
         )
     return a, b
 
@@ -466,11 +458,11 @@ def lstsq(
     unless ``numpy_resid`` asks for NumPy's empty array when rank < n or m <= n."""
     a, b = _lstsq_operands(a, b)
     vector = get_aval(b).ndim == 1
-    columns = manipulation.reshape(b, (_shape(b)[0], 1)) if vector else b
-    m, n = _shape(a)
-    real = dtypes.real_dtype(_dtype(a))
+    columns = manipulation.reshape(b, (shape_of(b)[0], 1)) if vector else b
+    m, n = shape_of(a)
+    real = dtypes.real_dtype(dtype_of(a))
     if m == 0 or n == 0:
-        x = creation.zeros((n, _shape(columns)[1]), _dtype(a))
+        x = creation.zeros((n, shape_of(columns)[1]), dtype_of(a))
         s, rank = creation.zeros((0,), real), creation.asarray(0, dtype=np.int32)
         resid = reductions.sum(_abs2(columns), axis=0)
     else:
@@ -513,8 +505,8 @@ def cond(x: Any, p: Any = None) -> Any:
     if p not in _COND_ORDERS:
         raise ValueError(f"cond: p must be one of {_COND_ORDERS}, got {p!r}{errors.where()}")
     x = _float_matrix(x, "cond", square=p not in (None, 2, -2))
-    if 0 in _shape(x)[-2:]:
-        raise ValueError(f"cond: the matrices are empty, shape {_shape(x)}{errors.where()}")
+    if 0 in shape_of(x)[-2:]:
+        raise ValueError(f"cond: the matrices are empty, shape {shape_of(x)}{errors.where()}")
     return _cond_compiled(x, p)
 
 
@@ -529,7 +521,7 @@ def _cond(x: Any, p: Any) -> Any:
         ratio = norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
     had_nan = reductions.any(enp.isnan(x), axis=(-2, -1))
     became_nan = enp.logical_and(enp.isnan(ratio), enp.logical_not(had_nan))
-    return enp.where(became_nan, _const(np.inf, _dtype(ratio)), ratio)
+    return enp.where(became_nan, _const(np.inf, dtype_of(ratio)), ratio)
 
 
 _cond_compiled = jit(_cond, static_argnums=1, inline=True)
@@ -566,7 +558,7 @@ def multi_dot(arrays: Sequence[Any], *, precision: Any = None) -> Any:
     if any(d != 2 for d in ndims[1:-1]) or ndims[0] not in (1, 2) or ndims[-1] not in (1, 2):
         raise ValueError(
             f"multi_dot: the arrays must be matrices (the first and last may be vectors), got "
-            f"shapes {[_shape(x) for x in arrays]}{errors.where()}"
+            f"shapes {[shape_of(x) for x in arrays]}{errors.where()}"
         )
     first_vector, last_vector = ndims[0] == 1, ndims[-1] == 1
     if first_vector:
@@ -574,11 +566,11 @@ def multi_dot(arrays: Sequence[Any], *, precision: Any = None) -> Any:
     if last_vector:
         arrays[-1] = manipulation.reshape(arrays[-1], (-1, 1))
     for left, right in zip(arrays, arrays[1:]):
-        if _shape(left)[1] != _shape(right)[0]:
+        if shape_of(left)[1] != shape_of(right)[0]:
             raise ValueError(
-                f"multi_dot: shapes {[_shape(x) for x in arrays]} do not chain{errors.where()}"
+                f"multi_dot: shapes {[shape_of(x) for x in arrays]} do not chain{errors.where()}"
             )
-    dims = [_shape(arrays[0])[0]] + [_shape(x)[1] for x in arrays]
+    dims = [shape_of(arrays[0])[0]] + [shape_of(x)[1] for x in arrays]
     split = _chain_order(dims)
 
     def product(i: int, j: int) -> Any:
@@ -599,7 +591,7 @@ def tensorinv(a: Any, ind: int = 2) -> Any:
     a = creation.asarray(a)
     if not isinstance(ind, (int, np.integer)) or isinstance(ind, bool) or ind <= 0:
         raise ValueError(f"tensorinv: ind must be a positive integer, got {ind!r}")
-    shape = _shape(a)
+    shape = shape_of(a)
     outputs, inputs = shape[:ind], shape[ind:]
     if math.prod(outputs) != math.prod(inputs):
         raise ValueError(
@@ -615,15 +607,15 @@ def tensorsolve(a: Any, b: Any, axes: tuple[int, ...] | None = None) -> Any:
     a, b = creation.asarray(a), creation.asarray(b)
     if axes is not None:
         a = manipulation.moveaxis(a, axes, tuple(range(-len(axes), 0)))
-    leading, unknowns = _shape(a)[: get_aval(b).ndim], _shape(a)[get_aval(b).ndim :]
-    if leading != _shape(b):
+    leading, unknowns = shape_of(a)[: get_aval(b).ndim], shape_of(a)[get_aval(b).ndim :]
+    if leading != shape_of(b):
         raise ValueError(
-            f"tensorsolve: the leading axes of a {_shape(a)} must match b's shape "
-            f"{_shape(b)}{errors.where()}"
+            f"tensorsolve: the leading axes of a {shape_of(a)} must match b's shape "
+            f"{shape_of(b)}{errors.where()}"
         )
     if math.prod(leading) != math.prod(unknowns):
         raise ValueError(
-            f"tensorsolve: a {_shape(a)} must have as many unknowns as b {_shape(b)} has "
+            f"tensorsolve: a {shape_of(a)} must have as many unknowns as b {shape_of(b)} has "
             f"equations{errors.where()}"
         )
     matrix = manipulation.reshape(a, (math.prod(leading), math.prod(unknowns)))
@@ -642,7 +634,7 @@ _solve_compiled = jit(solve, inline=True)
 def _leading_zero_count(p: Any) -> Any:
     nonzero = enp.not_equal(p, 0)
     return enp.where(
-        reductions.any(nonzero), reductions.argmax(nonzero).astype(np.int32), _shape(p)[0]
+        reductions.any(nonzero), reductions.argmax(nonzero).astype(np.int32), shape_of(p)[0]
     )
 
 
@@ -650,12 +642,12 @@ def _companion(p: Any, degree: Any) -> Any:
     """The companion matrix of p[0] x^degree + ... + p[degree] (trailing entries of p beyond
     it ignored), in the top-left block of a (len(p) - 1)^2 matrix; the rest is zero and
     decoupled, so its eigenvalues sit at the end of the Schur form's diagonal."""
-    size = _shape(p)[0] - 1
+    size = shape_of(p)[0] - 1
     index = _iota(size)
     inside = enp.less(index, degree)
-    first_row = enp.where(inside, -p[1:] / p[0], _const(0, _dtype(p)))
+    first_row = enp.where(inside, -p[1:] / p[0], _const(0, dtype_of(p)))
     below = enp.logical_and(enp.equal(index[:, None], index[None, :] + 1), inside[:, None])
-    matrix = enp.where(below, _const(1, _dtype(p)), _const(0, _dtype(p)))
+    matrix = enp.where(below, _const(1, dtype_of(p)), _const(0, dtype_of(p)))
     return matrix.at[0].set(first_row)
 
 
@@ -664,24 +656,24 @@ def roots(p: Any, *, strip_zeros: bool = True) -> Any:
     eigenvalues of its companion matrix. Leading zeros are stripped (which needs concrete
     coefficients); with ``strip_zeros=False`` each leading zero gives a nan root instead."""
     p = creation.asarray(p)
-    if not dtypes.is_inexact(_dtype(p)):
+    if not dtypes.is_inexact(dtype_of(p)):
         p = manipulation.astype(p, dtypes.default_float())
     if get_aval(p).ndim == 0:
         p = manipulation.reshape(p, (1,))
     if get_aval(p).ndim != 1:
-        raise ValueError(f"roots: p must be a vector, got shape {_shape(p)}{errors.where()}")
-    complex_dtype = dtypes.complex_dtype(dtypes.real_dtype(_dtype(p)))
-    if _shape(p)[0] < 2:
+        raise ValueError(f"roots: p must be a vector, got shape {shape_of(p)}{errors.where()}")
+    complex_dtype = dtypes.complex_dtype(dtypes.real_dtype(dtype_of(p)))
+    if shape_of(p)[0] < 2:
         return creation.zeros((0,), complex_dtype)
     if strip_zeros:
         return _roots_of_concrete(p, complex_dtype)
     leading = _leading_zero_count(p)
-    degree = _shape(p)[0] - 1 - leading
+    degree = shape_of(p)[0] - 1 - leading
     shifted = manipulation.concatenate([p, creation.zeros_like(p)])
-    shifted = shifted[leading + _iota(_shape(p)[0])]
+    shifted = shifted[leading + _iota(shape_of(p)[0])]
     # only the top-left degree x degree block carries roots; the others are undefined
     found = eigvals(_companion(shifted, degree))
-    undefined = enp.greater_equal(_iota(_shape(p)[0] - 1), degree)
+    undefined = enp.greater_equal(_iota(shape_of(p)[0] - 1), degree)
     return enp.where(undefined, _const(np.nan + 1j * np.nan, complex_dtype), found)
 
 
@@ -697,7 +689,7 @@ def _roots_of_concrete(p: Any, complex_dtype: np.dtype) -> Any:
     if nonzero.size == 0:
         return creation.zeros((0,), complex_dtype)
     first, last = int(nonzero[0]), int(nonzero[-1])
-    trailing = _shape(p)[0] - 1 - last
+    trailing = shape_of(p)[0] - 1 - last
     zeros = creation.zeros((trailing,), complex_dtype)
     if last == first:
         return zeros

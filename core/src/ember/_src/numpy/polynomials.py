@@ -21,22 +21,16 @@ from ember._src.numpy.contractions import matmul
 from ember._src.numpy.extras import convolve
 from ember._src.numpy.linalg import inv, svd
 from ember._src.numpy.linalg_general import eigvals
-from ember._src.numpy.util import as_operand, promote_dtypes, promote_to_inexact
+from ember._src.numpy.util import as_operand, dtype_of, promote_dtypes, promote_to_inexact, shape_of
 from ember._src.ops.shape import convert_element_type
-
-
-def _shape(x: Any) -> tuple[int, ...]:
-    return get_aval(x).shape
-
-
-def _dtype(x: Any) -> np.dtype:
-    return get_aval(x).dtype
 
 
 def _coefficients(name: str, p: Any) -> Any:
     p = creation.asarray(as_operand(p))
     if get_aval(p).ndim != 1:
-        raise ValueError(f"{name}: coefficients must be 1-D, got shape {_shape(p)}{errors.where()}")
+        raise ValueError(
+            f"{name}: coefficients must be 1-D, got shape {shape_of(p)}{errors.where()}"
+        )
     return p
 
 
@@ -46,10 +40,10 @@ def _inexact(x: Any) -> Any:
 
 
 def _pad_front(p: Any, length: int) -> Any:
-    missing = length - _shape(p)[0]
+    missing = length - shape_of(p)[0]
     if missing <= 0:
         return p
-    return manipulation.concatenate([creation.zeros((missing,), _dtype(p)), p])
+    return manipulation.concatenate([creation.zeros((missing,), dtype_of(p)), p])
 
 
 def _trim_leading_zeros(name: str, p: Any) -> Any:
@@ -69,7 +63,7 @@ def poly(seq_of_zeros: Any) -> Any:
     """Coefficients of the monic polynomial with the given roots (or, for a square matrix,
     of its characteristic polynomial)."""
     roots = creation.asarray(as_operand(seq_of_zeros))
-    shape = _shape(roots)
+    shape = shape_of(roots)
     if len(shape) == 2 and shape[0] == shape[1] and shape[0]:
         roots = eigvals(roots)  # complex, as in JAX
     roots = manipulation.atleast_1d(roots)
@@ -79,11 +73,11 @@ def poly(seq_of_zeros: Any) -> Any:
             f"{errors.where()}"
         )
     roots = _inexact(roots)
-    n = _shape(roots)[0]
+    n = shape_of(roots)[0]
     if not n:
-        return creation.ones((), _dtype(roots))
+        return creation.ones((), dtype_of(roots))
     # Multiply in one factor (x - r) at a time: c_new[i] = c[i] - r * c[i - 1].
-    coeffs = creation.asarray(np.eye(1, n + 1, dtype=_dtype(roots))[0])
+    coeffs = creation.asarray(np.eye(1, n + 1, dtype=dtype_of(roots))[0])
     for k in range(n):
         shifted = _pad_front(coeffs[:-1], n + 1)
         coeffs = enp.subtract(coeffs, enp.multiply(roots[k], shifted))
@@ -92,24 +86,24 @@ def poly(seq_of_zeros: Any) -> Any:
 
 def polyadd(a1: Any, a2: Any) -> Any:
     a1, a2 = promote_dtypes(_coefficients("polyadd", a1), _coefficients("polyadd", a2))
-    length = max(_shape(a1)[0], _shape(a2)[0])
+    length = max(shape_of(a1)[0], shape_of(a2)[0])
     return enp.add(_pad_front(a1, length), _pad_front(a2, length))
 
 
 def polysub(a1: Any, a2: Any) -> Any:
     a1, a2 = promote_dtypes(_coefficients("polysub", a1), _coefficients("polysub", a2))
-    length = max(_shape(a1)[0], _shape(a2)[0])
+    length = max(shape_of(a1)[0], shape_of(a2)[0])
     return enp.subtract(_pad_front(a1, length), _pad_front(a2, length))
 
 
 def polymul(a1: Any, a2: Any, *, trim_leading_zeros: bool = False) -> Any:
     """The product polynomial (the full convolution of the coefficients)."""
     a1, a2 = promote_dtypes(_coefficients("polymul", a1), _coefficients("polymul", a2))
-    if trim_leading_zeros and (_shape(a1)[0] > 1 or _shape(a2)[0] > 1):
+    if trim_leading_zeros and (shape_of(a1)[0] > 1 or shape_of(a2)[0] > 1):
         a1 = _trim_leading_zeros("polymul", a1)
         a2 = _trim_leading_zeros("polymul", a2)
-    if not _shape(a1)[0] or not _shape(a2)[0]:
-        return creation.zeros((0,), _dtype(a1))
+    if not shape_of(a1)[0] or not shape_of(a2)[0]:
+        return creation.zeros((0,), dtype_of(a1))
     return convolve(a1, a2, mode="full")
 
 
@@ -117,12 +111,12 @@ def polydiv(u: Any, v: Any, *, trim_leading_zeros: bool = False) -> tuple[Any, A
     """Quotient and remainder of ``u / v`` by long division. The remainder has ``u``'s
     length (leading entries zero) unless ``trim_leading_zeros=True``."""
     u, v = promote_to_inexact(_coefficients("polydiv", u), _coefficients("polydiv", v))
-    m, n = _shape(u)[0] - 1, _shape(v)[0] - 1
+    m, n = shape_of(u)[0] - 1, shape_of(v)[0] - 1
     if n < 0:
         raise ValueError(f"polydiv: the divisor v is empty{errors.where()}")
     scale = enp.divide(1, v[0])
     remainder = u
-    quotient = creation.zeros((max(m - n + 1, 1),), _dtype(u))
+    quotient = creation.zeros((max(m - n + 1, 1),), dtype_of(u))
     for k in range(max(m - n + 1, 0)):
         d = enp.multiply(scale, remainder[k])
         quotient = quotient.at[k].set(d)
@@ -139,7 +133,7 @@ def polyder(p: Any, m: int = 1) -> Any:
     if m < 0:
         raise ValueError(f"polyder: order of derivative must be non-negative, got {m}")
     for _ in range(m):
-        powers = np.arange(_shape(p)[0] - 1, 0, -1).astype(_dtype(p))
+        powers = np.arange(shape_of(p)[0] - 1, 0, -1).astype(dtype_of(p))
         p = enp.multiply(p[:-1], powers)
     return p
 
@@ -151,10 +145,10 @@ def polyint(p: Any, m: int = 1, k: Any = None) -> Any:
     m = operator.index(core.concrete_or_error(m, "polyint's m"))
     if m < 0:
         raise ValueError(f"polyint: order of integral must be non-negative, got {m}")
-    constants = _integration_constants(k, m, _dtype(p))
+    constants = _integration_constants(k, m, dtype_of(p))
     for i in range(m):
-        n = _shape(p)[0]
-        divided = enp.divide(p, np.arange(n, 0, -1).astype(_dtype(p)))
+        n = shape_of(p)[0]
+        divided = enp.divide(p, np.arange(n, 0, -1).astype(dtype_of(p)))
         p = manipulation.concatenate([divided, manipulation.reshape(constants[i], (1,))])
     return p
 
@@ -163,11 +157,11 @@ def _integration_constants(k: Any, m: int, dtype: np.dtype) -> Any:
     if k is None:
         return creation.zeros((m,), dtype)
     k = convert_element_type(manipulation.atleast_1d(creation.asarray(as_operand(k))), dtype)
-    if _shape(k)[0] == 1 and m > 1:
+    if shape_of(k)[0] == 1 and m > 1:
         return manipulation.broadcast_to(k, (m,))
-    if _shape(k)[0] != m:
+    if shape_of(k)[0] != m:
         raise ValueError(
-            f"polyint: k must hold one constant or m = {m} of them, got {_shape(k)[0]}"
+            f"polyint: k must hold one constant or m = {m} of them, got {shape_of(k)[0]}"
             f"{errors.where()}"
         )
     return k
@@ -189,22 +183,22 @@ def polyfit(
     order = deg + 1
     if deg < 0:
         raise ValueError(f"polyfit: expected deg >= 0, got {deg}{errors.where()}")
-    if get_aval(x).ndim != 1 or not _shape(x)[0]:
-        raise TypeError(f"polyfit: expected a non-empty 1-D x, got shape {_shape(x)}")
-    if get_aval(y).ndim not in (1, 2) or _shape(y)[0] != _shape(x)[0]:
+    if get_aval(x).ndim != 1 or not shape_of(x)[0]:
+        raise TypeError(f"polyfit: expected a non-empty 1-D x, got shape {shape_of(x)}")
+    if get_aval(y).ndim not in (1, 2) or shape_of(y)[0] != shape_of(x)[0]:
         raise TypeError(
-            f"polyfit: expected y of shape ({_shape(x)[0]},) or ({_shape(x)[0]}, K), got "
-            f"{_shape(y)}{errors.where()}"
+            f"polyfit: expected y of shape ({shape_of(x)[0]},) or ({shape_of(x)[0]}, K), got "
+            f"{shape_of(y)}{errors.where()}"
         )
-    real = dtypes.real_dtype(_dtype(x))
+    real = dtypes.real_dtype(dtype_of(x))
     if rcond is None:
-        rcond = _shape(x)[0] * float(dtypes.finfo(real).eps)
+        rcond = shape_of(x)[0] * float(dtypes.finfo(real).eps)
     lhs = enp.power(x[:, None], np.arange(deg, -1, -1).astype(real))
     rhs = y
     if w is not None:
-        w = convert_element_type(creation.asarray(as_operand(w)), _dtype(x))
-        if get_aval(w).ndim != 1 or _shape(w)[0] != _shape(x)[0]:
-            raise TypeError(f"polyfit: expected w of shape ({_shape(x)[0]},), got {_shape(w)}")
+        w = convert_element_type(creation.asarray(as_operand(w)), dtype_of(x))
+        if get_aval(w).ndim != 1 or shape_of(w)[0] != shape_of(x)[0]:
+            raise TypeError(f"polyfit: expected w of shape ({shape_of(x)[0]},), got {shape_of(w)}")
         lhs = enp.multiply(lhs, w[:, None])
         rhs = enp.multiply(rhs, w if get_aval(rhs).ndim == 1 else w[:, None])
     scale = enp.sqrt(reductions.sum(enp.multiply(lhs, lhs), axis=0))
@@ -216,14 +210,14 @@ def polyfit(
     if cov:
         base = enp.divide(inv(matmul(manipulation.transpose(lhs), lhs)), scale[:, None] * scale)
         if cov == "unscaled":
-            factor = creation.ones((), _dtype(base))
+            factor = creation.ones((), dtype_of(base))
         else:
-            if _shape(x)[0] <= order:
+            if shape_of(x)[0] <= order:
                 raise ValueError(
                     f"polyfit: the number of data points must exceed order to scale the "
                     f"covariance matrix{errors.where()}"
                 )
-            factor = enp.divide(resids, _shape(x)[0] - order)
+            factor = enp.divide(resids, shape_of(x)[0] - order)
         if get_aval(y).ndim == 1:
             return coeffs, enp.multiply(base, factor)
         return coeffs, enp.multiply(base[:, :, None], factor)
@@ -235,9 +229,9 @@ def _least_squares(a: Any, b: Any, rcond: float) -> tuple[Any, Any, Any, Any]:
     """(solution, squared residual norms per column, rank, singular values) of
     min |a x - b| by the SVD, dropping singular values below ``rcond`` times the largest."""
     u, s, vh = svd(a, full_matrices=False)
-    cutoff = enp.multiply(reductions.max(s), np.asarray(rcond, _dtype(s)))
+    cutoff = enp.multiply(reductions.max(s), np.asarray(rcond, dtype_of(s)))
     keep = enp.greater(s, cutoff)
-    inverse = enp.where(keep, enp.divide(1, enp.where(keep, s, 1)), 0).astype(_dtype(s))
+    inverse = enp.where(keep, enp.divide(1, enp.where(keep, s, 1)), 0).astype(dtype_of(s))
     projected = matmul(manipulation.transpose(u), b)
     scaled = enp.multiply(projected, inverse if get_aval(b).ndim == 1 else inverse[:, None])
     solution = matmul(manipulation.transpose(vh), scaled)

@@ -29,28 +29,13 @@ from ember._src.numpy.util import (
     as_operand,
     canonicalize_axes,
     canonicalize_axis,
+    dtype_of,
     promote_dtypes,
     promote_to_inexact,
+    scalar_like,
+    shape_of,
 )
 from ember._src.ops.shape import broadcast_to_shape, convert_element_type
-
-
-def _shape(x: Any) -> tuple[int, ...]:
-    return get_aval(x).shape
-
-
-def _dtype(x: Any) -> np.dtype:
-    return get_aval(x).dtype
-
-
-def _inexact(x: Any) -> Any:
-    (x,) = promote_to_inexact(creation.asarray(as_operand(x)))
-    return x
-
-
-def _const(value: Any, like: Any) -> Any:
-    return np.asarray(value, _dtype(like))[()]
-
 
 # --------------------------------------------------------------------------------------------
 # Averages, covariance, correlation
@@ -60,7 +45,7 @@ def average(
     a: Any, axis: Any = None, weights: Any = None, returned: bool = False, keepdims: bool = False
 ) -> Any:
     """The (weighted) mean along ``axis``; ``returned=True`` also gives the sum of weights."""
-    a = _inexact(a)
+    a = creation.asarray_inexact(a)
     if weights is None:
         result = reductions.mean(a, axis=axis, keepdims=keepdims)
         count = a.size // builtins.max(get_aval(result).size, 1) if a.size else 0
@@ -76,27 +61,27 @@ def average(
 
 def _weights_like(a: Any, w: Any, axis: Any) -> Any:
     """``w`` broadcast to ``a``: the same shape, or 1-D along a single ``axis``."""
-    if _shape(w) == _shape(a):
+    if shape_of(w) == shape_of(a):
         return w
     if axis is None:
         raise ValueError(
-            f"average: axis must be given when a {_shape(a)} and weights {_shape(w)} differ"
+            f"average: axis must be given when a {shape_of(a)} and weights {shape_of(w)} differ"
             f" in shape{errors.where()}"
         )
     if get_aval(w).ndim != 1 or not isinstance(axis, (int, np.integer)):
         raise TypeError(
-            f"average: weights of shape {_shape(w)} need a single int axis and 1-D weights when"
-            f" the shapes of a {_shape(a)} and weights differ{errors.where()}"
+            f"average: weights of shape {shape_of(w)} need a single int axis and 1-D weights when"
+            f" the shapes of a {shape_of(a)} and weights differ{errors.where()}"
         )
     axis = canonicalize_axis(axis, get_aval(a).ndim)
-    if _shape(w)[0] != _shape(a)[axis]:
+    if shape_of(w)[0] != shape_of(a)[axis]:
         raise ValueError(
-            f"average: length of weights {_shape(w)[0]} differs from a's axis {axis} of length "
-            f"{_shape(a)[axis]}{errors.where()}"
+            f"average: length of weights {shape_of(w)[0]} differs from a's axis {axis} of length "
+            f"{shape_of(a)[axis]}{errors.where()}"
         )
     shape = [1] * get_aval(a).ndim
-    shape[axis] = _shape(w)[0]
-    return broadcast_to_shape(manipulation.reshape(w, tuple(shape)), _shape(a))
+    shape[axis] = shape_of(w)[0]
+    return broadcast_to_shape(manipulation.reshape(w, tuple(shape)), shape_of(a))
 
 
 def _observations(m: Any, rowvar: bool, dtype: Any) -> Any:
@@ -104,11 +89,11 @@ def _observations(m: Any, rowvar: bool, dtype: Any) -> Any:
     m = creation.asarray(as_operand(m))
     if dtype is not None:
         m = manipulation.astype(m, dtype)
-    m = _inexact(m)
+    m = creation.asarray_inexact(m)
     if get_aval(m).ndim > 2:
-        raise ValueError(f"cov: m has more than 2 dimensions: {_shape(m)}{errors.where()}")
+        raise ValueError(f"cov: m has more than 2 dimensions: {shape_of(m)}{errors.where()}")
     m = manipulation.atleast_2d(m)
-    if not rowvar and _shape(m)[0] != 1:
+    if not rowvar and shape_of(m)[0] != 1:
         m = manipulation.transpose(m)
     return m
 
@@ -132,19 +117,19 @@ def cov(
     if ddof is None:
         ddof = 0 if bias else 1
     ddof = operator.index(core.concrete_or_error(ddof, "cov's ddof"))
-    n = _shape(x)[1]
+    n = shape_of(x)[1]
     weights = _observation_weights(fweights, aweights, n)
     if weights is None:
         mean = reductions.mean(x, axis=1, keepdims=True)
-        factor = creation.asarray(np.asarray(n - ddof, dtypes.real_dtype(_dtype(x))))
+        factor = creation.asarray(np.asarray(n - ddof, dtypes.real_dtype(dtype_of(x))))
     else:
-        weights = convert_element_type(weights, dtypes.real_dtype(_dtype(x)))
+        weights = convert_element_type(weights, dtypes.real_dtype(dtype_of(x)))
         weight_sum = reductions.sum(weights)
         mean = enp.divide(
             reductions.sum(enp.multiply(x, weights), axis=1, keepdims=True), weight_sum
         )
         factor = _weighted_normaliser(weights, weight_sum, aweights, ddof)
-    factor = enp.maximum(factor, _const(0, factor))  # NumPy warns and clamps at zero
+    factor = enp.maximum(factor, scalar_like(0, factor))  # NumPy warns and clamps at zero
     centred = enp.subtract(x, mean)
     scaled = centred if weights is None else enp.multiply(centred, weights)
     product = matmul(centred, enp.conjugate(manipulation.transpose(scaled)))
@@ -158,16 +143,18 @@ def _observation_weights(fweights: Any, aweights: Any, n: int) -> Any:
         if given is None:
             continue
         given = creation.asarray(as_operand(given))
-        if get_aval(given).ndim != 1 or _shape(given)[0] != n:
+        if get_aval(given).ndim != 1 or shape_of(given)[0] != n:
             raise ValueError(
                 f"cov: {name} must be 1-D with one entry per observation ({n}), got shape "
-                f"{_shape(given)}{errors.where()}"
+                f"{shape_of(given)}{errors.where()}"
             )
-        if name == "fweights" and _dtype(given).kind not in "iub":
-            raise TypeError(f"cov: fweights must be integers, got {_dtype(given)}{errors.where()}")
+        if name == "fweights" and dtype_of(given).kind not in "iub":
+            raise TypeError(
+                f"cov: fweights must be integers, got {dtype_of(given)}{errors.where()}"
+            )
         if not isinstance(given, core.Tracer) and bool(np.any(np.asarray(given) < 0)):
             raise ValueError(f"cov: {name} cannot be negative{errors.where()}")
-        given = _inexact(given)
+        given = creation.asarray_inexact(given)
         weights = given if weights is None else enp.multiply(weights, given)
     return weights
 
@@ -176,10 +163,10 @@ def _weighted_normaliser(weights: Any, weight_sum: Any, aweights: Any, ddof: int
     if ddof == 0:
         return weight_sum
     if aweights is None:
-        return enp.subtract(weight_sum, _const(ddof, weight_sum))
-    a = convert_element_type(_inexact(aweights), _dtype(weights))
+        return enp.subtract(weight_sum, scalar_like(ddof, weight_sum))
+    a = convert_element_type(creation.asarray_inexact(aweights), dtype_of(weights))
     correction = enp.divide(reductions.sum(enp.multiply(weights, a)), weight_sum)
-    return enp.subtract(weight_sum, enp.multiply(_const(ddof, weight_sum), correction))
+    return enp.subtract(weight_sum, enp.multiply(scalar_like(ddof, weight_sum), correction))
 
 
 def corrcoef(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> Any:
@@ -190,12 +177,12 @@ def corrcoef(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> A
         return enp.divide(c, c)
     std = enp.sqrt(enp.real(diagonal(c)))
     c = enp.divide(enp.divide(c, std[:, None]), std[None, :])
-    if _dtype(c).kind == "c":
-        one = _const(1, enp.real(c))
+    if dtype_of(c).kind == "c":
+        one = scalar_like(1, enp.real(c))
         real = enp.clip(enp.real(c), -one, one)
         imag = enp.clip(enp.imag(c), -one, one)
-        return enp.add(real, enp.multiply(imag, _const(1j, c)))
-    return enp.clip(c, -_const(1, c), _const(1, c))
+        return enp.add(real, enp.multiply(imag, scalar_like(1j, c)))
+    return enp.clip(c, -scalar_like(1, c), scalar_like(1, c))
 
 
 def ptp(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
@@ -224,13 +211,13 @@ def bincount(
     The output length is ``max(x) + 1`` (at least ``minlength``), so under ``jit`` a static
     ``length=`` is needed; values past it are dropped, negative ones count as 0 (as JAX)."""
     x = creation.asarray(as_operand(x))
-    if _dtype(x).kind not in "iu":
+    if dtype_of(x).kind not in "iu":
         raise TypeError(
-            f"bincount: x must have an integer dtype, got {dtypes.short_name(_dtype(x))}"
+            f"bincount: x must have an integer dtype, got {dtypes.short_name(dtype_of(x))}"
             f"{errors.where()}"
         )
     if get_aval(x).ndim != 1:
-        raise ValueError(f"bincount: x must be 1-D, got shape {_shape(x)}{errors.where()}")
+        raise ValueError(f"bincount: x must be 1-D, got shape {shape_of(x)}{errors.where()}")
     minlength = operator.index(core.concrete_or_error(minlength, "bincount's minlength"))
     if minlength < 0:
         raise ValueError(f"bincount: minlength must be non-negative, got {minlength}")
@@ -244,19 +231,19 @@ def bincount(
         length = builtins.max(minlength, int(values.max()) + 1 if values.size else 0)
     length = operator.index(length)
     if weights is None:
-        weights = creation.ones(_shape(x), dtypes.default_int())
+        weights = creation.ones(shape_of(x), dtypes.default_int())
     else:
         weights = creation.asarray(as_operand(weights))
-        if _shape(weights) != _shape(x):
+        if shape_of(weights) != shape_of(x):
             raise ValueError(
-                f"bincount: weights shape {_shape(weights)} differs from x's {_shape(x)}"
+                f"bincount: weights shape {shape_of(weights)} differs from x's {shape_of(x)}"
                 f"{errors.where()}"
             )
-    index = enp.maximum(x, _const(0, x))
-    inside = enp.less(index, _const(length, index))
-    weights = enp.where(inside, weights, _const(0, weights))
-    index = enp.where(inside, index, _const(0, index))
-    return creation.zeros((length,), _dtype(weights)).at[index].add(weights)
+    index = enp.maximum(x, scalar_like(0, x))
+    inside = enp.less(index, scalar_like(length, index))
+    weights = enp.where(inside, weights, scalar_like(0, weights))
+    index = enp.where(inside, index, scalar_like(0, index))
+    return creation.zeros((length,), dtype_of(weights)).at[index].add(weights)
 
 
 # --------------------------------------------------------------------------------------------
@@ -276,12 +263,12 @@ def nanargmin(a: Any, axis: int | None = None, out: None = None, keepdims: bool 
 def _nan_arg_extremum(reducer, fill: float, a: Any, axis: Any, keepdims: Any) -> Any:
     a = creation.asarray(as_operand(a))
     keepdims = bool(keepdims)
-    if not dtypes.is_inexact(_dtype(a)):
+    if not dtypes.is_inexact(dtype_of(a)):
         return reducer(a, axis=axis, keepdims=keepdims)
     nan = enp.isnan(a)
-    index = reducer(enp.where(nan, _const(fill, a), a), axis=axis, keepdims=keepdims)
+    index = reducer(enp.where(nan, scalar_like(fill, a), a), axis=axis, keepdims=keepdims)
     all_nan = reductions.all(nan, axis=axis, keepdims=keepdims)
-    return enp.where(all_nan, _const(-1, index), index)
+    return enp.where(all_nan, scalar_like(-1, index), index)
 
 
 def nancumsum(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
@@ -322,18 +309,18 @@ def nanquantile(
             f"nanquantile: method must be one of {_QUANTILE_METHODS}, got {method!r}"
             f"{errors.where()}"
         )
-    a = _inexact(a)
-    if _dtype(a).kind == "c":
+    a = creation.asarray_inexact(a)
+    if dtype_of(a).kind == "c":
         raise TypeError(f"nanquantile does not support complex input{errors.where()}")
     values, kept_shape = _reduced_axes_last(a, axis, keepdims)
-    q = convert_element_type(creation.asarray(as_operand(q)), _dtype(a))
+    q = convert_element_type(creation.asarray(as_operand(q)), dtype_of(a))
     result = _nan_quantile_last_axis(values, q, method)
-    return manipulation.reshape(result, _shape(q) + kept_shape)
+    return manipulation.reshape(result, shape_of(q) + kept_shape)
 
 
 def _reduced_axes_last(a: Any, axis: Any, keepdims: bool) -> tuple[Any, tuple[int, ...]]:
     """``a`` with the reduced axes merged into one last axis, and the result's shape."""
-    shape = _shape(a)
+    shape = shape_of(a)
     axes = canonicalize_axes(axis, len(shape))
     kept = [d for d in range(len(shape)) if d not in axes]
     moved = manipulation.transpose(a, tuple(kept + list(axes)))
@@ -348,23 +335,23 @@ def _reduced_axes_last(a: Any, axis: Any, keepdims: bool) -> tuple[Any, tuple[in
 def _nan_quantile_last_axis(values: Any, q: Any, method: str) -> Any:
     """Quantiles along the last axis: sort (NaNs go last), then interpolate between the
     order statistics of each slice's own count of valid values. Shape: q's + the batch's."""
-    n = _shape(values)[-1]
-    batch = _shape(values)[:-1]
+    n = shape_of(values)[-1]
+    batch = shape_of(values)[:-1]
     ordered = sort(values, axis=-1)
-    valid = reductions.sum(enp.logical_not(enp.isnan(values)), axis=-1, dtype=_dtype(values))
-    q_shape = _shape(q)
+    valid = reductions.sum(enp.logical_not(enp.isnan(values)), axis=-1, dtype=dtype_of(values))
+    q_shape = shape_of(q)
     q = manipulation.reshape(q, q_shape + (1,) * len(batch))
-    last = enp.maximum(enp.subtract(valid, _const(1, valid)), _const(0, valid))
+    last = enp.maximum(enp.subtract(valid, scalar_like(1, valid)), scalar_like(0, valid))
     position = enp.multiply(q, last)
     low = enp.floor(position)
     frac = enp.subtract(position, low)
-    high = enp.minimum(enp.add(low, _const(1, low)), last)
+    high = enp.minimum(enp.add(low, scalar_like(1, low)), last)
     if method == "higher":
         low = enp.ceil(position)
     elif method == "nearest":
         low = enp.round(position)  # half to even, as NumPy
     elif method == "midpoint":
-        frac = enp.where(enp.equal(frac, 0), frac, _const(0.5, frac))
+        frac = enp.where(enp.equal(frac, 0), frac, scalar_like(0.5, frac))
     target = q_shape + batch + (n,)
     ordered = broadcast_to_shape(ordered, target)
 
@@ -376,7 +363,7 @@ def _nan_quantile_last_axis(values: Any, q: Any, method: str) -> Any:
     empty = enp.equal(valid, 0)
     v_low = pick(low)
     if method in ("lower", "higher", "nearest"):  # an order statistic, no interpolation
-        return enp.where(empty, _const(np.nan, v_low), v_low)
+        return enp.where(empty, scalar_like(np.nan, v_low), v_low)
     v_high = pick(high)
     # Interpolate from the nearer end, as NumPy does (this also fixes which infinities
     # survive interpolation).
@@ -384,7 +371,7 @@ def _nan_quantile_last_axis(values: Any, q: Any, method: str) -> Any:
     from_low = enp.add(v_low, enp.multiply(step, frac))
     from_high = enp.subtract(v_high, enp.multiply(step, enp.subtract(1, frac)))
     result = enp.where(enp.greater_equal(frac, 0.5), from_high, from_low)
-    return enp.where(empty, _const(np.nan, result), result)
+    return enp.where(empty, scalar_like(np.nan, result), result)
 
 
 def nanpercentile(
@@ -399,8 +386,8 @@ def nanpercentile(
     weights: Any = None,
 ) -> Any:
     """Percentiles (``q`` in [0, 100]) of the non-NaN values."""
-    a = _inexact(a)
-    q = enp.divide(convert_element_type(creation.asarray(as_operand(q)), _dtype(a)), 100)
+    a = creation.asarray_inexact(a)
+    q = enp.divide(convert_element_type(creation.asarray(as_operand(q)), dtype_of(a)), 100)
     return nanquantile(a, q, axis=axis, method=method, keepdims=keepdims, weights=weights)
 
 
@@ -422,9 +409,9 @@ def nanmedian(
 def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any = None) -> Any:
     """Bin edges: ``bins`` itself when it is an array of edges, otherwise ``bins + 1`` evenly
     spaced edges over ``range`` (default: the data's minimum and maximum)."""
-    a = _inexact(a)
+    a = creation.asarray_inexact(a)
     if np.ndim(bins) == 1:
-        return _inexact(bins)
+        return creation.asarray_inexact(bins)
     if np.ndim(bins) != 0:
         raise ValueError(f"histogram_bin_edges: bins must be an int or 1-D, got {bins!r}")
     count = operator.index(core.concrete_or_error(bins, "histogram_bin_edges's bins"))
@@ -432,18 +419,18 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any 
         raise ValueError(f"histogram_bin_edges: bins must be positive, got {count}")
     if range is None:
         if not a.size:
-            lo, hi = _const(0, a), _const(1, a)
+            lo, hi = scalar_like(0, a), scalar_like(1, a)
         else:
             lo, hi = reductions.min(a), reductions.max(a)
     else:
         if len(range) != 2:
             raise ValueError(f"histogram_bin_edges: range must be (min, max), got {range!r}")
-        lo, hi = (convert_element_type(creation.asarray(v), _dtype(a)) for v in range)
+        lo, hi = (convert_element_type(creation.asarray(v), dtype_of(a)) for v in range)
     # A single value spreads over a unit interval, as NumPy does.
     same = enp.equal(lo, hi)
-    lo = enp.where(same, enp.subtract(lo, _const(0.5, a)), lo)
-    hi = enp.where(same, enp.add(hi, _const(0.5, a)), hi)
-    steps = creation.asarray(np.arange(count + 1) / count, _dtype(a))
+    lo = enp.where(same, enp.subtract(lo, scalar_like(0.5, a)), lo)
+    hi = enp.where(same, enp.add(hi, scalar_like(0.5, a)), hi)
+    steps = creation.asarray(np.arange(count + 1) / count, dtype_of(a))
     edges = enp.add(lo, enp.multiply(steps, enp.subtract(hi, lo)))
     # Pin the last edge to the maximum exactly, so that the largest value is counted.
     return enp.where(np.arange(count + 1) == count, hi, edges)
@@ -454,19 +441,19 @@ def histogramdd(
 ) -> tuple[Any, list[Any]]:
     """Counts (or summed weights) of ``sample``'s points, an (N, D) array, per D-dimensional
     bin; the last bin of each dimension includes its right edge."""
-    sample = _inexact(sample)
+    sample = creation.asarray_inexact(sample)
     if get_aval(sample).ndim == 1:
         sample = sample[:, None]
     if get_aval(sample).ndim != 2:
-        raise ValueError(f"histogramdd: sample must be (N, D), got {_shape(sample)}")
-    n_points, n_dims = _shape(sample)
+        raise ValueError(f"histogramdd: sample must be (N, D), got {shape_of(sample)}")
+    n_points, n_dims = shape_of(sample)
     bins_per_dim = _per_dimension(bins, n_dims, "bins")
     ranges = [None] * n_dims if range is None else _per_dimension(range, n_dims, "range")
     edges = [
         histogram_bin_edges(sample[:, d], bins_per_dim[d], ranges[d])
         for d in builtins.range(n_dims)
     ]
-    sizes = [_shape(e)[0] - 1 for e in edges]
+    sizes = [shape_of(e)[0] - 1 for e in edges]
     flat = creation.zeros((n_points,), dtypes.int32)
     inside = creation.ones((n_points,), dtypes.bool_)
     for d, e in enumerate(edges):
@@ -474,16 +461,16 @@ def histogramdd(
         flat = enp.add(enp.multiply(flat, np.int32(sizes[d])), index)
         inside = enp.logical_and(inside, within)
     weight = (
-        creation.ones((n_points,), _dtype(sample))
+        creation.ones((n_points,), dtype_of(sample))
         if weights is None
-        else convert_element_type(creation.asarray(as_operand(weights)), _dtype(sample))
+        else convert_element_type(creation.asarray(as_operand(weights)), dtype_of(sample))
     )
-    weight = enp.where(inside, weight, _const(0, weight))
+    weight = enp.where(inside, weight, scalar_like(0, weight))
     total_bins = int(np.prod(sizes, dtype=np.int64))
-    counts = creation.zeros((total_bins,), _dtype(weight)).at[flat].add(weight)
+    counts = creation.zeros((total_bins,), dtype_of(weight)).at[flat].add(weight)
     counts = manipulation.reshape(counts, tuple(sizes))
     if density:
-        volume = creation.ones((), _dtype(counts))
+        volume = creation.ones((), dtype_of(counts))
         for d, e in enumerate(edges):
             width = enp.subtract(e[1:], e[:-1])
             shape = [1] * n_dims
@@ -506,7 +493,7 @@ def _per_dimension(value: Any, n_dims: int, what: str) -> list[Any]:
 
 def _bin_index(x: Any, edges: Any) -> tuple[Any, Any]:
     """Each value's bin (clamped into range) and whether it lies inside the edges."""
-    n_bins = _shape(edges)[0] - 1
+    n_bins = shape_of(edges)[0] - 1
     index = enp.subtract(searchsorted(edges, x, side="right"), np.int32(1))
     index = enp.where(enp.equal(x, edges[-1]), np.int32(n_bins - 1), index)  # closed last bin
     inside = enp.logical_and(enp.greater_equal(index, 0), enp.less(index, np.int32(n_bins)))
@@ -517,7 +504,7 @@ def histogram2d(
     x: Any, y: Any, bins: Any = 10, range: Any = None, weights: Any = None, density: Any = None
 ) -> tuple[Any, Any, Any]:
     """The 2-D histogram of the points ``(x, y)``: counts, x edges, y edges."""
-    x, y = promote_dtypes(_inexact(x), _inexact(y))
+    x, y = promote_dtypes(creation.asarray_inexact(x), creation.asarray_inexact(y))
     try:
         n = len(bins)
     except TypeError:

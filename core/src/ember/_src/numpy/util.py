@@ -45,6 +45,21 @@ def cast(x: Any, dtype: np.dtype, weak: bool = False) -> Any:
     return convert_element_type(x, dtype, weak)
 
 
+def shape_of(x: Any) -> tuple[int, ...]:
+    """The shape of an array, tracer or scalar."""
+    return get_aval(x).shape
+
+
+def dtype_of(x: Any) -> np.dtype:
+    """The dtype of an array, tracer or scalar."""
+    return get_aval(x).dtype
+
+
+def scalar_like(value: Any, like: Any) -> Any:
+    """``value`` as a NumPy scalar of ``like``'s dtype."""
+    return np.asarray(value, dtype_of(like))[()]
+
+
 def promote_dtypes(*args: Any) -> list[Any]:
     """Convert all arguments to their common dtype per the promotion lattice."""
     args = [as_operand(a) for a in args]
