@@ -53,6 +53,26 @@ def test_static_argnums_and_argnames():
     assert len(traces) == 3
 
 
+def test_static_values_by_position_with_arrays_reuse_their_executable():
+    traces = []
+
+    def scale(x, factor, flag):
+        traces.append((factor, flag))
+        return x * factor if flag else x - factor
+
+    f = ember.jit(scale, static_argnums=(1, 2))
+    x = enp.arange(3.0)
+    for _ in range(3):
+        assert_close(f(x, 2, True), [0.0, 2.0, 4.0])
+    assert_close(f(x, 2, False), [-2.0, -1.0, 0.0])
+    assert_close(f(x, 2.5, True), [0.0, 2.5, 5.0])  # 2.5 is not 2: its own program
+    assert_close(f(x, True, True), [0.0, 1.0, 2.0])  # True == 1 but is another static value
+    assert_close(f(x + 1, 2, True), [2.0, 4.0, 6.0])
+    assert traces == [(2, True), (2, False), (2.5, True), (True, True)]
+    with pytest.raises(TypeError, match="must be hashable"):
+        f(x, [2], True)
+
+
 def test_unhashable_static_argument_is_a_clear_error():
     f = ember.jit(lambda x, shape: x.reshape(shape), static_argnums=1)
     with pytest.raises(TypeError, match="static argument .* must be hashable.*list"):

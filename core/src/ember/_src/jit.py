@@ -119,6 +119,14 @@ class JitFunction:
         self._spmd_cache: dict[tuple, _SpmdExecutable] = {}
         self._spmd_fast: dict[tuple, _SpmdExecutable] = {}  # keyed by the arrays' layouts
         self._has_statics = bool(self._static_argnums or self._static_argnames)
+        # Calls passing static values by position (no keywords): executables by those raw
+        # values, so ember.numpy's compiled composites skip splitting and flattening.
+        self._static_positions = frozenset(self._static_argnums)
+        self._positional_statics_ok = self._has_statics and all(
+            n >= 0 for n in self._static_argnums
+        )
+        self._static_fast: dict[tuple, _Executable] = {}
+        self._last_entry: _Executable | None = None
         self._trace_cache: dict[tuple, _Traced] = {}
         self._exec_cache: dict[tuple, _Executable] = {}
         self._flat_cache: dict[tuple, _Executable] = {}  # _call_flat_arrays' view of it
@@ -142,6 +150,21 @@ class JitFunction:
         at_top = core.eval_trace_is_current()
         if self._inline and not at_top:  # under a trace, just trace the body in place
             return self._fun(*args, **kwargs)
+        if at_top and not kwargs and self._positional_statics_ok:
+            fast_key = self._static_key(args)
+            if fast_key is not None:
+                entry = self._static_fast.get(fast_key)
+                if entry is not None:
+                    buffers = [
+                        x._buffer for i, x in enumerate(args) if i not in self._static_positions
+                    ]
+                    return entry.build(entry.compiled.call_buffers(entry.const_buffers + buffers))
+                dynamic, statics = self._split(args, kwargs)
+                leaves, in_tree = tree_flatten(dynamic)
+                out = self._call_top_level(leaves, in_tree, statics)
+                if self._last_entry is not None:
+                    self._static_fast[fast_key] = self._last_entry
+                return out
         if at_top and not kwargs and not self._has_statics:
             outs = self._call_flat_arrays(args)
             if outs is not _NOT_CACHED:
@@ -164,7 +187,29 @@ class JitFunction:
         outs = jit_call([*traced.consts, *leaves], traced.jaxpr, self._name, traced.donated)
         return tree_unflatten(traced.out_tree, outs)
 
+    def _static_key(self, args: tuple) -> tuple | None:
+        """The fast-path key of a call of Arrays on one device and hashable static values by
+        position; None when the call is not of that kind."""
+        device = self._device
+        statics = []
+        avals = []
+        for i, x in enumerate(args):
+            if i in self._static_positions:
+                statics.append((type(x), x))
+            elif type(x) is not Array or (device is not None and x._device is not device):
+                return None
+            else:
+                device = x._device
+                avals.append(x.aval)
+        key = (len(args), tuple(statics), tuple(avals), device, _enable_x64())
+        try:
+            hash(key)
+        except TypeError:  # an unhashable static value: the general path explains
+            return None
+        return key
+
     def _call_top_level(self, leaves: list[Any], in_tree: PyTreeDef, statics: tuple) -> Any:
+        self._last_entry = None
         device = self._device or common_device(leaves, self._name)
         if device is None or self._always_spmd:
             return self._call_spmd(leaves, in_tree, statics)
@@ -187,6 +232,7 @@ class JitFunction:
             self._exec_cache[key] = entry
             if not statics and in_tree == _flat_args_tree(len(leaves)):
                 self._flat_cache[(avals, device, x64)] = entry
+        self._last_entry = entry
         return entry.build(entry.compiled.call_buffers(entry.const_buffers + buffers))
 
     def _call_spmd(self, leaves: list[Any], in_tree: PyTreeDef, statics: tuple) -> Any:

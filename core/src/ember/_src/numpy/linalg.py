@@ -593,7 +593,11 @@ svd = jit(svd, inline=True, static_argnames=("full_matrices", "compute_uv", "her
 svdvals = jit(svdvals, inline=True)
 pinv = jit(pinv, inline=True, static_argnames="hermitian")
 _norm_compiled = jit(_norm, inline=True, static_argnames=("ord", "axis", "keepdims"))
-_vector_norm_compiled = jit(_vector_norm, inline=True, static_argnames=("axis", "keepdims", "ord"))
+_vector_norm_compiled = jit(
+    lambda x, axis, keepdims, ord: _vector_norm(x, axis=axis, keepdims=keepdims, ord=ord),
+    inline=True,
+    static_argnums=(1, 2, 3),
+)
 matrix_norm = jit(matrix_norm, inline=True, static_argnames=("keepdims", "ord"))
 
 
@@ -604,7 +608,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
 
 def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
     """The array API's vector norm (one compiled program eagerly)."""
-    return _vector_norm_compiled(x, axis=_static_axis(axis), keepdims=keepdims, ord=ord)
+    return _vector_norm_compiled(x, _static_axis(axis), keepdims, ord)
 
 
 def _static_axis(axis: Any) -> Any:

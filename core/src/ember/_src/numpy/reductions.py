@@ -166,6 +166,8 @@ def mean(
     *,
     where: Any = None,
 ) -> Any:
+    if where is None:  # by position only: the compiled call's fast path
+        return _mean_compiled(a, _static_axis(axis), dtype, out, keepdims)
     return _mean_compiled(a, _static_axis(axis), dtype, out, keepdims, where=where)
 
 
@@ -179,7 +181,9 @@ def var(
     *,
     correction: Any = None,
 ) -> Any:
-    return _var_compiled(a, _static_axis(axis), dtype, out, ddof, keepdims, correction=correction)
+    if correction is not None:
+        ddof = correction
+    return _var_compiled(a, _static_axis(axis), dtype, out, ddof, keepdims)
 
 
 def _static_axis(axis: Any) -> Any:
@@ -253,7 +257,7 @@ def std(
 # division dispatched one by one would cost several times the work on small arrays).
 _STATIC = ("axis", "dtype", "out", "keepdims")
 _mean_compiled = jit(_mean, inline=True, static_argnames=_STATIC)
-_var_compiled = jit(_var, inline=True, static_argnames=(*_STATIC, "ddof", "correction"))
+_var_compiled = jit(_var, inline=True, static_argnames=(*_STATIC, "ddof"))
 
 
 def _arg_extremum(name: str, reducer, a: Any, axis: Any, keepdims: bool) -> Any:

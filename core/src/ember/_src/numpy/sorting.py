@@ -78,35 +78,60 @@ def _cumulative(name: str, combine, a: Any, axis: Any, dtype: Any, reverse: bool
     return associative_scan(combine, a, reverse=reverse, axis=axis)
 
 
-def cumsum(a: Any, axis: Any = None, dtype: Any = None) -> Any:
+def _cumsum_body(a: Any, axis: Any = None, dtype: Any = None) -> Any:
     return _cumulative("cumsum", ew.add, a, axis, dtype)
 
 
-def cumprod(a: Any, axis: Any = None, dtype: Any = None) -> Any:
+def _cumprod_body(a: Any, axis: Any = None, dtype: Any = None) -> Any:
     return _cumulative("cumprod", ew.mul, a, axis, dtype)
 
 
-def cummax(a: Any, axis: int = 0, reverse: bool = False) -> Any:
+def _cummax_body(a: Any, axis: int = 0, reverse: bool = False) -> Any:
     return _cumulative("cummax", ew.max, a, axis, None, reverse)
 
 
-def cummin(a: Any, axis: int = 0, reverse: bool = False) -> Any:
+def _cummin_body(a: Any, axis: int = 0, reverse: bool = False) -> Any:
     return _cumulative("cummin", ew.min, a, axis, None, reverse)
 
 
-def lax_cumsum(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+def _lax_cumsum_body(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
     return _cumulative("cumsum", ew.add, operand, axis, None, reverse)
 
 
-def lax_cumprod(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+def _lax_cumprod_body(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
     return _cumulative("cumprod", ew.mul, operand, axis, None, reverse)
 
 
 # Called eagerly, each scan runs as one program compiled once per shape (an associative scan
 # is a few dozen operations: dispatched one by one they would cost far more than the work).
-cumsum = jit(cumsum, inline=True, static_argnames=("axis", "dtype"))
-cumprod = jit(cumprod, inline=True, static_argnames=("axis", "dtype"))
-cummax = jit(cummax, inline=True, static_argnames=("axis", "reverse"))
-cummin = jit(cummin, inline=True, static_argnames=("axis", "reverse"))
-lax_cumsum = jit(lax_cumsum, inline=True, static_argnames=("axis", "reverse"))
-lax_cumprod = jit(lax_cumprod, inline=True, static_argnames=("axis", "reverse"))
+# Arguments go by position, which the compiled call's fast path keys on directly.
+_cumsum = jit(_cumsum_body, inline=True, static_argnums=(1, 2))
+_cumprod = jit(_cumprod_body, inline=True, static_argnums=(1, 2))
+_cummax = jit(_cummax_body, inline=True, static_argnums=(1, 2))
+_cummin = jit(_cummin_body, inline=True, static_argnums=(1, 2))
+_lax_cumsum = jit(_lax_cumsum_body, inline=True, static_argnums=(1, 2))
+_lax_cumprod = jit(_lax_cumprod_body, inline=True, static_argnums=(1, 2))
+
+
+def cumsum(a: Any, axis: Any = None, dtype: Any = None) -> Any:
+    return _cumsum(a, axis, dtype)
+
+
+def cumprod(a: Any, axis: Any = None, dtype: Any = None) -> Any:
+    return _cumprod(a, axis, dtype)
+
+
+def cummax(a: Any, axis: int = 0, reverse: bool = False) -> Any:
+    return _cummax(a, axis, reverse)
+
+
+def cummin(a: Any, axis: int = 0, reverse: bool = False) -> Any:
+    return _cummin(a, axis, reverse)
+
+
+def lax_cumsum(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    return _lax_cumsum(operand, axis, reverse)
+
+
+def lax_cumprod(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    return _lax_cumprod(operand, axis, reverse)
