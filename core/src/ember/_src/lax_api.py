@@ -123,6 +123,31 @@ def _check_same_structure(name: str, what: Any, like: Any) -> None:
         )
 
 
+def _implicit_solve(what: str, fun: Callable[[Any], Any], start: Any, solve: Callable,
+                    has_aux: bool, tangent: Callable) -> Callable[[Any], Any]:  # fmt: skip
+    """``start -> solve(fun, start)`` as a ``custom_jvp`` function of ``start`` and of the
+    values ``fun`` closes over. Its tangent is ``tangent(apply, run, consts, tangents, x)``
+    at the solution ``x``, where ``apply(consts, y)`` is ``fun(y)`` and ``run(consts, s)``
+    solves again; an auxiliary output gets a zero tangent."""
+    consts, apply = _closure_convert(fun, start, what)
+
+    def run(consts: list[Any], start: Any) -> Any:
+        return solve(lambda x: apply(consts, x), start)
+
+    solver = custom_jvp(run)
+
+    @solver.defjvp
+    def solver_jvp(primals, tangents):
+        out = solver(*primals)
+        x = out[0] if has_aux else out
+        x_dot = tangent(apply, run, primals[0], tangents, x)
+        if has_aux:
+            return out, (x_dot, tree_map(_zero_tangent, out[1]))
+        return out, x_dot
+
+    return lambda start: solver(consts, start)
+
+
 def custom_linear_solve(
     matvec: Callable[[Any], Any],
     b: Any,
@@ -139,28 +164,15 @@ def custom_linear_solve(
     transposable operations there; ``transpose_solve`` and ``symmetric`` are accepted for
     JAX compatibility but not needed.
     """
-    consts, apply = _closure_convert(matvec, b, "custom_linear_solve matvec")
 
-    def run(consts: list[Any], b: Any) -> Any:
-        return solve(lambda x: apply(consts, x), b)
-
-    solver = custom_jvp(run)
-
-    @solver.defjvp
-    def solver_jvp(primals, tangents):
-        consts, b = primals
+    def tangent(apply, run, consts, tangents, x):
         consts_dot, b_dot = tangents
-        out = solver(consts, b)
-        x = out[0] if has_aux else out
         _, a_dot_x = api.jvp(lambda c: apply(c, x), (consts,), (consts_dot,))
-        rhs = tree_map(lambda u, v: u - v, b_dot, a_dot_x)
-        x_dot = run(consts, rhs)
-        x_dot = x_dot[0] if has_aux else x_dot
-        if has_aux:
-            return out, (x_dot, tree_map(_zero_tangent, out[1]))
-        return out, x_dot
+        x_dot = run(consts, tree_map(lambda u, v: u - v, b_dot, a_dot_x))
+        return x_dot[0] if has_aux else x_dot
 
-    out = solver(consts, b)
+    solver = _implicit_solve("custom_linear_solve matvec", matvec, b, solve, has_aux, tangent)
+    out = solver(b)
     _check_same_structure("custom_linear_solve's solve", out[0] if has_aux else out, b)
     return out
 
@@ -175,33 +187,17 @@ def custom_root(
     """``solve(f, initial_guess)``, a root of ``f``, differentiated implicitly: with
     ``f(x; c) = 0``, the tangent is ``-tangent_solve(df/dx, df/dc c')`` for the values
     ``c`` that ``f`` closes over (the initial guess gets no derivative)."""
-    consts, apply = _closure_convert(f, initial_guess, "custom_root f")
 
-    def run(consts: list[Any], guess: Any) -> Any:
-        return solve(lambda x: apply(consts, x), guess)
-
-    solver = custom_jvp(run)
-
-    @solver.defjvp
-    def solver_jvp(primals, tangents):
-        consts, guess = primals
+    def tangent(apply, run, consts, tangents, x):
         consts_dot, _ = tangents
-        out = solver(consts, guess)
-        x = out[0] if has_aux else out
         _, f_dot = api.jvp(lambda c: apply(c, x), (consts,), (consts_dot,))
         _, linear = api.linearize(lambda y: apply(consts, y), x)
-        x_dot = tree_map(lambda t: -t, tangent_solve(linear, f_dot))
-        if has_aux:
-            return out, (x_dot, tree_map(_zero_tangent, out[1]))
-        return out, x_dot
+        return tree_map(lambda t: -t, tangent_solve(linear, f_dot))
 
-    out = solver(consts, stop_gradient(initial_guess))
+    solver = _implicit_solve("custom_root f", f, initial_guess, solve, has_aux, tangent)
+    out = solver(stop_gradient(initial_guess))
     _check_same_structure("custom_root's solve", out[0] if has_aux else out, initial_guess)
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# approx_max_k / approx_min_k: exact here (the exact answer meets every recall target).
 
 
 def _extreme_k(name: str, operand: Any, k: int, axis: int, descending: bool):
