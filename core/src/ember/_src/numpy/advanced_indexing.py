@@ -17,7 +17,7 @@ import numpy as np
 from ember._src import core, dtypes, errors
 from ember._src.core import Tracer, get_aval
 from ember._src.ops import elementwise as ew
-from ember._src.ops.gather_scatter import GatherDimensionNumbers, gather
+from ember._src.ops.gather_scatter import GatherDimensionNumbers, gather, gather_fill_value
 from ember._src.ops.shape import (
     broadcast_to_shape,
     concatenate,
@@ -162,22 +162,13 @@ def take(a: Any, indices: Any, axis: int | None = None, mode: str | None = None,
     valid = reshape(
         valid, (1,) * axis + get_aval(valid).shape + (1,) * (len(shape) - axis - index_ndim)
     )
-    fill = _default_fill(aval.dtype) if fill_value is None else fill_value
+    fill = gather_fill_value(aval.dtype) if fill_value is None else fill_value
     return ew.select_n(broadcast_to_shape(valid, shape), _full(fill, picked), picked)
 
 
 def _full(value: Any, like: Any) -> Any:
     aval = get_aval(like)
     return broadcast_to_shape(np.asarray(value, aval.dtype), aval.shape)
-
-
-def _default_fill(dtype: np.dtype) -> Any:
-    if dtypes.is_inexact(dtype):
-        return np.nan
-    if dtype == dtypes.bool_:
-        return True
-    info = np.iinfo(dtype)
-    return info.min if dtype.kind == "i" else info.max
 
 
 def take_along_axis(arr: Any, indices: Any, axis: int | None = -1) -> Any:

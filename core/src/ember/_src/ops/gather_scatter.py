@@ -51,6 +51,17 @@ class ScatterDimensionNumbers:
 gather_p = Primitive("gather")
 
 
+def gather_fill_value(dtype: np.dtype) -> Any:
+    """JAX's default for out-of-bounds gathers in ``mode="fill"``: NaN for inexact types,
+    True for booleans, the minimum of signed and the maximum of unsigned integers."""
+    if dtypes.is_inexact(dtype):
+        return np.nan
+    if dtype == dtypes.bool_:
+        return True
+    info = np.iinfo(dtype)
+    return info.min if dtype.kind == "i" else info.max
+
+
 def gather(
     operand: Any,
     indices: Any,

@@ -27,7 +27,14 @@ from ember._src.ops.bits import (
 )
 from ember._src.ops.control_flow.associative_scan import associative_scan
 from ember._src.ops.linalg import dot_general
-from ember._src.ops.reduce import reduce_and, reduce_max, reduce_min, reduce_or, reduce_prod
+from ember._src.ops.reduce import (
+    extreme_value,
+    reduce_and,
+    reduce_max,
+    reduce_min,
+    reduce_or,
+    reduce_prod,
+)
 from ember._src.ops.shape import (
     broadcast_in_dim,
     concatenate,
@@ -332,23 +339,14 @@ def _monoid(computation: Callable, dtype: np.dtype) -> tuple[Callable, Any] | No
     if computation is ew.mul:
         return reduce_prod, 1
     if computation is ew.max:
-        return reduce_max, _extreme(dtype, largest=False)
+        return reduce_max, extreme_value(dtype, largest=False)
     if computation is ew.min:
-        return reduce_min, _extreme(dtype, largest=True)
+        return reduce_min, extreme_value(dtype, largest=True)
     if dtype == dtypes.bool_ and computation is ew.bitwise_and:
         return reduce_and, True
     if dtype == dtypes.bool_ and computation is ew.bitwise_or:
         return reduce_or, False
     return None
-
-
-def _extreme(dtype: np.dtype, largest: bool) -> Any:
-    if dtypes.is_inexact(dtype):
-        return np.inf if largest else -np.inf
-    if dtype == dtypes.bool_:
-        return largest
-    info = np.iinfo(dtype)
-    return info.max if largest else info.min
 
 
 def _is_identity(init: Any, identity: Any, dtype: np.dtype) -> bool:

@@ -54,6 +54,17 @@ def _identity(dtype: np.dtype, which: str) -> Any:
     return info.min if which == "max" else info.max
 
 
+def extreme_value(dtype: np.dtype, largest: bool) -> Any:
+    """The largest (or smallest) value of ``dtype``: +-inf for inexact types, as a Python
+    scalar (largest: the identity of min; smallest: that of max)."""
+    if dtypes.is_inexact(dtype):
+        return np.inf if largest else -np.inf
+    if dtype == dtypes.bool_:
+        return largest
+    info = np.iinfo(dtype)
+    return info.max if largest else info.min
+
+
 def _make_reduction(
     name: str, hlo_op: str, init: Callable[[np.dtype], Any], reference: Callable[..., Any]
 ) -> Primitive:

@@ -29,6 +29,7 @@ from ember._src.ops.control_flow.loops import fori_loop
 from ember._src.ops.gather_scatter import (
     GatherDimensionNumbers,
     ScatterDimensionNumbers,
+    gather_fill_value,
     gather_p,
     scatter_add_p,
     scatter_max_p,
@@ -40,7 +41,7 @@ from ember._src.ops.indexing import (
     dynamic_slice as _dynamic_slice,
     dynamic_update_slice as _dynamic_update_slice,
 )
-from ember._src.ops.reduce import reduce_and, reduce_max
+from ember._src.ops.reduce import extreme_value, reduce_and, reduce_max
 from ember._src.ops.shape import (
     broadcast_in_dim,
     concatenate,
@@ -128,15 +129,6 @@ def _clip_indices(indices: Any, dims: Sequence[int], sizes: Sequence[int], shape
     return ew.max(ew.min(indices, hi), np.zeros(aval.shape, aval.dtype))
 
 
-def _default_fill(dtype: np.dtype) -> Any:
-    if dtypes.is_inexact(dtype):
-        return np.nan
-    if dtype == dtypes.bool_:
-        return True
-    info = np.iinfo(dtype)
-    return info.min if dtype.kind == "i" else info.max
-
-
 def gather(
     operand: Any,
     start_indices: Any,
@@ -171,7 +163,7 @@ def gather(
     batch_positions = tuple(p for p in range(out_aval.ndim) if p not in dn.offset_dims)
     ok = broadcast_in_dim(ok, out_aval.shape, batch_positions)
     dtype = out_aval.dtype
-    fill = _default_fill(dtype) if fill_value is None else fill_value
+    fill = gather_fill_value(dtype) if fill_value is None else fill_value
     if hasattr(fill, "aval") or isinstance(fill, np.ndarray) and fill.shape:
         fill = broadcast_in_dim(convert_element_type(fill, dtype), out_aval.shape, ())
     else:
@@ -266,15 +258,6 @@ def _make_scatter(name: str, primitive, neutral: Callable[[np.dtype], Any] | Non
     return scatter_fn
 
 
-def _extreme(dtype: np.dtype, largest: bool) -> Any:
-    if dtypes.is_inexact(dtype):
-        return np.inf if largest else -np.inf
-    if dtype == dtypes.bool_:
-        return largest
-    info = np.iinfo(dtype)
-    return info.max if largest else info.min
-
-
 # Dropped updates of replacing scatters are masked to zero only to silence their gradient.
 scatter = _make_scatter("scatter", scatter_p, None)
 scatter_add = _make_scatter("scatter_add", scatter_add_p, lambda dt: 0)
@@ -282,8 +265,8 @@ scatter_sub = _make_scatter("scatter_sub", scatter_add_p, lambda dt: 0, negate=T
 # The primitives differentiate themselves: scatter_mul for unique indices (as JAX),
 # scatter_min/max sharing each output's derivative between ties.
 scatter_mul = _make_scatter("scatter_mul", scatter_mul_p, lambda dt: 1)
-scatter_min = _make_scatter("scatter_min", scatter_min_p, lambda dt: _extreme(dt, True))
-scatter_max = _make_scatter("scatter_max", scatter_max_p, lambda dt: _extreme(dt, False))
+scatter_min = _make_scatter("scatter_min", scatter_min_p, lambda dt: extreme_value(dt, True))
+scatter_max = _make_scatter("scatter_max", scatter_max_p, lambda dt: extreme_value(dt, False))
 
 
 def scatter_apply(
@@ -344,6 +327,14 @@ def _wrap_negative(index: Any, size: int) -> Any:
 
 def _starts(ndim: int, axis: int, start: Any) -> list[Any]:
     return [np.int32(0)] * axis + [start] + [np.int32(0)] * (ndim - axis - 1)
+
+
+def _starts_in_dim(shape: tuple[int, ...], axis: int, start: Any, allow_negative: Any) -> list:
+    """Start indices for a block at ``start`` along ``axis`` (0 along the others); a
+    negative ``start`` counts from the end when allowed."""
+    if allow_negative:
+        start = _wrap_negative(start, shape[axis])
+    return _starts(len(shape), axis, _same_int_type(start))
 
 
 def _same_int_type(start: Any) -> Any:
@@ -421,11 +412,9 @@ def dynamic_slice_in_dim(
     """``dynamic_slice`` along one axis (other axes taken whole)."""
     shape = get_aval(operand).shape
     axis = _axis(axis, len(shape))
-    if allow_negative_indices:
-        start_index = _wrap_negative(start_index, shape[axis])
     sizes = list(shape)
     sizes[axis] = int(slice_size)
-    starts = _starts(len(shape), axis, _same_int_type(start_index))
+    starts = _starts_in_dim(shape, axis, start_index, allow_negative_indices)
     return _dynamic_slice(operand, starts, sizes)
 
 
@@ -457,9 +446,7 @@ def dynamic_update_slice_in_dim(
     """``dynamic_update_slice`` at ``start_index`` along ``axis`` (0 along the others)."""
     shape = get_aval(operand).shape
     axis = _axis(axis, len(shape))
-    if allow_negative_indices:
-        start_index = _wrap_negative(start_index, shape[axis])
-    starts = _starts(len(shape), axis, _same_int_type(start_index))
+    starts = _starts_in_dim(shape, axis, start_index, allow_negative_indices)
     return _dynamic_update_slice(operand, update, starts)
 
 
