@@ -21,14 +21,7 @@ from ember._src.numpy.util import (
     promote_dtypes,
     shape_of,
 )
-from ember._src.ops.shape import convert_element_type, slice_op
-
-
-def _slice_axis(x: Any, axis: int, start: int, stop: int) -> Any:
-    starts = [0] * len(shape_of(x))
-    limits = list(shape_of(x))
-    starts[axis], limits[axis] = start, stop
-    return slice_op(x, starts, limits)
+from ember._src.ops.shape import convert_element_type, slice_along
 
 
 def _along(v: Any, axis: int, ndim: int) -> Any:
@@ -78,17 +71,17 @@ def _spacings(varargs: tuple, n_axes: int) -> list[Any]:
 
 def _gradient_along(f: Any, axis: int, spacing: Any) -> Any:
     n, ndim = shape_of(f)[axis], get_aval(f).ndim
-    first, last = _slice_axis(f, axis, 0, 1), _slice_axis(f, axis, n - 1, n)
+    first, last = slice_along(f, axis, 0, 1), slice_along(f, axis, n - 1, n)
     before, centre, after = (
-        _slice_axis(f, axis, 0, n - 2),
-        _slice_axis(f, axis, 1, n - 1),
-        _slice_axis(f, axis, 2, n),
+        slice_along(f, axis, 0, n - 2),
+        slice_along(f, axis, 1, n - 1),
+        slice_along(f, axis, 2, n),
     )
     if np.ndim(spacing) == 0:
         h = convert_element_type(creation.asarray(spacing), dtype_of(f))
         inside = enp.divide(enp.subtract(after, before), enp.multiply(h, 2))
-        start = enp.divide(enp.subtract(_slice_axis(f, axis, 1, 2), first), h)
-        end = enp.divide(enp.subtract(last, _slice_axis(f, axis, n - 2, n - 1)), h)
+        start = enp.divide(enp.subtract(slice_along(f, axis, 1, 2), first), h)
+        end = enp.divide(enp.subtract(last, slice_along(f, axis, n - 2, n - 1)), h)
     else:
         x = convert_element_type(creation.asarray(as_operand(spacing)), dtype_of(f))
         if get_aval(x).ndim != 1 or shape_of(x)[0] != n:
@@ -97,7 +90,7 @@ def _gradient_along(f: Any, axis: int, spacing: Any) -> Any:
                 f"{shape_of(x)}{errors.where()}"
             )
         dx = _along(enp.subtract(x[1:], x[:-1]), axis, ndim)
-        h1, h2 = _slice_axis(dx, axis, 0, n - 2), _slice_axis(dx, axis, 1, n - 1)
+        h1, h2 = slice_along(dx, axis, 0, n - 2), slice_along(dx, axis, 1, n - 1)
         # The second-order formula for uneven steps h1 (behind) and h2 (ahead).
         total = enp.add(h1, h2)
         weight_before = enp.negative(enp.divide(h2, enp.multiply(h1, total)))
@@ -108,11 +101,11 @@ def _gradient_along(f: Any, axis: int, spacing: Any) -> Any:
             enp.multiply(weight_after, after),
         )
         start = enp.divide(
-            enp.subtract(_slice_axis(f, axis, 1, 2), first), _slice_axis(dx, axis, 0, 1)
+            enp.subtract(slice_along(f, axis, 1, 2), first), slice_along(dx, axis, 0, 1)
         )
         end = enp.divide(
-            enp.subtract(last, _slice_axis(f, axis, n - 2, n - 1)),
-            _slice_axis(dx, axis, n - 2, n - 1),
+            enp.subtract(last, slice_along(f, axis, n - 2, n - 1)),
+            slice_along(dx, axis, n - 2, n - 1),
         )
     return manipulation.concatenate([start, inside, end], axis=axis)
 
@@ -141,8 +134,8 @@ def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
                 )
             x = _along(x, axis, ndim)
         m = shape_of(x)[axis]
-        widths = enp.subtract(_slice_axis(x, axis, 1, m), _slice_axis(x, axis, 0, m - 1))
-    heights = enp.add(_slice_axis(y, axis, 1, n), _slice_axis(y, axis, 0, max(n - 1, 0)))
+        widths = enp.subtract(slice_along(x, axis, 1, m), slice_along(x, axis, 0, m - 1))
+    heights = enp.add(slice_along(y, axis, 1, n), slice_along(y, axis, 0, max(n - 1, 0)))
     return enp.multiply(reductions.sum(enp.multiply(widths, heights), axis=axis), 0.5)
 
 
@@ -165,7 +158,7 @@ def unwrap(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi)
 def _unwrap(p: Any, discont: Any, period: Any, axis: int) -> Any:
     n = shape_of(p)[axis]
     half = enp.divide(period, 2)
-    steps = enp.subtract(_slice_axis(p, axis, 1, n), _slice_axis(p, axis, 0, n - 1))
+    steps = enp.subtract(slice_along(p, axis, 1, n), slice_along(p, axis, 0, n - 1))
     wrapped = enp.subtract(enp.remainder(enp.add(steps, half), period), half)
     # A step of exactly +half wraps to -half; keep its direction, as NumPy does.
     wrapped = enp.where(
@@ -176,7 +169,7 @@ def _unwrap(p: Any, discont: Any, period: Any, axis: int) -> Any:
     correction = enp.subtract(wrapped, steps)
     correction = enp.where(enp.less(enp.abs(steps), discont), 0, correction)
     shifts = cumsum(correction, axis=axis)
-    zero = creation.zeros_like(_slice_axis(p, axis, 0, 1))
+    zero = creation.zeros_like(slice_along(p, axis, 0, 1))
     return enp.add(p, manipulation.concatenate([zero, shifts], axis=axis))
 
 

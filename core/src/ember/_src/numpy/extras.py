@@ -27,17 +27,8 @@ from ember._src.ops.shape import (
     convert_element_type,
     pad as lax_pad,
     reshape,
-    slice_op,
+    slice_along,
 )
-
-
-def _slice_axis(x: Any, axis: int, start: int, stop: int) -> Any:
-    shape = shape_of(x)
-    starts = [0] * len(shape)
-    limits = list(shape)
-    starts[axis], limits[axis] = start, stop
-    return slice_op(x, starts, limits)
-
 
 # --------------------------------------------------------------------------------------------
 # Tiling, repetition, rolling, padding
@@ -99,7 +90,7 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
             continue
         s = operator.index(s) % n
         if s:
-            a = concatenate([_slice_axis(a, ax, n - s, n), _slice_axis(a, ax, 0, n - s)], ax)
+            a = concatenate([slice_along(a, ax, n - s, n), slice_along(a, ax, 0, n - s)], ax)
     return a
 
 
@@ -155,7 +146,7 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
         a = manipulation.concatenate(fixed, axis=axis)
     for _ in range(n):
         size = shape_of(a)[axis]
-        a = enp.subtract(_slice_axis(a, axis, 1, size), _slice_axis(a, axis, 0, size - 1))
+        a = enp.subtract(slice_along(a, axis, 1, size), slice_along(a, axis, 0, size - 1))
     return a
 
 
@@ -339,7 +330,7 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
     # Stable argsort of "not nonzero" puts the nonzero positions first, in order.
     order = argsort(enp.logical_not(mask))
     count = reductions.sum(mask, dtype=dtypes.int32)
-    first = _slice_axis(order, 0, 0, size) if size <= get_aval(mask).size else _pad_end(order, size)
+    first = slice_along(order, 0, 0, size) if size <= get_aval(mask).size else _pad_end(order, size)
     valid = enp.less(creation.arange(size, dtype=np.int32), count)
     strides = np.cumprod((1,) + shape[::-1])[::-1][1:]
     results = []
@@ -590,7 +581,7 @@ def convolve(a: Any, v: Any, mode: str = "full") -> Any:
         return full
     if mode == "same":
         start = (m - 1) // 2
-        return _slice_axis(full, 0, start, start + n)
+        return slice_along(full, 0, start, start + n)
     if mode == "valid":
-        return _slice_axis(full, 0, m - 1, n)
+        return slice_along(full, 0, m - 1, n)
     raise ValueError(f"convolve: mode must be 'full', 'same' or 'valid', got {mode!r}")

@@ -41,7 +41,7 @@ from ember._src.ops.shape import (
     convert_element_type,
     reduce_sum,
     reshape,
-    slice_op,
+    slice_along,
     transpose,
 )
 from ember._src.tree_util import tree_flatten, tree_unflatten
@@ -420,27 +420,19 @@ def _reduce_by_halving(flat, flat_init, tree, computation, dims, shape) -> list[
     axis = len(kept_shape)
     while size > 1:
         half = size // 2
-        low = [_take(x, axis, 0, half) for x in flat]
-        high = [_take(x, axis, half, 2 * half) for x in flat]
+        low = [slice_along(x, axis, 0, half) for x in flat]
+        high = [slice_along(x, axis, half, 2 * half) for x in flat]
         merged = combine(low, high)
         if size % 2:  # the odd one out joins the first entry
-            last = [_take(x, axis, size - 1, size) for x in flat]
-            first = combine([_take(m, axis, 0, 1) for m in merged], last)
+            last = [slice_along(x, axis, size - 1, size) for x in flat]
+            first = combine([slice_along(m, axis, 0, 1) for m in merged], last)
             merged = [
-                concatenate([f, _take(m, axis, 1, half)], axis) if half > 1 else f
+                concatenate([f, slice_along(m, axis, 1, half)], axis) if half > 1 else f
                 for f, m in zip(first, merged)
             ]
         flat, size = merged, half
     flat = [reshape(x, kept_shape) for x in flat]
     return combine(inits, flat)
-
-
-def _take(x: Any, axis: int, start: int, stop: int) -> Any:
-    shape = get_aval(x).shape
-    starts = [0] * len(shape)
-    limits = list(shape)
-    starts[axis], limits[axis] = start, stop
-    return slice_op(x, starts, limits)
 
 
 def _flat_combiner(computation: Callable, tree) -> Callable[[list, list], list]:

@@ -451,6 +451,15 @@ def slice_op(
     return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=strides)
 
 
+def slice_along(x: Any, axis: int, start: int, stop: int) -> Any:
+    """``x[start:stop]`` along ``axis`` (static, non-negative bounds; other axes whole)."""
+    shape = get_aval(x).shape
+    starts = [0] * len(shape)
+    limits = list(shape)
+    starts[axis], limits[axis] = start, stop
+    return slice_op(x, starts, limits)
+
+
 @rules.def_abstract_eval(slice_p)
 def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
     if not len(start_indices) == len(limit_indices) == len(strides) == x.ndim:
