@@ -191,15 +191,7 @@ def _static_axis(axis: Any) -> Any:
     return tuple(axis) if isinstance(axis, list) else axis
 
 
-def _mean(
-    a: Any,
-    axis: Any = None,
-    dtype: Any = None,
-    out: None = None,
-    keepdims: bool = False,
-    *,
-    where: Any = None,
-) -> Any:
+def _mean(a: Any, axis: Any, dtype: Any, out: None, keepdims: bool, *, where: Any = None):
     a = as_operand(a)
     aval = get_aval(a)
     dtype = check_dtype_arg(dtype) or (
@@ -216,24 +208,13 @@ def _mean(
     return ew.div(total, np.asarray(n, dtype)[()])
 
 
-def _var(
-    a: Any,
-    axis: Any = None,
-    dtype: Any = None,
-    out: None = None,
-    ddof: int = 0,
-    keepdims: bool = False,
-    *,
-    correction: Any = None,
-) -> Any:
-    if correction is not None:
-        ddof = correction
+def _var(a: Any, axis: Any, dtype: Any, out: None, ddof: int, keepdims: bool) -> Any:
     a = as_operand(a)
     aval = get_aval(a)
     axes = canonicalize_axes(axis, aval.ndim)
     if aval.dtype.kind == "c":
         raise TypeError(f"var and std of complex arrays are not supported yet{errors.where()}")
-    centered = ew.sub(*prepare("var", a, _mean(a, axis=axes, dtype=dtype, keepdims=True)))
+    centered = ew.sub(*prepare("var", a, _mean(a, axes, dtype, None, True)))
     squared = ew.mul(centered, centered)
     total = sum(squared, axis=axes, keepdims=keepdims)
     n = _count(aval.shape, axes) - ddof
