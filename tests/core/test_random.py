@@ -233,3 +233,23 @@ def test_gamma_family_reports_bad_arguments():
         er.dirichlet(er.key(0), 1.0)
     with pytest.raises(ember.errors.EmberTypeError, match="PRNG key"):
         er.gamma(np.zeros(3, np.uint32), 1.0)
+
+
+def test_jax_keywords_are_accepted_and_unsupported_values_named():
+    k = er.key(0)
+    np.testing.assert_array_equal(np.asarray(er.key(0, impl="threefry2x32")), np.asarray(k))
+    np.testing.assert_array_equal(np.asarray(er.PRNGKey(0, impl=None)), np.asarray(k))
+    assert er.wrap_key_data(er.key_data(k), impl="threefry2x32") is not None
+    same = er.bernoulli(k, 0.3, (4,), mode="low")
+    np.testing.assert_array_equal(np.asarray(same), np.asarray(er.bernoulli(k, 0.3, (4,))))
+    assert er.uniform(k, (2,), out_sharding=None).shape == (2,)
+    with pytest.raises(NotImplementedError, match="threefry2x32"):
+        er.key(0, impl="rbg")
+    with pytest.raises(NotImplementedError, match="typed key arrays"):
+        er.key(0, dtype="key<fry>")
+    with pytest.raises(NotImplementedError, match="mode='high'"):
+        er.gumbel(k, (2,), mode="high")
+    with pytest.raises(ValueError, match="mode must be"):
+        er.choice(k, 5, (2,), mode="medium")
+    with pytest.raises(NotImplementedError, match="replace=False"):
+        er.categorical(k, np.zeros(3, np.float32), shape=(2,), replace=False)

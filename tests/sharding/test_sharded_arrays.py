@@ -8,6 +8,7 @@ import pytest
 
 import ember
 import ember.numpy as enp
+import ember.random as er
 from ember.sharding import NamedSharding, P
 
 
@@ -200,3 +201,20 @@ def test_resharding_between_layouts_of_one_mesh(mesh, rng):
             np.testing.assert_array_equal(np.asarray(shard.data), x[shard.index])
     with pytest.raises(ValueError, match="not divisible"):
         ember.device_put(a, NamedSharding(mesh, P(None, ("data", "model"))))
+
+
+def test_samplers_lay_out_their_samples(mesh):
+    rows = NamedSharding(mesh, P("data"))
+    key = er.key(1)
+    for sample in (
+        er.uniform(key, (8, 4), out_sharding=rows),
+        er.normal(key, (8, 4), out_sharding=rows),
+        er.gamma(key, 2.0, (8, 4), out_sharding=rows),
+        er.poisson(key, 3.0, (8, 4), out_sharding=rows),
+    ):
+        assert sample.sharding.is_equivalent_to(rows, 2)
+    laid = er.uniform(key, (8, 4), out_sharding=rows)
+    np.testing.assert_array_equal(np.asarray(laid), np.asarray(er.uniform(key, (8, 4))))
+    inside = ember.jit(lambda k: er.normal(k, (8, 4), out_sharding=rows))(key)
+    if ember.default_backend() != "reference":  # which has no partitioner: whole values
+        assert inside.sharding.is_equivalent_to(rows, 2)

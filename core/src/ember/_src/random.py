@@ -12,6 +12,8 @@ Each public function is jitted once per static configuration (shape, dtype), as 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import operator
 from collections.abc import Sequence
@@ -37,6 +39,7 @@ from ember._src.ops.shape import (
     slice_op,
 )
 from ember._src.ops.special import erf, erf_inv
+from ember._src.sharding_constraint import with_sharding_constraint
 
 _U32 = np.dtype(np.uint32)
 _UINT_BY_BITS = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: _U32, 64: np.dtype(np.uint64)}
@@ -137,12 +140,34 @@ def _seed_words(seed: Any) -> Any:
     return concatenate([expand_dims(high, (0,)), expand_dims(low, (0,))], 0)
 
 
-def key(seed: Any) -> Any:
+_IMPLEMENTATIONS = ("threefry2x32", "threefry")
+
+
+def _check_impl(impl: Any, dtype: Any = None) -> None:
+    """ember has one PRNG (Threefry-2x32, JAX's default) and keys are their raw data."""
+    name = getattr(impl, "name", impl)
+    if name is not None and name not in _IMPLEMENTATIONS:
+        raise NotImplementedError(
+            f"PRNG implementation {impl!r}: ember has only threefry2x32, JAX's default"
+            f"{errors.where()}"
+        )
+    if dtype is not None:
+        raise NotImplementedError(
+            f"typed key arrays (dtype={dtype!r}): ember's keys are their uint32 data"
+            f"{errors.where()}"
+        )
+
+
+def key(seed: Any, *, impl: Any = None, dtype: Any = None) -> Any:
     """A PRNG key from an integer seed (``uint32[2]`` key data)."""
+    _check_impl(impl, dtype)
     return _seed_words(seed)
 
 
-PRNGKey = key
+def PRNGKey(seed: Any, *, impl: Any = None) -> Any:
+    """A PRNG key from an integer seed (``uint32[2]`` key data), as ``key``."""
+    _check_impl(impl)
+    return _seed_words(seed)
 
 
 def key_data(keys: Any) -> Any:
@@ -150,8 +175,38 @@ def key_data(keys: Any) -> Any:
     return keys
 
 
-def wrap_key_data(data: Any) -> Any:
-    return data
+def wrap_key_data(key_bits_array: Any, *, impl: Any = None, dtype: Any = None) -> Any:
+    _check_impl(impl, dtype)
+    return key_bits_array
+
+
+def laid_out(sample: Any, out_sharding: Any) -> Any:
+    """``sample`` laid out by ``out_sharding`` (JAX's keyword on samplers): a NamedSharding,
+    or a PartitionSpec under ``with mesh:``, applied as ``with_sharding_constraint``."""
+    return sample if out_sharding is None else with_sharding_constraint(sample, out_sharding)
+
+
+def with_out_sharding(sampler: Any) -> Any:
+    """``sampler`` taking JAX's keyword-only ``out_sharding=`` as well."""
+    signature = inspect.signature(sampler)
+    extra = inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY, default=None)
+
+    @functools.wraps(sampler)
+    def sample(*args: Any, out_sharding: Any = None, **kwargs: Any) -> Any:
+        return laid_out(sampler(*args, **kwargs), out_sharding)
+
+    sample.__signature__ = signature.replace(parameters=[*signature.parameters.values(), extra])
+    return sample
+
+
+def _check_mode(name: str, mode: Any, *, default: str | None) -> None:
+    """JAX's ``mode`` picks how many random bits a draw uses; ember draws the default ("low")
+    bits, the same as JAX's."""
+    if mode in (default, "low"):
+        return
+    if mode == "high":
+        raise NotImplementedError(f"{name}(mode='high'): ember draws JAX's default 'low' bits")
+    raise ValueError(f"{name}: mode must be 'low' or 'high', got {mode!r}{errors.where()}")
 
 
 def _split(key_: Any, shape: tuple[int, ...]) -> Any:
@@ -243,6 +298,7 @@ def _broadcast(x: Any, shape: tuple[int, ...]) -> Any:
 _uniform_jit = jit(_uniform, static_argnums=(1, 2))
 
 
+@with_out_sharding
 def uniform(key: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.0, maxval: Any = 1.0):
     """Uniform floats in ``[minval, maxval)``."""
     dtype = _float_dtype(dtype, "uniform")
@@ -258,6 +314,7 @@ def _normal(key_, shape, dtype):
 _normal_jit = jit(_normal, static_argnums=(1, 2))
 
 
+@with_out_sharding
 def normal(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Standard normal samples."""
     dtype = _float_dtype(dtype, "normal")
@@ -271,6 +328,7 @@ def _bits(key_, shape, bit_width):
 _bits_jit = jit(_bits, static_argnums=(1, 2))
 
 
+@with_out_sharding
 def bits(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Uniformly random unsigned integers (every bit pattern equally likely)."""
     dtype = np.dtype(dtype) if dtype is not None else _U32
@@ -288,8 +346,10 @@ def _bernoulli(key_, shape, dtype, p):
 _bernoulli_jit = jit(_bernoulli, static_argnums=(1, 2))
 
 
-def bernoulli(key: Any, p: Any = 0.5, shape: Any = None) -> Any:
+@with_out_sharding
+def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low") -> Any:
     """Booleans that are True with probability ``p``."""
+    _check_mode("bernoulli", mode, default="low")
     p_aval = get_aval(p)
     dtype = p_aval.dtype if dtypes.is_float(p_aval.dtype) else dtypes.default_float()
     out_shape = p_aval.shape if shape is None else _shape(shape)
@@ -341,6 +401,7 @@ def _clip_to(x: Any, dtype: np.dtype) -> Any:
 _randint_jit = jit(_randint, static_argnums=(1, 2))
 
 
+@with_out_sharding
 def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None) -> Any:
     """Uniform integers in ``[minval, maxval)``."""
     dtype = dtypes.canonicalize(np.dtype(dtype) if dtype is not None else dtypes.default_int())
@@ -365,7 +426,9 @@ def _gumbel(key_, shape, dtype):
 _gumbel_jit = jit(_gumbel, static_argnums=(1, 2))
 
 
-def gumbel(key: Any, shape: Any = (), dtype: Any = None) -> Any:
+@with_out_sharding
+def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None) -> Any:
+    _check_mode("gumbel", mode, default=None)
     return _gumbel_jit(key, _shape(shape), _float_dtype(dtype, "gumbel"))
 
 
@@ -376,6 +439,7 @@ def _exponential(key_, shape, dtype):
 _exponential_jit = jit(_exponential, static_argnums=(1, 2))
 
 
+@with_out_sharding
 def exponential(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     return _exponential_jit(key, _shape(shape), _float_dtype(dtype, "exponential"))
 
@@ -389,6 +453,7 @@ def _laplace(key_, shape, dtype):
 _laplace_jit = jit(_laplace, static_argnums=(1, 2))
 
 
+@with_out_sharding
 def laplace(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     return _laplace_jit(key, _shape(shape), _float_dtype(dtype, "laplace"))
 
@@ -402,6 +467,7 @@ def _logistic(key_, shape, dtype):
 _logistic_jit = jit(_logistic, static_argnums=(1, 2))
 
 
+@with_out_sharding
 def logistic(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     return _logistic_jit(key, _shape(shape), _float_dtype(dtype, "logistic"))
 
@@ -434,6 +500,7 @@ def _next_toward(x: Any, direction: float, dtype: np.dtype) -> Any:
 _truncated_normal_jit = jit(_truncated_normal, static_argnums=(1, 2))
 
 
+@with_out_sharding
 def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Normal samples conditioned on ``lower < x < upper``."""
     dtype = _float_dtype(dtype, "truncated_normal")
@@ -460,8 +527,16 @@ def _categorical(key_, logits, axis, shape):
 _categorical_jit = jit(_categorical, static_argnums=(2, 3))
 
 
-def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None) -> Any:
+@with_out_sharding
+def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None, replace: bool = True,
+                mode: str | None = None) -> Any:  # fmt: skip
     """Samples of category indices with log-probabilities ``logits`` along ``axis``."""
+    _check_mode("categorical", mode, default=None)
+    if not replace:
+        raise NotImplementedError(
+            f"categorical(replace=False) is not implemented; use choice(..., replace=False, "
+            f"p=softmax(logits)){errors.where()}"
+        )
     logits_shape = get_aval(logits).shape
     batch = logits_shape[: axis % len(logits_shape)] + logits_shape[axis % len(logits_shape) + 1 :]
     out_shape = batch if shape is None else _shape(shape)
@@ -488,6 +563,7 @@ def _shuffle(key_: Any, x: Any, axis: int) -> Any:
 _shuffle_jit = jit(_shuffle, static_argnums=2)
 
 
+@with_out_sharding
 def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> Any:
     """A random permutation of ``range(x)`` (an integer) or of ``x`` along ``axis``."""
     if np.ndim(x) == 0 and not isinstance(x, core.Tracer):
@@ -501,8 +577,10 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> A
     return advanced_indexing.take(x, order, axis=axis, mode="clip")
 
 
-def choice(key: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = None, axis: int = 0):
+def choice(key: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = None, axis: int = 0,
+           mode: str | None = None):  # fmt: skip
     """Random draws from ``a`` (an integer n means ``range(n)``), optionally weighted by ``p``."""
+    _check_mode("choice", mode, default=None)
     shape = _shape(shape)
     scalar = np.ndim(a) == 0 and not isinstance(a, core.Tracer)
     n = operator.index(a) if scalar else get_aval(a).shape[axis]
@@ -541,6 +619,7 @@ def choice(key: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = Non
 # Samplers built on linear algebra
 
 
+@with_out_sharding
 def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype: Any = None,
                         method: str = "cholesky") -> Any:  # fmt: skip
     """Samples of N(mean, cov); ``method`` factors ``cov`` by "cholesky", "eigh" or "svd"."""
@@ -570,6 +649,7 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype:
     return contractions.einsum("...ij,...j->...i", factor, samples) + mean
 
 
+@with_out_sharding
 def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | None = None):
     """Uniformly distributed orthogonal (n x m) matrices (Haar measure)."""
     dtype = _float_dtype(dtype, "orthogonal")

@@ -48,6 +48,7 @@ from ember._src.random import (
     _shape,
     _split,
     _uniform,
+    with_out_sharding,
 )
 from ember._src.reference.interpreter import evaluate_jaxpr
 
@@ -234,6 +235,7 @@ def _gamma(key, a, shape, dtype, log_space):
 _gamma_jit = jit(_gamma, static_argnums=(2, 3, 4))
 
 
+@with_out_sharding
 def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Samples of Gamma(a, 1) (density x^(a-1) e^-x / Gamma(a)); divide by a rate or
     multiply by a scale for other parameterisations. Differentiable with respect to ``a``."""
@@ -243,6 +245,7 @@ def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = None) -> Any:
     return _gamma_jit(key, a, shape, dtype, False)
 
 
+@with_out_sharding
 def loggamma(key: Any, a: Any, shape: Any = None, dtype: Any = None) -> Any:
     """The logarithms of Gamma(a, 1) samples, computed so that ``exp(loggamma(...))`` equals
     ``gamma(...)`` while keeping precision for tiny samples (small ``a``)."""
@@ -265,6 +268,7 @@ def _beta(key, a, b, shape, dtype):
 _beta_jit = jit(_beta, static_argnums=(3, 4))
 
 
+@with_out_sharding
 def beta(key: Any, a: Any, b: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Samples of Beta(a, b) (density proportional to x^(a-1) (1-x)^(b-1) on [0, 1])."""
     _check_key(key)
@@ -288,6 +292,7 @@ def _dirichlet(key, alpha, shape, dtype):
 _dirichlet_jit = jit(_dirichlet, static_argnums=(2, 3))
 
 
+@with_out_sharding
 def dirichlet(key: Any, alpha: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Samples of Dirichlet(alpha) over the last axis of ``alpha``; ``shape`` is the batch
     shape, the result's shape is ``shape + alpha.shape[-1:]``."""

@@ -18,9 +18,9 @@ from ember._src.random import (
     _broadcast,
     _float_dtype,
     _split,
+    laid_out as _constrain,
 )
 from ember._src.random_gamma import _check_key, _nth, _out_shape as _shape_with
-from ember._src.sharding_constraint import with_sharding_constraint
 
 
 def _c(value: float, dtype: Any) -> np.ndarray:
@@ -72,10 +72,6 @@ def _out_shape(what: str, shape: Any, *param_shapes: tuple[int, ...]) -> tuple[i
                 f"broadcast-compatible{errors.where()}"
             ) from None
     return _shape_with(what, shape, *param_shapes)
-
-
-def _constrain(x: Any, out_sharding: Any) -> Any:
-    return x if out_sharding is None else with_sharding_constraint(x, out_sharding)
 
 
 def _as(x: Any, dtype: np.dtype, shape: tuple[int, ...]) -> Any:
