@@ -20,7 +20,14 @@ from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.advanced_indexing import take
 from ember._src.numpy.sorting import argsort, cumsum, sort
-from ember._src.numpy.util import as_operand, canonicalize_axis, promote_dtypes, shape_of
+from ember._src.numpy.util import (
+    as_operand,
+    canonicalize_axis,
+    check_dtype_arg,
+    check_no_out,
+    promote_dtypes,
+    shape_of,
+)
 from ember._src.ops.shape import (
     broadcast_in_dim,
     concatenate,
@@ -224,24 +231,67 @@ def _nan_to(a: Any, value: float) -> Any:
     return enp.where(enp.isnan(a), np.asarray(value, get_aval(a).dtype), a)
 
 
-def nansum(a: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
-    return reductions.sum(_nan_to(a, 0), axis=axis, dtype=dtype, keepdims=keepdims)
+def nansum(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: None = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
+    check_no_out(out, "jnp.nansum")
+    return reductions.sum(
+        _nan_to(a, 0), axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where
+    )
 
 
-def nanprod(a: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
-    return reductions.prod(_nan_to(a, 1), axis=axis, dtype=dtype, keepdims=keepdims)
+def nanprod(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: None = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
+    check_no_out(out, "jnp.nanprod")
+    return reductions.prod(
+        _nan_to(a, 1), axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where
+    )
 
 
-def nanmax(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+def nanmax(
+    a: Any,
+    axis: Any = None,
+    out: None = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
+    check_no_out(out, "jnp.nanmax")
     a = creation.asarray(a)
-    result = reductions.max(_nan_to(a, -np.inf), axis=axis, keepdims=keepdims)
-    return _all_nan_to_nan(a, result, axis, keepdims)
+    result = reductions.max(
+        _nan_to(a, -np.inf), axis=axis, keepdims=keepdims, initial=initial, where=where
+    )
+    # With an initial value an all-NaN slice reduces to it rather than to NaN.
+    return result if initial is not None else _all_nan_to_nan(a, result, axis, keepdims)
 
 
-def nanmin(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+def nanmin(
+    a: Any,
+    axis: Any = None,
+    out: None = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
+    check_no_out(out, "jnp.nanmin")
     a = creation.asarray(a)
-    result = reductions.min(_nan_to(a, np.inf), axis=axis, keepdims=keepdims)
-    return _all_nan_to_nan(a, result, axis, keepdims)
+    result = reductions.min(
+        _nan_to(a, np.inf), axis=axis, keepdims=keepdims, initial=initial, where=where
+    )
+    return result if initial is not None else _all_nan_to_nan(a, result, axis, keepdims)
 
 
 def _all_nan_to_nan(a, result, axis, keepdims):
@@ -251,41 +301,90 @@ def _all_nan_to_nan(a, result, axis, keepdims):
     return enp.where(all_nan, np.asarray(np.nan, get_aval(result).dtype), result)
 
 
-def nanmean(a: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
+def _valid_count(a: Any, axis: Any, keepdims: bool, where: Any, dtype: Any) -> Any:
+    """How many entries per slice are neither NaN nor masked out by ``where``."""
+    valid = enp.logical_not(enp.isnan(a))
+    return reductions.sum(valid, axis=axis, keepdims=keepdims, dtype=dtype, where=where)
+
+
+def nanmean(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: None = None,
+    keepdims: bool = False,
+    where: Any = None,
+) -> Any:
+    check_no_out(out, "jnp.nanmean")
     a = creation.asarray(a)
     if not dtypes.is_inexact(get_aval(a).dtype):
-        return reductions.mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
-    valid = enp.logical_not(enp.isnan(a))
-    total = nansum(a, axis=axis, dtype=dtype, keepdims=keepdims)
-    count = reductions.sum(valid, axis=axis, keepdims=keepdims, dtype=get_aval(total).dtype)
+        return reductions.mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
+    total = nansum(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
+    count = _valid_count(a, axis, keepdims, where, get_aval(total).dtype)
     return enp.divide(total, count)
 
 
-def nanvar(a: Any, axis: Any = None, dtype: Any = None, ddof: int = 0, keepdims: bool = False):
+def nanvar(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: None = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+    where: Any = None,
+    mean: Any = None,
+):
+    check_no_out(out, "jnp.nanvar")
     a = creation.asarray(a)
-    mean = nanmean(a, axis=axis, dtype=dtype, keepdims=True)
+    if mean is None:
+        mean = nanmean(a, axis=axis, dtype=dtype, keepdims=True, where=where)
     centred = enp.subtract(a, mean)
     squares = (
         enp.multiply(centred, enp.conjugate(centred))
         if get_aval(a).dtype.kind == "c"
         else enp.square(centred)
     )
-    valid = enp.logical_not(enp.isnan(a))
-    total = nansum(enp.real(squares), axis=axis, keepdims=keepdims)
-    count = reductions.sum(valid, axis=axis, keepdims=keepdims, dtype=get_aval(total).dtype)
+    total = nansum(enp.real(squares), axis=axis, keepdims=keepdims, where=where)
+    count = _valid_count(a, axis, keepdims, where, get_aval(total).dtype)
     return enp.divide(total, enp.subtract(count, np.asarray(ddof, get_aval(total).dtype)))
 
 
-def nanstd(a: Any, axis: Any = None, dtype: Any = None, ddof: int = 0, keepdims: bool = False):
-    return enp.sqrt(nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+def nanstd(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: None = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+    where: Any = None,
+    mean: Any = None,
+):
+    check_no_out(out, "jnp.nanstd")
+    variance = nanvar(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean)
+    return enp.sqrt(variance)
 
 
 # --------------------------------------------------------------------------------------------
 # Searching
 
 
-def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
+_SEARCH_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
+
+
+def _check_search_method(name: str, method: Any) -> None:
+    # JAX's methods differ only in speed; ember always counts comparisons, so any of them
+    # gives the same answer.
+    if method not in _SEARCH_METHODS:
+        raise ValueError(
+            f"{name}: method must be one of {_SEARCH_METHODS}, got {method!r}{errors.where()}"
+        )
+
+
+def searchsorted(
+    a: Any, v: Any, side: str = "left", sorter: Any = None, *, method: str = "scan"
+) -> Any:
     """Insertion points of ``v`` into the sorted 1-D ``a`` (a vectorised comparison count)."""
+    _check_search_method("searchsorted", method)
     a = creation.asarray(a)
     if get_aval(a).ndim != 1:
         raise ValueError(f"searchsorted: a must be 1-D, got shape {shape_of(a)}{errors.where()}")
@@ -306,7 +405,9 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
     return reductions.sum(before, axis=-1, dtype=dtypes.int32)
 
 
-def digitize(x: Any, bins: Any, right: bool = False) -> Any:
+def digitize(x: Any, bins: Any, right: bool = False, *, method: str | None = None) -> Any:
+    if method is not None:
+        _check_search_method("digitize", method)
     bins = creation.asarray(bins)
     increasing = reductions.all(enp.greater_equal(diff(bins), 0)) if shape_of(bins)[0] > 1 else True
     if not isinstance(increasing, (bool, np.bool_)) and not bool(increasing):
@@ -424,7 +525,9 @@ def unique(ar: Any, return_index=False, return_inverse=False, return_counts=Fals
 # Interpolation, polynomials, histograms, percentiles
 
 
-def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None) -> Any:
+def interp(
+    x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None
+) -> Any:
     x, xp, fp = promote_dtypes(as_operand(x), as_operand(xp), as_operand(fp))
     x, xp, fp = (
         manipulation.astype(v, dtypes.default_float())
@@ -432,6 +535,9 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None) -> Any
         else v
         for v in (x, xp, fp)
     )
+    if period is not None:
+        x, xp, fp = _periodic_samples(x, xp, fp, period)
+        left = right = None  # NumPy ignores them for periodic data
     n = shape_of(xp)[0]
     i = enp.clip(searchsorted(xp, x, side="right"), np.int32(1), np.int32(n - 1))
     x0, x1 = take(xp, enp.subtract(i, np.int32(1)), mode="clip"), take(xp, i, mode="clip")
@@ -456,8 +562,25 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None) -> Any
     )
 
 
-def polyval(p: Any, x: Any) -> Any:
-    """``p[0] * x**(n-1) + ... + p[n-1]`` by Horner's rule."""
+def _periodic_samples(x: Any, xp: Any, fp: Any, period: Any) -> tuple[Any, Any, Any]:
+    """Map ``x`` and ``xp`` into one period, sort the samples, and add one wrapped sample
+    at each end so that interpolation runs across the period's boundary."""
+    if isinstance(period, (int, float, np.number)) and period == 0:
+        raise ValueError(f"interp: period must be a non-zero value{errors.where()}")
+    period = enp.abs(as_operand(period))
+    x, xp = enp.remainder(x, period), enp.remainder(xp, period)
+    order = argsort(xp)
+    xp, fp = take(xp, order), take(fp, order)
+    n = shape_of(xp)[0]
+    xp = concatenate([enp.subtract(xp[n - 1 :], period), xp, enp.add(xp[:1], period)], 0)
+    fp = concatenate([fp[n - 1 :], fp, fp[:1]], 0)
+    return x, xp, fp
+
+
+def polyval(p: Any, x: Any, *, unroll: int = 16) -> Any:
+    """``p[0] * x**(n-1) + ... + p[n-1]`` by Horner's rule (``unroll`` only tunes JAX's
+    loop; ember's loop is unrolled at trace time)."""
+    operator.index(unroll)
     p, x = promote_dtypes(creation.asarray(p), creation.asarray(x))
     result = creation.zeros_like(x)
     for k in range(shape_of(p)[0]):
@@ -509,12 +632,35 @@ def histogram(
     return counts, edges
 
 
-def quantile(a: Any, q: Any, axis: Any = None, method: str = "linear", keepdims: bool = False):
+def _check_quantile_options(name: str, out: Any, overwrite_input: bool, weights: Any) -> None:
+    if overwrite_input or out is not None:
+        raise ValueError(
+            f"{name} does not support overwrite_input=True or out != None{errors.where()}"
+        )
+    if weights is not None:
+        raise NotImplementedError(
+            f"{name}: weights= (JAX supports it only for method 'inverted_cdf'){errors.where()}"
+        )
+
+
+def quantile(
+    a: Any,
+    q: Any,
+    axis: Any = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    *,
+    weights: Any = None,
+):
     """Quantiles (``q`` in [0, 1]) by sorting; ``method`` is NumPy's linear/lower/higher/
     nearest/midpoint."""
+    _check_quantile_options("quantile", out, overwrite_input, weights)
     a = creation.asarray(a)
     if not dtypes.is_inexact(get_aval(a).dtype):
         a = manipulation.astype(a, dtypes.default_float())
+    kept_all_dims = shape_of(a) if axis is None and keepdims else None
     if axis is None:
         a, axis = reshape(a, (get_aval(a).size,)), 0
     axis = canonicalize_axis(axis, get_aval(a).ndim)
@@ -526,13 +672,13 @@ def quantile(a: Any, q: Any, axis: Any = None, method: str = "linear", keepdims:
     high = enp.minimum(enp.add(low, np.int32(1)), np.int32(n - 1))
     frac = enp.subtract(position, enp.floor(position))
     if method == "lower":
-        high, frac = low, enp.zeros_like(frac)
+        high, frac = low, creation.zeros_like(frac)
     elif method == "higher":
         low = manipulation.astype(enp.ceil(position), np.int32)
-        high, frac = low, enp.zeros_like(frac)
+        high, frac = low, creation.zeros_like(frac)
     elif method == "nearest":
         low = manipulation.astype(enp.round(position), np.int32)
-        high, frac = low, enp.zeros_like(frac)
+        high, frac = low, creation.zeros_like(frac)
     elif method == "midpoint":
         frac = enp.where(enp.equal(frac, 0), frac, np.asarray(0.5, get_aval(frac).dtype))
     elif method != "linear":
@@ -548,23 +694,59 @@ def quantile(a: Any, q: Any, axis: Any = None, method: str = "linear", keepdims:
     out = enp.add(v_low, enp.multiply(frac, enp.subtract(v_high, v_low)))
     if q_ndim:  # NumPy puts the quantiles' axes first
         out = manipulation.moveaxis(out, tuple(range(axis, axis + q_ndim)), tuple(range(q_ndim)))
+    # Sorting moves NaNs to the end; a slice holding one has NaN quantiles, as in NumPy.
+    has_nan = reductions.any(enp.isnan(a), axis=axis)
+    out = enp.where(has_nan, np.asarray(np.nan, get_aval(out).dtype), out)
+    if kept_all_dims is not None:  # every axis was reduced: keep each as size one
+        return reshape(out, shape_of(q) + (1,) * len(kept_all_dims))
     if keepdims:
         out = manipulation.expand_dims(out, axis + q_ndim)
     return out
 
 
-def percentile(a: Any, q: Any, axis: Any = None, method: str = "linear", keepdims: bool = False):
+def percentile(
+    a: Any,
+    q: Any,
+    axis: Any = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    *,
+    weights: Any = None,
+):
+    _check_quantile_options("percentile", out, overwrite_input, weights)
     q = enp.divide(as_operand(q), np.asarray(100.0, dtypes.default_float()))
     return quantile(a, q, axis=axis, method=method, keepdims=keepdims)
 
 
-def median(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+def median(
+    a: Any,
+    axis: Any = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    keepdims: bool = False,
+) -> Any:
+    # JAX ignores overwrite_input here (arrays are immutable) but not in quantile.
+    check_no_out(out, "jnp.median")
     return quantile(a, 0.5, axis=axis, keepdims=keepdims)
 
 
-def convolve(a: Any, v: Any, mode: str = "full") -> Any:
-    """1-D discrete convolution (``full``, ``same`` or ``valid``)."""
+def convolve(
+    a: Any,
+    v: Any,
+    mode: str = "full",
+    *,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Any:
+    """1-D discrete convolution (``full``, ``same`` or ``valid``). ``precision`` is a hint
+    ember's backends do not need; ``preferred_element_type`` sets the accumulation and
+    result dtype."""
     a, v = promote_dtypes(creation.asarray(a), creation.asarray(v))
+    if preferred_element_type is not None:
+        result_dtype = check_dtype_arg(preferred_element_type)
+        a, v = manipulation.astype(a, result_dtype), manipulation.astype(v, result_dtype)
     n, m = shape_of(a)[0], shape_of(v)[0]
     if not n or not m:
         raise ValueError(f"convolve: empty input{errors.where()}")

@@ -155,6 +155,12 @@ def check_dtype_arg(dtype: Any) -> np.dtype | None:
         raise TypeError(f"data type {dtype!r} not understood{errors.where()}") from None
 
 
+def check_no_out(out: Any, name: str) -> None:
+    """JAX arrays are immutable, so ``out=`` is accepted only as None (as in JAX)."""
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to {name} is not supported.{errors.where()}")
+
+
 def shape_tuple(shape: Any) -> tuple[int, ...]:
     return core.canonicalize_shape(shape)
 
