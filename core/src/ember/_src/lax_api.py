@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -13,13 +14,23 @@ from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.jit import jit
 from ember._src.numpy.advanced_indexing import take_along_axis
 from ember._src.numpy.elementwise import logaddexp
-from ember._src.numpy.sorting import argsort
+from ember._src.numpy.sorting import argsort, cummax as _cummax, cummin as _cummin, top_k as _top_k
 from ember._src.ops import special_more
 from ember._src.ops.control_flow.associative_scan import associative_scan
 from ember._src.ops.control_flow.common import trace_function
+from ember._src.ops.control_flow.loops import map as _map
 from ember._src.ops.custom_derivatives import custom_jvp
-from ember._src.ops.elementwise import select_n, stop_gradient_p
-from ember._src.ops.shape import broadcast_in_dim, slice_op
+from ember._src.ops.elementwise import mul as _mul, select_n, stop_gradient_p
+from ember._src.ops.shape import (
+    broadcast_in_dim,
+    concatenate,
+    convert_element_type as _convert_element_type,
+    iota as _iota,
+    reshape,
+    slice_op,
+    transpose,
+)
+from ember._src.ops.slicing import slice_in_dim
 from ember._src.tree_util import tree_flatten, tree_map, tree_unflatten
 
 
@@ -241,3 +252,81 @@ def approx_min_k(
     """The ``k`` smallest entries along ``reduction_dimension`` and their indices, smallest
     first (computed exactly)."""
     return _extreme_k("approx_min_k", operand, int(k), reduction_dimension, False)
+
+
+def convert_element_type(operand: Any, new_dtype: Any) -> Any:
+    """Cast ``operand`` to ``new_dtype`` (a strongly typed result)."""
+    return _convert_element_type(operand, new_dtype)
+
+
+def iota(dtype: Any, size: int) -> Any:
+    """The 1-D array ``[0, 1, ..., size - 1]`` of ``dtype`` (see broadcasted_iota for n-D)."""
+    return _iota(dtype, (operator.index(size),), 0)
+
+
+def mul(x: Any, y: Any, *, out_dtype: Any = None) -> Any:
+    """``x * y``; with ``out_dtype``, both are cast to it before multiplying."""
+    if out_dtype is not None:
+        x, y = convert_element_type(x, out_dtype), convert_element_type(y, out_dtype)
+    return _mul(x, y)
+
+
+def cummax(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    """Running maximum along ``axis`` (from the end when ``reverse``)."""
+    return _cummax(operand, axis, reverse)
+
+
+def cummin(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    """Running minimum along ``axis`` (from the end when ``reverse``)."""
+    return _cummin(operand, axis, reverse)
+
+
+def top_k(operand: Any, k: int, *, axis: int = -1) -> tuple[Any, Any]:
+    """The ``k`` largest entries along ``axis`` and their indices, largest first."""
+    ndim = get_aval(operand).ndim
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"top_k: axis={axis} is out of range for rank {ndim}{errors.where()}")
+    axis %= ndim
+    if axis == ndim - 1:
+        return _top_k(operand, k)
+    to_last = [d for d in range(ndim) if d != axis] + [axis]
+    back = list(np.argsort(to_last))
+    values, indices = _top_k(transpose(operand, to_last), k)
+    return transpose(values, back), transpose(indices, back)
+
+
+def map(f: Callable[[Any], Any], xs: Any, *, batch_size: int | None = None) -> Any:
+    """``f`` over the leading axis of ``xs``, sequentially; with ``batch_size``, ``f`` is
+    vmapped over chunks of that many slices (the remainder is one last, smaller chunk)."""
+    if batch_size is None:
+        return _map(f, xs)
+    batch_size = operator.index(batch_size)
+    if batch_size < 1:
+        raise ValueError(f"lax.map: batch_size must be positive, got {batch_size}{errors.where()}")
+    leaves = tree_flatten(xs)[0]
+    if not leaves:
+        return _map(f, xs)
+    length = get_aval(leaves[0]).shape[0]
+    full = (length // batch_size) * batch_size
+    batched_f = api.vmap(f)
+    pieces = []
+    if full:
+        chunks = tree_map(lambda x: _chunked(slice_in_dim(x, 0, full), batch_size), xs)
+        ys = _map(batched_f, chunks)
+        pieces.append(tree_map(lambda y: _unchunked(y, full), ys))
+    if full < length:
+        pieces.append(batched_f(tree_map(lambda x: slice_in_dim(x, full, length), xs)))
+    if len(pieces) == 1:
+        return pieces[0]
+    return tree_map(lambda a, b: concatenate([a, b], 0), *pieces)
+
+
+def _chunked(x: Any, batch_size: int) -> Any:
+    """(n * batch_size, ...) -> (n, batch_size, ...)."""
+    shape = get_aval(x).shape
+    return reshape(x, (shape[0] // batch_size, batch_size, *shape[1:]))
+
+
+def _unchunked(y: Any, length: int) -> Any:
+    """(n, batch_size, ...) -> (n * batch_size, ...)."""
+    return reshape(y, (length, *get_aval(y).shape[2:]))

@@ -7,19 +7,23 @@ from ember._src.lax_api import (
     bessel_i1e as bessel_i1e,
     betainc as betainc,
     broadcast as broadcast,
+    convert_element_type as convert_element_type,
     cumlogsumexp as cumlogsumexp,
+    cummax as cummax,
+    cummin as cummin,
     custom_linear_solve as custom_linear_solve,
     custom_root as custom_root,
+    iota as iota,
+    map as map,
+    mul as mul,
     select as select,
     stop_gradient as stop_gradient,
+    top_k as top_k,
     zeta as zeta,
 )
 from ember._src.numpy.sorting import (
-    cummax as cummax,
-    cummin as cummin,
     lax_cumprod as cumprod,
     lax_cumsum as cumsum,
-    top_k as top_k,
 )
 from ember._src.ops.bits import (
     bitcast_convert_type as bitcast_convert_type,
@@ -45,7 +49,6 @@ from ember._src.ops.control_flow.associative_scan import associative_scan as ass
 from ember._src.ops.control_flow.cond import cond as cond, switch as switch
 from ember._src.ops.control_flow.loops import (
     fori_loop as fori_loop,
-    map as map,
     while_loop as while_loop,
 )
 from ember._src.ops.control_flow.scan import scan as scan
@@ -105,7 +108,6 @@ from ember._src.ops.elementwise import (
     lt as lt,
     max as max,
     min as min,
-    mul as mul,
     ne as ne,
     neg as neg,
     pow as pow,
@@ -168,9 +170,7 @@ from ember._src.ops.rng_bit_generator import (
 from ember._src.ops.shape import (
     broadcast_in_dim as broadcast_in_dim,
     concatenate as concatenate,
-    convert_element_type as convert_element_type,
     expand_dims as expand_dims,
-    iota as iota,
     pad as pad,
     reduce_sum as reduce_sum,
     reshape as reshape,

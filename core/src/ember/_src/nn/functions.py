@@ -258,15 +258,25 @@ def tanh(x: Any, /) -> Any:
 
 
 def logsumexp(
-    a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False
+    a: Any,
+    axis: Any = None,
+    b: Any = None,
+    keepdims: bool = False,
+    return_sign: bool = False,
+    where: Any = None,
 ) -> Any:
-    """``log(sum(b * exp(a)))``, computed stably (as ``jax.nn.logsumexp``)."""
+    """``log(sum(b * exp(a)))``, computed stably (as ``jax.nn.logsumexp``); entries where
+    ``where`` is False are left out of the sum."""
     a = _inexact(a)
+    if where is not None:
+        a = enp.where(where, a, _const(a, -np.inf))
     amax = stop_gradient(reductions.max(a, axis=axis, keepdims=True))
     amax = enp.where(enp.isfinite(amax), amax, _const(amax, 0))
     exps = enp.exp(enp.subtract(a, amax))
     if b is not None:
         exps = enp.multiply(exps, b)
+    if where is not None:
+        exps = enp.where(where, exps, _const(exps, 0))
     total = reductions.sum(exps, axis=axis, keepdims=True)
     sign = enp.sign(total)
     out = enp.add(enp.log(enp.abs(total)), amax)
@@ -309,16 +319,36 @@ def log_softmax(x: Any, axis: Any = -1, where: Any = None) -> Any:
 
 
 def standardize(
-    x: Any, axis: Any = -1, mean: Any = None, variance: Any = None, epsilon: float = 1e-5
+    x: Any,
+    axis: Any = -1,
+    mean: Any = None,
+    variance: Any = None,
+    epsilon: float = 1e-5,
+    where: Any = None,
+    *,
+    algorithm: str = "fast",
 ) -> Any:
-    """``(x - mean) / sqrt(variance + epsilon)`` along ``axis``."""
+    """``(x - mean) / sqrt(variance + epsilon)`` along ``axis``; the statistics are taken over
+    the entries where ``where`` holds. The variance is ``mean(x**2) - mean(x)**2`` (clipped at
+    0) for ``algorithm="fast"`` and ``mean((x - mean)**2)`` for ``"stable"``, as in JAX."""
+    if algorithm not in ("fast", "stable"):
+        raise ValueError(
+            f"standardize: algorithm must be 'fast' or 'stable', got {algorithm!r}{errors.where()}"
+        )
     x = _inexact(x)
     if mean is None:
-        mean = reductions.mean(x, axis=axis, keepdims=True)
+        mean = reductions.mean(x, axis=axis, keepdims=True, where=where)
     if variance is None:
-        centred = enp.subtract(x, mean)
-        variance = reductions.mean(enp.square(centred), axis=axis, keepdims=True)
+        variance = _variance(x, mean, axis, where, algorithm)
     return enp.divide(enp.subtract(x, mean), enp.sqrt(enp.add(variance, _const(x, epsilon))))
+
+
+def _variance(x: Any, mean: Any, axis: Any, where: Any, algorithm: str) -> Any:
+    if algorithm == "stable":
+        centred = enp.subtract(x, mean)
+        return reductions.mean(enp.square(centred), axis=axis, keepdims=True, where=where)
+    mean_of_square = reductions.mean(enp.square(x), axis=axis, keepdims=True, where=where)
+    return enp.maximum(enp.subtract(mean_of_square, enp.square(mean)), _const(x, 0))
 
 
 def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> Any:
@@ -347,13 +377,27 @@ def dot_product_attention(
     *,
     scale: float | None = None,
     is_causal: bool = False,
+    query_seq_lengths: Any = None,
+    key_value_seq_lengths: Any = None,
+    local_window_size: int | tuple[int, int] | None = None,
+    implementation: str | None = None,
+    return_residual: bool = False,
 ) -> Any:
     """Scaled dot-product attention on ``(batch, seq, heads, head_dim)`` arrays (JAX's layout).
 
     ``key``/``value`` may have fewer heads than ``query`` (grouped-query attention) if the
     query heads are a multiple of them. ``mask`` is boolean (True keeps), ``bias`` is added to
-    the logits; ``is_causal`` masks future positions.
+    the logits; ``is_causal`` masks future positions. ``query_seq_lengths`` and
+    ``key_value_seq_lengths`` (one length per batch entry) mask padding, and the outputs of
+    padded query positions are zero; ``local_window_size=(left, right)`` (or one int for both)
+    lets query i see keys i - left .. i + right. With ``return_residual`` the result is
+    ``(out, lse)``, ``lse`` the (batch, seq, heads) log-sum-exp of the masked logits.
     """
+    if implementation not in (None, "xla"):
+        raise NotImplementedError(
+            f"dot_product_attention: implementation={implementation!r} is not supported; only "
+            f"None or 'xla'{errors.where()}"
+        )
     query, key, value = _inexact(query), _inexact(key), _inexact(value)
     q_shape, k_shape = get_aval(query).shape, get_aval(key).shape
     if len(q_shape) != 4 or len(k_shape) != 4:
@@ -376,19 +420,61 @@ def dot_product_attention(
     logits = manipulation.reshape(logits, (batch, n_heads, t, s))
     if bias is not None:
         logits = enp.add(logits, bias)
-    keep = None
-    if mask is not None:
-        keep = creation.asarray(mask).astype(bool)
-    if is_causal:
-        causal = enp.greater_equal(
-            manipulation.reshape(creation.arange(t), (t, 1)),
-            manipulation.reshape(creation.arange(s), (1, s)),
-        )
-        keep = causal if keep is None else enp.logical_and(keep, causal)
+    keep = _attention_keep_mask(
+        t, s, mask, is_causal, query_seq_lengths, key_value_seq_lengths, local_window_size
+    )
     if keep is not None:
         lowest = _const(logits, np.finfo(get_aval(logits).dtype).min)
         logits = enp.where(keep, logits, lowest)
     weights = softmax(logits, axis=-1)
     weights = manipulation.reshape(weights, (batch, n_kv, groups, t, s))
     out = contractions.einsum("bkgts,bskh->btkgh", weights, value)
-    return manipulation.reshape(out, (batch, t, n_heads, get_aval(value).shape[-1]))
+    out = manipulation.reshape(out, (batch, t, n_heads, get_aval(value).shape[-1]))
+    if query_seq_lengths is not None:
+        # Padded query rows attend to nothing real; JAX zeroes their outputs.
+        valid = _positions_below(t, query_seq_lengths)
+        out = enp.multiply(out, manipulation.reshape(valid, (-1, t, 1, 1)).astype(out.dtype))
+    if not return_residual:
+        return out
+    lse = stop_gradient(logsumexp(logits, axis=-1))
+    return out, manipulation.transpose(lse, (0, 2, 1)).astype(out.dtype)
+
+
+def _positions_below(size: int, lengths: Any) -> Any:
+    """(batch, size) booleans: position p of entry b is below ``lengths[b]``."""
+    lengths = manipulation.reshape(creation.asarray(lengths), (-1, 1))
+    return enp.less(manipulation.reshape(creation.arange(size), (1, size)), lengths)
+
+
+def _attention_keep_mask(
+    t: int,
+    s: int,
+    mask: Any,
+    is_causal: bool,
+    query_seq_lengths: Any,
+    key_value_seq_lengths: Any,
+    local_window_size: int | tuple[int, int] | None,
+) -> Any:
+    """The logits to keep, broadcastable to (batch, heads, t, s), or None to keep all."""
+    keep = None if mask is None else creation.asarray(mask).astype(bool)
+
+    def both(extra: Any) -> Any:
+        return extra if keep is None else enp.logical_and(keep, extra)
+
+    query_pos = manipulation.reshape(creation.arange(t), (t, 1))
+    key_pos = manipulation.reshape(creation.arange(s), (1, s))
+    if is_causal:
+        keep = both(enp.greater_equal(query_pos, key_pos))
+    if local_window_size is not None:
+        if isinstance(local_window_size, int):
+            local_window_size = (local_window_size, local_window_size)
+        left, right = local_window_size
+        within_left = enp.less_equal(query_pos, enp.add(key_pos, left))
+        within_right = enp.greater_equal(query_pos, enp.subtract(key_pos, right))
+        keep = both(enp.logical_and(within_left, within_right))
+    if query_seq_lengths is not None:
+        keep = both(manipulation.reshape(_positions_below(t, query_seq_lengths), (-1, 1, t, 1)))
+    if key_value_seq_lengths is not None:
+        kv_valid = _positions_below(s, key_value_seq_lengths)
+        keep = both(manipulation.reshape(kv_valid, (-1, 1, 1, s)))
+    return keep

@@ -98,8 +98,8 @@ def population_count(x: Any) -> Any:
 bitcast_convert_type_p = Primitive("bitcast_convert_type")
 
 
-def bitcast_convert_type(x: Any, new_dtype: Any) -> Any:
-    return bitcast_convert_type_p.bind(x, new_dtype=np.dtype(new_dtype))
+def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
+    return bitcast_convert_type_p.bind(operand, new_dtype=np.dtype(new_dtype))
 
 
 @rules.def_abstract_eval(bitcast_convert_type_p)

@@ -56,30 +56,57 @@ def _total_size(names: tuple) -> int:
 # The user-facing functions
 
 
-def psum(x: Any, axis_name: Any) -> Any:
+def _no_index_groups(what: str, axis_index_groups: Any) -> None:
+    """Collectives here always span the whole named axis (JAX's shard_map also refuses
+    groups)."""
+    if axis_index_groups is not None:
+        raise NotImplementedError(
+            f"{what}: axis_index_groups={axis_index_groups!r} is not supported; only None"
+            f"{errors.where()}"
+        )
+
+
+def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """The sum of ``x`` over the named axis (or axes); every member gets the total."""
+    _no_index_groups("psum", axis_index_groups)
     names = _names(axis_name)
     return tree_map(lambda leaf: psum_p.bind(leaf, axes=names), x)
 
 
-def pmean(x: Any, axis_name: Any) -> Any:
+def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    _no_index_groups("pmean", axis_index_groups)
     names = _names(axis_name)
     size = _total_size(names)
     return tree_map(lambda leaf: div(psum_p.bind(leaf, axes=names), _scalar(size, leaf)), x)
 
 
-def pmax(x: Any, axis_name: Any) -> Any:
+def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    _no_index_groups("pmax", axis_index_groups)
     names = _names(axis_name)
     return tree_map(lambda leaf: pmax_p.bind(leaf, axes=names), x)
 
 
-def pmin(x: Any, axis_name: Any) -> Any:
+def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    _no_index_groups("pmin", axis_index_groups)
     names = _names(axis_name)
     return tree_map(lambda leaf: pmin_p.bind(leaf, axes=names), x)
 
 
-def all_gather(x: Any, axis_name: Any, *, axis: int = 0, tiled: bool = False) -> Any:
+def all_gather(
+    x: Any,
+    axis_name: Any,
+    *,
+    axis_index_groups: Any = None,
+    axis: int = 0,
+    tiled: bool = False,
+    to: str = "varying",
+) -> Any:
     """Every member's ``x``, stacked along a new axis ``axis`` (concatenated if ``tiled``)."""
+    _no_index_groups("all_gather", axis_index_groups)
+    if to != "varying":
+        raise NotImplementedError(
+            f"all_gather: to={to!r} is not supported; only to='varying'{errors.where()}"
+        )
     names = _names(axis_name)
     if len(names) != 1:
         raise NotImplementedError(f"all_gather over several axes {names}{errors.where()}")
@@ -94,10 +121,17 @@ def all_gather(x: Any, axis_name: Any, *, axis: int = 0, tiled: bool = False) ->
 
 
 def all_to_all(
-    x: Any, axis_name: Any, split_axis: int, concat_axis: int, *, tiled: bool = False
+    x: Any,
+    axis_name: Any,
+    split_axis: int,
+    concat_axis: int,
+    *,
+    axis_index_groups: Any = None,
+    tiled: bool = False,
 ) -> Any:
     """Member j gets part j of every member's ``x`` (split along ``split_axis``), stacked
     along ``concat_axis`` in member order (concatenated if ``tiled``)."""
+    _no_index_groups("all_to_all", axis_index_groups)
     (name,) = _names(axis_name)
     size = axis_size(name)
 
@@ -119,8 +153,16 @@ def all_to_all(
     return tree_map(one, x)
 
 
-def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0, tiled: bool = False) -> Any:
+def psum_scatter(
+    x: Any,
+    axis_name: Any,
+    *,
+    scatter_dimension: int = 0,
+    axis_index_groups: Any = None,
+    tiled: bool = False,
+) -> Any:
     """``psum`` whose result is split along ``scatter_dimension``: member k keeps part k."""
+    _no_index_groups("psum_scatter", axis_index_groups)
     names = _names(axis_name)
     if len(names) != 1:
         raise NotImplementedError(f"psum_scatter over several axes {names}{errors.where()}")

@@ -520,51 +520,73 @@ def abs(x: Any) -> Any:
     return abs_p.bind(x)
 
 
-def exp(x: Any) -> Any:
+def _default_accuracy_only(name: str, accuracy: Any) -> None:
+    """Only the compiler's default implementation exists here, so a requested accuracy
+    (a tolerance or mode, as JAX accepts) cannot be honoured."""
+    if accuracy is not None:
+        raise NotImplementedError(
+            f"lax.{name}: accuracy={accuracy!r} is not supported; only accuracy=None "
+            f"(the default implementation){errors.where()}"
+        )
+
+
+def exp(x: Any, *, accuracy: Any = None) -> Any:
+    _default_accuracy_only("exp", accuracy)
     return exp_p.bind(x)
 
 
-def log(x: Any) -> Any:
+def log(x: Any, *, accuracy: Any = None) -> Any:
+    _default_accuracy_only("log", accuracy)
     return log_p.bind(x)
 
 
-def log1p(x: Any) -> Any:
+def log1p(x: Any, *, accuracy: Any = None) -> Any:
+    _default_accuracy_only("log1p", accuracy)
     return log1p_p.bind(x)
 
 
-def expm1(x: Any) -> Any:
+def expm1(x: Any, *, accuracy: Any = None) -> Any:
+    _default_accuracy_only("expm1", accuracy)
     return expm1_p.bind(x)
 
 
-def sin(x: Any) -> Any:
+def sin(x: Any, *, accuracy: Any = None) -> Any:
+    _default_accuracy_only("sin", accuracy)
     return sin_p.bind(x)
 
 
-def cos(x: Any) -> Any:
+def cos(x: Any, *, accuracy: Any = None) -> Any:
+    _default_accuracy_only("cos", accuracy)
     return cos_p.bind(x)
 
 
-def tan(x: Any) -> Any:
+def tan(x: Any, *, accuracy: Any = None) -> Any:
+    _default_accuracy_only("tan", accuracy)
     return tan_p.bind(x)
 
 
-def tanh(x: Any) -> Any:
+def tanh(x: Any, *, accuracy: Any = None) -> Any:
+    _default_accuracy_only("tanh", accuracy)
     return tanh_p.bind(x)
 
 
-def sqrt(x: Any) -> Any:
+def sqrt(x: Any, *, accuracy: Any = None) -> Any:
+    _default_accuracy_only("sqrt", accuracy)
     return sqrt_p.bind(x)
 
 
-def rsqrt(x: Any) -> Any:
+def rsqrt(x: Any, *, accuracy: Any = None) -> Any:
+    _default_accuracy_only("rsqrt", accuracy)
     return rsqrt_p.bind(x)
 
 
-def cbrt(x: Any) -> Any:
+def cbrt(x: Any, *, accuracy: Any = None) -> Any:
+    _default_accuracy_only("cbrt", accuracy)
     return cbrt_p.bind(x)
 
 
-def logistic(x: Any) -> Any:
+def logistic(x: Any, *, accuracy: Any = None) -> Any:
+    _default_accuracy_only("logistic", accuracy)
     return logistic_p.bind(x)
 
 

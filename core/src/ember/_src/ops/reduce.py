@@ -94,24 +94,24 @@ reduce_and_p = _make_reduction("reduce_and", "stablehlo.and", lambda dt: True, n
 reduce_or_p = _make_reduction("reduce_or", "stablehlo.or", lambda dt: False, np.any)
 
 
-def reduce_max(x: Any, axes: Sequence[int]) -> Any:
-    return reduce_max_p.bind(x, axes=tuple(axes))
+def reduce_max(operand: Any, axes: Sequence[int]) -> Any:
+    return reduce_max_p.bind(operand, axes=tuple(axes))
 
 
-def reduce_min(x: Any, axes: Sequence[int]) -> Any:
-    return reduce_min_p.bind(x, axes=tuple(axes))
+def reduce_min(operand: Any, axes: Sequence[int]) -> Any:
+    return reduce_min_p.bind(operand, axes=tuple(axes))
 
 
-def reduce_prod(x: Any, axes: Sequence[int]) -> Any:
-    return reduce_prod_p.bind(x, axes=tuple(axes))
+def reduce_prod(operand: Any, axes: Sequence[int]) -> Any:
+    return reduce_prod_p.bind(operand, axes=tuple(axes))
 
 
-def reduce_and(x: Any, axes: Sequence[int]) -> Any:
-    return reduce_and_p.bind(x, axes=tuple(axes))
+def reduce_and(operand: Any, axes: Sequence[int]) -> Any:
+    return reduce_and_p.bind(operand, axes=tuple(axes))
 
 
-def reduce_or(x: Any, axes: Sequence[int]) -> Any:
-    return reduce_or_p.bind(x, axes=tuple(axes))
+def reduce_or(operand: Any, axes: Sequence[int]) -> Any:
+    return reduce_or_p.bind(operand, axes=tuple(axes))
 
 
 for _p in (reduce_and_p, reduce_or_p):
@@ -180,12 +180,12 @@ argmax_p = Primitive("argmax")
 argmin_p = Primitive("argmin")
 
 
-def argmax(x: Any, axis: int, index_dtype: Any) -> Any:
-    return argmax_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize(index_dtype))
+def argmax(operand: Any, axis: int, index_dtype: Any) -> Any:
+    return argmax_p.bind(operand, axes=(axis,), index_dtype=dtypes.canonicalize(index_dtype))
 
 
-def argmin(x: Any, axis: int, index_dtype: Any) -> Any:
-    return argmin_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize(index_dtype))
+def argmin(operand: Any, axis: int, index_dtype: Any) -> Any:
+    return argmin_p.bind(operand, axes=(axis,), index_dtype=dtypes.canonicalize(index_dtype))
 
 
 def _make_arg_reduction(primitive: Primitive, direction: str, numpy_fn: Callable[..., Any]):

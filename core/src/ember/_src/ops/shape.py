@@ -43,12 +43,14 @@ def _linear_jvp(primitive: Primitive):
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
 
 
-def broadcast_in_dim(x: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int]) -> Any:
+def broadcast_in_dim(
+    operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int]
+) -> Any:
     shape, dims = tuple(shape), tuple(broadcast_dimensions)
-    aval = get_aval(x)
+    aval = get_aval(operand)
     if aval.shape == shape and dims == tuple(range(len(shape))):
-        return x
-    return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims)
+        return operand
+    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims)
 
 
 def broadcast_to_shape(x: Any, shape: Sequence[int]) -> Any:
@@ -127,11 +129,11 @@ def _broadcast_in_dim_reference(x, *, shape, broadcast_dimensions):
 reduce_sum_p = Primitive("reduce_sum")
 
 
-def reduce_sum(x: Any, axes: Sequence[int]) -> Any:
+def reduce_sum(operand: Any, axes: Sequence[int]) -> Any:
     axes = tuple(axes)
     if not axes:
-        return x
-    return reduce_sum_p.bind(x, axes=axes)
+        return operand
+    return reduce_sum_p.bind(operand, axes=axes)
 
 
 def reduced_shape(shape: tuple[int, ...], axes: Sequence[int]) -> tuple[int, ...]:
@@ -201,11 +203,15 @@ def _reduce_sum_reference(x, *, axes):
 reshape_p = Primitive("reshape")
 
 
-def reshape(x: Any, new_sizes: Sequence[int]) -> Any:
+def reshape(operand: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None) -> Any:
+    """Reshape ``operand`` (read in row-major order) to ``new_sizes``; with ``dimensions``,
+    transpose it by that permutation first."""
+    if dimensions is not None:
+        operand = transpose(operand, dimensions)
     new_sizes = tuple(int(d) for d in new_sizes)
-    if get_aval(x).shape == new_sizes:
-        return x
-    return reshape_p.bind(x, new_sizes=new_sizes)
+    if get_aval(operand).shape == new_sizes:
+        return operand
+    return reshape_p.bind(operand, new_sizes=new_sizes)
 
 
 @rules.def_abstract_eval(reshape_p)
@@ -248,11 +254,11 @@ def _reshape_reference(x, *, new_sizes):
 transpose_p = Primitive("transpose")
 
 
-def transpose(x: Any, permutation: Sequence[int]) -> Any:
+def transpose(operand: Any, permutation: Sequence[int]) -> Any:
     permutation = tuple(int(p) for p in permutation)
     if permutation == tuple(range(len(permutation))):
-        return x
-    return transpose_p.bind(x, permutation=permutation)
+        return operand
+    return transpose_p.bind(operand, permutation=permutation)
 
 
 @rules.def_abstract_eval(transpose_p)
@@ -300,11 +306,11 @@ def _transpose_reference(x, *, permutation):
 squeeze_p = Primitive("squeeze")
 
 
-def squeeze(x: Any, dimensions: Sequence[int]) -> Any:
+def squeeze(array: Any, dimensions: Sequence[int]) -> Any:
     dimensions = tuple(sorted(int(d) for d in dimensions))
     if not dimensions:
-        return x
-    return squeeze_p.bind(x, dimensions=dimensions)
+        return array
+    return squeeze_p.bind(array, dimensions=dimensions)
 
 
 @rules.def_abstract_eval(squeeze_p)
@@ -343,14 +349,14 @@ def _squeeze_reference(x, *, dimensions):
     return np.squeeze(x, axis=dimensions)
 
 
-def expand_dims(x: Any, dimensions: Sequence[int]) -> Any:
-    aval = get_aval(x)
+def expand_dims(array: Any, dimensions: Sequence[int]) -> Any:
+    aval = get_aval(array)
     out_ndim = aval.ndim + len(dimensions)
     dims = sorted(d % out_ndim for d in dimensions)
     shape = list(aval.shape)
     for d in dims:
         shape.insert(d, 1)
-    return reshape(x, shape)
+    return reshape(array, shape)
 
 
 # --------------------------------------------------------------------------------------------
@@ -439,16 +445,16 @@ slice_p = Primitive("slice")
 
 
 def slice_op(
-    x: Any,
+    operand: Any,
     start_indices: Sequence[int],
     limit_indices: Sequence[int],
     strides: Sequence[int] | None = None,
 ) -> Any:
     start, limit = tuple(int(i) for i in start_indices), tuple(int(i) for i in limit_indices)
     strides = tuple(int(s) for s in strides) if strides is not None else (1,) * len(start)
-    if start == (0,) * len(start) and limit == get_aval(x).shape and set(strides) <= {1}:
-        return x
-    return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=strides)
+    if start == (0,) * len(start) and limit == get_aval(operand).shape and set(strides) <= {1}:
+        return operand
+    return slice_p.bind(operand, start_indices=start, limit_indices=limit, strides=strides)
 
 
 def slice_along(x: Any, axis: int, start: int, stop: int) -> Any:
@@ -525,9 +531,9 @@ def _slice_reference(x, *, start_indices, limit_indices, strides):
 pad_p = Primitive("pad")
 
 
-def pad(x: Any, padding_value: Any, padding_config: Sequence[tuple[int, int, int]]) -> Any:
+def pad(operand: Any, padding_value: Any, padding_config: Sequence[tuple[int, int, int]]) -> Any:
     config = tuple((int(lo), int(hi), int(interior)) for lo, hi, interior in padding_config)
-    return pad_p.bind(x, padding_value, padding_config=config)
+    return pad_p.bind(operand, padding_value, padding_config=config)
 
 
 @rules.def_abstract_eval(pad_p)
@@ -636,11 +642,11 @@ def _pad_reference(x, value, *, padding_config):
 rev_p = Primitive("rev")
 
 
-def rev(x: Any, dimensions: Sequence[int]) -> Any:
+def rev(operand: Any, dimensions: Sequence[int]) -> Any:
     dimensions = tuple(int(d) for d in dimensions)
     if not dimensions:
-        return x
-    return rev_p.bind(x, dimensions=dimensions)
+        return operand
+    return rev_p.bind(operand, dimensions=dimensions)
 
 
 @rules.def_abstract_eval(rev_p)

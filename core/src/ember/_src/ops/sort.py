@@ -21,11 +21,11 @@ from ember._src.ops.shape import bdim_to_front, compare_type, concatenate, expan
 sort_p = Primitive("sort", multiple_results=True)
 
 
-def sort(operands: Any, dimension: int = -1, is_stable: bool = True, num_keys: int = 1) -> Any:
-    """Sort ``operands`` (one array or a sequence) along ``dimension`` by the first
+def sort(operand: Any, dimension: int = -1, is_stable: bool = True, num_keys: int = 1) -> Any:
+    """Sort ``operand`` (one array or a sequence) along ``dimension`` by the first
     ``num_keys`` of them; returns the same kind of value it was given."""
-    single = not isinstance(operands, (tuple, list))
-    operands = [operands] if single else list(operands)
+    single = not isinstance(operand, (tuple, list))
+    operands = [operand] if single else list(operand)
     if not operands:
         raise ValueError("sort needs at least one operand")
     ndim = get_aval(operands[0]).ndim

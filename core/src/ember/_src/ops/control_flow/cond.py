@@ -50,12 +50,19 @@ cond_p = Primitive("cond", multiple_results=True)
 # --------------------------------------------------------------------------------------------
 # The user-facing functions
 
+# Marks that the legacy ``operand=`` keyword was not given (None is a valid operand).
+_NO_OPERAND = object()
 
-def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
+
+def cond(
+    pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any, operand: Any = _NO_OPERAND
+) -> Any:
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, with a traced ``pred``.
 
     Both branches are traced; they must return the same structure of the same types.
+    ``operand=`` is JAX's older spelling of one positional operand.
     """
+    operands = _legacy_operand(operands, operand, "cond")
     if not callable(true_fun) or not callable(false_fun):
         raise TypeError(f"cond: true_fun and false_fun must be callable{errors.where()}")
     aval = _scalar_aval(pred, "cond", "pred")
@@ -65,8 +72,11 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
     return _bind(index, [false_fun, true_fun], operands, "cond", ("false_fun", "true_fun"))
 
 
-def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
+def switch(
+    index: Any, branches: Sequence[Callable], *operands: Any, operand: Any = _NO_OPERAND
+) -> Any:
     """``branches[index](*operands)``; ``index`` is clamped into range, as in JAX."""
+    operands = _legacy_operand(operands, operand, "switch")
     branches = list(branches)
     if not branches or not all(callable(b) for b in branches):
         raise TypeError(
@@ -81,6 +91,17 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
     index = min_(max_(index, np.int32(0)), np.int32(len(branches) - 1))
     names = tuple(f"branch {i}" for i in range(len(branches)))
     return _bind(index, branches, operands, "switch", names)
+
+
+def _legacy_operand(operands: tuple, operand: Any, what: str) -> tuple:
+    """The operands, with the legacy ``operand=`` keyword taken as the only one."""
+    if operand is _NO_OPERAND:
+        return operands
+    if operands:
+        raise TypeError(
+            f"{what}: operand= cannot be combined with positional operands{errors.where()}"
+        )
+    return (operand,)
 
 
 def _scalar_aval(x: Any, what: str, name: str) -> ShapedArray:

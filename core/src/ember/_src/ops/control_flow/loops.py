@@ -103,11 +103,20 @@ def _check_predicate(jaxpr: ClosedJaxpr, tree: Any) -> None:
         )
 
 
-def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any) -> Any:
+def fori_loop(
+    lower: Any,
+    upper: Any,
+    body_fun: Callable[[Any, Any], Any],
+    init_val: Any,
+    *,
+    unroll: int | bool | None = None,
+) -> Any:
     """``val = init_val; for i in range(lower, upper): val = body_fun(i, val); return val``.
 
     With static (concrete) bounds this is a ``scan`` and supports reverse-mode
     differentiation; with traced bounds it is a ``while_loop`` (forward mode only).
+    ``unroll`` is passed to that ``scan``; a ``while_loop`` has no unrolling, so there it
+    must be None (as in JAX).
     """
     index_dtype = dtypes.promote(
         [
@@ -129,8 +138,15 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
             i, val = carry
             return (add(i, np.asarray(1, index_dtype)), body_fun(i, val)), None
 
-        (_, result), _ = scan(step, (first, init_val), None, length=max(stop - start, 0))
+        length = max(stop - start, 0)
+        unroll = 1 if unroll is None else unroll
+        (_, result), _ = scan(step, (first, init_val), None, length=length, unroll=unroll)
         return result
+    if unroll is not None and unroll is not False and unroll != 1:
+        raise ValueError(
+            f"fori_loop: unroll={unroll!r} needs static (concrete) lower and upper bounds"
+            f"{errors.where()}"
+        )
     lower = convert_element_type(lower, index_dtype)
     upper = convert_element_type(upper, index_dtype)
 

@@ -66,6 +66,7 @@ def scan(
     length: int | None = None,
     reverse: bool = False,
     unroll: int | bool = 1,
+    _split_transpose: bool = False,
 ) -> tuple[Any, Any]:
     """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; return (carry, ys).
 
@@ -74,6 +75,11 @@ def scan(
     """
     if not callable(f):
         raise TypeError(f"scan: f must be callable{errors.where()}")
+    if _split_transpose:
+        raise NotImplementedError(
+            f"scan: _split_transpose=True (an experimental JAX option) is not supported"
+            f"{errors.where()}"
+        )
     x_leaves, x_tree, x_avals = flatten_operands(xs, "scan xs")
     length = _scan_length(x_avals, length)
     carry_leaves, carry_tree, carry_avals = flatten_operands(init, "scan init")
