@@ -123,6 +123,13 @@ def test_mul_out_dtype_casts_before_multiplying():
     assert_close(lax.mul(x, y), x * y)
 
 
+def test_mul_is_still_recognised_as_a_monoid_by_reduce():
+    x = _x((3, 4))
+    jaxpr = str(ember.make_jaxpr(lambda v: lax.reduce(v, np.float32(1), lax.mul, (1,)))(x))
+    assert "reduce_prod" in jaxpr
+    assert_close(lax.reduce(x, np.float32(1), lax.mul, (1,)), x.prod(1), rtol=1e-5)
+
+
 def test_reshape_dimensions_transposes_first():
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     out = lax.reshape(x, (4, 6), dimensions=(2, 0, 1))
@@ -206,6 +213,20 @@ def test_scan_split_transpose_false_only():
     assert float(carry) == 3.0 and np.asarray(ys).tolist() == [0.0, 0.0, 1.0]
     with pytest.raises(NotImplementedError, match="_split_transpose"):
         lax.scan(lambda c, x: (c, x), 0.0, np.arange(3.0), _split_transpose=True)
+
+
+@pytest.mark.parametrize("computation", [lax.add, lax.max, lax.mul])
+def test_reduce_window_default_strides_and_padding(computation):
+    x = _x((4, 5))
+    out = lax.reduce_window(x, np.float32(0 if computation is lax.add else 1), computation, (2, 3))
+    explicit = lax.reduce_window(
+        x, np.float32(0 if computation is lax.add else 1), computation, (2, 3), (1, 1), "VALID"
+    )
+    assert np.asarray(out).shape == (3, 3)
+    assert_close(out, explicit)
+    if computation is lax.add:
+        windows = np.lib.stride_tricks.sliding_window_view(x, (2, 3))
+        assert_close(out, windows.sum((-1, -2)), rtol=1e-5)
 
 
 # --------------------------------------------------------------------------------------------

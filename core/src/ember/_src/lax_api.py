@@ -20,7 +20,7 @@ from ember._src.ops.control_flow.associative_scan import associative_scan
 from ember._src.ops.control_flow.common import trace_function
 from ember._src.ops.control_flow.loops import map as _map
 from ember._src.ops.custom_derivatives import custom_jvp
-from ember._src.ops.elementwise import mul as _mul, select_n, stop_gradient_p
+from ember._src.ops.elementwise import select_n, stop_gradient_p
 from ember._src.ops.shape import (
     broadcast_in_dim,
     concatenate,
@@ -262,13 +262,6 @@ def convert_element_type(operand: Any, new_dtype: Any) -> Any:
 def iota(dtype: Any, size: int) -> Any:
     """The 1-D array ``[0, 1, ..., size - 1]`` of ``dtype`` (see broadcasted_iota for n-D)."""
     return _iota(dtype, (operator.index(size),), 0)
-
-
-def mul(x: Any, y: Any, *, out_dtype: Any = None) -> Any:
-    """``x * y``; with ``out_dtype``, both are cast to it before multiplying."""
-    if out_dtype is not None:
-        x, y = convert_element_type(x, out_dtype), convert_element_type(y, out_dtype)
-    return _mul(x, y)
 
 
 def cummax(operand: Any, axis: int = 0, reverse: bool = False) -> Any:

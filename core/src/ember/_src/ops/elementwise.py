@@ -247,8 +247,12 @@ def sub(x: Any, y: Any) -> Any:
     return sub_p.bind(*_coerce(x, y))
 
 
-def mul(x: Any, y: Any) -> Any:
-    return mul_p.bind(*_coerce(x, y))
+def mul(x: Any, y: Any, *, out_dtype: Any = None) -> Any:
+    """``x * y``; with ``out_dtype``, both are cast to it before multiplying (as JAX)."""
+    x, y = _coerce(x, y)
+    if out_dtype is not None:
+        x, y = convert_element_type(x, out_dtype), convert_element_type(y, out_dtype)
+    return mul_p.bind(x, y)
 
 
 def div(x: Any, y: Any) -> Any:

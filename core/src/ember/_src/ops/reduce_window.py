@@ -294,12 +294,13 @@ def reduce_window(
     init_value: Any,
     computation: Callable[[Any, Any], Any],
     window_dimensions: Sequence[int],
-    window_strides: Sequence[int],
-    padding: Any,
+    window_strides: Sequence[int] | None = None,
+    padding: Any = "VALID",
     base_dilation: Sequence[int] | None = None,
     window_dilation: Sequence[int] | None = None,
 ) -> Any:
     """Reduce each window of ``operand`` with ``computation``, starting from ``init_value``.
+    ``window_strides`` default to 1 and ``padding`` to "VALID", as in JAX.
 
     ``lax.add``, ``lax.max`` and ``lax.min`` use XLA's windowed reductions (with their own
     derivatives). Any other computation, and a tuple of operands reduced together (then
@@ -307,6 +308,8 @@ def reduce_window(
     window positions: one strided slice per position, combined in order. That is exact for
     every computation, differentiable and batchable wherever ``computation`` is, and costs one
     pass over the output per window position."""
+    if window_strides is None:
+        window_strides = (1,) * len(window_dimensions)
     primitive = _BY_COMPUTATION.get(computation)
     if primitive is None or isinstance(operand, (tuple, list)):
         return _fold_windows(
