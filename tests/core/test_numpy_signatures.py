@@ -180,3 +180,220 @@ def test_quantile_nan_and_keepdims(axis, keepdims):
         result = enp.quantile(a, q, axis=axis, keepdims=keepdims)
         assert result.shape == expected.shape
         assert_close(result, expected)
+
+
+# --------------------------------------------------------------------------------------------
+# Set operations
+
+
+SET_A = np.array([5, 1, 3, 3, 7, 1, 9, -2])
+SET_B = np.array([3, 9, 9, 2, 1, 4, -2])
+
+
+def test_intersect1d_return_indices():
+    expected = np.intersect1d(SET_A, SET_B, return_indices=True)
+    for result, want in zip(enp.intersect1d(SET_A, SET_B, return_indices=True), expected):
+        assert_close(result, want)
+
+
+def test_intersect1d_return_indices_size():
+    values, i1, i2 = np.intersect1d(SET_A, SET_B, return_indices=True)
+    k, size = len(values), len(values) + 2
+    jitted = ember.jit(
+        lambda a, b: enp.intersect1d(a, b, return_indices=True, size=size, fill_value=0)
+    )
+    got_values, got_i1, got_i2 = jitted(SET_A, SET_B)
+    assert_close(got_values, np.concatenate([values, [0, 0]]))
+    # Padding entries point one past the end of each input, as in JAX.
+    assert_close(got_i1, np.concatenate([i1, [SET_A.size] * (size - k)]))
+    assert_close(got_i2, np.concatenate([i2, [SET_B.size] * (size - k)]))
+
+
+def test_set_operations_assume_unique():
+    a, b = np.unique(SET_A), np.unique(SET_B)
+    assert_close(enp.intersect1d(a, b, True), np.intersect1d(a, b, True))
+    assert_close(enp.setdiff1d(a, b, True), np.setdiff1d(a, b, True))
+
+
+@pytest.mark.parametrize("method", ["auto", "compare_all", "binary_search", "sort"])
+@pytest.mark.parametrize("invert", [False, True])
+def test_isin_method(method, invert):
+    expected = np.isin(SET_A, SET_B, invert=invert)
+    assert_close(enp.isin(SET_A, SET_B, False, invert, method=method), expected)
+    assert_close(enp.isin(SET_A, SET_B, assume_unique=True, invert=invert), expected)
+
+
+def test_isin_bad_method():
+    with pytest.raises(ValueError, match="method"):
+        enp.isin(SET_A, SET_B, method="hash")
+
+
+# --------------------------------------------------------------------------------------------
+# Sorting, joining and contractions
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.int64, np.uint8])
+@pytest.mark.parametrize("descending", [False, True])
+def test_argsort_dtype(dtype, descending):
+    a = np.array([3.0, -1, 2, np.nan, 2, 0])
+    result = enp.argsort(a, descending=descending, dtype=dtype)
+    # Descending order puts NaN first and keeps ties in order (JAX's result).
+    expected = [3, 0, 2, 4, 5, 1] if descending else np.argsort(a, kind="stable")
+    assert result.dtype == dtype or dtype == np.int64  # int64 needs x64 mode
+    assert_close(result, expected)
+
+
+def test_argsort_float_dtype():
+    with pytest.raises(TypeError, match="integer"):
+        enp.argsort(np.arange(3), dtype=np.float32)
+
+
+@pytest.mark.parametrize("name", ["hstack", "vstack"])
+def test_stack_dtype(name):
+    pieces = [np.arange(3, dtype=np.int32), np.ones(3, np.int32)]
+    result = getattr(enp, name)(pieces, dtype=np.float32)
+    assert result.dtype == np.float32
+    assert_close(result, getattr(np, name)(pieces, dtype=np.float32))
+    assert_close(enp.stack(pieces, 1, None, np.float32), np.stack(pieces, 1, dtype=np.float32))
+
+
+def test_atleast_several_arguments():
+    one, two = enp.atleast_1d(1.0, np.ones((2, 2)))
+    assert one.shape == (1,) and two.shape == (2, 2)
+    first, second = enp.atleast_2d(np.arange(3), 2)
+    assert first.shape == (1, 3) and second.shape == (1, 1)
+    assert enp.atleast_2d(np.arange(3)).shape == (1, 3)
+
+
+def test_concat_keyword_axis():
+    a = np.arange(6).reshape(2, 3)
+    assert_close(enp.concat([a, a], axis=1), np.concatenate([a, a], axis=1))
+    assert_close(enp.concat([a, a], axis=None), np.concatenate([a, a], axis=None))
+
+
+@pytest.mark.parametrize("name", ["inner", "vdot"])
+def test_contractions_preferred_element_type(name):
+    a = np.arange(6, dtype=np.int8).reshape(2, 3)
+    b = np.arange(-2, 4, dtype=np.int8).reshape(2, 3)
+    result = getattr(enp, name)(a, b, precision="highest", preferred_element_type=np.float32)
+    assert result.dtype == np.float32
+    assert_close(result, getattr(np, name)(a.astype(np.float32), b.astype(np.float32)))
+
+
+def test_vecdot_preferred_element_type():
+    a = np.arange(6, dtype=np.int8).reshape(2, 3)
+    result = enp.vecdot(a, a, axis=0, precision=None, preferred_element_type=np.float32)
+    assert result.dtype == np.float32
+    assert_close(result, np.sum(a.astype(np.float32) ** 2, axis=0))
+
+
+# --------------------------------------------------------------------------------------------
+# Keyword names shared with JAX
+
+
+def test_keyword_names():
+    a = np.arange(6.0).reshape(2, 3)
+    assert_close(enp.flip(m=a, axis=1), np.flip(a, 1))
+    assert_close(enp.broadcast_to(array=a[0], shape=(4, 3)), np.broadcast_to(a[0], (4, 3)))
+    assert_close(enp.tile(A=a, reps=2), np.tile(a, 2))
+    assert enp.empty_like(prototype=a, dtype=np.int32).dtype == np.int32
+    assert enp.iinfo(int_type=np.int16).max == np.iinfo(np.int16).max
+    assert enp.issubdtype(arg1=np.float32, arg2=np.floating)
+    assert_close(enp.round(a=a / 7, decimals=2), np.round(a / 7, 2))
+    xs, ys = enp.meshgrid(np.arange(2), np.arange(3), copy=True, sparse=False, indexing="ij")
+    assert_close(xs, np.meshgrid(np.arange(2), np.arange(3), indexing="ij")[0])
+    assert_close(ys, np.meshgrid(np.arange(2), np.arange(3), indexing="ij")[1])
+
+
+def test_clip_needs_input():
+    with pytest.raises(ValueError, match="No input"):
+        enp.clip(max=1.0)
+    assert_close(enp.clip(np.arange(5), 1, 3), np.clip(np.arange(5), 1, 3))
+
+
+def test_take_options():
+    a, idx = np.arange(10.0).reshape(2, 5), np.array([4, 0, 2])
+    expected = np.take(a, idx, axis=1)
+    assert_close(enp.take(a, idx, 1, None, None, True, False), expected)
+    assert_close(enp.take(a, idx, axis=1, indices_are_sorted=False, unique_indices=True), expected)
+    with pytest.raises(NotImplementedError, match="'raise' mode"):
+        enp.take(a, idx, mode="raise")
+
+
+@pytest.mark.parametrize(
+    "name, call",
+    [
+        ("cumsum", lambda out: enp.cumsum(np.arange(4), out=out)),
+        ("cumprod", lambda out: enp.cumprod(np.arange(4), out=out)),
+        ("stack", lambda out: enp.stack([np.ones(2), np.ones(2)], out=out)),
+        ("round", lambda out: enp.round(np.ones(2), out=out)),
+        ("around", lambda out: enp.around(np.ones(2), out=out)),
+        ("outer", lambda out: enp.outer(np.ones(2), np.ones(3), out=out)),
+        ("take", lambda out: enp.take(np.ones(2), np.array([0]), out=out)),
+    ],
+)
+def test_more_out_is_not_supported(name, call):
+    call(None)
+    with pytest.raises(NotImplementedError, match="'out' argument"):
+        call(np.zeros(2))
+
+
+# --------------------------------------------------------------------------------------------
+# linalg
+
+SPD = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]], np.float32)
+SKEW = np.array([[0.0, 0.3, 0.0], [-0.3, 0.0, 0.1], [0.0, -0.1, 0.0]], np.float32)
+
+
+def test_cholesky_symmetrize_input():
+    lopsided = SPD + SKEW
+    assert_close(enp.linalg.cholesky(lopsided), np.linalg.cholesky(SPD), rtol=1e-5)
+    # Without symmetrising only the lower triangle is read.
+    lower_read = np.tril(lopsided) + np.tril(lopsided, -1).T
+    assert_close(
+        enp.linalg.cholesky(lopsided, symmetrize_input=False),
+        np.linalg.cholesky(lower_read),
+        rtol=1e-5,
+    )
+
+
+def test_eigvalsh_symmetrize_input():
+    assert_close(
+        enp.linalg.eigvalsh(SPD, "L", symmetrize_input=True), np.linalg.eigvalsh(SPD), rtol=1e-5
+    )
+
+
+@pytest.mark.parametrize("method", [None, "lu", "qr"])
+def test_slogdet_method(method):
+    sign, logdet = enp.linalg.slogdet(SPD - 2.5 * np.eye(3, dtype=np.float32), method=method)
+    want_sign, want_logdet = np.linalg.slogdet(SPD - 2.5 * np.eye(3, dtype=np.float32))
+    assert_close(sign, want_sign)
+    assert_close(logdet, want_logdet, rtol=1e-5)
+
+
+def test_slogdet_bad_method():
+    with pytest.raises(ValueError, match="slogdet method"):
+        enp.linalg.slogdet(SPD, method="svd")
+
+
+def test_pinv_rcond_and_matrix_rank_hermitian():
+    a = np.array([[1.0, 2.0], [2.0, 4.0], [0.0, 1e-7]], np.float32)
+    assert_close(enp.linalg.pinv(a, rcond=1e-3), np.linalg.pinv(a, rcond=1e-3), rtol=1e-4)
+    with pytest.raises(ValueError, match="only one of rtol and rcond"):
+        enp.linalg.pinv(a, 1e-3, rcond=1e-3)
+    assert int(enp.linalg.matrix_rank(M=SPD, hermitian=True)) == 3
+    assert int(enp.linalg.matrix_rank(a, tol=1e-3)) == 1
+
+
+def test_svd_subset_by_index_unsupported():
+    with pytest.raises(NotImplementedError, match="subset_by_index"):
+        enp.linalg.svd(SPD, subset_by_index=(0, 1))
+
+
+def test_linalg_contractions_positional_only():
+    a, b = np.arange(24.0).reshape(2, 3, 4), np.arange(12.0).reshape(3, 4)
+    assert_close(enp.linalg.tensordot(a, b, axes=2), np.tensordot(a, b, 2))
+    assert_close(enp.linalg.tensordot(a, b.T, axes=([2], [0])), np.tensordot(a, b.T, ([2], [0])))
+    assert_close(enp.linalg.matmul(a, b.T, precision=None), a @ b.T)
+    with pytest.raises(TypeError):
+        enp.linalg.matmul(x1=a, x2=b.T)

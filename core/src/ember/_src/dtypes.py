@@ -153,8 +153,9 @@ def is_python_scalar(value: Any) -> bool:
 _subdtype_cache: dict[tuple, bool] = {}
 
 
-def issubdtype(dtype: Any, category: Any) -> bool:
+def issubdtype(arg1: Any, arg2: Any) -> bool:
     # Memoised: np.issubdtype costs ~1 us and sits on the eager-dispatch path.
+    dtype, category = arg1, arg2
     key = (dtype, category)
     try:
         return _subdtype_cache[key]

@@ -1,10 +1,6 @@
 """Linear algebra (``ember.numpy.linalg``), as ``numpy.linalg`` and the array API's linalg."""
 
-from ember._src.numpy.contractions import (
-    matmul as matmul,
-    tensordot as tensordot,
-    vecdot as vecdot,
-)
+from ember._src.numpy.contractions import vecdot as vecdot
 from ember._src.numpy.linalg import (
     cholesky as cholesky,
     cross as cross,
@@ -28,6 +24,7 @@ from ember._src.numpy.linalg import (
     trace as trace,
     vector_norm as vector_norm,
 )
+from ember._src.numpy.linalg_api import matmul as matmul, tensordot as tensordot
 from ember._src.numpy.linalg_general import (
     cond as cond,
     eig as eig,

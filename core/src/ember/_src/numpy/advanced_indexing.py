@@ -134,12 +134,28 @@ def _index_array(entry: Any, size: int, dim: int) -> Any:
 # take and take_along_axis
 
 
-def take(a: Any, indices: Any, axis: int | None = None, mode: str | None = None, fill_value=None):
+def take(
+    a: Any,
+    indices: Any,
+    axis: int | None = None,
+    out: None = None,
+    mode: str | None = None,
+    unique_indices: bool = False,
+    indices_are_sorted: bool = False,
+    fill_value=None,
+):
     """Elements of ``a`` at ``indices`` along ``axis`` (flattened when ``axis`` is None).
 
     ``mode``: ``"fill"`` (JAX's default: out-of-range picks give ``fill_value``, NaN for
-    floats), ``"clip"`` or ``"wrap"``.
+    floats), ``"clip"`` or ``"wrap"``. ``unique_indices`` and ``indices_are_sorted`` are
+    promises that let JAX pick a faster gather; ember's result is the same without them.
     """
+    if out is not None:
+        raise NotImplementedError(
+            f"The 'out' argument to jnp.take is not supported.{errors.where()}"
+        )
+    if mode == "raise":
+        raise NotImplementedError(f"The 'raise' mode to jnp.take is not supported.{errors.where()}")
     aval = get_aval(a)
     if axis is None:
         a, axis = reshape(a, (aval.size,)), 0

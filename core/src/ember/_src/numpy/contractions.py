@@ -14,6 +14,9 @@ from ember._src.numpy.util import (
     as_operand,
     broadcast_shapes,
     canonicalize_axis,
+    cast,
+    check_dtype_arg,
+    check_no_out,
     prepare,
     promote_dtypes,
 )
@@ -110,14 +113,24 @@ def tensordot(
     return dot_general(a, b, ((a_axes, b_axes), ((), ())), precision, preferred_element_type)
 
 
-def inner(a: Any, b: Any) -> Any:
+def inner(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     a, b = _operands("inner", a, b)
     if not get_aval(a).ndim or not get_aval(b).ndim:
-        return ew.mul(*prepare("inner", a, b))
-    return tensordot(a, b, ((-1,), (-1,)))
+        product = ew.mul(*prepare("inner", a, b))
+        if preferred_element_type is None:
+            return product
+        return cast(product, check_dtype_arg(preferred_element_type))
+    return tensordot(
+        a,
+        b,
+        ((-1,), (-1,)),
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
 
 
-def outer(a: Any, b: Any) -> Any:
+def outer(a: Any, b: Any, out: None = None) -> Any:
+    check_no_out(out, "jnp.outer")
     a, b = _operands("outer", ravel(a), ravel(b))
     return dot_general(
         reshape(a, get_aval(a).shape + (1,)),
@@ -126,12 +139,27 @@ def outer(a: Any, b: Any) -> Any:
     )
 
 
-def vdot(a: Any, b: Any) -> Any:
-    return dot(ravel(a), ravel(b))
+def vdot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+    return dot(
+        ravel(a), ravel(b), precision=precision, preferred_element_type=preferred_element_type
+    )
 
 
-def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+def vecdot(
+    x1: Any,
+    x2: Any,
+    /,
+    *,
+    axis: int = -1,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Any:
+    """Dot products along ``axis`` (``precision`` is a hint ember's backends do not need;
+    ``preferred_element_type`` sets the accumulation and result dtype)."""
     x1, x2 = prepare("vecdot", x1, x2)
+    if preferred_element_type is not None:
+        result_dtype = check_dtype_arg(preferred_element_type)
+        x1, x2 = cast(x1, result_dtype), cast(x2, result_dtype)
     ndim = get_aval(x1).ndim
     ax = canonicalize_axis(axis, ndim)
     return reduce_sum(ew.mul(x1, x2), (ax,))

@@ -147,8 +147,8 @@ def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = Non
     return full_like(a, 1, dtype, shape, device=device)
 
 
-def empty_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
-    return zeros_like(a, dtype, shape, device=device)
+def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
+    return zeros_like(prototype, dtype, shape, device=device)
 
 
 def _static_number(value: Any, name: str) -> Any:

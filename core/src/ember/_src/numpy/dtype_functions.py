@@ -54,7 +54,7 @@ def finfo(dtype: Any) -> Any:
     return dtypes.finfo(dtype)
 
 
-def iinfo(dtype: Any) -> np.iinfo:
-    if not isinstance(dtype, (type, np.dtype, str)):
-        dtype = get_aval(dtype).dtype
-    return np.iinfo(dtype)
+def iinfo(int_type: Any) -> np.iinfo:
+    if not isinstance(int_type, (type, np.dtype, str)):
+        int_type = get_aval(int_type).dtype
+    return np.iinfo(int_type)

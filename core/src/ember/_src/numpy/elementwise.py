@@ -302,8 +302,12 @@ def trunc(x: Any, /) -> Any:
     return lax.select_n(lax.lt(x, np.zeros((), get_aval(x).dtype)), lax.floor(x), lax.ceil(x))
 
 
-def round(x: Any, decimals: int = 0) -> Any:
-    (x,) = promote_dtypes(as_operand(x))
+def round(a: Any, decimals: int = 0, out: None = None) -> Any:
+    if out is not None:
+        raise NotImplementedError(
+            f"The 'out' argument to jnp.round is not supported.{errors.where()}"
+        )
+    (x,) = promote_dtypes(as_operand(a))
     dtype = get_aval(x).dtype
     if dtype.kind in "iub":
         return x
@@ -367,8 +371,14 @@ def logaddexp(x: Any, y: Any, /) -> Any:
     return lax.add(amax, lax.log1p(lax.exp(safe)))
 
 
+def clip(arr: Any = None, /, min: Any = None, max: Any = None) -> Any:
+    if arr is None:
+        raise ValueError(f"No input was provided to the clip function.{errors.where()}")
+    return _clip(arr, min, max)
+
+
 @functools.partial(jit, inline=True)  # one program when called eagerly
-def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:
+def _clip(x: Any, min: Any, max: Any) -> Any:
     if min is not None:
         x = maximum(x, min)
     if max is not None:

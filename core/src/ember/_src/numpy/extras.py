@@ -41,8 +41,8 @@ from ember._src.ops.shape import (
 # Tiling, repetition, rolling, padding
 
 
-def tile(a: Any, reps: Any) -> Any:
-    a = creation.asarray(a)
+def tile(A: Any, reps: Any) -> Any:  # NumPy and JAX call it A
+    a = creation.asarray(A)
     reps = (operator.index(reps),) if np.ndim(reps) == 0 else tuple(operator.index(r) for r in reps)
     shape = shape_of(a)
     ndim = builtins.max(len(shape), len(reps))
@@ -157,7 +157,7 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
     return a
 
 
-def meshgrid(*xi: Any, indexing: str = "xy", sparse: bool = False, copy: bool = True) -> list:
+def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list:
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     arrays = [reshape(creation.asarray(x), (get_aval(creation.asarray(x)).size,)) for x in xi]

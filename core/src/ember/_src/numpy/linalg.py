@@ -150,8 +150,14 @@ def inv(a: Any) -> Any:
     return _batched(single, a)
 
 
-def slogdet(a: Any) -> tuple[Any, Any]:
-    """(sign, log|det|) of square matrices."""
+def slogdet(a: Any, *, method: str | None = None) -> tuple[Any, Any]:
+    """(sign, log|det|) of square matrices. ``method`` names JAX's factorisation ('lu' or
+    'qr'); ember always factorises by LU, which gives the same values."""
+    if method not in (None, "lu", "qr"):
+        raise ValueError(
+            f"Unknown slogdet method {method!r}. Supported methods are 'lu' (None), and 'qr'."
+            f"{errors.where()}"
+        )
     a = _float_matrix(a, "slogdet")
 
     def single(a1):
@@ -186,9 +192,13 @@ def _iota_np(n: int) -> np.ndarray:
 # Cholesky
 
 
-def cholesky(a: Any, *, upper: bool = False) -> Any:
-    """The lower-triangular ``L`` with ``L @ L^H = a`` (``upper=True``: its transpose)."""
+def cholesky(a: Any, *, upper: bool = False, symmetrize_input: bool = True) -> Any:
+    """The lower-triangular ``L`` with ``L @ L^H = a`` (``upper=True``: its transpose).
+    ``symmetrize_input`` factorises ``(a + a^H) / 2``, as JAX does by default; without it
+    only the lower triangle of ``a`` is read."""
     a = _float_matrix(a, "cholesky")
+    if symmetrize_input:
+        a = _symmetrized(a)
 
     def single(a1):
         n = get_aval(a1).shape[0]
@@ -207,6 +217,12 @@ def cholesky(a: Any, *, upper: bool = False) -> Any:
 
     lower = _batched(single, a)
     return manipulation.swapaxes(enp.conjugate(lower), -1, -2) if upper else lower
+
+
+def _symmetrized(a: Any) -> Any:
+    """``(a + a^H) / 2``: the Hermitian part, so rounding asymmetry cannot skew a result."""
+    half = np.asarray(0.5, get_aval(a).dtype)
+    return (a + enp.conjugate(manipulation.swapaxes(a, -1, -2))) * half
 
 
 # --------------------------------------------------------------------------------------------
@@ -335,7 +351,13 @@ def svdvals(x: Any) -> Any:
     return svd(x, compute_uv=False)
 
 
-def pinv(a: Any, rtol: Any = None, hermitian: bool = False) -> Any:
+def pinv(a: Any, rtol: Any = None, hermitian: bool = False, *, rcond: Any = None) -> Any:
+    """Moore-Penrose pseudo-inverse; ``rcond`` is the older name of ``rtol``. ``hermitian``
+    only lets JAX use a faster factorisation; the result is the same."""
+    if rcond is not None:
+        if rtol is not None:
+            raise ValueError(f"pinv: only one of rtol and rcond may be specified.{errors.where()}")
+        rtol = rcond
     a = _float_matrix(a, "pinv", square=False)
     m, n = get_aval(a).shape[-2:]
     u, s, vh = svd(a, full_matrices=False)
@@ -352,8 +374,10 @@ def _real_scalar(value: Any, like: Any) -> Any:
     return creation.asarray(value).astype(get_aval(like).dtype)
 
 
-def matrix_rank(a: Any, rtol: Any = None, tol: Any = None) -> Any:
-    a = _float_matrix(a, "matrix_rank", square=False)
+def matrix_rank(M: Any, rtol: Any = None, *, hermitian: bool = False, tol: Any = None) -> Any:
+    """Number of singular values above the tolerance (``hermitian`` only lets JAX use a
+    faster factorisation; the result is the same)."""
+    a = _float_matrix(M, "matrix_rank", square=False)
     s = svdvals(a)
     m, n = get_aval(a).shape[-2:]
     if tol is None:
@@ -510,8 +534,8 @@ def eigh(a: Any, UPLO: str = "L", symmetrize_input: bool = True) -> tuple[Any, A
     return _batched(_eigh_differentiable, a)
 
 
-def eigvalsh(a: Any, UPLO: str = "L") -> Any:
-    return eigh(a, UPLO)[0]
+def eigvalsh(a: Any, UPLO: str | None = "L", *, symmetrize_input: bool = True) -> Any:
+    return eigh(a, UPLO, symmetrize_input)[0]
 
 
 def _svd_single(a: Any) -> tuple[Any, Any, Any]:
@@ -562,9 +586,17 @@ def _svd_tall(a: Any, full_matrices: bool, compute_uv: bool = True) -> Any:
     return u, sigma, _h(v)
 
 
-def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+def svd(
+    a: Any,
+    full_matrices: bool = True,
+    compute_uv: bool = True,
+    hermitian: bool = False,
+    subset_by_index: tuple[int, int] | None = None,
+):
     """Singular values (descending, real) and vectors (``a = u * s @ vh``, u and vh unitary) by
-    one-sided Jacobi rotations."""
+    one-sided Jacobi rotations. ``subset_by_index`` is TPU-only in JAX and not supported."""
+    if subset_by_index is not None:
+        raise NotImplementedError(f"svd: subset_by_index= is not supported{errors.where()}")
     a = _float_matrix(a, "svd", square=False)
     m, n = get_aval(a).shape[-2:]
     if m < n:
@@ -583,13 +615,17 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: 
 
 solve = jit(solve, inline=True)
 inv = jit(inv, inline=True)
-slogdet = jit(slogdet, inline=True)
+slogdet = jit(slogdet, inline=True, static_argnames="method")
 det = jit(det, inline=True)
-cholesky = jit(cholesky, inline=True, static_argnames="upper")
+cholesky = jit(cholesky, inline=True, static_argnames=("upper", "symmetrize_input"))
 qr = jit(qr, inline=True, static_argnames="mode")
 eigh = jit(eigh, inline=True, static_argnames=("UPLO", "symmetrize_input"))
-eigvalsh = jit(eigvalsh, inline=True, static_argnames="UPLO")
-svd = jit(svd, inline=True, static_argnames=("full_matrices", "compute_uv", "hermitian"))
+eigvalsh = jit(eigvalsh, inline=True, static_argnames=("UPLO", "symmetrize_input"))
+svd = jit(
+    svd,
+    inline=True,
+    static_argnames=("full_matrices", "compute_uv", "hermitian", "subset_by_index"),
+)
 svdvals = jit(svdvals, inline=True)
 pinv = jit(pinv, inline=True, static_argnames="hermitian")
 _norm_compiled = jit(_norm, inline=True, static_argnames=("ord", "axis", "keepdims"))
@@ -615,4 +651,4 @@ def _static_axis(axis: Any) -> Any:
     return tuple(axis) if isinstance(axis, list) else axis
 
 
-matrix_rank = jit(matrix_rank, inline=True)
+matrix_rank = jit(matrix_rank, inline=True, static_argnames="hermitian")

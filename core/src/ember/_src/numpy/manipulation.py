@@ -16,6 +16,7 @@ from ember._src.numpy.util import (
     canonicalize_axis,
     cast,
     check_dtype_arg,
+    check_no_out,
     promote_dtypes,
 )
 from ember._src.ops import shape as lax
@@ -97,8 +98,8 @@ def moveaxis(a: Any, source: Any, destination: Any) -> Any:
     return lax.transpose(a, order)
 
 
-def broadcast_to(a: Any, shape: Any) -> Any:
-    a = as_operand(a)
+def broadcast_to(array: Any, shape: Any) -> Any:
+    a = as_operand(array)
     shape = core.canonicalize_shape(shape)
     aval = get_aval(a)
     try:
@@ -142,7 +143,9 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype: Any = None) 
     return lax.concatenate(arrays, axis)
 
 
-concat = concatenate
+def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Any:
+    """The array API's name for ``concatenate`` (no ``dtype``, keyword-only ``axis``)."""
+    return concatenate(arrays, axis=axis)
 
 
 def _materialize(a: Any) -> Any:
@@ -152,7 +155,8 @@ def _materialize(a: Any) -> Any:
     return a
 
 
-def stack(arrays: Sequence[Any], axis: int = 0, dtype: Any = None) -> Any:
+def stack(arrays: Sequence[Any], axis: int = 0, out: None = None, dtype: Any = None) -> Any:
+    check_no_out(out, "jnp.stack")
     if not len(arrays):
         raise ValueError(f"need at least one array to stack{errors.where()}")
     arrays = [as_operand(a) for a in arrays]
@@ -170,13 +174,13 @@ def stack(arrays: Sequence[Any], axis: int = 0, dtype: Any = None) -> Any:
     return lax.concatenate(expanded, axis)
 
 
-def vstack(arrays: Sequence[Any]) -> Any:
-    return concatenate([atleast_2d(a) for a in arrays], axis=0)
+def vstack(tup: Sequence[Any], dtype: Any = None) -> Any:
+    return concatenate([atleast_2d(a) for a in tup], axis=0, dtype=dtype)
 
 
-def hstack(arrays: Sequence[Any]) -> Any:
-    arrays = [atleast_1d(a) for a in arrays]
-    return concatenate(arrays, axis=0 if get_aval(arrays[0]).ndim == 1 else 1)
+def hstack(tup: Sequence[Any], dtype: Any = None) -> Any:
+    arrays = [atleast_1d(a) for a in tup]
+    return concatenate(arrays, axis=0 if get_aval(arrays[0]).ndim == 1 else 1, dtype=dtype)
 
 
 def squeeze(a: Any, axis: Any = None) -> Any:
@@ -203,12 +207,24 @@ def expand_dims(a: Any, axis: Any = 0) -> Any:
     return lax.expand_dims(a, axes)
 
 
-def atleast_1d(a: Any) -> Any:
+def atleast_1d(*arys: Any) -> Any:
+    """Each argument with at least one axis; one argument gives one array, several a list."""
+    results = [_at_least_1d(a) for a in arys]
+    return results[0] if len(results) == 1 else results
+
+
+def atleast_2d(*arys: Any) -> Any:
+    """Each argument with at least two axes; one argument gives one array, several a list."""
+    results = [_at_least_2d(a) for a in arys]
+    return results[0] if len(results) == 1 else results
+
+
+def _at_least_1d(a: Any) -> Any:
     a = as_operand(a)
     return reshape(a, (1,)) if get_aval(a).ndim == 0 else a
 
 
-def atleast_2d(a: Any) -> Any:
+def _at_least_2d(a: Any) -> Any:
     a = as_operand(a)
     ndim = get_aval(a).ndim
     if ndim >= 2:
@@ -226,9 +242,9 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> A
     return dispatch.to_device(out, getattr(device, "device", device))
 
 
-def flip(a: Any, axis: Any = None) -> Any:
-    a = as_operand(a)
-    return lax.rev(a, canonicalize_axes(axis, get_aval(a).ndim))
+def flip(m: Any, axis: Any = None) -> Any:
+    m = as_operand(m)
+    return lax.rev(m, canonicalize_axes(axis, get_aval(m).ndim))
 
 
 def shape(a: Any) -> tuple[int, ...]:

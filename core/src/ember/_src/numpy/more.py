@@ -11,7 +11,7 @@ from ember._src import dtypes, errors
 from ember._src.core import Tracer, get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.extras import unique
-from ember._src.numpy.util import promote_dtypes
+from ember._src.numpy.util import promote_dtypes, shape_of
 from ember._src.ops.bits import bitcast_convert_type
 
 
@@ -115,7 +115,23 @@ def logaddexp2(x1: Any, x2: Any, /) -> Any:
 # Set operations (sorted, unique results; ``size=`` pads to a static length under jit)
 
 
-def isin(element: Any, test_elements: Any, invert: bool = False) -> Any:
+_ISIN_METHODS = ("auto", "compare_all", "binary_search", "sort")
+
+
+def isin(
+    element: Any,
+    test_elements: Any,
+    assume_unique: bool = False,
+    invert: bool = False,
+    *,
+    method: str = "auto",
+) -> Any:
+    """Whether each element appears in ``test_elements``. ``assume_unique`` and ``method``
+    only choose JAX's algorithm; ember compares every pair, which gives the same answer."""
+    if method not in _ISIN_METHODS:
+        raise ValueError(
+            f"isin: method must be one of {_ISIN_METHODS}, got {method!r}{errors.where()}"
+        )
     element, test = creation.asarray(element), creation.asarray(test_elements)
     flat = manipulation.reshape(test, (get_aval(test).size,))
     matches = enp.equal(manipulation.expand_dims(element, -1), flat)
@@ -138,14 +154,58 @@ def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = No
     return unique(joined, size=size, fill_value=fill_value)
 
 
-def intersect1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
-    a = manipulation.ravel(creation.asarray(ar1))
+def intersect1d(
+    ar1: Any,
+    ar2: Any,
+    assume_unique: bool = False,
+    return_indices: bool = False,
+    *,
+    size: int | None = None,
+    fill_value: Any = None,
+) -> Any:
+    """Sorted unique values found in both arrays; with ``return_indices`` also the index of
+    each value's first occurrence in the flattened ``ar1`` and ``ar2`` (padding entries get
+    the array's length, as in JAX). ``assume_unique`` is accepted; the result is the same."""
+    a, b = promote_dtypes(
+        manipulation.ravel(creation.asarray(ar1)), manipulation.ravel(creation.asarray(ar2))
+    )
     _needs_size(a, size, "intersect1d")
-    present = isin(a, ar2)
-    return _masked_unique(a, present, size, fill_value)
+    present = isin(a, b)
+    values = _masked_unique(a, present, size, fill_value)
+    if not return_indices:
+        return values
+    is_real = creation.ones(shape_of(values), dtypes.bool_)
+    if size is not None:
+        n_results = reductions.sum(enp.logical_and(present, _first_occurrences(a)), dtype=np.int32)
+        is_real = enp.less(creation.arange(size, dtype=np.int32), n_results)
+    return values, _first_index_of(values, a, is_real), _first_index_of(values, b, is_real)
 
 
-def setdiff1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+def _first_occurrences(a: Any) -> Any:
+    """Whether each entry of the 1-D ``a`` is the first one holding its value."""
+    same = enp.equal(manipulation.expand_dims(a, -1), a)
+    first = reductions.argmax(same, axis=-1)
+    return enp.equal(first, creation.arange(shape_of(a)[0], dtype=get_aval(first).dtype))
+
+
+def _first_index_of(values: Any, a: Any, is_real: Any) -> Any:
+    """Index in ``a`` of each value's first occurrence; ``len(a)`` where not ``is_real``."""
+    n = shape_of(a)[0]
+    if not n:
+        return creation.full(shape_of(values), n, np.int32)
+    index = reductions.argmax(enp.equal(manipulation.expand_dims(values, -1), a), axis=-1)
+    index = manipulation.astype(index, np.int32)
+    return enp.where(is_real, index, np.int32(n))
+
+
+def setdiff1d(
+    ar1: Any,
+    ar2: Any,
+    assume_unique: bool = False,
+    *,
+    size: int | None = None,
+    fill_value: Any = None,
+) -> Any:
     a = manipulation.ravel(creation.asarray(ar1))
     _needs_size(a, size, "setdiff1d")
     return _masked_unique(a, isin(a, ar2, invert=True), size, fill_value)

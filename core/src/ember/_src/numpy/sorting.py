@@ -14,7 +14,7 @@ from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.jit import jit
 from ember._src.numpy.advanced_indexing import take_along_axis
-from ember._src.numpy.util import as_operand, canonicalize_axis
+from ember._src.numpy.util import as_operand, canonicalize_axis, cast, check_dtype_arg, check_no_out
 from ember._src.ops import elementwise as ew
 from ember._src.ops.control_flow.associative_scan import associative_scan
 from ember._src.ops.shape import convert_element_type, iota, reshape, rev, slice_op
@@ -42,8 +42,17 @@ def sort(a: Any, axis: Any = -1, *, kind: Any = None, order: Any = None, stable:
 
 
 def argsort(a: Any, axis: Any = -1, *, kind: Any = None, order: Any = None, stable: bool = True,
-            descending: bool = False) -> Any:  # fmt: skip
-    """Indices that sort ``a`` along ``axis`` (stable by default; NaNs last)."""
+            descending: bool = False, dtype: Any = None) -> Any:  # fmt: skip
+    """Indices that sort ``a`` along ``axis`` (stable by default; NaNs last), as ``dtype``
+    (default int32)."""
+    index_dtype = check_dtype_arg(dtype)
+    if index_dtype is not None and index_dtype.kind not in "iu":
+        raise TypeError(f"argsort: dtype must be an integer type, got {dtype!r}{errors.where()}")
+    idx = _argsort(a, axis, order, stable, descending)
+    return idx if index_dtype is None else cast(idx, index_dtype)
+
+
+def _argsort(a: Any, axis: Any, order: Any, stable: bool, descending: bool) -> Any:
     if order is not None:
         raise NotImplementedError("argsort(order=...) for structured arrays")
     a, axis = _flatten_or_axis(a, axis)
@@ -113,11 +122,13 @@ _lax_cumsum = jit(_lax_cumsum_body, inline=True, static_argnums=(1, 2))
 _lax_cumprod = jit(_lax_cumprod_body, inline=True, static_argnums=(1, 2))
 
 
-def cumsum(a: Any, axis: Any = None, dtype: Any = None) -> Any:
+def cumsum(a: Any, axis: Any = None, dtype: Any = None, out: None = None) -> Any:
+    check_no_out(out, "jnp.cumsum")
     return _cumsum(a, axis, dtype)
 
 
-def cumprod(a: Any, axis: Any = None, dtype: Any = None) -> Any:
+def cumprod(a: Any, axis: Any = None, dtype: Any = None, out: None = None) -> Any:
+    check_no_out(out, "jnp.cumprod")
     return _cumprod(a, axis, dtype)
 
 
