@@ -229,6 +229,31 @@ def test_reduce_window_default_strides_and_padding(computation):
         assert_close(out, windows.sum((-1, -2)), rtol=1e-5)
 
 
+OUT_SHARDING_CALLS = {
+    "broadcast_in_dim": (
+        lambda v, **k: lax.broadcast_in_dim(v, (4, 2), (0,), **k),
+        lambda x: np.broadcast_to(x[:, None], (4, 2)),
+    ),
+    "reshape": (lambda v, **k: lax.reshape(v, (2, 2), **k), lambda x: x.reshape(2, 2)),
+    "reduce_sum": (
+        lambda v, **k: lax.reduce_sum(lax.reshape(v, (2, 2)), (1,), **k),
+        lambda x: x.reshape(2, 2).sum(1),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OUT_SHARDING_CALLS))
+def test_out_sharding_is_a_sharding_constraint(name):
+    call, expected = OUT_SHARDING_CALLS[name]
+    x = np.arange(4, dtype=np.float32)
+    mesh = ember.sharding.Mesh(np.array(ember.devices()[:1]), ("x",))
+    layout = ember.sharding.NamedSharding(mesh, ember.sharding.PartitionSpec("x"))
+    assert_close(call(x, out_sharding=None), expected(x))
+    assert_close(call(x, out_sharding=layout), expected(x))
+    text = ember.jit(lambda v: call(v, out_sharding=layout)).lower(x).as_text()
+    assert "sharding_constraint" in text
+
+
 # --------------------------------------------------------------------------------------------
 # Collectives: axis_index_groups=None (the whole axis) only, as JAX under shard_map
 

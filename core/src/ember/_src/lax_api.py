@@ -22,15 +22,17 @@ from ember._src.ops.control_flow.loops import map as _map
 from ember._src.ops.custom_derivatives import custom_jvp
 from ember._src.ops.elementwise import select_n, stop_gradient_p
 from ember._src.ops.shape import (
-    broadcast_in_dim,
+    broadcast_in_dim as _broadcast_in_dim,
     concatenate,
     convert_element_type as _convert_element_type,
     iota as _iota,
-    reshape,
+    reduce_sum as _reduce_sum,
+    reshape as _reshape,
     slice_op,
     transpose,
 )
 from ember._src.ops.slicing import slice_in_dim
+from ember._src.sharding_constraint import with_sharding_constraint
 from ember._src.tree_util import tree_flatten, tree_map, tree_unflatten
 
 
@@ -39,7 +41,7 @@ def broadcast(operand: Any, sizes: Sequence[int]) -> Any:
     aval = get_aval(operand)
     sizes = tuple(sizes)
     dims = tuple(range(len(sizes), len(sizes) + aval.ndim))
-    return broadcast_in_dim(operand, sizes + aval.shape, dims)
+    return _broadcast_in_dim(operand, sizes + aval.shape, dims)
 
 
 def select(pred: Any, on_true: Any, on_false: Any) -> Any:
@@ -317,9 +319,42 @@ def map(f: Callable[[Any], Any], xs: Any, *, batch_size: int | None = None) -> A
 def _chunked(x: Any, batch_size: int) -> Any:
     """(n * batch_size, ...) -> (n, batch_size, ...)."""
     shape = get_aval(x).shape
-    return reshape(x, (shape[0] // batch_size, batch_size, *shape[1:]))
+    return _reshape(x, (shape[0] // batch_size, batch_size, *shape[1:]))
 
 
 def _unchunked(y: Any, length: int) -> Any:
     """(n, batch_size, ...) -> (n * batch_size, ...)."""
-    return reshape(y, (length, *get_aval(y).shape[2:]))
+    return _reshape(y, (length, *get_aval(y).shape[2:]))
+
+
+def _laid_out(result: Any, out_sharding: Any) -> Any:
+    """``result`` laid out by JAX's ``out_sharding=`` (a NamedSharding, or a PartitionSpec
+    under ``with mesh:``), as a sharding constraint."""
+    return result if out_sharding is None else with_sharding_constraint(result, out_sharding)
+
+
+def broadcast_in_dim(
+    operand: Any,
+    shape: Sequence[int],
+    broadcast_dimensions: Sequence[int],
+    *,
+    out_sharding: Any = None,
+) -> Any:
+    """``operand`` broadcast to ``shape``; its axis i becomes ``broadcast_dimensions[i]``."""
+    return _laid_out(_broadcast_in_dim(operand, shape, broadcast_dimensions), out_sharding)
+
+
+def reshape(
+    operand: Any,
+    new_sizes: Sequence[int],
+    dimensions: Sequence[int] | None = None,
+    *,
+    out_sharding: Any = None,
+) -> Any:
+    """``operand`` reshaped to ``new_sizes`` (transposed by ``dimensions`` first, if given)."""
+    return _laid_out(_reshape(operand, new_sizes, dimensions), out_sharding)
+
+
+def reduce_sum(operand: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:
+    """The sum of ``operand`` over ``axes``."""
+    return _laid_out(_reduce_sum(operand, axes), out_sharding)
