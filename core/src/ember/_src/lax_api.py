@@ -19,8 +19,14 @@ from ember._src.ops import special_more
 from ember._src.ops.control_flow.associative_scan import associative_scan
 from ember._src.ops.control_flow.common import trace_function
 from ember._src.ops.control_flow.loops import map as _map
+from ember._src.ops.conv import conv_general_dilated as _conv_general_dilated
 from ember._src.ops.custom_derivatives import custom_jvp
 from ember._src.ops.elementwise import select_n, stop_gradient_p
+from ember._src.ops.linalg import dot_general as _dot_general
+from ember._src.ops.rng_bit_generator import (
+    RandomAlgorithm,
+    rng_bit_generator as _rng_bit_generator,
+)
 from ember._src.ops.shape import (
     broadcast_in_dim as _broadcast_in_dim,
     concatenate,
@@ -36,12 +42,12 @@ from ember._src.sharding_constraint import with_sharding_constraint
 from ember._src.tree_util import tree_flatten, tree_map, tree_unflatten
 
 
-def broadcast(operand: Any, sizes: Sequence[int]) -> Any:
+def broadcast(operand: Any, sizes: Sequence[int], *, out_sharding: Any = None) -> Any:
     """Add leading dimensions of the given sizes."""
     aval = get_aval(operand)
     sizes = tuple(sizes)
     dims = tuple(range(len(sizes), len(sizes) + aval.ndim))
-    return _broadcast_in_dim(operand, sizes + aval.shape, dims)
+    return _laid_out(_broadcast_in_dim(operand, sizes + aval.shape, dims), out_sharding)
 
 
 def select(pred: Any, on_true: Any, on_false: Any) -> Any:
@@ -358,3 +364,52 @@ def reshape(
 def reduce_sum(operand: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:
     """The sum of ``operand`` over ``axes``."""
     return _laid_out(_reduce_sum(operand, axes), out_sharding)
+
+
+def dot_general(
+    lhs: Any,
+    rhs: Any,
+    dimension_numbers: Any,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+    *,
+    out_sharding: Any = None,
+) -> Any:
+    """General dot product: contract and batch the axes ``dimension_numbers`` name."""
+    out = _dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type)
+    return _laid_out(out, out_sharding)
+
+
+def conv_general_dilated(
+    lhs: Any,
+    rhs: Any,
+    window_strides: Sequence[int],
+    padding: Any,
+    lhs_dilation: Sequence[int] | None = None,
+    rhs_dilation: Sequence[int] | None = None,
+    dimension_numbers: Any = None,
+    feature_group_count: int = 1,
+    batch_group_count: int = 1,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+    out_sharding: Any = None,
+) -> Any:
+    """General dilated convolution (XLA's ConvGeneralDilated)."""
+    out = _conv_general_dilated(
+        lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+        feature_group_count, batch_group_count, precision, preferred_element_type,
+    )  # fmt: skip
+    return _laid_out(out, out_sharding)
+
+
+def rng_bit_generator(
+    key: Any,
+    shape: Sequence[int],
+    dtype: Any = np.uint32,
+    algorithm: RandomAlgorithm = RandomAlgorithm.RNG_DEFAULT,
+    *,
+    out_sharding: Any = None,
+) -> tuple[Any, Any]:
+    """(new key, random bits of ``shape`` and ``dtype``); ``out_sharding`` lays out the bits."""
+    new_key, bits = _rng_bit_generator(key, shape, dtype, algorithm)
+    return new_key, _laid_out(bits, out_sharding)

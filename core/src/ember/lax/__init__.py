@@ -8,16 +8,19 @@ from ember._src.lax_api import (
     betainc as betainc,
     broadcast as broadcast,
     broadcast_in_dim as broadcast_in_dim,
+    conv_general_dilated as conv_general_dilated,
     convert_element_type as convert_element_type,
     cumlogsumexp as cumlogsumexp,
     cummax as cummax,
     cummin as cummin,
     custom_linear_solve as custom_linear_solve,
     custom_root as custom_root,
+    dot_general as dot_general,
     iota as iota,
     map as map,
     reduce_sum as reduce_sum,
     reshape as reshape,
+    rng_bit_generator as rng_bit_generator,
     select as select,
     stop_gradient as stop_gradient,
     top_k as top_k,
@@ -56,7 +59,6 @@ from ember._src.ops.control_flow.loops import (
 from ember._src.ops.control_flow.scan import scan as scan
 from ember._src.ops.conv import (
     ConvDimensionNumbers as ConvDimensionNumbers,
-    conv_general_dilated as conv_general_dilated,
 )
 from ember._src.ops.conv_api import (
     ConvGeneralDilatedDimensionNumbers as ConvGeneralDilatedDimensionNumbers,
@@ -151,7 +153,6 @@ from ember._src.ops.lax_numeric import (
     round as round,
     square as square,
 )
-from ember._src.ops.linalg import dot_general as dot_general
 from ember._src.ops.precision import (
     nextafter as nextafter,
     reduce_precision as reduce_precision,
@@ -168,7 +169,6 @@ from ember._src.ops.reduce import (
 from ember._src.ops.reduce_window import reduce_window as reduce_window
 from ember._src.ops.rng_bit_generator import (
     RandomAlgorithm as RandomAlgorithm,
-    rng_bit_generator as rng_bit_generator,
 )
 from ember._src.ops.shape import (
     concatenate as concatenate,
