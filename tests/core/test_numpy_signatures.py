@@ -397,3 +397,132 @@ def test_linalg_contractions_positional_only():
     assert_close(enp.linalg.matmul(a, b.T, precision=None), a @ b.T)
     with pytest.raises(TypeError):
         enp.linalg.matmul(x1=a, x2=b.T)
+
+
+# --------------------------------------------------------------------------------------------
+# Reductions: promote_integers=, var/std where= and mean=, out=
+
+DATA = rng.normal(size=(3, 5)).astype(np.float32)
+DATA_MASK = rng.random((3, 5)) > 0.3
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+@pytest.mark.parametrize("axis", [None, 1])
+@pytest.mark.parametrize("ddof", [0, 1])
+def test_var_std_where(name, axis, ddof):
+    expected = getattr(np, name)(DATA, axis=axis, ddof=ddof, where=DATA_MASK)
+    assert_close(getattr(enp, name)(DATA, axis=axis, ddof=ddof, where=DATA_MASK), expected)
+    jitted = ember.jit(lambda a, w: getattr(enp, name)(a, axis=axis, ddof=ddof, where=w))
+    assert_close(jitted(DATA, DATA_MASK), expected)
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+def test_var_std_given_mean(name):
+    mean = DATA.mean(axis=0, keepdims=True) + 0.25
+    expected = getattr(np, name)(DATA, axis=0, mean=mean)
+    assert_close(getattr(enp, name)(DATA, axis=0, mean=mean), expected)
+
+
+@pytest.mark.parametrize("name", ["sum", "prod"])
+def test_promote_integers(name):
+    a = np.array([100, 3], np.int8)
+    promoted = getattr(enp, name)(a)
+    assert promoted.dtype != np.int8
+    assert int(promoted) == int(getattr(np, name)(a.astype(np.int64)))
+    kept = getattr(enp, name)(a, promote_integers=False)
+    assert kept.dtype == np.int8
+    assert int(kept) == int(getattr(np, name)(a, dtype=np.int8))
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "mean", "var", "std"])
+def test_reduction_out_is_not_supported(name):
+    assert_close(getattr(enp, name)(DATA, out=None), getattr(np, name)(DATA), rtol=1e-5)
+    with pytest.raises(NotImplementedError, match=f"'out' argument to jnp.{name}"):
+        getattr(enp, name)(DATA, out=np.zeros(()))
+
+
+# --------------------------------------------------------------------------------------------
+# ufunc-style calls: (*args, out=None, where=None)
+
+UFUNCS = [
+    ("add", 2, np.float32),
+    ("subtract", 2, np.float32),
+    ("multiply", 2, np.float32),
+    ("maximum", 2, np.float32),
+    ("minimum", 2, np.float32),
+    ("logaddexp", 2, np.float32),
+    ("logaddexp2", 2, np.float32),
+    ("bitwise_and", 2, np.int32),
+    ("bitwise_or", 2, np.int32),
+    ("bitwise_xor", 2, np.int32),
+    ("logical_and", 2, np.bool_),
+    ("logical_or", 2, np.bool_),
+    ("logical_xor", 2, np.bool_),
+    ("negative", 1, np.float32),
+]
+
+
+@pytest.mark.parametrize("name, nin, dtype", UFUNCS)
+def test_ufunc_calls(name, nin, dtype):
+    args = [(rng.normal(size=(2, 3)) * 5).astype(dtype) for _ in range(nin)]
+    expected = getattr(np, name)(*args)
+    assert_close(getattr(enp, name)(*args), expected, rtol=1e-5)
+    assert_close(getattr(enp, name)(*args, out=None, where=None), expected, rtol=1e-5)
+    assert_close(ember.jit(getattr(enp, name))(*args), expected, rtol=1e-5)
+    with pytest.raises(NotImplementedError, match="'out' argument"):
+        getattr(enp, name)(*args, out=np.zeros((2, 3), dtype))
+    with pytest.raises(NotImplementedError, match="'where' argument"):
+        getattr(enp, name)(*args, where=np.ones((2, 3), bool))
+    with pytest.raises(TypeError, match=f"takes {nin} positional"):
+        getattr(enp, name)(*args, *args)
+
+
+def test_einsum_out_and_asarray_order():
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
+    assert_close(enp.einsum("ij,jk->ik", a, b, out=None, optimize=True), a @ b)
+    with pytest.raises(NotImplementedError, match="'out' argument to jnp.einsum"):
+        enp.einsum("ij,jk->ik", a, b, out=np.zeros((2, 4)))
+    assert_close(enp.asarray(a, np.float32, "K", copy=True), a.astype(np.float32))
+    with pytest.raises(NotImplementedError, match="order"):
+        enp.asarray(a, None, "F")
+    assert_close(enp.reshape(a=a, shape=(3, 2)), a.reshape(3, 2))
+
+
+@pytest.mark.parametrize("equal_nan", [True, False])
+def test_unique_equal_nan(equal_nan):
+    x = np.array([1.0, np.nan, 2.0, np.nan, 0.0, 1.0], np.float32)
+    expected = np.unique(x, True, True, True, equal_nan=equal_nan)
+    result = enp.unique(x, True, True, True, equal_nan=equal_nan, sorted=True)
+    for got, want in zip(result, expected):
+        assert_close(got, want)
+    size = len(expected[0]) + 1
+    jitted = ember.jit(lambda x: enp.unique(x, return_counts=True, equal_nan=equal_nan, size=size))
+    values, counts = jitted(x)
+    assert_close(values[:-1], expected[0])
+    assert_close(counts[:-1], expected[3])
+
+
+@pytest.mark.parametrize(
+    "options, expected",
+    [  # JAX 0.10's results
+        ({}, [np.nan, 3.0, np.nan]),
+        ({"mode": "fill"}, [np.nan, 3.0, np.nan]),
+        ({"mode": "clip"}, [3.0, 3.0, 0.0]),
+        ({"fill_value": -1}, [-1.0, 3.0, -1.0]),
+        ({"wrap_negative_indices": False}, [np.nan, np.nan, np.nan]),
+    ],
+)
+def test_take_along_axis_modes(options, expected):
+    a, indices = np.arange(4.0, dtype=np.float32), np.array([5, -1, -7])
+    assert_close(enp.take_along_axis(a, indices, 0, **options), expected)
+    jitted = ember.jit(lambda a, i: enp.take_along_axis(a, i, 0, **options))
+    assert_close(jitted(a, indices), expected)
+
+
+def test_take_along_axis_in_range_matches_numpy():
+    a = rng.normal(size=(3, 5)).astype(np.float32)
+    order = np.argsort(a, axis=1)
+    for mode in (None, "clip", "fill"):
+        assert_close(enp.take_along_axis(a, order, 1, mode), np.take_along_axis(a, order, 1))
+    with pytest.raises(ValueError, match="mode"):
+        enp.take_along_axis(a, order, 1, "wrap")

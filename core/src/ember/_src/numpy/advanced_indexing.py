@@ -187,8 +187,25 @@ def _full(value: Any, like: Any) -> Any:
     return broadcast_to_shape(np.asarray(value, aval.dtype), aval.shape)
 
 
-def take_along_axis(arr: Any, indices: Any, axis: int | None = -1) -> Any:
-    """``arr`` picked along ``axis`` by ``indices`` (of ``arr``'s rank), as in NumPy."""
+def take_along_axis(
+    arr: Any,
+    indices: Any,
+    axis: int | None = -1,
+    mode: str | None = None,
+    fill_value: Any = None,
+    *,
+    wrap_negative_indices: bool | None = None,
+) -> Any:
+    """``arr`` picked along ``axis`` by ``indices`` (of ``arr``'s rank), as in NumPy.
+
+    Out-of-range indices give ``fill_value`` (NaN for floats) in the default ``"fill"`` mode
+    and the nearest edge in ``"clip"`` mode, as in JAX; negative indices count from the end
+    unless ``wrap_negative_indices=False``."""
+    if mode not in (None, "fill", "clip", "promise_in_bounds"):
+        raise ValueError(
+            f"take_along_axis: mode must be 'fill', 'clip' or 'promise_in_bounds', got "
+            f"{mode!r}{errors.where()}"
+        )
     aval = get_aval(arr)
     if axis is None:
         arr, axis = reshape(arr, (aval.size,)), 0
@@ -201,17 +218,26 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1) -> Any:
             f"{errors.where()}"
         )
     axis = _axis(axis, aval.ndim)
+    size = np.int32(aval.shape[axis])
+    index = convert_element_type(indices, dtypes.int32)
+    if wrap_negative_indices is None or wrap_negative_indices:
+        index = ew.select_n(ew.lt(index, np.int32(0)), index, ew.add(index, size))
+    in_range = ew.bitwise_and(ew.ge(index, np.int32(0)), ew.lt(index, size))
+    clamped = ew.max(ew.min(index, np.int32(max(size - 1, 0))), np.int32(0))
     entries = []
     for d in range(aval.ndim):
         if d == axis:
-            index = convert_element_type(indices, dtypes.int32)
-            size = np.int32(aval.shape[d])
-            entries.append(ew.select_n(ew.lt(index, np.int32(0)), index, ew.add(index, size)))
+            entries.append(clamped)
         else:
             shape = [1] * aval.ndim
             shape[d] = aval.shape[d]
             entries.append(np.arange(aval.shape[d], dtype=np.int32).reshape(shape))
-    return advanced_getitem(arr, tuple(entries), None)
+    picked = advanced_getitem(arr, tuple(entries), None)
+    if mode in ("clip", "promise_in_bounds"):
+        return picked
+    fill = gather_fill_value(aval.dtype) if fill_value is None else fill_value
+    valid = broadcast_to_shape(in_range, get_aval(picked).shape)
+    return ew.select_n(valid, _full(fill, picked), picked)
 
 
 def _axis(axis: int, ndim: int) -> int:

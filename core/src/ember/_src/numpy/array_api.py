@@ -227,7 +227,8 @@ def _unique(name: str, x: Any, size: Any, fill_value: Any, **flags: bool) -> tup
         )
     if size is not None:
         size = core.concrete_or_error(size, f"{name}'s size argument")
-    out = unique(x, size=size, fill_value=fill_value, **flags)
+    # The array API keeps every NaN distinct.
+    out = unique(x, size=size, fill_value=fill_value, equal_nan=False, **flags)
     if not isinstance(out, tuple):
         return (out,)
     index_dtype = dtypes.default_int()

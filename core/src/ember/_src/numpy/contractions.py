@@ -171,12 +171,15 @@ def vecdot(
 
 def einsum(
     subscripts: str,
+    /,
     *operands: Any,
+    out: None = None,
+    optimize: Any = True,
     precision: Any = None,
     preferred_element_type: Any = None,
-    optimize: Any = True,
 ) -> Any:
     """Einstein summation, contracted pairwise from left to right."""
+    check_no_out(out, "jnp.einsum")
     if not isinstance(subscripts, str):
         raise TypeError("einsum: only the string form of subscripts is supported")
     operands = promote_dtypes(*(as_operand(o) for o in operands))

@@ -29,8 +29,18 @@ from ember._src.runtime.array import Array
 from ember._src.tree_util import tree_flatten
 
 
-def asarray(a: Any, dtype: Any = None, copy: bool | None = None, device: Any = None) -> Any:
-    """``a`` as an ember array (a no-op for arrays of the right dtype)."""
+def asarray(
+    a: Any,
+    dtype: Any = None,
+    order: str | None = None,
+    *,
+    copy: bool | None = None,
+    device: Any = None,
+) -> Any:
+    """``a`` as an ember array (a no-op for arrays of the right dtype). Only the default
+    ``order`` ('K': keep the layout) exists, as in JAX."""
+    if order is not None and order != "K":
+        raise NotImplementedError(f"asarray: only order='K' is implemented{errors.where()}")
     dtype = check_dtype_arg(dtype)
     if isinstance(a, (Array, Tracer)):
         if dtype is not None and dtype != a.dtype:

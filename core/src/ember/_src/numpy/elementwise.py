@@ -38,7 +38,34 @@ def _unary_numeric(lax_fn):
     return fn
 
 
-def _binary(lax_fn, name: str, prepare_operands=prepare):
+def _ufunc_misuse(name: str, nin: int, args: tuple, out: Any, where: Any) -> Exception:
+    """The error for a ufunc-style call ember cannot serve: a wrong operand count, or
+    ``out=``/``where=`` (JAX's ufuncs accept both only as None)."""
+    if out is not None:
+        return NotImplementedError(
+            f"The 'out' argument to jnp.{name} is not supported.{errors.where()}"
+        )
+    if where is not None:
+        return NotImplementedError(
+            f"The 'where' argument to jnp.{name} is not supported.{errors.where()}"
+        )
+    return TypeError(f"{name}() takes {nin} positional arguments, got {len(args)}{errors.where()}")
+
+
+def as_ufunc(fn, name: str, nin: int):
+    """``fn`` called as JAX calls its ufuncs: ``(*args, out=None, where=None)``."""
+
+    def ufunc(*args: Any, out: None = None, where: None = None) -> Any:
+        if len(args) != nin or out is not None or where is not None:
+            raise _ufunc_misuse(name, nin, args, out, where)
+        return fn(*args)
+
+    ufunc.__name__ = ufunc.__qualname__ = name
+    ufunc.__doc__ = fn.__doc__
+    return ufunc
+
+
+def _binary(lax_fn, name: str, prepare_operands=prepare, ufunc: bool = False):
     def composite(x: Any, y: Any) -> Any:
         x, y = prepare_operands(name, x, y)
         return lax_fn(x, y)
@@ -57,19 +84,32 @@ def _binary(lax_fn, name: str, prepare_operands=prepare):
             return composite(x, y)
         return compiled(x, y)
 
-    fn.__name__ = name
-    return fn
+    def ufunc_fn(*args: Any, out: None = None, where: None = None) -> Any:
+        # The same fast paths, inline: this sits on every eager add and multiply.
+        if len(args) != 2 or out is not None or where is not None:
+            raise _ufunc_misuse(name, 2, args, out, where)
+        x, y = args
+        first = getattr(x, "aval", None)
+        if type(first) is ShapedArray and getattr(y, "aval", None) == first:
+            return lax_fn(x, y)
+        if isinstance(x, Tracer) or isinstance(y, Tracer):
+            return composite(x, y)
+        return compiled(x, y)
+
+    chosen = ufunc_fn if ufunc else fn
+    chosen.__name__ = chosen.__qualname__ = name
+    return chosen
 
 
 def _binary_inexact(lax_fn, name: str):
     return _binary(lax_fn, name, prepare_inexact)
 
 
-add = _binary(lax.add, "add")
-subtract = _binary(lax.sub, "subtract")
-multiply = _binary(lax.mul, "multiply")
-maximum = _binary(lax.max, "maximum")
-minimum = _binary(lax.min, "minimum")
+add = _binary(lax.add, "add", ufunc=True)
+subtract = _binary(lax.sub, "subtract", ufunc=True)
+multiply = _binary(lax.mul, "multiply", ufunc=True)
+maximum = _binary(lax.max, "maximum", ufunc=True)
+minimum = _binary(lax.min, "minimum", ufunc=True)
 arctan2 = _binary_inexact(lax.atan2, "arctan2")
 equal = _binary(lax.eq, "equal")
 not_equal = _binary(lax.ne, "not_equal")
@@ -96,7 +136,7 @@ arccosh = _unary_inexact(lax.acosh)
 arctanh = _unary_inexact(lax.atanh)
 sqrt = _unary_inexact(lax.sqrt)
 cbrt = _unary_inexact(lax.cbrt)
-negative = _unary_numeric(lax.neg)
+negative = as_ufunc(_unary_numeric(lax.neg), "negative", 1)
 sign = _unary_numeric(lax.sign)
 
 
@@ -115,9 +155,9 @@ def _bitwise(lax_fn, name: str):
     return fn
 
 
-bitwise_and = _bitwise(lax.bitwise_and, "bitwise_and")
-bitwise_or = _bitwise(lax.bitwise_or, "bitwise_or")
-bitwise_xor = _bitwise(lax.bitwise_xor, "bitwise_xor")
+bitwise_and = as_ufunc(_bitwise(lax.bitwise_and, "bitwise_and"), "bitwise_and", 2)
+bitwise_or = as_ufunc(_bitwise(lax.bitwise_or, "bitwise_or"), "bitwise_or", 2)
+bitwise_xor = as_ufunc(_bitwise(lax.bitwise_xor, "bitwise_xor"), "bitwise_xor", 2)
 
 
 def bitwise_not(x: Any, /) -> Any:
@@ -145,9 +185,9 @@ def _logical(lax_fn, name: str):
     return fn
 
 
-logical_and = _logical(lax.bitwise_and, "logical_and")
-logical_or = _logical(lax.bitwise_or, "logical_or")
-logical_xor = _logical(lax.bitwise_xor, "logical_xor")
+logical_and = as_ufunc(_logical(lax.bitwise_and, "logical_and"), "logical_and", 2)
+logical_or = as_ufunc(_logical(lax.bitwise_or, "logical_or"), "logical_or", 2)
+logical_xor = as_ufunc(_logical(lax.bitwise_xor, "logical_xor"), "logical_xor", 2)
 
 
 def logical_not(x: Any, /) -> Any:
@@ -360,7 +400,7 @@ def exp2(x: Any, /) -> Any:
     return lax.exp(lax.mul(x, np.asarray(np.log(2), get_aval(x).dtype)[()]))
 
 
-def logaddexp(x: Any, y: Any, /) -> Any:
+def _logaddexp(x: Any, y: Any, /) -> Any:
     x, y = prepare_inexact("logaddexp", x, y)
     amax = lax.max(x, y)
     delta = lax.sub(x, y)
@@ -369,6 +409,9 @@ def logaddexp(x: Any, y: Any, /) -> Any:
         lax.ne(delta, delta), lax.neg(lax.abs(delta)), np.zeros((), get_aval(x).dtype)
     )
     return lax.add(amax, lax.log1p(lax.exp(safe)))
+
+
+logaddexp = as_ufunc(_logaddexp, "logaddexp", 2)
 
 
 def clip(arr: Any = None, /, min: Any = None, max: Any = None) -> Any:

@@ -468,8 +468,11 @@ def where(condition: Any, x: Any = None, y: Any = None, *, size=None, fill_value
 
 
 def unique(ar: Any, return_index=False, return_inverse=False, return_counts=False, axis=None,
-           *, size: int | None = None, fill_value: Any = None) -> Any:  # fmt: skip
-    """Sorted unique values of the flattened ``ar`` (``size=`` pads to a static length)."""
+           *, equal_nan: bool = True, size: int | None = None, fill_value: Any = None,
+           sorted: bool = True) -> Any:  # fmt: skip
+    """Sorted unique values of the flattened ``ar`` (``size=`` pads to a static length).
+    ``equal_nan`` counts every NaN as one value; ``sorted`` is unused, as in JAX (the
+    result is always sorted)."""
     if axis is not None:
         raise NotImplementedError("unique(axis=...)")
     ar = creation.asarray(ar)
@@ -478,7 +481,11 @@ def unique(ar: Any, return_index=False, return_inverse=False, return_counts=Fals
     order = argsort(flat)
     values = take(flat, order, mode="clip")
     # True where a sorted value differs from its predecessor: the first of each group.
-    first = concatenate([creation.ones((1,), bool), enp.not_equal(values[1:], values[:-1])], 0)
+    differs = enp.not_equal(values[1:], values[:-1])
+    if equal_nan and dtypes.is_inexact(get_aval(values).dtype):  # NaNs sort together, last
+        both_nan = enp.logical_and(enp.isnan(values[1:]), enp.isnan(values[:-1]))
+        differs = enp.logical_and(differs, enp.logical_not(both_nan))
+    first = concatenate([creation.ones((1,), bool), differs], 0)
     if size is None:
         if isinstance(ar, core.Tracer):
             raise errors.ConcretizationTypeError(

@@ -22,7 +22,7 @@ from ember._src.numpy.util import (
 from ember._src.ops import shape as lax
 
 
-def reshape(a: Any, /, shape: Any = None, order: str = "C", *, newshape: Any = None,
+def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None,
             copy: bool | None = None) -> Any:  # fmt: skip
     """``a`` with a new shape of the same size; one dimension may be -1 (inferred).
 

@@ -105,10 +105,13 @@ def rad2deg(x: Any, /) -> Any:
 radians, degrees = deg2rad, rad2deg
 
 
-def logaddexp2(x1: Any, x2: Any, /) -> Any:
+def _logaddexp2(x1: Any, x2: Any, /) -> Any:
     x1, x2 = promote_dtypes(_inexact(x1), _inexact(x2))
     ln2 = np.asarray(np.log(2), get_aval(x1).dtype)
     return enp.logaddexp(x1 * ln2, x2 * ln2) / ln2
+
+
+logaddexp2 = enp.as_ufunc(_logaddexp2, "logaddexp2", 2)
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from ember._src.numpy.util import (
     canonicalize_axis,
     cast,
     check_dtype_arg,
+    check_no_out,
     prepare,
 )
 from ember._src.ops import elementwise as ew, reduce as lax_reduce
@@ -61,8 +62,10 @@ def sum(
     keepdims: bool = False,
     initial: Any = None,
     where: Any = None,
+    promote_integers: bool = True,
 ) -> Any:
-    a, axes = _prepare(a, axis, dtype, "sum", upcast_small_ints=True)
+    check_no_out(out, "jnp.sum")
+    a, axes = _prepare(a, axis, dtype, "sum", upcast_small_ints=promote_integers)
     a = _apply_where(a, where, 0)
     result = reduce_sum(a, axes)
     if initial is not None:
@@ -78,8 +81,10 @@ def prod(
     keepdims: bool = False,
     initial: Any = None,
     where: Any = None,
+    promote_integers: bool = True,
 ) -> Any:
-    a, axes = _prepare(a, axis, dtype, "prod", upcast_small_ints=True)
+    check_no_out(out, "jnp.prod")
+    a, axes = _prepare(a, axis, dtype, "prod", upcast_small_ints=promote_integers)
     a = _apply_where(a, where, 1)
     result = lax_reduce.reduce_prod(a, axes) if axes else a
     if initial is not None:
@@ -115,6 +120,7 @@ def max(
     initial: Any = None,
     where: Any = None,
 ) -> Any:
+    check_no_out(out, "jnp.max")
     return _extremum("max", lax_reduce.reduce_max, a, axis, keepdims, initial, where)
 
 
@@ -126,6 +132,7 @@ def min(
     initial: Any = None,
     where: Any = None,
 ) -> Any:
+    check_no_out(out, "jnp.min")
     return _extremum("min", lax_reduce.reduce_min, a, axis, keepdims, initial, where)
 
 
@@ -166,6 +173,7 @@ def mean(
     *,
     where: Any = None,
 ) -> Any:
+    check_no_out(out, "jnp.mean")
     if where is None:  # by position only: the compiled call's fast path
         return _mean_compiled(a, _static_axis(axis), dtype, out, keepdims)
     return _mean_compiled(a, _static_axis(axis), dtype, out, keepdims, where=where)
@@ -179,11 +187,16 @@ def var(
     ddof: int = 0,
     keepdims: bool = False,
     *,
+    where: Any = None,
+    mean: Any = None,
     correction: Any = None,
 ) -> Any:
+    check_no_out(out, "jnp.var")
     if correction is not None:
         ddof = correction
-    return _var_compiled(a, _static_axis(axis), dtype, out, ddof, keepdims)
+    if where is None and mean is None:
+        return _var_compiled(a, _static_axis(axis), dtype, out, ddof, keepdims)
+    return _var_given(a, _static_axis(axis), dtype, ddof, keepdims, where, mean)
 
 
 def _static_axis(axis: Any) -> Any:
@@ -221,6 +234,29 @@ def _var(a: Any, axis: Any, dtype: Any, out: None, ddof: int, keepdims: bool) ->
     return ew.div(total, np.asarray(n, get_aval(total).dtype)[()])
 
 
+def _var_given(
+    a: Any, axis: Any, dtype: Any, ddof: int, keepdims: bool, where: Any, mean: Any
+) -> Any:
+    """Variance over the entries ``where`` selects, about ``mean`` when it is given (the
+    caller's mean, with the reduced axes kept)."""
+    a = as_operand(a)
+    aval = get_aval(a)
+    axes = canonicalize_axes(axis, aval.ndim)
+    if aval.dtype.kind == "c":
+        raise TypeError(f"var and std of complex arrays are not supported yet{errors.where()}")
+    if mean is None:
+        mean = _mean(a, axes, dtype, None, True, where=where)
+    centered = ew.sub(*prepare("var", a, as_operand(mean)))
+    total = sum(ew.mul(centered, centered), axis=axes, keepdims=keepdims, where=where)
+    result_dtype = get_aval(total).dtype
+    if where is None:
+        count = np.asarray(_count(aval.shape, axes), result_dtype)[()]
+    else:
+        mask = broadcast_to_shape(cast(as_operand(where), result_dtype), aval.shape)
+        count = sum(mask, axis=axes, keepdims=keepdims)
+    return ew.div(total, ew.sub(count, np.asarray(ddof, result_dtype)[()]))
+
+
 def std(
     a: Any,
     axis: Any = None,
@@ -229,9 +265,14 @@ def std(
     ddof: int = 0,
     keepdims: bool = False,
     *,
+    where: Any = None,
+    mean: Any = None,
     correction: Any = None,
 ) -> Any:
-    return ew.sqrt(var(a, axis, dtype, out, ddof, keepdims, correction=correction))
+    check_no_out(out, "jnp.std")
+    variance = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
+                   correction=correction)  # fmt: skip
+    return ew.sqrt(variance)
 
 
 # Called eagerly, mean and var run as one compiled program each (a sum, a count and a
