@@ -194,16 +194,16 @@ def logical_not(x: Any, /) -> Any:
     return lax.bitwise_not(cast(as_operand(x), dtypes.bool_))
 
 
-def true_divide(x: Any, y: Any, /) -> Any:
-    x, y = prepare_inexact("true_divide", x, y)
+def true_divide(x1: Any, x2: Any, /) -> Any:
+    x, y = prepare_inexact("true_divide", x1, x2)
     return lax.div(x, y)
 
 
 divide = true_divide
 
 
-def floor_divide(x: Any, y: Any, /) -> Any:
-    x, y = prepare("floor_divide", x, y)
+def floor_divide(x1: Any, x2: Any, /) -> Any:
+    x, y = prepare("floor_divide", x1, x2)
     dtype = get_aval(x).dtype
     if dtype.kind in "iu":
         # lax.div truncates toward zero; NumPy floors. Step down where the signs differ and the
@@ -222,8 +222,8 @@ def floor_divide(x: Any, y: Any, /) -> Any:
     return lax.floor(lax.div(x, y))
 
 
-def remainder(x: Any, y: Any, /) -> Any:
-    x, y = prepare("remainder", x, y)
+def remainder(x1: Any, x2: Any, /) -> Any:
+    x, y = prepare("remainder", x1, x2)
     dtype = get_aval(x).dtype
     # lax.rem takes the sign of x (C fmod); NumPy's remainder takes the sign of y.
     r = lax.rem(x, y)
@@ -237,12 +237,13 @@ def remainder(x: Any, y: Any, /) -> Any:
 mod = remainder
 
 
-def fmod(x: Any, y: Any, /) -> Any:
-    x, y = prepare("fmod", x, y)
+def fmod(x1: Any, x2: Any, /) -> Any:
+    x, y = prepare("fmod", x1, x2)
     return lax.rem(x, y)
 
 
-def power(x: Any, y: Any, /) -> Any:
+def power(x1: Any, x2: Any, /) -> Any:
+    x, y = x1, x2
     if (
         isinstance(y, (int, np.integer))
         and not isinstance(y, bool)
@@ -298,13 +299,13 @@ def absolute(x: Any, /) -> Any:
 abs = absolute
 
 
-def real(x: Any, /) -> Any:
-    (x,) = promote_dtypes(as_operand(x))
+def real(val: Any, /) -> Any:
+    (x,) = promote_dtypes(as_operand(val))
     return lax.real(x) if get_aval(x).dtype.kind == "c" else x
 
 
-def imag(x: Any, /) -> Any:
-    (x,) = promote_dtypes(as_operand(x))
+def imag(val: Any, /) -> Any:
+    (x,) = promote_dtypes(as_operand(val))
     if get_aval(x).dtype.kind == "c":
         return lax.imag(x)
     # +0.0 everywhere, as NumPy: x * 0 would give -0.0 for negative x (and nan for inf).
