@@ -526,3 +526,10 @@ def test_take_along_axis_in_range_matches_numpy():
         assert_close(enp.take_along_axis(a, order, 1, mode), np.take_along_axis(a, order, 1))
     with pytest.raises(ValueError, match="mode"):
         enp.take_along_axis(a, order, 1, "wrap")
+
+
+def test_vecdot_conjugates_first_argument():
+    a = np.array([[1 + 2j, 3j, -1], [2, 1 - 1j, 0.5j]], np.complex64)
+    b = np.array([[2 - 1j, 1, 1j], [1j, 1, 2]], np.complex64)
+    assert_close(enp.vecdot(a, b), np.vecdot(a, b), rtol=1e-5)
+    assert_close(enp.linalg.vecdot(a, b, axis=0), np.linalg.vecdot(a, b, axis=0), rtol=1e-5)
