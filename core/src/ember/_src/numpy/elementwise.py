@@ -85,16 +85,9 @@ def _binary(lax_fn, name: str, prepare_operands=prepare, ufunc: bool = False):
         return compiled(x, y)
 
     def ufunc_fn(*args: Any, out: None = None, where: None = None) -> Any:
-        # The same fast paths, inline: this sits on every eager add and multiply.
         if len(args) != 2 or out is not None or where is not None:
             raise _ufunc_misuse(name, 2, args, out, where)
-        x, y = args
-        first = getattr(x, "aval", None)
-        if type(first) is ShapedArray and getattr(y, "aval", None) == first:
-            return lax_fn(x, y)
-        if isinstance(x, Tracer) or isinstance(y, Tracer):
-            return composite(x, y)
-        return compiled(x, y)
+        return fn(*args)
 
     chosen = ufunc_fn if ufunc else fn
     chosen.__name__ = chosen.__qualname__ = name
