@@ -38,7 +38,7 @@ from ember._src.ops.shape import (
     transpose,
 )
 from ember._src.ops.slicing import slice_in_dim
-from ember._src.sharding_constraint import with_sharding_constraint
+from ember._src.sharding_constraint import laid_out as _laid_out
 from ember._src.tree_util import tree_flatten, tree_map, tree_unflatten
 
 
@@ -331,12 +331,6 @@ def _chunked(x: Any, batch_size: int) -> Any:
 def _unchunked(y: Any, length: int) -> Any:
     """(n, batch_size, ...) -> (n * batch_size, ...)."""
     return _reshape(y, (length, *get_aval(y).shape[2:]))
-
-
-def _laid_out(result: Any, out_sharding: Any) -> Any:
-    """``result`` laid out by JAX's ``out_sharding=`` (a NamedSharding, or a PartitionSpec
-    under ``with mesh:``), as a sharding constraint."""
-    return result if out_sharding is None else with_sharding_constraint(result, out_sharding)
 
 
 def broadcast_in_dim(

@@ -39,7 +39,7 @@ from ember._src.ops.shape import (
     slice_op,
 )
 from ember._src.ops.special import erf, erf_inv
-from ember._src.sharding_constraint import with_sharding_constraint
+from ember._src.sharding_constraint import laid_out
 
 _U32 = np.dtype(np.uint32)
 _UINT_BY_BITS = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: _U32, 64: np.dtype(np.uint64)}
@@ -178,12 +178,6 @@ def key_data(keys: Any) -> Any:
 def wrap_key_data(key_bits_array: Any, *, impl: Any = None, dtype: Any = None) -> Any:
     _check_impl(impl, dtype)
     return key_bits_array
-
-
-def laid_out(sample: Any, out_sharding: Any) -> Any:
-    """``sample`` laid out by ``out_sharding`` (JAX's keyword on samplers): a NamedSharding,
-    or a PartitionSpec under ``with mesh:``, applied as ``with_sharding_constraint``."""
-    return sample if out_sharding is None else with_sharding_constraint(sample, out_sharding)
 
 
 def with_out_sharding(sampler: Any) -> Any:

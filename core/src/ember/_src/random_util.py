@@ -18,9 +18,9 @@ from ember._src.random import (
     _broadcast,
     _float_dtype,
     _split,
-    laid_out as _constrain,
 )
 from ember._src.random_gamma import _check_key, _nth, _out_shape as _shape_with
+from ember._src.sharding_constraint import laid_out as _constrain
 
 
 def _c(value: float, dtype: Any) -> np.ndarray:

@@ -53,6 +53,12 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     return tree_unflatten(treedef, out)
 
 
+def laid_out(result: Any, out_sharding: Any) -> Any:
+    """``result`` laid out by JAX's ``out_sharding=`` keyword (a NamedSharding, or a
+    PartitionSpec under ``with mesh:``), as a sharding constraint; None leaves it as it is."""
+    return result if out_sharding is None else with_sharding_constraint(result, out_sharding)
+
+
 @rules.def_abstract_eval(sharding_constraint_p)
 def _abstract_eval(x, *, sharding):
     sharding.shard_shape(x.shape)  # an indivisible dimension fails here, naming the sizes
