@@ -135,3 +135,20 @@ def test_all_to_all_values_and_gradients(mesh, rng, tiled):
     with pytest.raises(ValueError, match="split_axis"):
         bad = np.zeros((16, 3), np.float32)
         smap(lambda a: lax.all_to_all(a, "data", 1, 0), mesh, P("data"), P("data"))(bad)
+
+
+def test_all_gather_and_psum_scatter_over_several_axes(mesh):
+    """Members are ordered major axis first, as one axis of size data * model."""
+    x = np.arange(16 * 3, dtype=np.float32).reshape(16, 3)
+    both = ("data", "model")
+    tiled = smap(lambda a: lax.all_gather(a, both, tiled=True), mesh, P(both), P(), check_rep=False)
+    np.testing.assert_array_equal(np.asarray(tiled(x)), x)
+    stacked = smap(lambda a: lax.all_gather(a, both), mesh, P(both), P(), check_rep=False)
+    np.testing.assert_array_equal(np.asarray(stacked(x)), x.reshape(8, 2, 3))
+    y = np.arange(16, dtype=np.float32).reshape(8, 2)
+    scatter = smap(
+        lambda a: lax.psum_scatter(a, both, tiled=True), mesh, P(), P(both), check_rep=False
+    )
+    np.testing.assert_array_equal(np.asarray(scatter(y)), 8 * y)
+    parts = smap(lambda a: lax.psum_scatter(a, both), mesh, P(), P(both), check_rep=False)
+    np.testing.assert_array_equal(np.asarray(parts(y)), 8 * y.reshape(16))

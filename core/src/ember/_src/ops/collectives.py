@@ -28,6 +28,7 @@ from ember._src.ops.shape import (
     reduce_sum,
     reshape,
     slice_op,
+    squeeze,
 )
 from ember._src.tree_util import tree_map
 
@@ -108,8 +109,13 @@ def all_gather(
             f"all_gather: to={to!r} is not supported; only to='varying'{errors.where()}"
         )
     names = _names(axis_name)
-    if len(names) != 1:
-        raise NotImplementedError(f"all_gather over several axes {names}{errors.where()}")
+    if len(names) > 1:
+        # Over several axes the members are ordered major axis first: gather the minor axis,
+        # then the rest around it (tiled, so the pieces stay in that order), then stack.
+        if not tiled:  # stacked: a new axis of size one, then gathered as tiles
+            x = tree_map(lambda leaf: expand_dims(leaf, (axis % (get_aval(leaf).ndim + 1),)), x)
+        gathered = all_gather(x, names[-1], axis=axis, tiled=True)
+        return all_gather(gathered, names[:-1], axis=axis, tiled=True)
     size = axis_size(names[0])
 
     def one(leaf: Any) -> Any:
@@ -164,8 +170,14 @@ def psum_scatter(
     """``psum`` whose result is split along ``scatter_dimension``: member k keeps part k."""
     _no_index_groups("psum_scatter", axis_index_groups)
     names = _names(axis_name)
-    if len(names) != 1:
-        raise NotImplementedError(f"psum_scatter over several axes {names}{errors.where()}")
+    if len(names) > 1:
+        # Member (i, j) keeps part i * size_j + j: scatter over the major axes, then the rest.
+        # Untiled, the dimension holds one part per member: scattered as tiles of size one.
+        major = psum_scatter(x, names[:-1], scatter_dimension=scatter_dimension, tiled=True)
+        out = psum_scatter(major, names[-1], scatter_dimension=scatter_dimension, tiled=True)
+        if tiled:
+            return out
+        return tree_map(lambda leaf: squeeze(leaf, (scatter_dimension % get_aval(leaf).ndim,)), out)
     size = axis_size(names[0])
     return tree_map(
         lambda leaf: psum_scatter_p.bind(
