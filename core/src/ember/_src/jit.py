@@ -126,7 +126,6 @@ class JitFunction:
             n >= 0 for n in self._static_argnums
         )
         self._static_fast: dict[tuple, _Executable] = {}
-        self._last_entry: _Executable | None = None
         self._trace_cache: dict[tuple, _Traced] = {}
         self._exec_cache: dict[tuple, _Executable] = {}
         self._flat_cache: dict[tuple, _Executable] = {}  # _call_flat_arrays' view of it
@@ -162,8 +161,13 @@ class JitFunction:
                 dynamic, statics = self._split(args, kwargs)
                 leaves, in_tree = tree_flatten(dynamic)
                 out = self._call_top_level(leaves, in_tree, statics)
-                if self._last_entry is not None:
-                    self._static_fast[fast_key] = self._last_entry
+                # The executable the general path cached for exactly these arguments (none
+                # when the call went over a mesh): found by its own key, not by "the last one",
+                # which another thread may have replaced meanwhile.
+                _, _, avals, device, x64 = fast_key
+                entry = self._exec_cache.get((statics, in_tree, avals, device, x64))
+                if entry is not None:
+                    self._static_fast[fast_key] = entry
                 return out
         if at_top and not kwargs and not self._has_statics:
             outs = self._call_flat_arrays(args)
@@ -209,7 +213,6 @@ class JitFunction:
         return key
 
     def _call_top_level(self, leaves: list[Any], in_tree: PyTreeDef, statics: tuple) -> Any:
-        self._last_entry = None
         device = self._device or common_device(leaves, self._name)
         if device is None or self._always_spmd:
             return self._call_spmd(leaves, in_tree, statics)
@@ -232,7 +235,6 @@ class JitFunction:
             self._exec_cache[key] = entry
             if not statics and in_tree == _flat_args_tree(len(leaves)):
                 self._flat_cache[(avals, device, x64)] = entry
-        self._last_entry = entry
         return entry.build(entry.compiled.call_buffers(entry.const_buffers + buffers))
 
     def _call_spmd(self, leaves: list[Any], in_tree: PyTreeDef, statics: tuple) -> Any:
