@@ -15,7 +15,16 @@ import pytest
 SRC = pathlib.Path(__file__).resolve().parents[2] / "core" / "src" / "ember" / "_src"
 
 LAYERS = [
-    ["errors", "config", "tree_util", "pytree_fastpath", "dtypes", "source_info"],
+    [
+        "errors",
+        "config",
+        "tree_keys",
+        "tree_util",
+        "tree_ops",
+        "pytree_fastpath",
+        "dtypes",
+        "source_info",
+    ],
     ["core"],
     ["ir", "rules", "api_util"],
     ["interpreters", "lowering", "reference.interpreter"],

@@ -11,6 +11,7 @@ from ember import (
     lax as lax,
     numpy as numpy,
     sharding as sharding,
+    tree as tree,
     tree_util as tree_util,
 )
 from ember._src import dispatch as _dispatch  # installs the eager dispatcher

@@ -279,8 +279,8 @@ class JitFunction:
             prefix = self._in_shardings
             if isinstance(prefix, list):
                 prefix = tuple(prefix)
-            wanted[: in_tree.children[0].num_leaves] = spmd.broadcast_prefix(
-                prefix, args_indices, in_tree.children[0].num_leaves, f"jit({name}) in_shardings"
+            wanted[: in_tree.subtrees[0].num_leaves] = spmd.broadcast_prefix(
+                prefix, args_indices, in_tree.subtrees[0].num_leaves, f"jit({name}) in_shardings"
             )
         avals = tuple(leaf_aval(x, self._label(i)) for i, x in enumerate(leaves))
         traced = self._trace(statics, in_tree, avals)
@@ -382,19 +382,19 @@ class JitFunction:
         return traced
 
     def _donated_leaves(self, in_tree: PyTreeDef, statics: tuple) -> tuple[bool, ...]:
-        args_def, kwargs_def = in_tree.children
+        args_def, kwargs_def = in_tree.subtrees
         if not self._donate_argnums:
             return (False,) * in_tree.num_leaves
         static_positions = {i for i, _ in statics[0]} if statics else set()
         dynamic_positions = [
             i
-            for i in range(len(args_def.children) + len(static_positions))
+            for i in range(len(args_def.subtrees) + len(static_positions))
             if i not in static_positions
         ]
         n_args = len(dynamic_positions) + len(static_positions)
         donate = {n % n_args for n in self._donate_argnums if -n_args <= n < n_args}
         flags: list[bool] = []
-        for position, child in zip(dynamic_positions, args_def.children):
+        for position, child in zip(dynamic_positions, args_def.subtrees):
             flags.extend([position in donate] * child.num_leaves)
         flags.extend([False] * kwargs_def.num_leaves)
         return tuple(flags)

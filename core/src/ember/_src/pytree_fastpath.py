@@ -81,7 +81,7 @@ def _emit_match(gen: _Codegen, treedef: PyTreeDef, var: str, leaves: list[str], 
     if node is type(None):
         lines.append(f"{indent}if {var} is not None: return None")
         return
-    children = [gen.name() for _ in treedef.children]
+    children = [gen.name() for _ in treedef.subtrees]
     if node is tuple or node is list:
         kind = "tuple" if node is tuple else "list"
         n = len(children)
@@ -97,7 +97,7 @@ def _emit_match(gen: _Codegen, treedef: PyTreeDef, var: str, leaves: list[str], 
             lines.append(f"{indent}if {child} is {missing}: return None")
     else:
         raise _UnsupportedError
-    for child_def, child in zip(treedef.children, children):
+    for child_def, child in zip(treedef.subtrees, children):
         _emit_match(gen, child_def, child, leaves, indent)
 
 
@@ -116,7 +116,7 @@ def _emit_build(gen: _Codegen, treedef: PyTreeDef, positions: Any) -> str:
     node = treedef.node
     if node is None:
         return f"leaves[{next(positions)}]"
-    parts = [_emit_build(gen, child, positions) for child in treedef.children]
+    parts = [_emit_build(gen, child, positions) for child in treedef.subtrees]
     inner = ", ".join(parts)
     if node is tuple:
         return f"({inner}{',' if len(parts) == 1 else ''})"

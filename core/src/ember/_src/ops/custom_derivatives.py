@@ -412,7 +412,7 @@ class _BwdRule:
         result = self.owner.bwd(
             *nondiff, tree_unflatten(res_tree, residuals), tree_unflatten(t.out_tree, cts)
         )
-        diff_trees = t.in_tree.children
+        diff_trees = t.in_tree.subtrees
         if not isinstance(result, (tuple, list)) or len(result) != len(diff_trees):
             raise CustomDerivativeError(
                 f"the {name} must return a tuple of {len(diff_trees)} cotangents (one per "

@@ -128,9 +128,9 @@ def scan(
 
 
 def _out_trees(out_tree):
-    if out_tree.node is not tuple or len(out_tree.children) != 2:
+    if out_tree.node is not tuple or len(out_tree.subtrees) != 2:
         raise ControlFlowTypeError(f"scan: f must return a pair (carry, y){errors.where()}")
-    return out_tree.children[0], out_tree.children[1]
+    return out_tree.subtrees[0], out_tree.subtrees[1]
 
 
 def _scan_length(x_avals: Sequence[ShapedArray], length: int | None) -> int:
