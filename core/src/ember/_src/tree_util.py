@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import operator
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -394,7 +395,28 @@ def _treedef(node: Any, aux: Any, children: tuple[PyTreeDef, ...]) -> PyTreeDef:
         treedef = PyTreeDef(node, aux, children, _count_leaves(children))
         if len(_interned) < _MAX_INTERNED:
             _interned[key] = treedef
+    elif not _same_structure(treedef, aux, children):
+        # Equal but not the same (dict keys 1 and True, a static 1.0 and 1): a treedef of its
+        # own, equal to the interned one, so that unflattening gives back exactly this aux.
+        treedef = PyTreeDef(node, aux, children, treedef.num_leaves)
     return treedef
+
+
+def _same_structure(treedef: PyTreeDef, aux: Any, children: tuple[PyTreeDef, ...]) -> bool:
+    return _same_values(treedef.aux, aux) and all(map(operator.is_, treedef.subtrees, children))
+
+
+def _same_values(a: Any, b: Any) -> bool:
+    """``a == b`` (already known) holding with the same types throughout tuples."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if type(a) is tuple or type(a) is list:
+        return all(x is y or _same_values(x, y) for x, y in zip(a, b))
+    if type(a) is dict:
+        return all(_same_values(ka, kb) and _same_values(a[ka], b[kb]) for ka, kb in zip(a, b))
+    return True
 
 
 def _count_leaves(children: tuple[PyTreeDef, ...]) -> int:
@@ -406,11 +428,12 @@ def _intern_unhashable(treedef: PyTreeDef) -> PyTreeDef:
         existing = _interned_unhashable.get(treedef)
     except ValueError:  # aux data that cannot be compared (arrays): left uninterned
         return treedef
-    if existing is not None:
-        return existing
-    if len(_interned_unhashable) < _MAX_INTERNED:
-        _interned_unhashable[treedef] = treedef
-    return treedef
+    if existing is None:
+        if len(_interned_unhashable) < _MAX_INTERNED:
+            _interned_unhashable[treedef] = treedef
+        return treedef
+    same = _same_structure(existing, treedef.aux, treedef.subtrees)
+    return existing if same else treedef
 
 
 def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
