@@ -389,3 +389,12 @@ def test_partial_around_a_partial_keeps_the_inner_arguments_static():
     assert outer.args == (np.float32(2.0),)
     assert len(tree_leaves(outer)) == 1
     np.testing.assert_allclose(ember.jit(lambda p, x: p(x))(outer, np.float32(3.0)), 321.0)
+
+
+def test_vmap_in_axes_prefix_through_a_registered_node():
+    # The axis spec stops above the node's list child: 0 for `a`, None for the whole list.
+    value = Node(np.arange(3.0, dtype=np.float32), [np.float32(2.0), np.float32(1.0)], {"k": 1})
+    f = ember.vmap(lambda n: n.a * n.b[0] + n.b[1], in_axes=(Node(0, None, {"k": 1}),))
+    np.testing.assert_allclose(f(value), [1.0, 3.0, 5.0])
+    with pytest.raises(ValueError, match="is not a prefix of the value's structure"):
+        ember.vmap(lambda n: n.a, in_axes=(Node(0, None, {"k": 2}),))(value)

@@ -150,15 +150,18 @@ def _broadcast_prefix(name: str, prefix: Any, tree: Any, out: list[Any]) -> None
         for key in tree_flatten(tree)[1].aux:
             _broadcast_prefix(name, prefix[key], tree[key], out)
         return
+    # Any other container (a namedtuple, a registered class): its axes may stop anywhere above
+    # the value's leaves, each one then standing for the whole subtree below it.
     leaves_p, def_p = tree_flatten(prefix, is_leaf=lambda x: x is None)
-    leaves_t, def_t = tree_flatten(tree)
-    if def_p == def_t:
-        out.extend(leaves_p)
-        return
-    raise ValueError(
-        f"{name} specification {prefix!r} is not a prefix of the value's structure "
-        f"{tree_flatten(tree)[1]}{errors.where()}"
-    )
+    try:
+        subtrees = def_p.flatten_up_to(tree)
+    except ValueError as e:
+        raise ValueError(
+            f"{name} specification {prefix!r} is not a prefix of the value's structure "
+            f"{tree_flatten(tree)[1]}: {e}{errors.where()}"
+        ) from None
+    for axis, subtree in zip(leaves_p, subtrees):
+        out.extend([axis] * len(tree_flatten(subtree)[0]))
 
 
 def is_tracer(x: Any) -> bool:
