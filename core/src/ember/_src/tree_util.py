@@ -16,7 +16,7 @@ import collections
 import dataclasses
 import operator
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 from ember._src.tree_keys import DictKey, FlattenedIndexKey, GetAttrKey, SequenceKey, keystr
 
@@ -692,6 +692,6 @@ def _type_name(x: Any) -> str:
     return type(x).__name__
 
 
-def _mismatch(what: str, path: tuple, problem: str) -> None:
+def _mismatch(what: str, path: tuple, problem: str) -> NoReturn:
     where = f"at key path {keystr(path)}" if path else "at its root"
     raise ValueError(f"pytree structure error: {what} has {problem} {where}")
