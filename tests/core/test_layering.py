@@ -35,6 +35,7 @@ LAYERS = [
         "shard_map",
     ],
     ["nn", "pmap"],
+    ["example_libraries"],
 ]
 
 
