@@ -334,7 +334,7 @@ def test_batch_norm_against_numpy():
     expected = np.asarray(gamma) * (X - mean) / np.sqrt(var + 1e-5) + np.asarray(beta)
     np.testing.assert_allclose(apply((beta, gamma), X), expected, rtol=1e-4, atol=1e-5)
     # Without center/scale the parameters are empty and the output is just standardised.
-    init, apply = stax.BatchNorm(axis=0, center=False, scale=False)
+    init, apply = stax.BatchNorm(axis=np.int64(0), center=False, scale=False)
     _, params = init(KEY, (4, 3))
     assert params == ((), ())
     x = np.arange(12.0, dtype=np.float32).reshape(4, 3)

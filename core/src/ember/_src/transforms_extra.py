@@ -186,8 +186,9 @@ def _check_transposable(jaxpr: Jaxpr, name: str) -> None:
         if any(type(v) is Var and id(v) in linear for v in eqn.invars):
             if not rules.has_transpose(eqn.primitive):
                 raise errors.EmberTypeError(
-                    f"linear_transpose: {name} is not linear in its inputs: it applies "
-                    f"{eqn.primitive.name} to a value computed from them{errors.where()}"
+                    f"linear_transpose: {name} is not linear in its inputs (or uses an operation "
+                    f"that has no transpose rule): it applies {eqn.primitive.name} to a value "
+                    f"computed from them{errors.where()}"
                 )
             linear.update(id(v) for v in eqn.outvars)
 

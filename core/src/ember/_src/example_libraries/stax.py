@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from ember._src import errors
 from ember._src.lax_api import conv_general_dilated
@@ -142,7 +145,7 @@ def BatchNorm(
     axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True, beta_init=zeros, gamma_init=ones
 ):
     """Normalise over ``axis`` (batch statistics), then scale by gamma and shift by beta."""
-    axis = (axis,) if isinstance(axis, int) else tuple(axis)
+    axis = (operator.index(axis),) if np.ndim(axis) == 0 else tuple(axis)
 
     def init_fun(rng, input_shape):
         shape = tuple(d for i, d in enumerate(input_shape) if i not in axis)
