@@ -42,8 +42,10 @@ LAYERS = [
         "random_discrete",
         "random_continuous",
         "shard_map",
+        "transforms_extra",
     ],
     ["nn", "pmap"],
+    ["example_libraries"],
 ]
 
 

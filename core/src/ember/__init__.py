@@ -4,6 +4,8 @@ Backends come from independently installed plugins (``pip install ember-plugin-c
 ``python -m ember doctor`` shows what is installed and working.
 """
 
+import importlib as _importlib
+
 from ember import (
     debug as debug,
     dtypes as dtypes,
@@ -49,7 +51,28 @@ from ember._src.pmap import pmap as pmap
 from ember._src.runtime.array import Array as Array
 from ember._src.runtime.backend import Device as Device
 from ember._src.shard_map import shard_map as shard_map
+from ember._src.transforms_extra import (
+    closure_convert as closure_convert,
+    custom_gradient as custom_gradient,
+    jacobian as jacobian,
+    linear_transpose as linear_transpose,
+    typeof as typeof,
+)
 
 __version__ = "0.1.0"
 
 del _dispatch, _array_methods
+
+# Submodules that are attributes of ``ember`` as in JAX (``import ember; ember.random``) but are
+# imported on first use, so that ``import ember`` does not pay for them.
+_LAZY_SUBMODULES = frozenset({"nn", "random"})
+
+
+def __getattr__(name: str):
+    if name in _LAZY_SUBMODULES:
+        return _importlib.import_module(f"ember.{name}")
+    raise AttributeError(f"module 'ember' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _LAZY_SUBMODULES)
