@@ -23,8 +23,8 @@ from ember._src.ir import ClosedJaxpr, Jaxpr, Var
 from ember._src.jacobians import jacrev
 from ember._src.numpy.creation import asarray
 from ember._src.ops.custom_derivatives import CustomDerivativeError, custom_vjp
+from ember._src.tree_ops import Partial
 from ember._src.tree_util import (
-    Partial,
     PyTreeDef,
     register_pytree_node,
     tree_flatten,
