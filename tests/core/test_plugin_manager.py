@@ -6,6 +6,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -18,7 +19,7 @@ from ember._src.plugin.manager import (
     PluginManager,
     discover_entry_points,
 )
-from ember.errors import BackendError, UnknownPlatformError
+from ember.errors import BackendError, PluginWarning, UnknownPlatformError
 
 from .util import run_python
 
@@ -69,11 +70,45 @@ def test_registration_hooks_run_once_per_plugin(manager):
 
 
 def test_default_is_highest_priority_that_initialises(manager):
-    backend = manager.default_backend()
+    with pytest.warns(PluginWarning):
+        backend = manager.default_backend()
     assert backend.platform == "fake"
     failed = manager.platforms["fakefail"]
     assert failed.status == FAILED
     assert "no such accelerator attached" in failed.traceback
+
+
+def test_a_platform_failing_on_first_use_warns_naming_plugin_and_error(manager):
+    with pytest.warns(PluginWarning) as record:
+        manager.default_backend()
+    (warning,) = record.list
+    message = str(warning.message)
+    assert message.startswith("platform 'fakefail' (plugin 'fake_failing_init') failed to ")
+    assert "OSError: no such accelerator attached (fake)" in message
+    assert "python -m ember doctor" in message
+    assert warning.filename == __file__  # points at the caller's line, not ember's
+    # warned once: the failed platform is skipped quietly afterwards
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert manager.default_backend().platform == "fake"
+        manager.initialise_all()
+    assert "OSError: no such accelerator attached" in manager.platforms["fakefail"].traceback
+
+
+def test_late_failure_warning_in_a_fresh_interpreter():
+    code = (
+        "import warnings\n"
+        "import ember, ember.numpy as enp\n"
+        "with warnings.catch_warnings(record=True) as seen:\n"
+        "    warnings.simplefilter('always')\n"
+        "    x = enp.ones(2)\n"
+        "print(x.sum(), [type(w.message).__name__ + ':' + str(w.lineno) for w in seen])\n"
+    )
+    done = run_python(
+        code, PYTHONPATH=os.pathsep.join([str(FAKE_PLUGINS), *sys.path]), EMBER_PLATFORMS=""
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "2.0 ['PluginWarning:5']"
 
 
 def test_backends_initialise_lazily(manager):
