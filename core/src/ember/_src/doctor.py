@@ -183,8 +183,8 @@ def config_listing() -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    from ember import __version__  # noqa: PLC0415 - the CLI only; ember is imported by then
-
+    # The package's version: `ember` itself is imported by the time its submodules run.
+    version = getattr(sys.modules.get("ember"), "__version__", "(unknown version)")
     cli = argparse.ArgumentParser(
         prog="python -m ember",
         description="ember's command line: diagnose the installation and list its options.",
@@ -192,7 +192,7 @@ def parser() -> argparse.ArgumentParser:
         "the default), EMBER_DISABLE_PLUGINS=name keeps a plugin from loading, and every "
         "option NAME can be set with EMBER_<NAME> (see `python -m ember config`).",
     )
-    cli.add_argument("--version", action="version", version=f"ember {__version__}")
+    cli.add_argument("--version", action="version", version=f"ember {version}")
     commands = cli.add_subparsers(dest="command", metavar="COMMAND")
     doctor = commands.add_parser(
         "doctor",
