@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import warnings
 
+import numpy as np
 import pytest
 
 import ember
@@ -212,3 +216,93 @@ def test_doctor_reports_every_plugin_with_its_error():
     assert "fakefail     failed" in out and "OSError: no such accelerator attached" in out
     assert "fake         ok" in out and "(default)" in out
     assert "numpy" in out and "pluggy" in out
+
+
+# -- the plugin guide's example plugins, installed through real metadata ----------------------
+
+GUIDE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "plugin_guide.md"
+
+
+def install_guide_plugin(root: pathlib.Path, package: str, entry_point: str) -> str:
+    """Write the guide's ``# PACKAGE/plugin.py`` block as an installed distribution under
+    ``root`` (a package plus a dist-info naming it in the ``ember_plugins`` group); return a
+    PYTHONPATH that finds it."""
+    blocks = re.findall(r"^```python\n(.*?)^```", GUIDE.read_text(), flags=re.S | re.M)
+    (code,) = [b for b in blocks if b.startswith(f"# {package}/plugin.py\n")]
+    (root / package).mkdir()
+    (root / package / "__init__.py").write_text("")
+    (root / package / "plugin.py").write_text(code)
+    info = root / f"{package}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[ember_plugins]\n{entry_point} = {package}.plugin\n")
+    return os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
+def test_guide_interpreting_plugin_computes_on_its_own_platform(tmp_path):
+    path = install_guide_plugin(tmp_path, "ember_plugin_toy", "toy")
+    code = (
+        "import json, numpy as np, ember, ember.numpy as enp\n"
+        "from ember import lax\n"
+        "x = np.array([0.5, -1.0, 2.0], np.float32)\n"
+        "f = lambda v: enp.sum(enp.exp(v) * enp.sin(v))\n"
+        "y = ember.jit(f)(x)\n"
+        "cube = lambda v: lax.fori_loop(0, 3, lambda i, c: c * v, enp.ones_like(v))\n"
+        "print(json.dumps({\n"
+        "    'default': ember.default_backend(),\n"
+        "    'platforms': sorted({d.platform for d in y.devices()}),\n"
+        "    'value': float(y),\n"
+        "    'grad': np.asarray(ember.jit(ember.grad(f))(x)).tolist(),\n"
+        "    'cube': np.asarray(ember.jit(cube)(x)).tolist(),\n"
+        "    'costs': ember.jit(f).lower(x).compile().cost_analysis(),\n"
+        "}))\n"
+    )
+    done = run_python(code, PYTHONPATH=path, EMBER_PLATFORMS="toy")
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["default"] == "toy" and got["platforms"] == ["toy"]
+    x = np.array([0.5, -1.0, 2.0], np.float64)
+    np.testing.assert_allclose(got["value"], np.sum(np.exp(x) * np.sin(x)), rtol=1e-6)
+    np.testing.assert_allclose(got["grad"], np.exp(x) * (np.sin(x) + np.cos(x)), rtol=1e-6)
+    np.testing.assert_allclose(got["cube"], x**3, rtol=1e-6)
+    assert got["costs"]["equations"] >= 3
+
+
+def test_guide_interpreting_plugin_runs_its_own_rule(tmp_path):
+    # The guide's toy plugin replaces exp's rule by name: prove its rule is the one called.
+    path = install_guide_plugin(tmp_path, "ember_plugin_toy", "toy")
+    code = (
+        "import numpy as np, ember, ember.numpy as enp\n"
+        "import ember_plugin_toy.plugin as toy\n"
+        "toy.toy_exp = lambda x: np.full_like(x, 7)\n"
+        "print(np.asarray(ember.jit(enp.exp)(np.zeros(2, np.float32))).tolist())\n"
+    )
+    done = run_python(code, PYTHONPATH=path, EMBER_PLATFORMS="toy")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[7.0, 7.0]"
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("jaxlib") is None, reason="the PJRT example needs jaxlib"
+)
+def test_guide_pjrt_plugin_compiles_with_its_lowering_override(tmp_path):
+    path = install_guide_plugin(tmp_path, "ember_plugin_mycpu", "mycpu")
+    code = (
+        "import json, numpy as np, ember, ember.numpy as enp\n"
+        "x = np.linspace(-3, 3, 7, dtype=np.float32)\n"
+        "f = ember.jit(enp.tanh)\n"
+        "print(json.dumps({\n"
+        "    'devices': [repr(d) for d in ember.devices()],\n"
+        "    'text': f.lower(x).as_text(),\n"
+        "    'tanh': np.asarray(f(x)).tolist(),\n"
+        "    'flops': f.lower(x).compile().cost_analysis().get('flops'),\n"
+        "}))\n"
+    )
+    done = run_python(code, PYTHONPATH=path, EMBER_PLATFORMS="mycpu")
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["devices"] == ["MycpuDevice(id=0)", "MycpuDevice(id=1)"]  # its option's default
+    assert "stablehlo.logistic" in got["text"] and "stablehlo.tanh" not in got["text"]
+    x = np.linspace(-3, 3, 7, dtype=np.float32)
+    np.testing.assert_allclose(got["tanh"], np.tanh(x), rtol=1e-5, atol=1e-6)
+    assert got["flops"] > 0
