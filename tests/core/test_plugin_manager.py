@@ -306,3 +306,20 @@ def test_guide_pjrt_plugin_compiles_with_its_lowering_override(tmp_path):
     x = np.linspace(-3, 3, 7, dtype=np.float32)
     np.testing.assert_allclose(got["tanh"], np.tanh(x), rtol=1e-5, atol=1e-6)
     assert got["flops"] > 0
+
+
+@pytest.mark.slow
+def test_guide_interpreting_plugin_passes_the_conformance_suite(tmp_path):
+    path = install_guide_plugin(tmp_path, "ember_plugin_toy", "toy")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        + ["--pyargs", "ember_plugin_kit.conformance", "--ember-platform=toy"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": path, "EMBER_PLATFORMS": "toy,reference"},
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    passed = int(re.search(r"(\d+) passed", done.stdout).group(1))
+    assert passed >= 60 and " failed" not in done.stdout  # only the multi-device checks skip
