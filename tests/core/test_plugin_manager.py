@@ -323,3 +323,38 @@ def test_guide_interpreting_plugin_passes_the_conformance_suite(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     passed = int(re.search(r"(\d+) passed", done.stdout).group(1))
     assert passed >= 60 and " failed" not in done.stdout  # only the multi-device checks skip
+
+
+# -- ember.extend's NumPy evaluation, for interpreting backends -----------------------------
+
+
+def test_reference_rule_evaluates_one_primitive_at_a_time():
+    from ember import lax
+    from ember.extend import reference_rule
+
+    keys = np.array([2, 1, 0, 1], np.int32)
+    values = np.arange(4, dtype=np.float32)
+    closed = ember.make_jaxpr(lambda k, v: lax.sort((k, v), num_keys=1)[1] * 2.0)(keys, values)
+    env = dict(zip(closed.jaxpr.invars, [keys, values]))
+    for eqn in closed.jaxpr.eqns:  # an interpreter loop, as an interpreting backend writes it
+        operands = [env[a] if a in env else a.val for a in eqn.invars]  # a var, or a literal
+        outs = reference_rule(eqn.primitive.name)(*operands, **eqn.params)
+        outs = outs if eqn.primitive.multiple_results else [outs]
+        env.update(zip(eqn.outvars, outs))
+    (result,) = [env[v] for v in closed.jaxpr.outvars]
+    np.testing.assert_array_equal(result, [4.0, 2.0, 6.0, 0.0])  # stable: 1s keep their order
+    assert reference_rule(closed.jaxpr.eqns[0].primitive) is reference_rule("sort")
+    with pytest.raises(ValueError, match="no primitive named 'sorrt'"):
+        reference_rule("sorrt")
+
+
+def test_evaluate_jaxpr_with_a_rule_of_the_backend():
+    from ember.extend import evaluate_jaxpr
+
+    x = np.array([0.0, 1.0, -2.0], np.float32)
+    closed = ember.make_jaxpr(lambda v: ember.numpy.exp(v) + 1)(x)
+    (plain,) = evaluate_jaxpr(closed, [x])
+    assert plain.dtype == np.float32 and plain.shape == (3,)
+    np.testing.assert_allclose(plain, np.exp(x) + 1, rtol=1e-6)
+    (own,) = evaluate_jaxpr(closed, [x], rules={"exp": lambda v: v * 10})
+    np.testing.assert_array_equal(own, x * 10 + 1)
