@@ -1,4 +1,4 @@
-"""``python -m ember doctor``: report installed plugins, platforms and devices."""
+"""``python -m ember``: the command line (``doctor``, ``config``; ``--help`` lists them)."""
 
 import sys
 

@@ -8,6 +8,7 @@ from ember._src.errors import (
     EmberTypeError as EmberTypeError,
     ExecutionError as ExecutionError,
     PluginError as PluginError,
+    PluginWarning as PluginWarning,
     TracerArrayConversionError as TracerArrayConversionError,
     TracerBoolConversionError as TracerBoolConversionError,
     TracerIntegerConversionError as TracerIntegerConversionError,

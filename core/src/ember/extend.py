@@ -3,12 +3,18 @@
 A backend plugin implements hooks (``@hookimpl``) from ``ember._src.plugin.hookspecs`` and
 describes its platforms with ``PlatformSpec``; its backend subclasses ``Backend``,
 ``Executable`` and ``Device``. ``PLUGIN_API_VERSION`` is the contract's version.
+``evaluate_jaxpr`` and ``reference_rule`` give a backend that interprets programs ember's own
+NumPy evaluation of every primitive. docs/plugin_guide.md explains each name.
 """
 
 from ember._src.config import define as define_config_option
 from ember._src.core import Primitive as Primitive, ShapedArray as ShapedArray
 from ember._src.ir import ClosedJaxpr as ClosedJaxpr
 from ember._src.lowering.mlir import RuleContext as RuleContext
+from ember._src.plugin.evaluation import (
+    evaluate_jaxpr as evaluate_jaxpr,
+    reference_rule as reference_rule,
+)
 from ember._src.plugin.hookspecs import hookimpl as hookimpl, hookspec as hookspec
 from ember._src.plugin.manager import collective_registry as collective_registry
 from ember._src.plugin.registries import (
@@ -43,6 +49,8 @@ __all__ = [
     "ShapedArray",
     "collective_registry",
     "define_config_option",
+    "evaluate_jaxpr",
     "hookimpl",
     "hookspec",
+    "reference_rule",
 ]

@@ -7,29 +7,75 @@ used (inside ``make_backend``), so a broken jaxlib shows up as a failed platform
 
 from __future__ import annotations
 
+import os
+import re
+
 from ember import config
+from ember.errors import BackendError
 from ember.extend import Backend, CollectiveRegistry, PlatformSpec, define_config_option, hookimpl
 
 PLATFORM = "cpu"
+OPTION = "cpu_device_count"
 
 # Collectives XLA's CPU runtime implements itself within one process.
 XLA_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute")
 
+# JAX programs ask for several host devices through this XLA flag; ported ones still set it.
+_XLA_DEVICE_COUNT_FLAG = re.compile(r"--xla_force_host_platform_device_count=(\S+)")
+
+# The device count the backend started with: XLA splits the host once, when the client is made.
+_started_with: int | None = None
+
+
+def _refuse_change_after_start(value: object) -> None:
+    if _started_with is None or value == _started_with:
+        return
+    raise BackendError(
+        f"{OPTION}={value!r} cannot take effect: the CPU backend already started with "
+        f"{_started_with} device(s), and XLA fixes the count when it starts. Set it before the "
+        f"first computation (ember.config.update({OPTION!r}, {value!r}) at the top of the "
+        f"program) or in the environment (EMBER_{OPTION.upper()}={value})"
+    )
+
+
 define_config_option(
-    "cpu_device_count",
+    OPTION,
     1,
-    help="How many devices the CPU backend splits the host into (read when it initialises).",
+    help="How many devices the CPU backend splits the host into (read when it initialises; "
+    "when unset, XLA_FLAGS=--xla_force_host_platform_device_count=N is honoured).",
+    aliases=("num_cpu_devices",),  # JAX's name for it
+    validate=_refuse_change_after_start,
 )
+
+
+def device_count() -> int:
+    """ember's option when it was set, else the count in ``XLA_FLAGS``, else 1."""
+    if config.is_set(OPTION):
+        count = config.read(OPTION)
+        source = OPTION
+    else:
+        found = _XLA_DEVICE_COUNT_FLAG.findall(os.environ.get("XLA_FLAGS", ""))
+        if not found:
+            return 1
+        source = "XLA_FLAGS --xla_force_host_platform_device_count"
+        try:
+            count = int(found[-1])  # XLA takes the last occurrence of a flag
+        except ValueError:
+            count = found[-1]
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise ValueError(f"{source} must be a positive integer, not {count!r}")
+    return count
 
 
 def make_backend() -> Backend:
     # Imported here, not at the top, so that loading the plugin never imports jaxlib.
     from ember_plugin_kit.pjrt import PjrtBackend, make_cpu_client  # noqa: PLC0415
 
-    count = config.cpu_device_count
-    if not isinstance(count, int) or count < 1:
-        raise ValueError(f"cpu_device_count must be a positive integer, not {count!r}")
-    return PjrtBackend(PLATFORM, make_cpu_client(count))
+    global _started_with
+    count = device_count()
+    backend = PjrtBackend(PLATFORM, make_cpu_client(count))
+    _started_with = count
+    return backend
 
 
 @hookimpl

@@ -4,6 +4,10 @@ Each option has a name, a type, a default and an environment variable ``EMBER_<N
 seeds it. ``config.update(name, value)`` sets it globally; ``with config.option(name, value):``
 sets it for a block of code (per thread/task, through a ``ContextVar``). Plugins define their
 own options through :func:`define` (re-exported by ``ember.extend``).
+
+An option may have aliases (other spellings, such as JAX's, that name the same value) and a
+``validate`` function that sees a new value before it is stored and may refuse it, e.g. an
+option that a backend reads once when it starts refuses a change after that.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from ember._src import errors
 
 _UNSET: Any = object()
 
@@ -38,6 +44,8 @@ class Option:
     parse: Callable[[str], Any]
     help: str
     on_change: Callable[[Any], None] | None = None
+    aliases: tuple[str, ...] = ()
+    validate: Callable[[Any], None] | None = None
 
     @property
     def env_var(self) -> str:
@@ -51,6 +59,8 @@ class Config:
         self._options: dict[str, Option] = {}
         self._globals: dict[str, Any] = {}
         self._overrides: dict[str, contextvars.ContextVar] = {}
+        self._aliases: dict[str, str] = {}  # another spelling -> the option's name
+        self._explicit: set[str] = set()  # options given a value (environment or update)
         # Plugins define their options when they are imported, which happens lazily; a name
         # not known yet may be a plugin's, so it is looked up again after loading them.
         self._plugin_loader: Callable[[], None] | None = None
@@ -64,19 +74,31 @@ class Config:
         help: str,
         parse: Callable[[str], Any] | None = None,
         on_change: Callable[[Any], None] | None = None,
+        aliases: tuple[str, ...] = (),
+        validate: Callable[[Any], None] | None = None,
     ) -> Option:
-        """Declare an option; its environment variable ``EMBER_<NAME>`` seeds its value."""
+        """Declare an option; its environment variable ``EMBER_<NAME>`` seeds its value.
+
+        ``aliases`` are other names for the same option (``config.update(alias, v)`` sets it);
+        ``validate(value)`` is called before a new value is stored and raises to refuse it.
+        """
         if name in self._options:
             return self._options[name]
+        for alias in (name, *aliases):
+            if alias in self._aliases or (alias != name and alias in self._options):
+                raise ValueError(f"config option name {alias!r} is already taken")
         if parse is None:
             parse = _default_parser(default)
-        option = Option(name, default, parse, help, on_change)
+        option = Option(name, default, parse, help, on_change, tuple(aliases), validate)
         self._options[name] = option
+        for alias in aliases:
+            self._aliases[alias] = name
         self._overrides[name] = contextvars.ContextVar(f"ember_config_{name}", default=_UNSET)
         raw = os.environ.get(option.env_var)
         if raw is not None:
             try:
                 self._globals[name] = parse(raw)
+                self._explicit.add(name)
             except ValueError as err:
                 raise ValueError(f"environment variable {option.env_var}={raw!r}: {err}") from None
         else:
@@ -88,24 +110,34 @@ class Config:
         self._plugin_loader = load
 
     def _option(self, name: str) -> Option:
-        try:
-            return self._options[name]
-        except KeyError:
-            if self._plugin_loader is not None and not self._loading_plugins:
-                self._loading_plugins = True
-                try:
-                    self._plugin_loader()
-                finally:
-                    self._loading_plugins = False
-                if name in self._options:
-                    return self._options[name]
-            known = ", ".join(sorted(self._options))
-            raise AttributeError(f"ember has no config option {name!r}; known: {known}") from None
+        option = self._lookup(name)
+        if option is not None:
+            return option
+        if self._plugin_loader is not None and not self._loading_plugins:
+            self._loading_plugins = True
+            try:
+                self._plugin_loader()
+            finally:
+                self._loading_plugins = False
+            option = self._lookup(name)
+            if option is not None:
+                return option
+        known = ", ".join(sorted(self._options))
+        raise AttributeError(f"ember has no config option {name!r}; known: {known}")
+
+    def _lookup(self, name: str) -> Option | None:
+        return self._options.get(self._aliases.get(name, name))
 
     def read(self, name: str) -> Any:
-        self._option(name)
+        name = self._option(name).name
         value = self._overrides[name].get()
         return self._globals[name] if value is _UNSET else value
+
+    def is_set(self, name: str) -> bool:
+        """Whether the option was given a value (environment, ``update`` or ``option``) rather
+        than left at its default: lets a backend fall back to another source only when unset."""
+        name = self._option(name).name
+        return name in self._explicit or self._overrides[name].get() is not _UNSET
 
     def __getattr__(self, name: str) -> Any:
         # Called only for names that are not attributes: `config.enable_x64`.
@@ -114,13 +146,14 @@ class Config:
         if var is None:
             if name.startswith("_"):
                 raise AttributeError(name)
-            self._option(name)  # raises the helpful AttributeError
+            name = self._option(name).name  # an alias, or raises the helpful AttributeError
+            var = self._overrides[name]
         value = var.get()
         return self._globals[name] if value is _UNSET else value
 
     def reader(self, name: str) -> Callable[[], Any]:
         """A fast zero-argument reader of one option, for code that reads it on every call."""
-        self._option(name)
+        name = self._option(name).name
         var, values = self._overrides[name], self._globals
 
         def read() -> Any:
@@ -132,23 +165,36 @@ class Config:
     def update(self, name: str, value: Any) -> None:
         """Set an option for the whole process."""
         option = self._option(name)
-        self._globals[name] = value
+        self._validate(option, value)
+        self._globals[option.name] = value
+        self._explicit.add(option.name)
         if option.on_change is not None:
             option.on_change(value)
+
+    def _validate(self, option: Option, value: Any) -> None:
+        if option.validate is None:
+            return
+        try:
+            option.validate(value)
+        except errors.EmberError as exc:
+            # The refusal comes from a plugin; name the user's line that asked for the change.
+            raise type(exc)(f"{exc}{errors.where()}") from None
 
     @contextlib.contextmanager
     def option(self, name: str, value: Any) -> Iterator[None]:
         """Set an option for the duration of a ``with`` block (this thread/task only)."""
         option = self._option(name)
-        token = self._overrides[name].set(value)
+        self._validate(option, value)
+        var = self._overrides[option.name]
+        token = var.set(value)
         try:
             if option.on_change is not None:
                 option.on_change(value)
             yield
         finally:
-            self._overrides[name].reset(token)
+            var.reset(token)
             if option.on_change is not None:
-                option.on_change(self.read(name))
+                option.on_change(self.read(option.name))
 
     def values(self) -> dict[str, Any]:
         return {name: self.read(name) for name in sorted(self._options)}

@@ -59,6 +59,11 @@ class PluginError(EmberError, RuntimeError):
     """A plugin is broken or incompatible with this version of ember."""
 
 
+class PluginWarning(UserWarning):
+    """A plugin or its platform failed and was skipped (the default backend fell back to the
+    next platform); ``python -m ember doctor`` shows the full traceback."""
+
+
 class CompileError(EmberError, RuntimeError):
     """The backend compiler rejected a lowered computation."""
 

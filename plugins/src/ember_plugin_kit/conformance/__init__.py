@@ -4,5 +4,7 @@
 
 Every check runs a computation on the backend under test and compares it with the NumPy
 ``reference`` backend (or with NumPy itself): transfers of every dtype, eager primitives,
-jit with donation, differentiation, compile errors and executable introspection.
+jit with donation, differentiation, compile errors and executable introspection
+(test_conformance.py); PRNG bits, control flow with its gradients, sorting, gather/scatter and
+dynamic slices (test_programs.py); several devices (test_multi_device.py).
 """

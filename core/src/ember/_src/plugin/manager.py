@@ -8,7 +8,9 @@ its device discovery) is created only when that platform is first used.
 
 Every plugin is isolated: an exception while importing it, validating its hooks or calling
 them marks that plugin ``failed`` and keeps the real traceback for ``python -m ember doctor``;
-it never propagates into ``import ember`` or into other plugins.
+it never propagates into ``import ember`` or into other plugins. A platform whose backend
+fails when first used is skipped in favour of the next one with a ``PluginWarning`` naming the
+plugin and the error (it fails late, where the user would otherwise never hear of it).
 
 Selection follows the ``platforms`` option (env ``EMBER_PLATFORMS``): when set, only the listed
 platforms are available, the first is the default, and a listed platform that is missing or
@@ -18,8 +20,10 @@ backend initialises; the failures on the way are kept for the doctor.
 
 from __future__ import annotations
 
+import sys
 import threading
 import traceback
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -264,7 +268,9 @@ class PluginManager:
                     return backend
             raise errors.BackendError(self._no_backend_message())
 
-    def _initialise(self, platform: PlatformReport, *, strict: bool) -> Backend | None:
+    def _initialise(
+        self, platform: PlatformReport, *, strict: bool, warn: bool = True
+    ) -> Backend | None:
         if platform.backend is not None:
             return platform.backend
         if platform.status == FAILED and not strict:
@@ -286,6 +292,8 @@ class PluginManager:
                     platform.status = FAILED
                     platform.message = f"{type(exc).__name__}: {exc}"
                     platform.traceback = traceback.format_exc()
+                    if warn and not strict:
+                        _warn_skipped(platform)
                 else:
                     platform.status = OK
                     platform.backend = backend
@@ -305,7 +313,7 @@ class PluginManager:
         except errors.UnknownPlatformError:
             names = list(self.platforms)
         for name in names:
-            self._initialise(self.platforms[name], strict=False)
+            self._initialise(self.platforms[name], strict=False, warn=False)
 
     # -- messages -------------------------------------------------------------------------------
 
@@ -337,6 +345,24 @@ class PluginManager:
             return ""
         parts = [f"{p.name} ({p.status})" for p in bad]
         return f"; plugins not loaded: {', '.join(parts)}; see `python -m ember doctor`"
+
+
+def _warn_skipped(platform: PlatformReport) -> None:
+    # Warned once, when the failure happens: later lookups skip the failed platform silently.
+    warnings.warn(
+        f"platform {platform.name!r} (plugin {platform.plugin!r}) failed to initialise and was "
+        f"skipped: {platform.message}; `python -m ember doctor` shows the traceback",
+        errors.PluginWarning,
+        stacklevel=_user_stacklevel(),
+    )
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the user's frame (ember's own are skipped)."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and errors._is_internal(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _hook_names() -> list[str]:

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ember._src import rules
+from ember._src.core import Primitive
 from ember._src.ir import ClosedJaxpr, Literal
 
 
-def evaluate_jaxpr(closed: ClosedJaxpr, args: Sequence[Any]) -> list[np.ndarray]:
-    """Run ``closed`` on NumPy arguments; results have exactly the outvars' dtypes."""
+def evaluate_jaxpr(
+    closed: ClosedJaxpr,
+    args: Sequence[Any],
+    *,
+    rule_for: Callable[[Primitive], Callable[..., Any] | None] | None = None,
+) -> list[np.ndarray]:
+    """Run ``closed`` on NumPy arguments; results have exactly the outvars' dtypes.
+
+    ``rule_for(primitive)`` may supply a rule of the caller's own for a primitive of the top
+    level (an interpreting backend's kernels); where it returns None, the reference rule runs.
+    """
     jaxpr = closed.jaxpr
     env: dict[Any, np.ndarray] = {}
 
@@ -26,7 +36,9 @@ def evaluate_jaxpr(closed: ClosedJaxpr, args: Sequence[Any]) -> list[np.ndarray]
     for var, value in zip(jaxpr.invars, args):
         env[var] = np.asarray(value)
     for eqn in jaxpr.eqns:
-        rule = rules.reference_rule(eqn.primitive)
+        rule = rule_for(eqn.primitive) if rule_for is not None else None
+        if rule is None:
+            rule = rules.reference_rule(eqn.primitive)
         # Devices compute inf and nan silently; so does the reference.
         with np.errstate(all="ignore"):
             outs = rule(*[read(v) for v in eqn.invars], **eqn.params)
