@@ -200,25 +200,48 @@ def floor_divide(x1: Any, x2: Any, /) -> Any:
     dtype = get_aval(x).dtype
     if dtype.kind in "iu":
         # lax.div truncates toward zero; NumPy floors. Step down where the signs differ and the
-        # division was inexact.
+        # division was inexact (as JAX, which makes x // 0 one less than lax.div's answer for
+        # x != 0).
         quotient = lax.div(x, y)
         if dtype.kind == "u":
             return quotient
-        remainder = lax.rem(x, y)
-        zero = np.zeros((), dtype)
-        inexact = lax.ne(remainder, zero)
-        signs_differ = lax.ne(lax.lt(remainder, zero), lax.lt(y, zero))
-        adjust = lax.bitwise_and(inexact, signs_differ)
+        inexact = lax.ne(lax.rem(x, y), np.zeros((), dtype))
+        adjust = lax.bitwise_and(inexact, lax.ne(lax.sign(x), lax.sign(y)))
         return lax.select_n(adjust, quotient, lax.sub(quotient, np.ones((), dtype)))
     if dtype == dtypes.bool_:
         raise TypeError(f"floor_divide is not defined for booleans{errors.where()}")
-    return lax.floor(lax.div(x, y))
+    return _float_floor_divide(x, y)
+
+
+def _float_floor_divide(x: Any, y: Any) -> Any:
+    """(x - x mod y) / y, stepped down where the truncated remainder's sign differs from y's
+    (CPython's float_divmod, as JAX): unlike floor(x / y) it gives -5 // inf = -1,
+    inf // 3 = nan and +0 for -0 // 3."""
+    dtype = get_aval(x).dtype
+    zero, one = np.zeros((), dtype), np.ones((), dtype)
+    mod = lax.rem(x, y)
+    corrected = lax.select_n(lax.eq(y, zero), lax.sub(x, mod), x)
+    quotient = lax.div(corrected, y)
+    step = lax.bitwise_and(lax.ne(mod, zero), lax.ne(lax.sign(y), lax.sign(mod)))
+    quotient = lax.select_n(step, quotient, lax.sub(quotient, one))
+    return lax.round_(quotient)  # integral up to the division's rounding
+
+
+def _nonzero_int_divisor(y: Any) -> Any:
+    """An integer divisor with its zeros replaced by 1, so that x % 0 is 0 (as JAX; lax.rem
+    would give x)."""
+    dtype = get_aval(y).dtype
+    if dtype.kind not in "iu":
+        return y
+    return lax.select_n(lax.eq(y, np.zeros((), dtype)), y, np.ones((), dtype))
 
 
 def remainder(x1: Any, x2: Any, /) -> Any:
     x, y = prepare("remainder", x1, x2)
     dtype = get_aval(x).dtype
-    # lax.rem takes the sign of x (C fmod); NumPy's remainder takes the sign of y.
+    y = _nonzero_int_divisor(y)
+    # lax.rem takes the sign of x (C fmod); NumPy's remainder takes the sign of y, except that
+    # a zero result keeps the sign of x (as JAX).
     r = lax.rem(x, y)
     if dtype.kind == "u":
         return r
@@ -232,7 +255,7 @@ mod = remainder
 
 def fmod(x1: Any, x2: Any, /) -> Any:
     x, y = prepare("fmod", x1, x2)
-    return lax.rem(x, y)
+    return lax.rem(x, _nonzero_int_divisor(y))
 
 
 def power(x1: Any, x2: Any, /) -> Any:
@@ -284,7 +307,7 @@ def reciprocal(x: Any, /) -> Any:
 
 def absolute(x: Any, /) -> Any:
     (x,) = promote_dtypes(as_operand(x))
-    if get_aval(x).dtype == dtypes.bool_:
+    if get_aval(x).dtype.kind in "bu":  # already non-negative
         return x
     return lax.abs(x)
 
@@ -381,12 +404,23 @@ def isinf(x: Any, /) -> Any:
 
 def log2(x: Any, /) -> Any:
     (x,) = prepare_inexact("log2", x)
-    return lax.div(lax.log(x), np.asarray(np.log(2), get_aval(x).dtype)[()])
+    return _log_base(x, np.log(2))
 
 
 def log10(x: Any, /) -> Any:
     (x,) = prepare_inexact("log10", x)
-    return lax.div(lax.log(x), np.asarray(np.log(10), get_aval(x).dtype)[()])
+    return _log_base(x, np.log(10))
+
+
+def _log_base(x: Any, log_base: float) -> Any:
+    dtype = get_aval(x).dtype
+    if dtype.kind != "c":
+        return lax.div(lax.log(x), np.asarray(log_base, dtype)[()])
+    # Scale the parts separately: dividing by a complex constant would turn log(0) = -inf + 0j
+    # into -inf + nanj (inf * 0 in the complex division).
+    r = lax.log(x)
+    scale = np.asarray(log_base, dtypes.real_dtype(dtype))[()]
+    return lax.complex(lax.div(lax.real(r), scale), lax.div(lax.imag(r), scale))
 
 
 def exp2(x: Any, /) -> Any:

@@ -482,17 +482,48 @@ cbrt_p = make_elementwise("cbrt", np.cbrt, "stablehlo.cbrt", _FLOAT)
 logistic_p = make_elementwise(
     "logistic", lambda x: (1 / (1 + np.exp(-x))).astype(x.dtype), "stablehlo.logistic", _FLOAT
 )
-asin_p = make_elementwise("asin", np.arcsin, None, _FLOAT)
-acos_p = make_elementwise("acos", np.arccos, None, _FLOAT)
-atan_p = make_elementwise("atan", np.arctan, None, _FLOAT)
-sinh_p = make_elementwise("sinh", np.sinh, None, _FLOAT)
-cosh_p = make_elementwise("cosh", np.cosh, None, _FLOAT)
-asinh_p = make_elementwise("asinh", np.arcsinh, None, _FLOAT)
-acosh_p = make_elementwise("acosh", np.arccosh, None, _FLOAT)
-atanh_p = make_elementwise("atanh", np.arctanh, None, _FLOAT)
+asin_p = make_elementwise("asin", np.arcsin, "chlo.asin", _FLOAT)
+acos_p = make_elementwise("acos", np.arccos, "chlo.acos", _FLOAT)
+atan_p = make_elementwise("atan", np.arctan, "chlo.atan", _FLOAT)
+sinh_p = make_elementwise("sinh", np.sinh, "chlo.sinh", _FLOAT)
+cosh_p = make_elementwise("cosh", np.cosh, "chlo.cosh", _FLOAT)
+asinh_p = make_elementwise("asinh", np.arcsinh, "chlo.asinh", _FLOAT)
+acosh_p = make_elementwise("acosh", np.arccosh, "chlo.acosh", _FLOAT)
+atanh_p = make_elementwise("atanh", np.arctanh, "chlo.atanh", _FLOAT)
 is_finite_p = make_elementwise(
     "is_finite", np.isfinite, "stablehlo.is_finite", _FLOAT, dtypes.bool_
 )
+
+
+@rules.def_reference(sign_p)
+def _sign_reference(x):
+    # np.sign(-0.0) is +0.0; XLA keeps the zero's sign.
+    return np.where(x == 0, x, np.sign(x)).astype(x.dtype)
+
+
+@rules.def_lowering(sign_p)
+def _sign_lowering(ctx, x):
+    aval = ctx.avals_in[0]
+    if aval.dtype.kind != "u":
+        return ctx.op("stablehlo.sign", [x], ctx.avals_out[0])
+    # stablehlo.sign takes signless integers only: an unsigned sign is x != 0.
+    nonzero = ctx.op(
+        "stablehlo.compare",
+        [x, ctx.full(0, aval)],
+        ShapedArray(aval.shape, dtypes.bool_),
+        {
+            "comparison_direction": "#stablehlo<comparison_direction NE>",
+            "compare_type": compare_type(aval.dtype),
+        },
+    )
+    return ctx.op("stablehlo.convert", [nonzero], ctx.avals_out[0])
+
+
+@rules.def_lowering(abs_p)
+def _abs_lowering(ctx, x):
+    if ctx.avals_in[0].dtype.kind == "u":
+        return x  # stablehlo.abs takes signless integers only; unsigned values are their own
+    return ctx.op("stablehlo.abs", [x], ctx.avals_out[0])
 
 
 @rules.def_reference(round_p)
@@ -814,34 +845,6 @@ def _lower_via(expression: Callable[..., Any]):
     return lowering
 
 
-# Functions StableHLO has no op for, lowered through identities (as XLA's own chlo does).
-rules.def_lowering(asin_p)(
-    _lower_via(
-        lambda x: mul(_like(x, 2), atan2(x, add(_like(x, 1), sqrt(sub(_like(x, 1), mul(x, x))))))
-    )
-)
-rules.def_lowering(acos_p)(
-    _lower_via(
-        lambda x: mul(_like(x, 2), atan2(sqrt(sub(_like(x, 1), mul(x, x))), add(_like(x, 1), x)))
-    )
-)
-rules.def_lowering(atan_p)(_lower_via(lambda x: atan2(x, _like(x, 1))))
-rules.def_lowering(sinh_p)(_lower_via(lambda x: mul(_like(x, 0.5), sub(expm1(x), expm1(neg(x))))))
-rules.def_lowering(cosh_p)(_lower_via(lambda x: mul(_like(x, 0.5), add(exp(x), exp(neg(x))))))
-rules.def_lowering(asinh_p)(
-    _lower_via(
-        lambda x: mul(
-            sign(x),
-            log1p(add(abs(x), div(mul(x, x), add(_like(x, 1), sqrt(add(mul(x, x), _like(x, 1))))))),
-        )
-    )
-)
-rules.def_lowering(acosh_p)(
-    _lower_via(lambda x: log(add(x, mul(sqrt(add(x, _like(x, 1))), sqrt(sub(x, _like(x, 1)))))))
-)
-rules.def_lowering(atanh_p)(_lower_via(lambda x: mul(_like(x, 0.5), sub(log1p(x), log1p(neg(x))))))
-
-
 # --------------------------------------------------------------------------------------------
 # integer_pow: x ** n for a static integer n (lowered to repeated multiplication)
 
@@ -1109,3 +1112,7 @@ def_zero_jvp(stop_gradient_p)
 def stop_gradient(x: Any) -> Any:
     """``x`` itself, but treated as a constant by differentiation."""
     return stop_gradient_p.bind(x)
+
+
+# Complex math's reference rules and lowerings, registered over the generic ones above.
+from ember._src.ops import complex_math  # noqa: E402, F401
