@@ -195,8 +195,16 @@ def true_divide(x1: Any, x2: Any, /) -> Any:
 divide = true_divide
 
 
+def _prepare_numeric(name: str, *args: Any) -> list[Any]:
+    """Promoted and broadcast operands, booleans made int32 (as JAX's arithmetic does)."""
+    args = prepare(name, *args)
+    if get_aval(args[0]).dtype != dtypes.bool_:
+        return args
+    return [cast(a, dtypes.int32) for a in args]
+
+
 def floor_divide(x1: Any, x2: Any, /) -> Any:
-    x, y = prepare("floor_divide", x1, x2)
+    x, y = _prepare_numeric("floor_divide", x1, x2)
     dtype = get_aval(x).dtype
     if dtype.kind in "iu":
         # lax.div truncates toward zero; NumPy floors. Step down where the signs differ and the
@@ -208,8 +216,8 @@ def floor_divide(x1: Any, x2: Any, /) -> Any:
         inexact = lax.ne(lax.rem(x, y), np.zeros((), dtype))
         adjust = lax.bitwise_and(inexact, lax.ne(lax.sign(x), lax.sign(y)))
         return lax.select_n(adjust, quotient, lax.sub(quotient, np.ones((), dtype)))
-    if dtype == dtypes.bool_:
-        raise TypeError(f"floor_divide is not defined for booleans{errors.where()}")
+    if dtype.kind == "c":
+        raise TypeError(f"floor_divide does not support complex-valued inputs{errors.where()}")
     return _float_floor_divide(x, y)
 
 
@@ -237,7 +245,7 @@ def _nonzero_int_divisor(y: Any) -> Any:
 
 
 def remainder(x1: Any, x2: Any, /) -> Any:
-    x, y = prepare("remainder", x1, x2)
+    x, y = _prepare_numeric("remainder", x1, x2)
     dtype = get_aval(x).dtype
     y = _nonzero_int_divisor(y)
     # lax.rem takes the sign of x (C fmod); NumPy's remainder takes the sign of y, except that
@@ -254,7 +262,7 @@ mod = remainder
 
 
 def fmod(x1: Any, x2: Any, /) -> Any:
-    x, y = prepare("fmod", x1, x2)
+    x, y = _prepare_numeric("fmod", x1, x2)
     return lax.rem(x, _nonzero_int_divisor(y))
 
 
@@ -266,10 +274,12 @@ def power(x1: Any, x2: Any, /) -> Any:
         and not isinstance(x, (int, float))
     ):
         (x,) = promote_dtypes(as_operand(x))
+        if get_aval(x).dtype == dtypes.bool_:
+            x = cast(x, dtypes.int32)
         if get_aval(x).dtype.kind in "iu" and y < 0:
             raise ValueError(f"integers to negative integer powers are not allowed{errors.where()}")
         return lax.integer_pow(x, int(y))
-    x, y = prepare("power", x, y)
+    x, y = _prepare_numeric("power", x, y)
     dtype = get_aval(x).dtype
     if dtype.kind in "iub":
         return _integer_power(x, y)
@@ -297,7 +307,9 @@ pow = power
 
 def square(x: Any, /) -> Any:
     (x,) = promote_dtypes(as_operand(x))
-    return lax.integer_pow(x, 2)
+    if get_aval(x).dtype == dtypes.bool_:
+        x = cast(x, dtypes.int32)
+    return lax.square(x)
 
 
 def reciprocal(x: Any, /) -> Any:
@@ -386,6 +398,8 @@ def isfinite(x: Any, /) -> Any:
     aval = get_aval(x)
     if not dtypes.is_inexact(aval.dtype):
         return lax.eq(x, x)
+    if aval.dtype.kind == "c":  # finite when both parts are
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
     return lax.is_finite(x)
 
 
@@ -399,28 +413,31 @@ def isinf(x: Any, /) -> Any:
     aval = get_aval(x)
     if not dtypes.is_inexact(aval.dtype):
         return lax.ne(x, x)
+    if aval.dtype.kind == "c":  # infinite when either part is
+        return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
     return lax.eq(lax.abs(x), np.asarray(np.inf, aval.dtype)[()])
 
 
 def log2(x: Any, /) -> Any:
     (x,) = prepare_inexact("log2", x)
-    return _log_base(x, np.log(2))
+    return _log_base(x, lax.div, np.log(2))
 
 
 def log10(x: Any, /) -> Any:
     (x,) = prepare_inexact("log10", x)
-    return _log_base(x, np.log(10))
+    # Multiplied by 1 / log(10) (not divided by log(10)), which rounds as JAX's does.
+    return _log_base(x, lax.mul, 1 / np.log(10))
 
 
-def _log_base(x: Any, log_base: float) -> Any:
+def _log_base(x: Any, scale_by, factor: float) -> Any:
     dtype = get_aval(x).dtype
     if dtype.kind != "c":
-        return lax.div(lax.log(x), np.asarray(log_base, dtype)[()])
-    # Scale the parts separately: dividing by a complex constant would turn log(0) = -inf + 0j
-    # into -inf + nanj (inf * 0 in the complex division).
+        return scale_by(lax.log(x), np.asarray(factor, dtype)[()])
+    # Scale the parts separately: a complex constant would turn log(0) = -inf + 0j into
+    # -inf + nanj (inf * 0 in the complex arithmetic).
     r = lax.log(x)
-    scale = np.asarray(log_base, dtypes.real_dtype(dtype))[()]
-    return lax.complex(lax.div(lax.real(r), scale), lax.div(lax.imag(r), scale))
+    factor = np.asarray(factor, dtypes.real_dtype(dtype))[()]
+    return lax.complex(scale_by(lax.real(r), factor), scale_by(lax.imag(r), factor))
 
 
 def exp2(x: Any, /) -> Any:

@@ -48,8 +48,9 @@ def _log_abs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def exp(z: np.ndarray) -> np.ndarray:
     a, b = z.real, z.imag
     ea = np.exp(a)
-    # A zero imaginary part stays exact (no inf * 0); otherwise e^a (cos b + i sin b).
-    return _complex(np.where(b == 0, ea, ea * np.cos(b)), np.where(b == 0, b, ea * np.sin(b)))
+    # On the real axis the result is e^a + 0j (no inf * 0 = nan; XLA's zero is +0 whatever
+    # b's sign); elsewhere e^a (cos b + i sin b).
+    return _complex(np.where(b == 0, ea, ea * np.cos(b)), np.where(b == 0, 0, ea * np.sin(b)))
 
 
 def expm1(z: np.ndarray) -> np.ndarray:
@@ -57,7 +58,8 @@ def expm1(z: np.ndarray) -> np.ndarray:
     em1 = np.expm1(a)
     re = em1 * np.cos(b) - 2 * np.sin(b / 2) ** 2
     im = (em1 + 1) * np.sin(b)
-    return _complex(np.where(b == 0, em1, re), np.where(b == 0, b, im))
+    # On the real axis: expm1(a) + 0j. XLA's real zeros are +0 (the + 0.0).
+    return _complex(np.where(b == 0, em1, re) + 0.0, np.where(b == 0, 0, im))
 
 
 def log(z: np.ndarray) -> np.ndarray:
@@ -78,9 +80,11 @@ def sqrt(z: np.ndarray) -> np.ndarray:
     r = complex_abs(a, b)
     t = np.sqrt(0.5 * (np.abs(a) + r))
     re = np.where(a >= 0, t, np.abs(b) / (2 * t))
-    # The sign of the imaginary part is b < 0, so sqrt(-1 - 0j) is +1j (NumPy: -1j).
-    im = np.where(a >= 0, b / (2 * t), np.where(b < 0, -t, t))
-    re, im = np.where(r == 0, 0, re), np.where(r == 0, b, im)
+    im = np.where(a >= 0, np.abs(b) / (2 * t), t)
+    re, im = np.where(r == 0, 0, re), np.where(r == 0, 0, im)
+    # The imaginary part is negated where b < 0, so a zero b counts as +0 (sqrt(-1 - 0j) is
+    # +1j, where NumPy gives -1j).
+    im = np.where(b < 0, -im, im)
     infinite_b = np.isinf(b) & ~np.isnan(a)
     return _complex(np.where(infinite_b, np.inf, re), np.where(infinite_b, b, im))
 
@@ -119,7 +123,8 @@ def _hyperbolic(z: np.ndarray, odd: bool) -> np.ndarray:
     re, im = np.where(large, re / 2 * half, re), np.where(large, im / 2 * half, im)
     # On the real axis the imaginary part is +0 (never inf * 0 = nan, nor a signed zero).
     im = np.where(b == 0, 0, im)
-    return _complex(re.astype(a.dtype), im.astype(a.dtype))
+    # XLA's zeros here are +0 (its products of zero come out unsigned).
+    return _complex(re.astype(a.dtype) + 0, im.astype(a.dtype) + 0)
 
 
 def sinh(z: np.ndarray) -> np.ndarray:
@@ -133,7 +138,10 @@ def cosh(z: np.ndarray) -> np.ndarray:
 def tanh(z: np.ndarray) -> np.ndarray:
     # C99 keeps the real part of tanh(±0 + i inf/nan) as ±0; XLA's ratio makes it nan too.
     lost = (z.real == 0) & ~np.isfinite(z.imag)
-    return np.where(lost, _nan_complex(z), np.tanh(z))
+    w = np.where(lost, _nan_complex(z), np.tanh(z))
+    # On the real axis, and for an infinite a with a non-finite b, the imaginary part is +0.
+    unsigned = (z.imag == 0) | (np.isinf(z.real) & ~np.isfinite(z.imag))
+    return _complex(w.real, np.where(unsigned, 0, w.imag).astype(w.real.dtype))
 
 
 def tan(z: np.ndarray) -> np.ndarray:
@@ -148,33 +156,41 @@ def _nan_with_finite(z: np.ndarray, result: np.ndarray) -> np.ndarray:
     return np.where(mixed, _nan_complex(z), result)
 
 
-def _positive_zero_imag(z: np.ndarray, cut: np.ndarray) -> np.ndarray:
-    """XLA reads a zero imaginary part on a branch cut as +0 whatever its sign."""
+def _positive_zero_imag(z: np.ndarray, cut: Any) -> np.ndarray:
+    """XLA's inverse functions read a zero imaginary part as +0 whatever its sign."""
     return np.where(cut & (z.imag == 0), _complex(z.real, np.zeros_like(z.real)), z)
 
 
-def _positive_zero_real(z: np.ndarray, cut: np.ndarray) -> np.ndarray:
+def _positive_zero_real(z: np.ndarray, cut: Any) -> np.ndarray:
     return np.where(cut & (z.real == 0), _complex(np.zeros_like(z.imag), z.imag), z)
 
 
+_EVERYWHERE = True  # (the sign is ignored off the branch cuts too)
+
+
 def asin(z: np.ndarray) -> np.ndarray:
-    return _nan_with_finite(z, np.arcsin(_positive_zero_imag(z, np.abs(z.real) > 1)))
+    return _nan_with_finite(z, np.arcsin(_positive_zero_imag(z, _EVERYWHERE)))
 
 
 def acos(z: np.ndarray) -> np.ndarray:
-    return _nan_with_finite(z, np.arccos(_positive_zero_imag(z, np.abs(z.real) > 1)))
+    return _nan_with_finite(z, np.arccos(_positive_zero_imag(z, _EVERYWHERE)))
 
 
 def acosh(z: np.ndarray) -> np.ndarray:
-    return _nan_with_finite(z, np.arccosh(_positive_zero_imag(z, z.real < 1)))
+    return _nan_with_finite(z, np.arccosh(_positive_zero_imag(z, _EVERYWHERE)))
 
 
 def asinh(z: np.ndarray) -> np.ndarray:
-    return _nan_with_finite(z, np.arcsinh(_positive_zero_real(z, np.abs(z.imag) > 1)))
+    return _nan_with_finite(z, np.arcsinh(_positive_zero_real(z, _EVERYWHERE)))
 
 
 def atanh(z: np.ndarray) -> np.ndarray:
     w = _nan_with_finite(z, np.arctanh(z))
+    # For a zero a the real part of the result is +0 (C99 copies the sign of a); for
+    # nan + inf j it is -0 (C99 leaves the sign open).
+    re = np.where((z.real == 0) & (w.real == 0), 0, w.real)
+    re = np.where(np.isnan(z.real) & np.isinf(z.imag), -0.0, re)
+    w = _complex(re.astype(w.real.dtype), w.imag)
     a, b = z.real, z.imag
     # With an infinite or nan part, XLA's imaginary part is ±pi/2 by b >= 0 (nan counts as <).
     nonfinite = ~np.isfinite(a) | ~np.isfinite(b)
@@ -195,35 +211,31 @@ def sign(z: np.ndarray) -> np.ndarray:
 
 def square(z: np.ndarray) -> np.ndarray:
     a, b = z.real, z.imag
-    return _complex((a - b) * (a + b), 2 * a * b)
+    # (a - b)(a + b) rounds once (a * a - b * b could be inf - inf); where finite |a| = |b|
+    # XLA writes its zero as +0.
+    equal = (np.abs(a) == np.abs(b)) & np.isfinite(a)
+    re = np.where(equal, 0, (a - b) * (a + b)).astype(a.dtype)
+    return _complex(re, 2 * a * b)
 
 
 def divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x / y by C99 Annex G's algorithm (scaled, recovering infinities and zeros that the
-    plain formula turns into nan), which XLA's complex division follows."""
+    """x / y by Smith's algorithm (NumPy's, as XLA's), with C99 Annex G's recovery of the
+    infinities and zeros that it turns into nan (x / 0, inf / finite, finite / inf)."""
     x, y = np.broadcast_arrays(x, y)
+    result = np.true_divide(x, y)
     a, b, c, d = x.real, x.imag, y.real, y.imag
     dtype = a.dtype
-    big = np.fmax(np.abs(c), np.abs(d))
-    with np.errstate(divide="ignore"):
-        exponent = np.where(np.isfinite(big), np.floor(np.log2(big)), big)
-    exponent = np.where(big == 0, -np.inf, exponent)
-    scale = np.where(np.isfinite(exponent), -exponent, 0).astype(np.int32)
-    c, d = np.ldexp(c, scale), np.ldexp(d, scale)
-    denominator = c * c + d * d
-    re = np.ldexp((a * c + b * d) / denominator, scale)
-    im = np.ldexp((b * c - a * d) / denominator, scale)
-    lost = np.isnan(re) & np.isnan(im)
     inf = np.array(np.inf, dtype)
-    by_zero = lost & (denominator == 0) & (~np.isnan(a) | ~np.isnan(b))
+    re, im = result.real, result.imag
+    by_zero = (c == 0) & (d == 0) & (~np.isnan(a) | ~np.isnan(b))
     re = np.where(by_zero, np.copysign(inf, c) * a, re)
     im = np.where(by_zero, np.copysign(inf, c) * b, im)
-    infinite_x = lost & ~by_zero & (np.isinf(a) | np.isinf(b)) & np.isfinite(c) & np.isfinite(d)
+    lost = np.isnan(re) & np.isnan(im) & ~by_zero
+    infinite_x = lost & (np.isinf(a) | np.isinf(b)) & np.isfinite(c) & np.isfinite(d)
     a1, b1 = np.copysign(np.isinf(a).astype(dtype), a), np.copysign(np.isinf(b).astype(dtype), b)
     re = np.where(infinite_x, inf * (a1 * c + b1 * d), re)
     im = np.where(infinite_x, inf * (b1 * c - a1 * d), im)
-    infinite_y = lost & ~by_zero & ~infinite_x & (exponent == np.inf)
-    infinite_y &= np.isfinite(a) & np.isfinite(b)
+    infinite_y = lost & (np.isinf(c) | np.isinf(d)) & np.isfinite(a) & np.isfinite(b)
     c1, d1 = np.copysign(np.isinf(c).astype(dtype), c), np.copysign(np.isinf(d).astype(dtype), d)
     re = np.where(infinite_y, 0 * (a * c1 + b * d1), re)
     im = np.where(infinite_y, 0 * (b * c1 - a * d1), im)
@@ -264,8 +276,12 @@ for _primitive, _fn in (
     (ew.sign_p, sign),
     (ew.abs_p, lambda z: complex_abs(z.real, z.imag)),
     (ew.div_p, divide),
+    (ew.square_p, square),
 ):
     _reference_for_complex(_primitive, _fn)
+
+# x + 1j * y would lose a -0 imaginary part and turn an infinite y into nan + inf j.
+rules.def_reference(ew.complex_p)(_complex)
 
 
 # --------------------------------------------------------------------------------------------

@@ -41,6 +41,8 @@ from ember._src.ops.shape import (
 _FLOAT = "float"  # inexact: floating and complex
 _INT = "int"  # integer or bool
 _NUM = "number"  # anything numeric, not bool
+_REAL = "real"  # numeric and not complex (integers or floating)
+_REAL_FLOAT = "real float"  # floating, not complex
 _ANY = "any"
 
 
@@ -51,10 +53,20 @@ def _kind_ok(dtype: np.dtype, kinds: str) -> bool:
         return dtypes.is_inexact(dtype)
     if kinds == _INT:
         return dtype.kind in "iub"
+    if kinds == _REAL:
+        return dtype.kind in "iu" or (dtypes.is_inexact(dtype) and dtype.kind != "c")
+    if kinds == _REAL_FLOAT:
+        return dtypes.is_inexact(dtype) and dtype.kind != "c"
     return dtype != dtypes.bool_
 
 
-_KIND_WORDS = {_FLOAT: "floating-point or complex", _INT: "integer or boolean", _NUM: "numeric"}
+_KIND_WORDS = {
+    _FLOAT: "floating-point or complex",
+    _INT: "integer or boolean",
+    _NUM: "numeric",
+    _REAL: "real (integer or floating-point, not complex)",
+    _REAL_FLOAT: "real floating-point",
+}
 
 
 def _nary_abstract_eval(name: str, kinds: str, result_dtype: np.dtype | None = None):
@@ -232,7 +244,7 @@ add_p = make_elementwise("add", np.add, "stablehlo.add", _ANY)
 sub_p = make_elementwise("sub", np.subtract, "stablehlo.subtract", _NUM)
 mul_p = make_elementwise("mul", np.multiply, "stablehlo.multiply", _ANY)
 div_p = make_elementwise("div", None, "stablehlo.divide", _NUM)
-rem_p = make_elementwise("rem", None, "stablehlo.remainder", _NUM)
+rem_p = make_elementwise("rem", None, "stablehlo.remainder", _REAL)
 pow_p = make_elementwise("pow", np.power, "stablehlo.power", _FLOAT)
 max_p = make_elementwise("max", np.maximum, "stablehlo.maximum", _ANY)
 min_p = make_elementwise("min", np.minimum, "stablehlo.minimum", _ANY)
@@ -464,9 +476,9 @@ def _like(x: Any, value: Any) -> Any:
 
 neg_p = make_elementwise("neg", np.negative, "stablehlo.negate", _NUM)
 sign_p = make_elementwise("sign", np.sign, "stablehlo.sign", _NUM)
-floor_p = make_elementwise("floor", np.floor, "stablehlo.floor", _FLOAT)
-ceil_p = make_elementwise("ceil", np.ceil, "stablehlo.ceil", _FLOAT)
-round_p = make_elementwise("round", np.round, "stablehlo.round_nearest_even", _FLOAT)
+floor_p = make_elementwise("floor", np.floor, "stablehlo.floor", _REAL_FLOAT)
+ceil_p = make_elementwise("ceil", np.ceil, "stablehlo.ceil", _REAL_FLOAT)
+round_p = make_elementwise("round", np.round, "stablehlo.round_nearest_even", _REAL_FLOAT)
 abs_p = make_elementwise("abs", np.abs, "stablehlo.abs", _NUM)
 exp_p = make_elementwise("exp", np.exp, "stablehlo.exponential", _FLOAT)
 log_p = make_elementwise("log", np.log, "stablehlo.log", _FLOAT)
@@ -478,7 +490,7 @@ tan_p = make_elementwise("tan", np.tan, "stablehlo.tan", _FLOAT)
 tanh_p = make_elementwise("tanh", np.tanh, "stablehlo.tanh", _FLOAT)
 sqrt_p = make_elementwise("sqrt", np.sqrt, "stablehlo.sqrt", _FLOAT)
 rsqrt_p = make_elementwise("rsqrt", lambda x: 1 / np.sqrt(x), "stablehlo.rsqrt", _FLOAT)
-cbrt_p = make_elementwise("cbrt", np.cbrt, "stablehlo.cbrt", _FLOAT)
+cbrt_p = make_elementwise("cbrt", np.cbrt, "stablehlo.cbrt", _REAL_FLOAT)
 logistic_p = make_elementwise(
     "logistic", lambda x: (1 / (1 + np.exp(-x))).astype(x.dtype), "stablehlo.logistic", _FLOAT
 )
@@ -843,6 +855,24 @@ def _lower_via(expression: Callable[..., Any]):
         return lower_jaxpr_inline(ctx, closed.jaxpr, consts, operands)[0]
 
     return lowering
+
+
+# --------------------------------------------------------------------------------------------
+# square: x * x (chlo.square for inexact types, whose complex form keeps (a - b)(a + b) exact
+# where a * a - b * b would round or overflow)
+
+square_p = make_elementwise("square", lambda x: x * x, None, _NUM)
+def_unary_jvp(square_p, lambda x, y: mul(_like(x, 2), x))
+
+
+def square(x: Any) -> Any:
+    return square_p.bind(x)
+
+
+@rules.def_lowering(square_p)
+def _square_lowering(ctx, x):
+    op = "stablehlo.multiply" if ctx.avals_in[0].dtype.kind in "iu" else "chlo.square"
+    return ctx.op(op, [x, x] if op == "stablehlo.multiply" else [x], ctx.avals_out[0])
 
 
 # --------------------------------------------------------------------------------------------
