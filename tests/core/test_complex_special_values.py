@@ -476,9 +476,57 @@ def test_complex_isfinite_and_isinf_look_at_both_parts():
         lambda z: enp.cbrt(z),
         lambda z: enp.hypot(z, z),
         lambda z: enp.heaviside(z, z),
+        lambda z: enp.copysign(z, 1.0),
     ],
 )
 def test_functions_undefined_for_complex_raise(call):
     # (complex remainder used to crash the compiler)
     with pytest.raises((TypeError, ValueError)):
         call(np.array([1 + 1j], np.complex64))
+
+
+def test_complex_round_rounds_each_part():
+    z = np.array([1.5 - 2.5j, 0.26 + 3.7j], np.complex64)
+    np.testing.assert_array_equal(np.asarray(enp.round(z)), np.array([2 - 2j, 0 + 4j]))
+    np.testing.assert_allclose(np.asarray(enp.round(z, 1)), np.array([1.5 - 2.5j, 0.3 + 3.7j]))
+
+
+POWER_BASES = _complex_array(
+    [(0.0, -0.0), (-0.0, 0.0), (1e30, INF), (-0.0, -0.0), (INF, INF), (2.5, -1.0)], np.complex64
+)
+# JAX's jnp.power(POWER_BASES, n): repeated complex multiplication (and 1 / that for n < 0).
+INTEGER_POWERS = {
+    2: [(0.0, -0.0), (0.0, -0.0), (-INF, INF), (0.0, 0.0), (NAN, INF), (5.25, -5.0)],
+    3: [(0.0, -0.0), (0.0, 0.0), (-INF, NAN), (0.0, -0.0), (NAN, NAN), (8.125, -17.75)],
+    -1: [
+        (INF, NAN),
+        (-INF, NAN),
+        (0.0, -0.0),
+        (-INF, NAN),
+        (0.0, -0.0),
+        (0.3448275625705719, 0.13793103396892548),
+    ],
+}
+
+
+@pytest.mark.parametrize("n", sorted(INTEGER_POWERS))
+def test_complex_integer_powers_match_jax(n):
+    want = _complex_array(INTEGER_POWERS[n], np.complex64)
+    _assert_same_values(enp.power(POWER_BASES, n), want, rtol=2e-6)
+    _assert_same_values(ember.jit(lambda z: enp.power(z, n))(POWER_BASES), want, rtol=2e-6)
+
+
+def test_complex_power_of_zero_and_ordinary_values_match_jax():
+    z = _complex_array([(0.0, 0.0), (0.0, -0.0), (2.0, 1.0), (-1.5, 0.5)], np.complex64)
+    real_power = _complex_array(
+        [(0.0, 0.0), (0.0, 0.0), (2.99179744720459, 6.852068901062012),
+         (2.264631986618042, 2.1802661418914795)],
+        np.complex64,
+    )  # fmt: skip
+    _assert_same_values(enp.power(z, np.float32(2.5)), real_power, rtol=2e-6)
+    complex_power = _complex_array(
+        [(NAN, NAN), (NAN, NAN), (0.47892799973487854, 0.8094852566719055),
+         (-0.02195730432868004, 0.07167446613311768)],
+        np.complex64,
+    )  # fmt: skip
+    _assert_same_values(enp.power(z, np.complex64(0.5 + 1j)), complex_power, rtol=2e-6)

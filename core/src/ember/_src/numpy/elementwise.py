@@ -380,9 +380,15 @@ def round(a: Any, decimals: int = 0, out: None = None) -> Any:
     dtype = get_aval(x).dtype
     if dtype.kind in "iub":
         return x
+    if dtype.kind == "c":  # each part rounded
+        return lax.complex(_round(lax.real(x), decimals), _round(lax.imag(x), decimals))
+    return _round(x, decimals)
+
+
+def _round(x: Any, decimals: int) -> Any:
     if decimals == 0:
         return lax.round_(x)
-    factor = np.asarray(10.0**decimals, dtype)[()]
+    factor = np.asarray(10.0**decimals, get_aval(x).dtype)[()]
     return lax.div(lax.round_(lax.mul(x, factor)), factor)
 
 

@@ -50,6 +50,8 @@ def kron(a: Any, b: Any) -> Any:
 
 def copysign(x1: Any, x2: Any, /) -> Any:
     x1, x2 = promote_to_inexact(x1, x2)
+    if get_aval(x1).dtype.kind == "c":
+        raise TypeError(f"copysign does not support complex-valued inputs{errors.where()}")
     negative = signbit(x2)
     magnitude = enp.abs(x1)
     return enp.where(negative, enp.negative(magnitude), magnitude)

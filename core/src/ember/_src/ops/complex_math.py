@@ -242,6 +242,31 @@ def divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return _complex(re.astype(dtype), im.astype(dtype))
 
 
+def power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x ** y as exp(y log x), as XLA computes a complex power (so 1j ** 2 is -1 - 8.7e-8j in
+    complex64, and 0 ** y is nan)."""
+    x, y = np.broadcast_arrays(x, y)
+    result = exp(np.multiply(y, log(x)))
+    # 0 ** y: 0 for a positive real y and 1 for y = 0 (log(0) = -inf would give nan).
+    zero_base = x == 0
+    result = np.where(zero_base & (y.imag == 0) & (y.real > 0), 0, result)
+    return np.where(zero_base & (y == 0), 1, result).astype(x.dtype)
+
+
+def integer_power(x: np.ndarray, n: int) -> np.ndarray:
+    """x ** n by the same repeated squaring (and, for n < 0, division) as the lowering."""
+    result, base, k = None, x, abs(n)
+    while k:
+        if k & 1:
+            result = base if result is None else result * base
+        k >>= 1
+        if k:
+            base = base * base
+    if result is None:
+        return np.ones_like(x)
+    return divide(np.ones_like(x), result) if n < 0 else result
+
+
 def _reference_for_complex(primitive, complex_fn: Callable[..., Any]) -> None:
     """Route complex operands of ``primitive``'s reference rule to ``complex_fn``."""
     real_rule = rules.reference_rule(primitive)
@@ -249,7 +274,7 @@ def _reference_for_complex(primitive, complex_fn: Callable[..., Any]) -> None:
     def reference(*args, **params):
         if args[0].dtype.kind == "c":
             with np.errstate(all="ignore"):
-                return complex_fn(*args)
+                return complex_fn(*args, **params)
         return real_rule(*args, **params)
 
     rules.def_reference(primitive)(reference)
@@ -277,6 +302,8 @@ for _primitive, _fn in (
     (ew.abs_p, lambda z: complex_abs(z.real, z.imag)),
     (ew.div_p, divide),
     (ew.square_p, square),
+    (ew.pow_p, power),
+    (ew.integer_pow_p, lambda x, *, y: integer_power(x, y)),
 ):
     _reference_for_complex(_primitive, _fn)
 
