@@ -154,3 +154,12 @@ def test_log10_scales_by_the_reciprocal_of_log_10():
     # JAX multiplies by 1/log(10); dividing by log(10) rounds 3 and 2 differently in float32.
     want = np.array([0.4771212637424469, 0.3010300099849701, 3.0], np.float32)
     np.testing.assert_allclose(np.asarray(enp.log10(x)), want, rtol=2e-7)
+
+
+def test_nextafter_of_bfloat16_matches_jax():
+    x = np.array([0, 1, 3, 2], enp.bfloat16)
+    y = np.array([1, 2, 1, 3], enp.bfloat16)
+    got = np.asarray(enp.nextafter(x, y))
+    assert got.dtype == enp.bfloat16
+    want = [9.183549615799121e-41, 1.0078125, 2.984375, 2.015625]
+    np.testing.assert_array_equal(got.astype(np.float64), want)
