@@ -530,3 +530,29 @@ def test_complex_power_of_zero_and_ordinary_values_match_jax():
         np.complex64,
     )  # fmt: skip
     _assert_same_values(enp.power(z, np.complex64(0.5 + 1j)), complex_power, rtol=2e-6)
+
+
+def test_complex_maximum_and_minimum_order_lexicographically():
+    # (stablehlo.maximum gave 1+2j for maximum(1+2j, 1+3j).) A nan part makes y the answer.
+    x = _complex_array([(1.0, 2.0), (1.0, 3.0), (2.0, 0.0), (NAN, 0.0), (1.0, 1.0)], np.complex64)
+    y = _complex_array([(1.0, 3.0), (1.0, 2.0), (1.0, 5.0), (1.0, 0.0), (1.0, NAN)], np.complex64)
+    bigger = [(1.0, 3.0), (1.0, 3.0), (2.0, 0.0), (1.0, 0.0), (1.0, NAN)]
+    smaller = [(1.0, 2.0), (1.0, 2.0), (1.0, 5.0), (1.0, 0.0), (1.0, NAN)]
+    _assert_same_values(enp.maximum(x, y), _complex_array(bigger, np.complex64), rtol=0)
+    _assert_same_values(enp.minimum(x, y), _complex_array(smaller, np.complex64), rtol=0)
+    _assert_same_values(ember.jit(enp.maximum)(x, y), _complex_array(bigger, np.complex64), 0)
+
+
+def test_complex_logaddexp_matches_jax():
+    x = np.array([1 + 2j, 0.5 - 3j, -2 + 0.1j, 3 + 3j], np.complex64)
+    y = np.array([1 + 3j, 2 + 2j, 1 - 5j, -1 + 0j], np.complex64)
+    want = [
+        (1.5625629425048828, 2.500000238418579), (2.0812184810638428, 2.1985762119293213),
+        (1.0196659564971924, 1.2379744052886963), (2.9817047119140625, 2.9973676204681396),
+    ]  # fmt: skip
+    want2 = [
+        (1.9115643501281738, 2.5), (1.4315197467803955, 2.242049217224121),
+        (0.8251321315765381, 3.9866342544555664), (2.9576892852783203, 2.9188594818115234),
+    ]  # fmt: skip
+    _assert_same_values(enp.logaddexp(x, y), _complex_array(want, np.complex64), rtol=2e-6)
+    _assert_same_values(enp.logaddexp2(x, y), _complex_array(want2, np.complex64), rtol=2e-6)

@@ -11,8 +11,9 @@ from ember._src import dtypes, errors
 from ember._src.core import Tracer, get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.extras import unique
-from ember._src.numpy.util import promote_dtypes, promote_to_inexact, shape_of
+from ember._src.numpy.util import broadcast_args, promote_dtypes, promote_to_inexact, shape_of
 from ember._src.ops.bits import bitcast_convert_type
+from ember._src.ops.lax_numeric import exp2 as lax_exp2
 
 
 def _inexact(x: Any) -> Any:
@@ -113,6 +114,10 @@ radians, degrees = deg2rad, rad2deg
 
 def _logaddexp2(x1: Any, x2: Any, /) -> Any:
     x1, x2 = promote_to_inexact(x1, x2)
+    if get_aval(x1).dtype.kind == "c":
+        x1, x2 = broadcast_args("logaddexp2", x1, x2)
+        amax = enp.maximum(x1, x2)
+        return enp.complex_log_add(x1, x2, amax, lax_exp2, 1 / np.log(2), np.pi / np.log(2))
     ln2 = np.asarray(np.log(2), get_aval(x1).dtype)
     return enp.logaddexp(x1 * ln2, x2 * ln2) / ln2
 

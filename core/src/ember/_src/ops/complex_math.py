@@ -267,6 +267,17 @@ def integer_power(x: np.ndarray, n: int) -> np.ndarray:
     return divide(np.ones_like(x), result) if n < 0 else result
 
 
+def _lexicographic(compare):
+    """max (compare = greater) or min (less) of complex values ordered by (real, imag) pairs,
+    as JAX: x where it compares so, else y (so a nan part makes y the answer)."""
+
+    def pick(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        which = np.where(x.real == y.real, compare(x.imag, y.imag), compare(x.real, y.real))
+        return np.where(which, x, y)
+
+    return pick
+
+
 def _reference_for_complex(primitive, complex_fn: Callable[..., Any]) -> None:
     """Route complex operands of ``primitive``'s reference rule to ``complex_fn``."""
     real_rule = rules.reference_rule(primitive)
@@ -304,6 +315,8 @@ for _primitive, _fn in (
     (ew.square_p, square),
     (ew.pow_p, power),
     (ew.integer_pow_p, lambda x, *, y: integer_power(x, y)),
+    (ew.max_p, _lexicographic(np.greater)),
+    (ew.min_p, _lexicographic(np.less)),
 ):
     _reference_for_complex(_primitive, _fn)
 
@@ -352,5 +365,18 @@ def _lowering_for_complex(primitive, hlo_op: str, expression) -> None:
     rules.def_lowering(primitive)(lowering)
 
 
+def _lexicographic_lowering(compare):
+    def pick(x, y):
+        rx, ry = ew.real(x), ew.real(y)
+        which = ew.select_n(ew.eq(rx, ry), compare(rx, ry), compare(ew.imag(x), ew.imag(y)))
+        return ew.select_n(which, y, x)
+
+    return pick
+
+
+# stablehlo.maximum/minimum of complex values do not order them as JAX does (by real part,
+# then imaginary part).
+_lowering_for_complex(ew.max_p, "stablehlo.maximum", _lexicographic_lowering(ew.gt))
+_lowering_for_complex(ew.min_p, "stablehlo.minimum", _lexicographic_lowering(ew.lt))
 _lowering_for_complex(ew.sin_p, "stablehlo.sine", _complex_sin)
 _lowering_for_complex(ew.cos_p, "stablehlo.cosine", _complex_cos)
