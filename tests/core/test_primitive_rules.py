@@ -162,6 +162,7 @@ CASES = {
     "atan2": (lax.atan2, [ANY, POSITIVE], True),
     "rem": (lax.rem, [ANY, f32(3.0, 4.0)], False),
     "integer_pow": (lambda x: lax.integer_pow(x, 3), [ANY], True),
+    "square": (lax.square, [ANY], True),
     "eq": (lax.eq, [ints, ints], False),
     "ne": (lax.ne, [ints, ints], False),
     "lt": (lax.lt, [ANY, ANY], False),

@@ -96,6 +96,15 @@ def default_float() -> np.dtype:
     return float64 if x64_enabled() else float32
 
 
+def to_inexact(dtype: Any) -> np.dtype:
+    """The floating dtype an integer or bool dtype becomes where an inexact one is needed (as
+    JAX): 64-bit integers become float64, narrower ones float32 (not the default float)."""
+    dtype = np.dtype(dtype)
+    if is_inexact(dtype):
+        return dtype
+    return float64 if dtype.itemsize == 8 else float32
+
+
 def default_complex() -> np.dtype:
     return complex128 if x64_enabled() else complex64
 

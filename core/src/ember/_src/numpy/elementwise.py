@@ -195,30 +195,61 @@ def true_divide(x1: Any, x2: Any, /) -> Any:
 divide = true_divide
 
 
+def _prepare_numeric(name: str, *args: Any) -> list[Any]:
+    """Promoted and broadcast operands, booleans made int32 (as JAX's arithmetic does)."""
+    args = prepare(name, *args)
+    if get_aval(args[0]).dtype != dtypes.bool_:
+        return args
+    return [cast(a, dtypes.int32) for a in args]
+
+
 def floor_divide(x1: Any, x2: Any, /) -> Any:
-    x, y = prepare("floor_divide", x1, x2)
+    x, y = _prepare_numeric("floor_divide", x1, x2)
     dtype = get_aval(x).dtype
     if dtype.kind in "iu":
         # lax.div truncates toward zero; NumPy floors. Step down where the signs differ and the
-        # division was inexact.
+        # division was inexact (as JAX, which makes x // 0 one less than lax.div's answer for
+        # x != 0).
         quotient = lax.div(x, y)
         if dtype.kind == "u":
             return quotient
-        remainder = lax.rem(x, y)
-        zero = np.zeros((), dtype)
-        inexact = lax.ne(remainder, zero)
-        signs_differ = lax.ne(lax.lt(remainder, zero), lax.lt(y, zero))
-        adjust = lax.bitwise_and(inexact, signs_differ)
+        inexact = lax.ne(lax.rem(x, y), np.zeros((), dtype))
+        adjust = lax.bitwise_and(inexact, lax.ne(lax.sign(x), lax.sign(y)))
         return lax.select_n(adjust, quotient, lax.sub(quotient, np.ones((), dtype)))
-    if dtype == dtypes.bool_:
-        raise TypeError(f"floor_divide is not defined for booleans{errors.where()}")
-    return lax.floor(lax.div(x, y))
+    if dtype.kind == "c":
+        raise TypeError(f"floor_divide does not support complex-valued inputs{errors.where()}")
+    return _float_floor_divide(x, y)
+
+
+def _float_floor_divide(x: Any, y: Any) -> Any:
+    """(x - x mod y) / y, stepped down where the truncated remainder's sign differs from y's
+    (CPython's float_divmod, as JAX): unlike floor(x / y) it gives -5 // inf = -1,
+    inf // 3 = nan and +0 for -0 // 3."""
+    dtype = get_aval(x).dtype
+    zero, one = np.zeros((), dtype), np.ones((), dtype)
+    mod = lax.rem(x, y)
+    corrected = lax.select_n(lax.eq(y, zero), lax.sub(x, mod), x)
+    quotient = lax.div(corrected, y)
+    step = lax.bitwise_and(lax.ne(mod, zero), lax.ne(lax.sign(y), lax.sign(mod)))
+    quotient = lax.select_n(step, quotient, lax.sub(quotient, one))
+    return lax.round_(quotient)  # integral up to the division's rounding
+
+
+def _nonzero_int_divisor(y: Any) -> Any:
+    """An integer divisor with its zeros replaced by 1, so that x % 0 is 0 (as JAX; lax.rem
+    would give x)."""
+    dtype = get_aval(y).dtype
+    if dtype.kind not in "iu":
+        return y
+    return lax.select_n(lax.eq(y, np.zeros((), dtype)), y, np.ones((), dtype))
 
 
 def remainder(x1: Any, x2: Any, /) -> Any:
-    x, y = prepare("remainder", x1, x2)
+    x, y = _prepare_numeric("remainder", x1, x2)
     dtype = get_aval(x).dtype
-    # lax.rem takes the sign of x (C fmod); NumPy's remainder takes the sign of y.
+    y = _nonzero_int_divisor(y)
+    # lax.rem takes the sign of x (C fmod); NumPy's remainder takes the sign of y, except that
+    # a zero result keeps the sign of x (as JAX).
     r = lax.rem(x, y)
     if dtype.kind == "u":
         return r
@@ -231,8 +262,8 @@ mod = remainder
 
 
 def fmod(x1: Any, x2: Any, /) -> Any:
-    x, y = prepare("fmod", x1, x2)
-    return lax.rem(x, y)
+    x, y = _prepare_numeric("fmod", x1, x2)
+    return lax.rem(x, _nonzero_int_divisor(y))
 
 
 def power(x1: Any, x2: Any, /) -> Any:
@@ -243,10 +274,12 @@ def power(x1: Any, x2: Any, /) -> Any:
         and not isinstance(x, (int, float))
     ):
         (x,) = promote_dtypes(as_operand(x))
+        if get_aval(x).dtype == dtypes.bool_:
+            x = cast(x, dtypes.int32)
         if get_aval(x).dtype.kind in "iu" and y < 0:
             raise ValueError(f"integers to negative integer powers are not allowed{errors.where()}")
         return lax.integer_pow(x, int(y))
-    x, y = prepare("power", x, y)
+    x, y = _prepare_numeric("power", x, y)
     dtype = get_aval(x).dtype
     if dtype.kind in "iub":
         return _integer_power(x, y)
@@ -274,7 +307,9 @@ pow = power
 
 def square(x: Any, /) -> Any:
     (x,) = promote_dtypes(as_operand(x))
-    return lax.integer_pow(x, 2)
+    if get_aval(x).dtype == dtypes.bool_:
+        x = cast(x, dtypes.int32)
+    return lax.square(x)
 
 
 def reciprocal(x: Any, /) -> Any:
@@ -284,7 +319,7 @@ def reciprocal(x: Any, /) -> Any:
 
 def absolute(x: Any, /) -> Any:
     (x,) = promote_dtypes(as_operand(x))
-    if get_aval(x).dtype == dtypes.bool_:
+    if get_aval(x).dtype.kind in "bu":  # already non-negative
         return x
     return lax.abs(x)
 
@@ -345,9 +380,15 @@ def round(a: Any, decimals: int = 0, out: None = None) -> Any:
     dtype = get_aval(x).dtype
     if dtype.kind in "iub":
         return x
+    if dtype.kind == "c":  # each part rounded
+        return lax.complex(_round(lax.real(x), decimals), _round(lax.imag(x), decimals))
+    return _round(x, decimals)
+
+
+def _round(x: Any, decimals: int) -> Any:
     if decimals == 0:
         return lax.round_(x)
-    factor = np.asarray(10.0**decimals, dtype)[()]
+    factor = np.asarray(10.0**decimals, get_aval(x).dtype)[()]
     return lax.div(lax.round_(lax.mul(x, factor)), factor)
 
 
@@ -363,6 +404,8 @@ def isfinite(x: Any, /) -> Any:
     aval = get_aval(x)
     if not dtypes.is_inexact(aval.dtype):
         return lax.eq(x, x)
+    if aval.dtype.kind == "c":  # finite when both parts are
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
     return lax.is_finite(x)
 
 
@@ -376,17 +419,31 @@ def isinf(x: Any, /) -> Any:
     aval = get_aval(x)
     if not dtypes.is_inexact(aval.dtype):
         return lax.ne(x, x)
+    if aval.dtype.kind == "c":  # infinite when either part is
+        return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
     return lax.eq(lax.abs(x), np.asarray(np.inf, aval.dtype)[()])
 
 
 def log2(x: Any, /) -> Any:
     (x,) = prepare_inexact("log2", x)
-    return lax.div(lax.log(x), np.asarray(np.log(2), get_aval(x).dtype)[()])
+    return _log_base(x, lax.div, np.log(2))
 
 
 def log10(x: Any, /) -> Any:
     (x,) = prepare_inexact("log10", x)
-    return lax.div(lax.log(x), np.asarray(np.log(10), get_aval(x).dtype)[()])
+    # Multiplied by 1 / log(10) (not divided by log(10)), which rounds as JAX's does.
+    return _log_base(x, lax.mul, 1 / np.log(10))
+
+
+def _log_base(x: Any, scale_by, factor: float) -> Any:
+    dtype = get_aval(x).dtype
+    if dtype.kind != "c":
+        return scale_by(lax.log(x), np.asarray(factor, dtype)[()])
+    # Scale the parts separately: a complex constant would turn log(0) = -inf + 0j into
+    # -inf + nanj (inf * 0 in the complex arithmetic).
+    r = lax.log(x)
+    factor = np.asarray(factor, dtypes.real_dtype(dtype))[()]
+    return lax.complex(scale_by(lax.real(r), factor), scale_by(lax.imag(r), factor))
 
 
 def exp2(x: Any, /) -> Any:
@@ -397,6 +454,8 @@ def exp2(x: Any, /) -> Any:
 def _logaddexp(x: Any, y: Any, /) -> Any:
     x, y = prepare_inexact("logaddexp", x, y)
     amax = lax.max(x, y)
+    if get_aval(x).dtype.kind == "c":
+        return complex_log_add(x, y, amax, lax.exp, 1.0, np.pi)
     delta = lax.sub(x, y)
     # Where both are the same infinity, delta is nan: the answer is that infinity.
     safe = lax.select_n(
@@ -406,6 +465,24 @@ def _logaddexp(x: Any, y: Any, /) -> Any:
 
 
 logaddexp = as_ufunc(_logaddexp, "logaddexp", 2)
+
+
+def complex_log_add(x: Any, y: Any, amax: Any, exp_fn, scale: float, half_period: float) -> Any:
+    """log(exp(x) + exp(y)) for complex x, y (or the base-2 form, with exp_fn = exp2 and
+    scale = 1/log(2)), as JAX: amax + scale * log1p(exp_fn(x + y - 2 amax)), its imaginary
+    part wrapped into [-half_period, half_period]."""
+    dtype = get_aval(x).dtype
+    delta = lax.sub(lax.add(x, y), lax.mul(amax, np.asarray(2, dtype)[()]))
+    out = lax.add(amax, lax.mul(np.asarray(scale, dtype)[()], lax.log1p(exp_fn(delta))))
+    return lax.complex(lax.real(out), _wrap_between(lax.imag(out), half_period))
+
+
+def _wrap_between(x: Any, half: float) -> Any:
+    dtype = get_aval(x).dtype
+    a, two_a = np.asarray(half, dtype)[()], np.asarray(2 * half, dtype)[()]
+    rem = lax.rem(lax.add(x, a), two_a)
+    rem = lax.select_n(lax.lt(rem, np.zeros((), dtype)), rem, lax.add(rem, two_a))
+    return lax.sub(rem, a)
 
 
 def clip(arr: Any = None, /, min: Any = None, max: Any = None) -> Any:

@@ -11,17 +11,13 @@ from ember._src import dtypes, errors
 from ember._src.core import Tracer, get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.extras import unique
-from ember._src.numpy.util import promote_dtypes, shape_of
+from ember._src.numpy.util import broadcast_args, promote_dtypes, promote_to_inexact, shape_of
 from ember._src.ops.bits import bitcast_convert_type
+from ember._src.ops.lax_numeric import exp2 as lax_exp2
 
 
 def _inexact(x: Any) -> Any:
-    x = creation.asarray(x)
-    return (
-        x
-        if dtypes.is_inexact(get_aval(x).dtype)
-        else manipulation.astype(x, dtypes.default_float())
-    )
+    return promote_to_inexact(x)[0]
 
 
 def _triangle(m: Any, k: int, lower: bool) -> Any:
@@ -54,7 +50,9 @@ def kron(a: Any, b: Any) -> Any:
 
 
 def copysign(x1: Any, x2: Any, /) -> Any:
-    x1, x2 = promote_dtypes(_inexact(x1), _inexact(x2))
+    x1, x2 = promote_to_inexact(x1, x2)
+    if get_aval(x1).dtype.kind == "c":
+        raise TypeError(f"copysign does not support complex-valued inputs{errors.where()}")
     negative = signbit(x2)
     magnitude = enp.abs(x1)
     return enp.where(negative, enp.negative(magnitude), magnitude)
@@ -70,16 +68,25 @@ def signbit(x: Any, /) -> Any:
 
 
 def hypot(x1: Any, x2: Any, /) -> Any:
-    x1, x2 = promote_dtypes(_inexact(x1), _inexact(x2))
+    x1, x2 = promote_to_inexact(x1, x2)
+    if get_aval(x1).dtype.kind == "c":
+        raise ValueError(
+            "jnp.hypot is not well defined for complex-valued inputs. Please convert to real "
+            f"values first, such as by using jnp.real or jnp.imag to take the real or imaginary "
+            f"components respectively.{errors.where()}"
+        )
     a, b = enp.abs(x1), enp.abs(x2)
     big, small = enp.maximum(a, b), enp.minimum(a, b)
     safe = enp.where(enp.equal(big, 0), np.ones((), get_aval(big).dtype), big)
     ratio = small / safe
-    return big * enp.sqrt(1 + ratio * ratio)
+    # An infinite side makes the hypotenuse infinite, even beside nan (inf/inf would be nan).
+    return enp.where(enp.isinf(a) | enp.isinf(b), np.inf, big * enp.sqrt(1 + ratio * ratio))
 
 
 def heaviside(x1: Any, x2: Any, /) -> Any:
-    x1, x2 = promote_dtypes(_inexact(x1), _inexact(x2))
+    x1, x2 = promote_to_inexact(x1, x2)
+    if get_aval(x1).dtype.kind == "c":
+        raise TypeError(f"heaviside does not support complex inputs{errors.where()}")
     zero = np.zeros((), get_aval(x1).dtype)
     one = np.ones((), get_aval(x1).dtype)
     return enp.where(enp.less(x1, 0), zero, enp.where(enp.greater(x1, 0), one, x2))
@@ -106,7 +113,11 @@ radians, degrees = deg2rad, rad2deg
 
 
 def _logaddexp2(x1: Any, x2: Any, /) -> Any:
-    x1, x2 = promote_dtypes(_inexact(x1), _inexact(x2))
+    x1, x2 = promote_to_inexact(x1, x2)
+    if get_aval(x1).dtype.kind == "c":
+        x1, x2 = broadcast_args("logaddexp2", x1, x2)
+        amax = enp.maximum(x1, x2)
+        return enp.complex_log_add(x1, x2, amax, lax_exp2, 1 / np.log(2), np.pi / np.log(2))
     ln2 = np.asarray(np.log(2), get_aval(x1).dtype)
     return enp.logaddexp(x1 * ln2, x2 * ln2) / ln2
 

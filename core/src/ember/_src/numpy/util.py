@@ -72,12 +72,13 @@ def promote_dtypes(*args: Any) -> list[Any]:
 
 
 def promote_to_inexact(*args: Any) -> list[Any]:
-    """Like promote_dtypes, but integers and booleans become the default float."""
+    """Like promote_dtypes, but integers and booleans become floats (float64 for 64-bit
+    integers, float32 for narrower ones, as JAX)."""
     promoted = promote_dtypes(*args)
     aval = get_aval(promoted[0])
     if dtypes.is_inexact(aval.dtype):
         return promoted
-    return [cast(a, dtypes.default_float(), aval.weak_type) for a in promoted]
+    return [cast(a, dtypes.to_inexact(aval.dtype), aval.weak_type) for a in promoted]
 
 
 def broadcast_shapes(name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:

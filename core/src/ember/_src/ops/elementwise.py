@@ -41,6 +41,8 @@ from ember._src.ops.shape import (
 _FLOAT = "float"  # inexact: floating and complex
 _INT = "int"  # integer or bool
 _NUM = "number"  # anything numeric, not bool
+_REAL = "real"  # numeric and not complex (integers or floating)
+_REAL_FLOAT = "real float"  # floating, not complex
 _ANY = "any"
 
 
@@ -51,10 +53,20 @@ def _kind_ok(dtype: np.dtype, kinds: str) -> bool:
         return dtypes.is_inexact(dtype)
     if kinds == _INT:
         return dtype.kind in "iub"
+    if kinds == _REAL:
+        return dtype.kind in "iu" or (dtypes.is_inexact(dtype) and dtype.kind != "c")
+    if kinds == _REAL_FLOAT:
+        return dtypes.is_inexact(dtype) and dtype.kind != "c"
     return dtype != dtypes.bool_
 
 
-_KIND_WORDS = {_FLOAT: "floating-point or complex", _INT: "integer or boolean", _NUM: "numeric"}
+_KIND_WORDS = {
+    _FLOAT: "floating-point or complex",
+    _INT: "integer or boolean",
+    _NUM: "numeric",
+    _REAL: "real (integer or floating-point, not complex)",
+    _REAL_FLOAT: "real floating-point",
+}
 
 
 def _nary_abstract_eval(name: str, kinds: str, result_dtype: np.dtype | None = None):
@@ -232,7 +244,7 @@ add_p = make_elementwise("add", np.add, "stablehlo.add", _ANY)
 sub_p = make_elementwise("sub", np.subtract, "stablehlo.subtract", _NUM)
 mul_p = make_elementwise("mul", np.multiply, "stablehlo.multiply", _ANY)
 div_p = make_elementwise("div", None, "stablehlo.divide", _NUM)
-rem_p = make_elementwise("rem", None, "stablehlo.remainder", _NUM)
+rem_p = make_elementwise("rem", None, "stablehlo.remainder", _REAL)
 pow_p = make_elementwise("pow", np.power, "stablehlo.power", _FLOAT)
 max_p = make_elementwise("max", np.maximum, "stablehlo.maximum", _ANY)
 min_p = make_elementwise("min", np.minimum, "stablehlo.minimum", _ANY)
@@ -464,9 +476,9 @@ def _like(x: Any, value: Any) -> Any:
 
 neg_p = make_elementwise("neg", np.negative, "stablehlo.negate", _NUM)
 sign_p = make_elementwise("sign", np.sign, "stablehlo.sign", _NUM)
-floor_p = make_elementwise("floor", np.floor, "stablehlo.floor", _FLOAT)
-ceil_p = make_elementwise("ceil", np.ceil, "stablehlo.ceil", _FLOAT)
-round_p = make_elementwise("round", np.round, "stablehlo.round_nearest_even", _FLOAT)
+floor_p = make_elementwise("floor", np.floor, "stablehlo.floor", _REAL_FLOAT)
+ceil_p = make_elementwise("ceil", np.ceil, "stablehlo.ceil", _REAL_FLOAT)
+round_p = make_elementwise("round", np.round, "stablehlo.round_nearest_even", _REAL_FLOAT)
 abs_p = make_elementwise("abs", np.abs, "stablehlo.abs", _NUM)
 exp_p = make_elementwise("exp", np.exp, "stablehlo.exponential", _FLOAT)
 log_p = make_elementwise("log", np.log, "stablehlo.log", _FLOAT)
@@ -478,21 +490,52 @@ tan_p = make_elementwise("tan", np.tan, "stablehlo.tan", _FLOAT)
 tanh_p = make_elementwise("tanh", np.tanh, "stablehlo.tanh", _FLOAT)
 sqrt_p = make_elementwise("sqrt", np.sqrt, "stablehlo.sqrt", _FLOAT)
 rsqrt_p = make_elementwise("rsqrt", lambda x: 1 / np.sqrt(x), "stablehlo.rsqrt", _FLOAT)
-cbrt_p = make_elementwise("cbrt", np.cbrt, "stablehlo.cbrt", _FLOAT)
+cbrt_p = make_elementwise("cbrt", np.cbrt, "stablehlo.cbrt", _REAL_FLOAT)
 logistic_p = make_elementwise(
     "logistic", lambda x: (1 / (1 + np.exp(-x))).astype(x.dtype), "stablehlo.logistic", _FLOAT
 )
-asin_p = make_elementwise("asin", np.arcsin, None, _FLOAT)
-acos_p = make_elementwise("acos", np.arccos, None, _FLOAT)
-atan_p = make_elementwise("atan", np.arctan, None, _FLOAT)
-sinh_p = make_elementwise("sinh", np.sinh, None, _FLOAT)
-cosh_p = make_elementwise("cosh", np.cosh, None, _FLOAT)
-asinh_p = make_elementwise("asinh", np.arcsinh, None, _FLOAT)
-acosh_p = make_elementwise("acosh", np.arccosh, None, _FLOAT)
-atanh_p = make_elementwise("atanh", np.arctanh, None, _FLOAT)
+asin_p = make_elementwise("asin", np.arcsin, "chlo.asin", _FLOAT)
+acos_p = make_elementwise("acos", np.arccos, "chlo.acos", _FLOAT)
+atan_p = make_elementwise("atan", np.arctan, "chlo.atan", _FLOAT)
+sinh_p = make_elementwise("sinh", np.sinh, "chlo.sinh", _FLOAT)
+cosh_p = make_elementwise("cosh", np.cosh, "chlo.cosh", _FLOAT)
+asinh_p = make_elementwise("asinh", np.arcsinh, "chlo.asinh", _FLOAT)
+acosh_p = make_elementwise("acosh", np.arccosh, "chlo.acosh", _FLOAT)
+atanh_p = make_elementwise("atanh", np.arctanh, "chlo.atanh", _FLOAT)
 is_finite_p = make_elementwise(
     "is_finite", np.isfinite, "stablehlo.is_finite", _FLOAT, dtypes.bool_
 )
+
+
+@rules.def_reference(sign_p)
+def _sign_reference(x):
+    # np.sign(-0.0) is +0.0; XLA keeps the zero's sign.
+    return np.where(x == 0, x, np.sign(x)).astype(x.dtype)
+
+
+@rules.def_lowering(sign_p)
+def _sign_lowering(ctx, x):
+    aval = ctx.avals_in[0]
+    if aval.dtype.kind != "u":
+        return ctx.op("stablehlo.sign", [x], ctx.avals_out[0])
+    # stablehlo.sign takes signless integers only: an unsigned sign is x != 0.
+    nonzero = ctx.op(
+        "stablehlo.compare",
+        [x, ctx.full(0, aval)],
+        ShapedArray(aval.shape, dtypes.bool_),
+        {
+            "comparison_direction": "#stablehlo<comparison_direction NE>",
+            "compare_type": compare_type(aval.dtype),
+        },
+    )
+    return ctx.op("stablehlo.convert", [nonzero], ctx.avals_out[0])
+
+
+@rules.def_lowering(abs_p)
+def _abs_lowering(ctx, x):
+    if ctx.avals_in[0].dtype.kind == "u":
+        return x  # stablehlo.abs takes signless integers only; unsigned values are their own
+    return ctx.op("stablehlo.abs", [x], ctx.avals_out[0])
 
 
 @rules.def_reference(round_p)
@@ -814,32 +857,22 @@ def _lower_via(expression: Callable[..., Any]):
     return lowering
 
 
-# Functions StableHLO has no op for, lowered through identities (as XLA's own chlo does).
-rules.def_lowering(asin_p)(
-    _lower_via(
-        lambda x: mul(_like(x, 2), atan2(x, add(_like(x, 1), sqrt(sub(_like(x, 1), mul(x, x))))))
-    )
-)
-rules.def_lowering(acos_p)(
-    _lower_via(
-        lambda x: mul(_like(x, 2), atan2(sqrt(sub(_like(x, 1), mul(x, x))), add(_like(x, 1), x)))
-    )
-)
-rules.def_lowering(atan_p)(_lower_via(lambda x: atan2(x, _like(x, 1))))
-rules.def_lowering(sinh_p)(_lower_via(lambda x: mul(_like(x, 0.5), sub(expm1(x), expm1(neg(x))))))
-rules.def_lowering(cosh_p)(_lower_via(lambda x: mul(_like(x, 0.5), add(exp(x), exp(neg(x))))))
-rules.def_lowering(asinh_p)(
-    _lower_via(
-        lambda x: mul(
-            sign(x),
-            log1p(add(abs(x), div(mul(x, x), add(_like(x, 1), sqrt(add(mul(x, x), _like(x, 1))))))),
-        )
-    )
-)
-rules.def_lowering(acosh_p)(
-    _lower_via(lambda x: log(add(x, mul(sqrt(add(x, _like(x, 1))), sqrt(sub(x, _like(x, 1)))))))
-)
-rules.def_lowering(atanh_p)(_lower_via(lambda x: mul(_like(x, 0.5), sub(log1p(x), log1p(neg(x))))))
+# --------------------------------------------------------------------------------------------
+# square: x * x (chlo.square for inexact types, whose complex form keeps (a - b)(a + b) exact
+# where a * a - b * b would round or overflow)
+
+square_p = make_elementwise("square", lambda x: x * x, None, _NUM)
+def_unary_jvp(square_p, lambda x, y: mul(_like(x, 2), x))
+
+
+def square(x: Any) -> Any:
+    return square_p.bind(x)
+
+
+@rules.def_lowering(square_p)
+def _square_lowering(ctx, x):
+    op = "stablehlo.multiply" if ctx.avals_in[0].dtype.kind in "iu" else "chlo.square"
+    return ctx.op(op, [x, x] if op == "stablehlo.multiply" else [x], ctx.avals_out[0])
 
 
 # --------------------------------------------------------------------------------------------
@@ -1109,3 +1142,7 @@ def_zero_jvp(stop_gradient_p)
 def stop_gradient(x: Any) -> Any:
     """``x`` itself, but treated as a constant by differentiation."""
     return stop_gradient_p.bind(x)
+
+
+# Complex math's reference rules and lowerings, registered over the generic ones above.
+from ember._src.ops import complex_math  # noqa: E402, F401

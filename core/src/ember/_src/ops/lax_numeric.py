@@ -239,7 +239,7 @@ def reciprocal(x: Any) -> Any:
 
 def square(x: Any) -> Any:
     """``x * x`` elementwise."""
-    return ew.integer_pow(x, 2)
+    return ew.square(x)
 
 
 def exp2(x: Any, *, accuracy: Any = None) -> Any:

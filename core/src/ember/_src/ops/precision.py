@@ -30,7 +30,7 @@ def _real_float_abstract_eval(name: str, arity: int):
 
     def abstract_eval(*avals: ShapedArray, **params) -> ShapedArray:
         out = generic(*avals[:arity])
-        if out.dtype.kind != "f":
+        if not dtypes.is_inexact(out.dtype) or out.dtype.kind == "c":  # (bfloat16's kind is V)
             raise errors.EmberTypeError(
                 f"{name} needs real floating-point operands, got {dtypes.short_name(out.dtype)}"
                 f"{errors.where()}"
