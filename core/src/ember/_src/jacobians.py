@@ -85,25 +85,24 @@ def jacfwd(
     @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
         leaves, in_tree, avals, f = _diff_setup(fun, argnums, args, kwargs, "jacfwd", holomorphic)
-        aux_store: list[Any] = []
-
-        def f_main(*xs: Any) -> Any:
-            out = f(*xs)
-            if has_aux:
-                out, aux = out
-                aux_store.append(aux)
-            return out
 
         def push(*tangents: Any) -> Any:
-            return jvp(f_main, tuple(leaves), tangents)[1]
+            if not has_aux:
+                out, tangent = jvp(f, tuple(leaves), tangents)
+                return out, _int_zeros(out, tangent)
+            # aux goes through jvp as an output (so it comes back a plain value); its
+            # tangent is dropped.
+            (out, aux), (tangent, _) = jvp(lambda *xs: _pair(f(*xs)), tuple(leaves), tangents)
+            return out, _int_zeros(out, tangent), aux
 
+        # One vmapped jvp gives the output (unbatched) and its columns (each output leaf:
+        # (*out_shape, total)); ``fun`` runs once, on arrays, as in JAX.
         basis = _basis(avals)
-        out = f_main(*leaves)
-        out_leaves, out_tree = tree_flatten(out)
+        results = vmap(push, out_axes=(None, -1, None) if has_aux else (None, -1))(*basis)
+        out, columns = results[0], results[1]
         if has_aux:
-            aux = aux_store.pop()
-            aux_store.clear()
-        columns = vmap(push, out_axes=-1)(*basis)  # each output leaf: (*out_shape, total)
+            aux = results[2]
+        out_leaves, out_tree = tree_flatten(out)
         blocks = []
         for y, col in zip(out_leaves, tree_flatten(columns)[0]):
             y_shape = get_aval(y).shape
@@ -117,6 +116,27 @@ def jacfwd(
         return (jac, aux) if has_aux else jac
 
     return jacfun
+
+
+def _int_zeros(out: Any, tangent: Any) -> Any:
+    """Tangents with float0 leaves (of integer outputs) as zeros of the output's dtype, as
+    JAX's Jacobians have them."""
+    out_leaves, tree = tree_flatten(out)
+    t_leaves = tree_flatten(tangent)[0]
+    fixed = [
+        np.zeros(get_aval(y).shape, get_aval(y).dtype) if get_aval(t).dtype == dtypes.float0 else t
+        for y, t in zip(out_leaves, t_leaves)
+    ]
+    return tree_unflatten(tree, fixed)
+
+
+def _pair(out: Any) -> tuple[Any, Any]:
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(
+            f"a function differentiated with has_aux=True must return a pair (output, aux), "
+            f"got {type(out).__name__}{errors.where()}"
+        )
+    return tuple(out)
 
 
 def jacrev(
