@@ -86,13 +86,20 @@ def jacfwd(
     def jacfun(*args: Any, **kwargs: Any) -> Any:
         leaves, in_tree, avals, f = _diff_setup(fun, argnums, args, kwargs, "jacfwd", holomorphic)
 
+        aux_parts: list[Any] = []
+
+        def with_aux(*xs: Any) -> Any:
+            out, aux = _pair(f(*xs))
+            aux_parts.append(_AuxParts(aux))
+            return out, aux_parts[-1].arrays
+
         def push(*tangents: Any) -> Any:
             if not has_aux:
                 out, tangent = jvp(f, tuple(leaves), tangents)
                 return out, _int_zeros(out, tangent)
-            # aux goes through jvp as an output (so it comes back a plain value); its
-            # tangent is dropped.
-            (out, aux), (tangent, _) = jvp(lambda *xs: _pair(f(*xs)), tuple(leaves), tangents)
+            # aux's arrays go through jvp as outputs (so they come back plain values); their
+            # tangents are dropped.
+            (out, aux), (tangent, _) = jvp(with_aux, tuple(leaves), tangents)
             return out, _int_zeros(out, tangent), aux
 
         # One vmapped jvp gives the output (unbatched) and its columns (each output leaf:
@@ -101,7 +108,7 @@ def jacfwd(
         results = vmap(push, out_axes=(None, -1, None) if has_aux else (None, -1))(*basis)
         out, columns = results[0], results[1]
         if has_aux:
-            aux = results[2]
+            aux = aux_parts[0].rebuild(results[2])
         out_leaves, out_tree = tree_flatten(out)
         blocks = []
         for y, col in zip(out_leaves, tree_flatten(columns)[0]):
@@ -128,6 +135,30 @@ def _int_zeros(out: Any, tangent: Any) -> Any:
         for y, t in zip(out_leaves, t_leaves)
     ]
     return tree_unflatten(tree, fixed)
+
+
+class _AuxParts:
+    """An aux output split into its array leaves (which may be traced) and the rest."""
+
+    def __init__(self, aux: Any):
+        aux_leaves, self.tree = tree_flatten(aux)
+        self.is_array = [_is_array(x) for x in aux_leaves]
+        self.arrays = [x for x, a in zip(aux_leaves, self.is_array) if a]
+        self.others = [x for x, a in zip(aux_leaves, self.is_array) if not a]
+
+    def rebuild(self, arrays: Sequence[Any]) -> Any:
+        arrays, others = iter(arrays), iter(self.others)
+        return tree_unflatten(
+            self.tree, [next(arrays) if a else next(others) for a in self.is_array]
+        )
+
+
+def _is_array(x: Any) -> bool:
+    try:
+        get_aval(x)
+    except errors.EmberTypeError:
+        return False
+    return True
 
 
 def _pair(out: Any) -> tuple[Any, Any]:
