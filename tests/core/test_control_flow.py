@@ -473,3 +473,15 @@ def test_weakly_typed_carries_take_the_body_type_as_in_jax():
         assert out.dtype == np.float32 and not out.weak_type
     bf16 = lax.scan(lambda c, x: (c * enp.bfloat16(2), None), 1.0, None, length=2)[0]
     assert bf16.dtype == enp.bfloat16 and float(bf16) == 4.0
+
+
+def test_fori_loop_index_is_weakly_typed_with_python_int_bounds():
+    # JAX: the index takes the carry's narrower integer type in ``c + i``.
+    out = lax.fori_loop(0, 3, lambda i, c: c + i, np.int8(0))
+    assert out.dtype == np.int8 and int(out) == 3
+    out = ember.jit(lambda n: lax.fori_loop(0, n, lambda i, c: c + i, np.uint8(0)))(3)
+    assert out.dtype == np.uint8 and int(out) == 3
+    index = lax.fori_loop(0, 3, lambda i, c: i, 0)
+    assert index.dtype == np.int32 and index.weak_type and int(index) == 2
+    strong = lax.fori_loop(np.int16(0), 3, lambda i, c: c + i, np.int16(0))
+    assert strong.dtype == np.int16 and int(strong) == 3
