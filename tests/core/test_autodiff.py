@@ -167,3 +167,20 @@ def test_integer_inputs_get_float0_tangents():
     assert float(tangent) == 3.0
     with pytest.raises(ember.errors.EmberTypeError, match="allow_int=True"):
         ember.grad(lambda n: n * 2.0)(3)
+
+
+def test_integer_inputs_flowing_into_control_flow_get_float0_tangents():
+    def through_cond(x, n):
+        return lax.cond(x > 1, lambda v, m: v * m.astype(np.float32), lambda v, m: v, x, n)
+
+    def through_scan(x, ns):
+        return lax.scan(lambda c, m: (c * m.astype(np.float32), m), x, ns)[0]
+
+    g = ember.grad(through_cond, argnums=(0, 1), allow_int=True)(np.float32(1.5), 3)
+    assert float(g[0]) == 3.0 and g[1].dtype == ember.dtypes.float0
+    g = ember.grad(through_scan, argnums=(0, 1), allow_int=True)(np.float32(1.5), np.arange(1, 4))
+    assert float(g[0]) == 6.0 and g[1].shape == (3,) and g[1].dtype == ember.dtypes.float0
+    switched = lambda x, n: lax.switch(n, [lambda v: v, lambda v: v * 2, enp.sin], x)
+    _, pullback = ember.vjp(switched, np.float32(1.5), 1)
+    ct_x, ct_n = pullback(np.float32(1.0))
+    assert float(ct_x) == 2.0 and ct_n.dtype == ember.dtypes.float0

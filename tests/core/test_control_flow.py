@@ -276,3 +276,212 @@ def test_associative_scan_linear_recurrence_with_grad_and_vmap(rng):
     x = rng.normal(size=(3, 7)).astype(np.float32)
     got = ember.jit(ember.vmap(lambda v: lax.associative_scan(enp.maximum, v)))(x)
     assert_close(got, np.maximum.accumulate(x, axis=1))
+
+
+# --------------------------------------------------------------------------------------------
+# switch under reverse mode: branches with different residuals
+
+
+def _mixed_branches():
+    # Each branch saves different residuals: none, an f32[3] and sin/cos values, a bool and
+    # powers, an f16 value.
+    return [
+        lambda v: v * 2.0,
+        lambda v: enp.sin(v * enp.arange(3.0)).sum(),
+        lambda v: enp.where(v > 1, v**3, v),
+        lambda v: (v.astype(enp.float16) ** 2).astype(enp.float32),
+    ]
+
+
+def _mixed_derivative(i, v):
+    return [2.0, float((np.arange(3.0) * np.cos(v * np.arange(3.0))).sum()), 3 * v**2, 2 * v][i]
+
+
+@pytest.mark.parametrize("index", [0, 1, 2, 3])
+def test_grad_through_switch_with_many_branches(index):
+    def f(x):
+        return lax.switch(index, _mixed_branches(), x)
+
+    expected = _mixed_derivative(index, 2.0)
+    assert_close(ember.grad(f)(2.0), expected, rtol=1e-5)
+    assert_close(ember.jit(ember.grad(f))(2.0), expected, rtol=1e-5)
+    assert_close(ember.grad(ember.jit(f))(2.0), expected, rtol=1e-5)
+
+
+def test_grad_through_switch_picks_the_branch_jax_does():
+    f = lambda x: lax.switch(1, [enp.sin, lambda v: v * v, enp.cos], x)
+    assert float(ember.grad(f)(2.0)) == 4.0  # JAX: 4.0
+
+
+def test_grad_of_switch_with_traced_and_batched_index():
+    def f(x, i):
+        return lax.switch(i, _mixed_branches(), x)
+
+    expected = [_mixed_derivative(i, 2.0) for i in range(4)]
+    assert_close(ember.jit(ember.grad(f))(2.0, 1), expected[1], rtol=1e-5)
+    assert_close(ember.vmap(ember.grad(f), (None, 0))(2.0, np.arange(4)), expected, rtol=1e-5)
+    xs = np.array([0.5, 1.5, 2.5, 3.5], np.float32)
+    got = ember.vmap(ember.grad(f))(xs, np.arange(4))
+    assert_close(got, [_mixed_derivative(i, float(x)) for i, x in enumerate(xs)], rtol=1e-5)
+    summed = ember.grad(lambda x: ember.vmap(f, (None, 0))(x, np.arange(4)).sum())(2.0)
+    assert_close(summed, sum(expected), rtol=1e-5)
+
+
+def test_grad_of_switch_with_several_operands_and_pytrees():
+    branches = [
+        lambda d: d["a"] * d["b"],
+        lambda d: d["a"] ** 2 * d["b"],
+        lambda d: d["b"],
+    ]
+    g = ember.grad(lambda d: lax.switch(1, branches, d))({"a": 1.5, "b": np.float32(3)})
+    assert_close(g["a"], 9.0)
+    assert_close(g["b"], 2.25)
+
+
+# --------------------------------------------------------------------------------------------
+# Per-example gradients and higher derivatives of loops that close over a scalar
+
+
+def test_hessian_and_jacfwd_of_grad_through_loops_closing_over_a_scalar():
+    fori = lambda s: lax.fori_loop(0, 3, lambda i, c: c * s, s)  # s^4
+    assert_close(ember.hessian(fori)(1.5), 27.0)  # 12 s^2
+    scanned = lambda s: lax.scan(  # s^4 + s + 2
+        lambda c, x: (c * s + x, None), s, enp.arange(3.0)
+    )[0]
+    assert_close(ember.jacfwd(ember.grad(scanned))(1.5), 27.0)
+    assert_close(ember.vmap(ember.grad(scanned))(enp.arange(3.0)), [1.0, 5.0, 33.0])
+
+
+def _closing_over(name):
+    """Functions of x whose bodies close over the scalar s = x (the per-example pattern)."""
+
+    def f(x):
+        s = x
+        return {
+            "cond": lambda: lax.cond(x > s - 0.5, lambda v: enp.sin(v) * s, lambda v: v * s, x),
+            "switch": lambda: lax.switch(
+                2, [enp.sin, lambda v: v * s, lambda v: enp.cos(v) * s * v], x
+            ),
+            "scan": lambda: lax.scan(lambda c, y: (c * s + y * x, c * x), x, enp.arange(3.0))[
+                1
+            ].sum(),
+            "map": lambda: lax.map(lambda y: y * x * s, enp.arange(3.0)).sum(),
+        }[name]()
+
+    return f
+
+
+# (grad at 1.3, second derivative at 1.3), from JAX.
+CLOSING_OVER = {
+    "cond": (1.311307, -0.717628),
+    "switch": (-0.932916, -4.927578),
+    "scan": (19.058, 32.080),
+    "map": (7.8, 6.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLOSING_OVER))
+def test_derivative_compositions_through_control_flow(name):
+    f = _closing_over(name)
+    first, second = CLOSING_OVER[name]
+    assert_close(ember.grad(f)(1.3), first, rtol=1e-4)
+    for hess in (ember.hessian(f), ember.jacfwd(ember.grad(f)), ember.jacrev(ember.jacfwd(f))):
+        assert_close(hess(1.3), second, rtol=1e-4)
+    xs = np.array([0.7, 1.3, 2.1], np.float32)
+    per_example = [float(ember.grad(f)(x)) for x in xs]
+    assert_close(ember.vmap(ember.grad(f))(xs), per_example, rtol=1e-5)
+    assert_close(ember.jit(ember.vmap(ember.grad(f)))(xs), per_example, rtol=1e-5)
+    assert_close(ember.vmap(ember.jacfwd(f))(xs), per_example, rtol=1e-5)
+    check_grads(f, (np.float32(1.3),), order=2)
+
+
+def test_forward_mode_twice_through_while_loop_closing_over_a_scalar():
+    def f(x):
+        return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * x + x), (0, x))[
+            1
+        ]  # x^4 + x^3 + x^2 + x
+
+    assert_close(ember.jacfwd(ember.jacfwd(f))(1.3), 30.08, rtol=1e-4)
+    xs = np.array([0.7, 1.3, 2.1], np.float32)
+    assert_close(ember.vmap(ember.jacfwd(f))(xs), 4 * xs**3 + 3 * xs**2 + 2 * xs + 1, rtol=1e-5)
+
+
+# --------------------------------------------------------------------------------------------
+# Zero-length scans
+
+
+def test_scan_of_length_zero_returns_init_and_empty_outputs():
+    def f(c, xs):
+        return lax.scan(lambda c, x: (c * x + enp.sin(c), (x * c, c)), c, xs)
+
+    for run in (f, ember.jit(f)):
+        carry, (ys, cs) = run(np.float32(1.5), np.zeros((0,), np.float32))
+        assert float(carry) == 1.5 and ys.shape == (0,) and cs.shape == (0,)
+        carry, (ys, cs) = run(np.ones(3, np.float32), np.zeros((0, 3), np.float32))
+        assert_close(carry, np.ones(3))
+        assert ys.shape == (0, 3) and cs.shape == (0, 3) and ys.dtype == np.float32
+    carry, ys = lax.scan(lambda c, x: (c + x, x), 0.0, enp.zeros((0,)))
+    assert float(carry) == 0.0 and ys.shape == (0,)
+    carry, ys = lax.scan(lambda c, _: (c + 1.0, c), np.float32(2), None, length=0)
+    assert float(carry) == 2.0 and ys.shape == (0,)
+    assert lax.map(lambda x: x * 2, enp.zeros((0, 2))).shape == (0, 2)
+
+
+def test_scan_of_length_zero_under_transformations():
+    def f(c, xs):
+        return lax.scan(lambda c, x: (c * x + enp.sin(c), c * x), c, xs)
+
+    empty = np.zeros((0,), np.float32)
+    assert float(ember.grad(lambda c: f(c, empty)[0])(1.5)) == 1.0
+    assert float(ember.jit(ember.grad(lambda c: f(c, empty)[0]))(1.5)) == 1.0
+    g = ember.grad(lambda xs, c: f(c, xs)[1].sum() + f(c, xs)[0])(empty, 1.5)
+    assert g.shape == (0,)
+    carry, ys = ember.vmap(f)(np.arange(3.0, dtype=np.float32), np.zeros((3, 0), np.float32))
+    assert_close(carry, [0.0, 1.0, 2.0])
+    assert ys.shape == (3, 0)
+    assert_close(ember.vmap(ember.grad(lambda c: f(c, empty)[0]))(np.ones(3, np.float32)), 1.0)
+    _, tangent = ember.jvp(lambda c: f(c, empty)[0], (1.5,), (2.0,))
+    assert float(tangent) == 2.0
+
+
+# --------------------------------------------------------------------------------------------
+# Carry types
+
+
+def test_loop_carry_type_checks():
+    with pytest.raises(EmberTypeError, match=r"leaves as f16"):
+        lax.scan(lambda c, x: (c.astype(np.float16), None), np.float32(1), None, length=2)
+    with pytest.raises(EmberTypeError, match=r"leaves as f32\[2\]"):
+        lax.scan(lambda c, x: (enp.stack([c, c]), None), np.float32(1), None, length=2)
+    with pytest.raises(EmberTypeError, match=r"leaves as i32"):
+        lax.fori_loop(0, 3, lambda i, c: c.astype(np.int32), np.float32(1))
+    with pytest.raises(EmberTypeError, match=r"while_loop.*leaves as i32"):
+        lax.while_loop(lambda c: c < 10, lambda c: (c * 2).astype(np.int32), np.float32(1))
+    with pytest.raises(EmberTypeError, match=r"branch 0 and branch 2 must return the same"):
+        lax.switch(1, [lambda: np.float32(1), lambda: np.float32(1), lambda: np.float16(1)])
+
+
+def test_weakly_typed_carries_take_the_body_type_as_in_jax():
+    two = np.float32(2)
+    for out in (
+        lax.scan(lambda c, x: (c * two, None), 1.0, None, length=2)[0],
+        lax.scan(lambda c, x: (c * two, None), 1, None, length=2)[0],
+        lax.fori_loop(0, 3, lambda i, c: c * two, 1.0),
+        ember.jit(lambda n: lax.fori_loop(0, n, lambda i, c: c * two, 1.0))(3),
+        lax.while_loop(lambda c: c < 10, lambda c: c * two, 1.0),
+    ):
+        assert out.dtype == np.float32 and not out.weak_type
+    bf16 = lax.scan(lambda c, x: (c * enp.bfloat16(2), None), 1.0, None, length=2)[0]
+    assert bf16.dtype == enp.bfloat16 and float(bf16) == 4.0
+
+
+def test_fori_loop_index_is_weakly_typed_with_python_int_bounds():
+    # JAX: the index takes the carry's narrower integer type in ``c + i``.
+    out = lax.fori_loop(0, 3, lambda i, c: c + i, np.int8(0))
+    assert out.dtype == np.int8 and int(out) == 3
+    out = ember.jit(lambda n: lax.fori_loop(0, n, lambda i, c: c + i, np.uint8(0)))(3)
+    assert out.dtype == np.uint8 and int(out) == 3
+    index = lax.fori_loop(0, 3, lambda i, c: i, 0)
+    assert index.dtype == np.int32 and index.weak_type and int(index) == 2
+    strong = lax.fori_loop(np.int16(0), 3, lambda i, c: c + i, np.int16(0))
+    assert strong.dtype == np.int16 and int(strong) == 3

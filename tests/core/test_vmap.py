@@ -5,6 +5,7 @@ import pytest
 
 import ember
 import ember.numpy as enp
+from ember._src.interpreters.ad_util import add_any_p
 
 from .util import assert_close
 
@@ -52,6 +53,24 @@ def test_per_example_gradients(rng):
     per_example = ember.jit(ember.vmap(ember.grad(loss), in_axes=(None, 0, 0)))(w, xs, ys)
     expected = np.stack([2 * (x @ w - y) * x for x, y in zip(xs, ys)])
     assert_close(per_example, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_per_example_gradients_of_scalar_functions():
+    # the two cotangents of s (from sin and from the sum) meet as one batched, one unbatched
+    xs = np.arange(3.0, dtype=np.float32)
+    assert_close(ember.vmap(ember.grad(lambda s: enp.sin(s) + s))(xs), np.cos(xs) + 1)
+    assert_close(ember.vmap(ember.grad(lambda s: s * 2.0 + s * s))(xs), 2 + 2 * xs)
+    assert_close(ember.jit(ember.vmap(ember.grad(lambda s: enp.exp(s) + s)))(xs), np.exp(xs) + 1)
+
+
+def test_add_any_batches_a_batched_and_an_unbatched_operand():
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    out = ember.vmap(lambda a: add_any_p.bind(a, np.float32(1.0)))(x[0])
+    assert_close(out, x[0] + 1)
+    out = ember.vmap(lambda a, b: add_any_p.bind(a, b), in_axes=(1, None))(x, x[:, 0])
+    assert_close(out, x.T + x[:, 0])
+    out = ember.vmap(lambda a, b: add_any_p.bind(a, b), in_axes=(1, 0))(x, x.T)
+    assert_close(out, 2 * x.T)
 
 
 def test_vmap_of_reductions_indexing_and_argmax(rng):

@@ -85,25 +85,31 @@ def jacfwd(
     @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
         leaves, in_tree, avals, f = _diff_setup(fun, argnums, args, kwargs, "jacfwd", holomorphic)
-        aux_store: list[Any] = []
 
-        def f_main(*xs: Any) -> Any:
-            out = f(*xs)
-            if has_aux:
-                out, aux = out
-                aux_store.append(aux)
-            return out
+        aux_parts: list[Any] = []
+
+        def with_aux(*xs: Any) -> Any:
+            out, aux = _pair(f(*xs))
+            aux_parts.append(_AuxParts(aux))
+            return out, aux_parts[-1].arrays
 
         def push(*tangents: Any) -> Any:
-            return jvp(f_main, tuple(leaves), tangents)[1]
+            if not has_aux:
+                out, tangent = jvp(f, tuple(leaves), tangents)
+                return out, _int_zeros(out, tangent)
+            # aux's arrays go through jvp as outputs (so they come back plain values); their
+            # tangents are dropped.
+            (out, aux), (tangent, _) = jvp(with_aux, tuple(leaves), tangents)
+            return out, _int_zeros(out, tangent), aux
 
+        # One vmapped jvp gives the output (unbatched) and its columns (each output leaf:
+        # (*out_shape, total)); ``fun`` runs once, on arrays, as in JAX.
         basis = _basis(avals)
-        out = f_main(*leaves)
-        out_leaves, out_tree = tree_flatten(out)
+        results = vmap(push, out_axes=(None, -1, None) if has_aux else (None, -1))(*basis)
+        out, columns = results[0], results[1]
         if has_aux:
-            aux = aux_store.pop()
-            aux_store.clear()
-        columns = vmap(push, out_axes=-1)(*basis)  # each output leaf: (*out_shape, total)
+            aux = aux_parts[0].rebuild(results[2])
+        out_leaves, out_tree = tree_flatten(out)
         blocks = []
         for y, col in zip(out_leaves, tree_flatten(columns)[0]):
             y_shape = get_aval(y).shape
@@ -117,6 +123,51 @@ def jacfwd(
         return (jac, aux) if has_aux else jac
 
     return jacfun
+
+
+def _int_zeros(out: Any, tangent: Any) -> Any:
+    """Tangents with float0 leaves (of integer outputs) as zeros of the output's dtype, as
+    JAX's Jacobians have them."""
+    out_leaves, tree = tree_flatten(out)
+    t_leaves = tree_flatten(tangent)[0]
+    fixed = [
+        np.zeros(get_aval(y).shape, get_aval(y).dtype) if get_aval(t).dtype == dtypes.float0 else t
+        for y, t in zip(out_leaves, t_leaves)
+    ]
+    return tree_unflatten(tree, fixed)
+
+
+class _AuxParts:
+    """An aux output split into its array leaves (which may be traced) and the rest."""
+
+    def __init__(self, aux: Any):
+        aux_leaves, self.tree = tree_flatten(aux)
+        self.is_array = [_is_array(x) for x in aux_leaves]
+        self.arrays = [x for x, a in zip(aux_leaves, self.is_array) if a]
+        self.others = [x for x, a in zip(aux_leaves, self.is_array) if not a]
+
+    def rebuild(self, arrays: Sequence[Any]) -> Any:
+        arrays, others = iter(arrays), iter(self.others)
+        return tree_unflatten(
+            self.tree, [next(arrays) if a else next(others) for a in self.is_array]
+        )
+
+
+def _is_array(x: Any) -> bool:
+    try:
+        get_aval(x)
+    except errors.EmberTypeError:
+        return False
+    return True
+
+
+def _pair(out: Any) -> tuple[Any, Any]:
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(
+            f"a function differentiated with has_aux=True must return a pair (output, aux), "
+            f"got {type(out).__name__}{errors.where()}"
+        )
+    return tuple(out)
 
 
 def jacrev(

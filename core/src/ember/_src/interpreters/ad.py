@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ember._src import rules
+from ember._src import dtypes, rules
 from ember._src.core import (
     Primitive,
     ShapedArray,
@@ -142,8 +142,14 @@ def linearize_flat(
     pe_trace = PartialEvalTrace(current_trace(), "linearize")
     tangent_avals = [tangent_aval(get_aval(p)) for p in primals]
     tangents_in = [pe_trace.new_arg(aval) for aval in tangent_avals]
+    # An integer input (grad with allow_int) keeps its float0 input slot but carries a
+    # symbolic zero: nothing may compute with, or materialise, a float0 tangent.
+    tangents_in = [
+        Zero(aval) if aval.dtype == dtypes.float0 else t
+        for t, aval in zip(tangents_in, tangent_avals)
+    ]
     jvp_trace = JVPTrace(pe_trace)
-    args = [JVPTracer(jvp_trace, p, t) for p, t in zip(primals, tangents_in)]
+    args = [jvp_trace.wrap(p, t) for p, t in zip(primals, tangents_in)]
     with set_current_trace(jvp_trace):
         outs = fun(*args)
     unpacked = [jvp_trace.unpack(x) for x in outs]

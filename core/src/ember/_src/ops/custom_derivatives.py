@@ -556,6 +556,13 @@ def _custom_lin_reference(*args, num_res, bwd, res_tree, out_avals):
     raise _forward_mode_error(bwd)
 
 
+@rules.def_batch(custom_lin_p)
+def _custom_lin_batch(vals, dims, *, num_res, bwd, res_tree, out_avals):
+    # Reverse mode transposes custom_lin without evaluating it; batching it means its tangent
+    # map is being evaluated forward, as jacfwd (a vmap of jvp) over a custom_vjp does.
+    raise _forward_mode_error(bwd)
+
+
 @rules.def_transpose(custom_lin_p)
 def _custom_lin_transpose(cts, *args, num_res, bwd, res_tree, out_avals):
     residuals = args[:num_res]

@@ -1120,8 +1120,25 @@ def _select_n_reference(which, *cases):
     return np.choose(index, np.broadcast_arrays(*cases)).astype(cases[0].dtype)
 
 
-# add_any (automatic differentiation's own addition) batches like every other elementwise op.
-rules.def_batch(add_any_p)(_elementwise_batch(add_any_p))
+@rules.def_batch(add_any_p)
+def _add_any_batch(vals, dims):
+    """Both cotangents carried to the batched one's layout.
+
+    Unlike the other elementwise primitives, add_any takes two values of exactly one type (it
+    sums cotangents of one variable), so a rank-0 unbatched operand is not left to broadcast:
+    it is broadcast explicitly, else the sum of a batched and an unbatched scalar cotangent
+    (as ``vmap(grad(f))`` makes) would be rejected.
+    """
+    (x, y), (dx, dy) = vals, dims
+    if dx == dy:
+        return add_any_p.bind(x, y), dx
+    if dx is not_mapped or dy is not_mapped:
+        d = dy if dx is not_mapped else dx
+        batched, other = (y, x) if dx is not_mapped else (x, y)
+        shape = get_aval(batched).shape
+        other = broadcast_in_dim(other, shape, tuple(i for i in range(len(shape)) if i != d))
+        return add_any_p.bind(batched, other), d
+    return add_any_p.bind(x, move_axis(y, dy, dx)), dx
 
 
 def is_tracer(x: Any) -> bool:

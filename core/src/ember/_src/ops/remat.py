@@ -24,14 +24,20 @@ from ember._src.core import Primitive, Zero, get_aval, set_current_trace, tangen
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.batching import not_mapped
 from ember._src.interpreters.eval import eval_jaxpr
-from ember._src.interpreters.partial_eval import PartialEvalTrace, dce_jaxpr, merge
-from ember._src.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+from ember._src.interpreters.partial_eval import (
+    PartialEvalTrace,
+    dce_jaxpr,
+    merge,
+    partial_eval_jaxpr,
+)
+from ember._src.ir import ClosedJaxpr, Eqn, Jaxpr, Var
 from ember._src.lowering.module import lower_jaxpr_inline
 from ember._src.ops.control_flow.common import flatten_operands, trace_function
 from ember._src.ops.jaxpr_transforms import (
     batch_jaxpr,
     jvp_jaxpr,
     materialize_cts,
+    trace_const_free,
     transpose_jaxpr,
 )
 from ember._src.ops.linalg import dot_general_p
@@ -168,73 +174,80 @@ def _remat_transpose(cts, *args, jaxpr, policy, prevent_cse):
 
 
 def _remat_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) -> Any:
-    jaxpr: Jaxpr = params["jaxpr"].jaxpr
-    policy = params["policy"]
+    """Split the call into a forward part run now and a backward part staged for later.
+
+    The split itself is ordinary partial evaluation of the body, so loops, conds and nested
+    checkpoints inside it split by their own rules (a loop carrying primal and tangent values
+    together must not be staged whole: its primal half would then look linear). The policy
+    then decides which of the forward part's residuals are saved; the rest are recomputed at
+    the start of the backward part from the known inputs and the saved values.
+    """
+    closed: ClosedJaxpr = params["jaxpr"]
     unknown_in = [trace.owns(x) for x in args]
-    known: set[int] = {id(v) for v, u in zip(jaxpr.invars, unknown_in) if not u}
-
-    def is_known(atom: Any) -> bool:
-        return type(atom) is Literal or id(atom) in known
-
-    known_eqns, unknown_eqns = [], []
-    producer: dict[int, Eqn] = {}
-    for eqn in jaxpr.eqns:
-        if all(is_known(v) for v in eqn.invars):
-            known_eqns.append(eqn)
-            known.update(id(v) for v in eqn.outvars)
-            producer.update((id(v), eqn) for v in eqn.outvars)
-        else:
-            unknown_eqns.append(eqn)
-    out_unknown = [not is_known(v) for v in jaxpr.outvars]
-    if not any(out_unknown):
+    split = partial_eval_jaxpr(closed, unknown_in)
+    known_args = [a for a, u in zip(args, unknown_in) if not u]
+    unknown_args = [a for a, u in zip(args, unknown_in) if u]
+    if not any(split.out_unknowns):
         with set_current_trace(trace.parent):
-            return eval_jaxpr(jaxpr, [], *args)
+            return eval_jaxpr(closed.jaxpr, closed.consts, *args)
 
-    saved, recomputed = _choose_saved(unknown_eqns, producer, policy)
-    known_invars = [v for v, u in zip(jaxpr.invars, unknown_in) if not u]
-    unknown_invars = [v for v, u in zip(jaxpr.invars, unknown_in) if u]
+    known = split.known.jaxpr
+    n_known_out = len(known.outvars) - split.num_residuals
+    known_outs, residuals = known.outvars[:n_known_out], known.outvars[n_known_out:]
+    saved, recomputed = _choose_saved(residuals, known.eqns, params["policy"])
 
     # The forward part: the known outputs, plus the values saved for the backward part.
-    known_outs = [v for v, u in zip(jaxpr.outvars, out_unknown) if not u]
-    forward = dce_jaxpr(Jaxpr([], known_invars, [*known_outs, *saved], known_eqns, "remat_fwd"))
-    with set_current_trace(trace.parent):
-        forward_vals = eval_jaxpr(forward, [], *[a for a, u in zip(args, unknown_in) if not u])
-    known_results, saved_vals = forward_vals[: len(known_outs)], forward_vals[len(known_outs) :]
-
-    # The backward part: recompute what was not saved, then the unknown equations.
-    recomputed |= {id(e) for e in unknown_eqns}
-    backward_eqns = [e for e in jaxpr.eqns if id(e) in recomputed]
-    unknown_outs = [v for v, u in zip(jaxpr.outvars, out_unknown) if u]
-    backward = dce_jaxpr(
-        Jaxpr([], [*known_invars, *saved, *unknown_invars], unknown_outs, backward_eqns, "remat")
+    forward = dce_jaxpr(
+        Jaxpr(known.constvars, known.invars, [*known_outs, *saved], known.eqns, "remat_fwd")
     )
+    with set_current_trace(trace.parent):
+        forward_vals = eval_jaxpr(forward, split.known.consts, *known_args)
+    known_results, saved_vals = forward_vals[:n_known_out], forward_vals[n_known_out:]
+
+    # The backward part: recompute the residuals that were not saved, then the unknown part.
+    recompute = dce_jaxpr(
+        Jaxpr(
+            known.constvars,
+            [*known.invars, *saved],
+            residuals,
+            [e for e in known.eqns if id(e) in recomputed],
+            "remat_recompute",
+        )
+    )
+    unknown = split.unknown
+
+    def backward(*xs: Any) -> list[Any]:
+        n_in, n_saved = len(known.invars), len(saved)
+        res = eval_jaxpr(recompute, split.known.consts, *xs[: n_in + n_saved])
+        return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[n_in + n_saved :])
+
+    in_avals = [v.aval for v in (*known.invars, *saved)] + [get_aval(a) for a in unknown_args]
+    consts, backward_jaxpr = trace_const_free(backward, in_avals, "remat")
     staged = trace.stage(
         remat_p,
-        [
-            *[a for a, u in zip(args, unknown_in) if not u],
-            *saved_vals,
-            *[a for a, u in zip(args, unknown_in) if u],
-        ],
-        {**params, "jaxpr": ClosedJaxpr(backward, [])},
+        [*consts, *known_args, *saved_vals, *unknown_args],
+        {**params, "jaxpr": backward_jaxpr},
     )
-    return merge(out_unknown, known_results, staged)
+    return merge(split.out_unknowns, known_results, staged)
 
 
 rules.def_partial_eval(remat_p)(_remat_partial_eval)
 
 
 def _choose_saved(
-    unknown_eqns: list[Eqn], producer: dict[int, Eqn], policy: Callable[..., bool]
+    needed: Sequence[Any], eqns: Sequence[Eqn], policy: Callable[..., bool]
 ) -> tuple[list[Var], set[int]]:
-    """Which known values to save (policy permitting) and which known equations to recompute.
+    """Which forward values to save (policy permitting) and which equations to recompute.
 
-    Walks back from what the unknown equations read: a value the policy lets us save is saved;
-    otherwise its equation is recomputed, and what that equation reads is considered in turn.
+    Walks back from the values the backward part ``needed``: a value the policy lets us save
+    is saved; otherwise its equation is recomputed, and what that equation reads is
+    considered in turn. Inputs of the function need neither.
     """
+    producer = {id(v): eqn for eqn in eqns for v in eqn.outvars}
     saved: list[Var] = []
     saved_ids: set[int] = set()
     recomputed: set[int] = set()
-    pending = [v for eqn in unknown_eqns for v in eqn.invars if type(v) is Var]
+    pending = [v for v in needed if type(v) is Var]
     while pending:
         var = pending.pop()
         eqn = producer.get(id(var))

@@ -118,12 +118,14 @@ def fori_loop(
     ``unroll`` is passed to that ``scan``; a ``while_loop`` has no unrolling, so there it
     must be None (as in JAX).
     """
-    index_dtype = dtypes.promote(
+    # The index is weakly typed when both bounds are (Python ints), as in JAX, so that
+    # ``c + i`` keeps a carry of a narrower integer type.
+    index_dtype, index_weak = dtypes.promote(
         [
             (get_aval(lower).dtype, get_aval(lower).weak_type),
             (get_aval(upper).dtype, get_aval(upper).weak_type),
         ]
-    )[0]
+    )
     if not dtypes.is_integer(index_dtype):
         raise errors.EmberTypeError(
             f"fori_loop: lower and upper must be integers, got {get_aval(lower).str_short()} and "
@@ -132,11 +134,11 @@ def fori_loop(
     static = _static_int(lower), _static_int(upper)
     if None not in static:
         start, stop = static
-        first = np.asarray(start, index_dtype)
+        first = start if index_weak else np.asarray(start, index_dtype)
 
         def step(carry, _):
             i, val = carry
-            return (add(i, np.asarray(1, index_dtype)), body_fun(i, val)), None
+            return (add(i, _one(index_dtype, index_weak)), body_fun(i, val)), None
 
         length = max(stop - start, 0)
         unroll = 1 if unroll is None else unroll
@@ -147,17 +149,22 @@ def fori_loop(
             f"fori_loop: unroll={unroll!r} needs static (concrete) lower and upper bounds"
             f"{errors.where()}"
         )
-    lower = convert_element_type(lower, index_dtype)
-    upper = convert_element_type(upper, index_dtype)
+    lower = convert_element_type(lower, index_dtype, index_weak)
+    upper = convert_element_type(upper, index_dtype, index_weak)
 
     def cond(carry):
         return lt(carry[0], carry[1])
 
     def body(carry):
         i, stop, val = carry
-        return add(i, np.asarray(1, index_dtype)), stop, body_fun(i, val)
+        return add(i, _one(index_dtype, index_weak)), stop, body_fun(i, val)
 
     return while_loop(cond, body, (lower, upper, init_val))[2]
+
+
+def _one(dtype: np.dtype, weak: bool) -> Any:
+    """The index increment: a Python int (weakly typed, the default int) for a weak index."""
+    return 1 if weak else np.asarray(1, dtype)
 
 
 def _static_int(x: Any) -> int | None:

@@ -228,6 +228,10 @@ def _scan_lowering(ctx, *operands, jaxpr, length, reverse, num_consts, num_carry
     out_avals = list(ctx.avals_out)
     carry_avals, ys_avals = out_avals[:num_carry], out_avals[num_carry:]
     ys_init = [ctx.full(0, a) for a in ys_avals]
+    if length == 0:
+        # No iteration runs; the body is not even emitted, since slicing one row out of a
+        # zero-length xs would not type-check.
+        return [*carry, *ys_init]
     loop_avals = [_I32, *carry_avals, *ys_avals]
 
     def cond_region(c, i, *_rest):
