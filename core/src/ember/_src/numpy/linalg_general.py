@@ -30,6 +30,7 @@ from ember._src.numpy.linalg import (
     _diag,
     _eye,
     _float_matrix,
+    _fori,
     _h,
     _iota,
     inv,
@@ -39,7 +40,7 @@ from ember._src.numpy.linalg import (
     svdvals,
 )
 from ember._src.numpy.util import dtype_of, promote_dtypes, shape_of
-from ember._src.ops.control_flow.loops import fori_loop, while_loop
+from ember._src.ops.control_flow.loops import while_loop
 from ember._src.ops.custom_derivatives import custom_jvp
 from ember._src.ops.indexing import dynamic_slice, dynamic_update_slice
 
@@ -96,7 +97,7 @@ def _hessenberg(a: Any) -> tuple[Any, Any]:
         q = q - matmul(q, v)[:, None] * enp.conjugate(two_v)[None, :]
         return h, q
 
-    h, q = fori_loop(0, max(n - 2, 0), reflect, (a, _eye(n, dtype)))
+    h, q = _fori(0, max(n - 2, 0), reflect, (a, _eye(n, dtype)))
     below_subdiagonal = np.tril(np.ones((n, n), bool), -2)
     return enp.where(below_subdiagonal, _const(0, dtype), h), q
 
@@ -163,7 +164,7 @@ def _qr_step(h: Any, z: Any, shift: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
         return h, _rotate_columns(z, column, c_before, s_before), c, s
 
     identity = (_const(1, dtype), _const(0, dtype))
-    h, z, _, _ = fori_loop(0, n, rotate, (h, z, *identity))
+    h, z, _, _ = _fori(0, n, rotate, (h, z, *identity))
     return h + creation.eye(n, dtype=dtype) * diagonal_shift[None, :], z
 
 
@@ -278,7 +279,7 @@ def _triangular_eigenvectors(t: Any) -> Any:
         value = enp.where(enp.equal(columns, i), _const(1, dtype), value)
         return dynamic_update_slice(x, value[None, :], (i, 0))
 
-    return fori_loop(0, n - 1, solve_row, _eye(n, dtype))
+    return _fori(0, n - 1, solve_row, _eye(n, dtype))
 
 
 def _largest_rows(v: Any) -> Any:
