@@ -353,7 +353,7 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
         else:
             out = _extreme(s, ord == 2, axis=-1)
         return manipulation.expand_dims(manipulation.expand_dims(out, -1), -1) if keepdims else out
-    raise ValueError(f"matrix_norm: unsupported ord {ord!r}")
+    raise ValueError(f"matrix_norm: unsupported ord {ord!r}{errors.where()}")
 
 
 def _extreme(values: Any, largest: bool, **kw: Any) -> Any:
@@ -520,7 +520,9 @@ def qr(a: Any, mode: str = "reduced") -> Any:
     """Householder QR: ``a = q @ r``; ``mode`` is "reduced", "complete" or "r"."""
     a = _float_matrix(a, "qr", square=False)
     if mode not in ("reduced", "complete", "r"):
-        raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+        raise ValueError(
+            f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}{errors.where()}"
+        )
     q, r = _batched(lambda x: _qr_single(x, complete=mode == "complete"), a)
     return r if mode == "r" else QRResult(q, r)
 

@@ -32,6 +32,7 @@ from ember._src.numpy.linalg import (
     _float_matrix,
     _fori,
     _h,
+    _inexact_dtype,
     _iota,
     inv,
     norm,
@@ -431,10 +432,9 @@ def _lstsq_solution_jvp(primals, tangents):
 
 
 def _lstsq_operands(a: Any, b: Any) -> tuple[Any, Any]:
-    a, b = creation.asarray(a), creation.asarray(b)
-    if not dtypes.is_inexact(dtype_of(a)) and not dtypes.is_inexact(dtype_of(b)):
-        a = manipulation.astype(a, dtypes.default_float())
-    a, b = promote_dtypes(a, b)
+    a, b = promote_dtypes(creation.asarray(a), creation.asarray(b))
+    dtype = _inexact_dtype(dtype_of(a))
+    a, b = manipulation.astype(a, dtype), manipulation.astype(b, dtype)
     if get_aval(a).ndim != 2:
         raise np.linalg.LinAlgError(
             f"lstsq: a must be a matrix, got shape {shape_of(a)}{errors.where()}"
@@ -464,7 +464,7 @@ def lstsq(
     real = dtypes.real_dtype(dtype_of(a))
     if m == 0 or n == 0:
         x = creation.zeros((n, shape_of(columns)[1]), dtype_of(a))
-        s, rank = creation.zeros((0,), real), creation.asarray(0, dtype=np.int32)
+        s, rank = creation.zeros((0,), real), creation.asarray(0, dtype=dtypes.default_int())
         resid = reductions.sum(_abs2(columns), axis=0)
     else:
         x, resid, rank, s = _lstsq_compiled(a, columns, _lstsq_ratio(rcond, real, m, n))
@@ -475,7 +475,7 @@ def lstsq(
 
 def _lstsq_matrices(a: Any, b: Any, ratio: Any) -> tuple[Any, Any, Any, Any]:
     x, s = _lstsq_solution(a, b, ratio)
-    rank = reductions.sum(_kept_singular_values(s, ratio), dtype=np.int32)
+    rank = reductions.sum(_kept_singular_values(s, ratio), dtype=dtypes.default_int())
     return x, reductions.sum(_abs2(b - matmul(a, x)), axis=0), rank, s
 
 
@@ -657,8 +657,7 @@ def roots(p: Any, *, strip_zeros: bool = True) -> Any:
     eigenvalues of its companion matrix. Leading zeros are stripped (which needs concrete
     coefficients); with ``strip_zeros=False`` each leading zero gives a nan root instead."""
     p = creation.asarray(p)
-    if not dtypes.is_inexact(dtype_of(p)):
-        p = manipulation.astype(p, dtypes.default_float())
+    p = manipulation.astype(p, _inexact_dtype(dtype_of(p)))
     if get_aval(p).ndim == 0:
         p = manipulation.reshape(p, (1,))
     if get_aval(p).ndim != 1:
