@@ -422,3 +422,16 @@ def test_x64_matches_numpy(dtype):
                 else:
                     assert g.dtype == np.int64, name
                 assert_close(g, w, rtol=1e-9, atol=1e-9)
+
+
+def test_array_api_helpers_check_ranks_and_dtypes():
+    with pytest.raises(ValueError, match=r"outer: expected two vectors, got shapes \(4, 4\)"):
+        enp.linalg.outer(A, A)
+    with pytest.raises(ValueError, match=r"matrix_transpose: .* shape \(4,\)"):
+        enp.linalg.matrix_transpose(A[0])
+    ints = np.array([3, 4], np.int32)
+    with ember.config.option("enable_x64", True):
+        # JAX's dtypes: vector_norm of integers is the default float, norm keeps float32
+        assert np.asarray(enp.linalg.vector_norm(ints)).dtype == np.float64
+        assert np.asarray(enp.linalg.norm(ints)).dtype == np.float32
+        assert float(enp.linalg.vector_norm(ints)) == 5.0

@@ -372,6 +372,7 @@ def _max_or_zero(values: Any, **kw: Any) -> Any:
 def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
     """``numpy.linalg.norm``."""
     x = creation.asarray(x)
+    x = manipulation.astype(x, _inexact_dtype(get_aval(x).dtype))
     ndim = get_aval(x).ndim
     if axis is None:
         if ord is None:
@@ -398,7 +399,14 @@ def diagonal(x: Any, /, *, offset: int = 0) -> Any:
 
 
 def outer(x1: Any, x2: Any, /) -> Any:
+    """The outer product of two vectors (the array API's: unlike ``numpy.outer``, arrays of
+    other ranks are an error, not flattened)."""
     x1, x2 = creation.asarray(x1), creation.asarray(x2)
+    if get_aval(x1).ndim != 1 or get_aval(x2).ndim != 1:
+        raise ValueError(
+            f"outer: expected two vectors, got shapes {get_aval(x1).shape} and "
+            f"{get_aval(x2).shape}{errors.where()}"
+        )
     return manipulation.reshape(x1, (-1, 1)) * manipulation.reshape(x2, (1, -1))
 
 
@@ -438,7 +446,13 @@ def matrix_power(a: Any, n: int) -> Any:
 
 
 def matrix_transpose(x: Any, /) -> Any:
-    return manipulation.swapaxes(creation.asarray(x), -1, -2)
+    x = creation.asarray(x)
+    if get_aval(x).ndim < 2:
+        raise ValueError(
+            f"matrix_transpose: expected a matrix (or a stack), got shape {get_aval(x).shape}"
+            f"{errors.where()}"
+        )
+    return manipulation.swapaxes(x, -1, -2)
 
 
 def svdvals(x: Any) -> Any:
@@ -766,7 +780,11 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
 
 
 def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
-    """The array API's vector norm (one compiled program eagerly)."""
+    """The array API's vector norm (one compiled program eagerly). Integers and booleans give
+    the default float, as in JAX (where ``norm`` keeps JAX's inexact dtype for them instead)."""
+    x = creation.asarray(x)
+    if not dtypes.is_inexact(get_aval(x).dtype):
+        x = manipulation.astype(x, dtypes.default_float())
     return _vector_norm_compiled(x, _static_axis(axis), keepdims, ord)
 
 
