@@ -422,3 +422,60 @@ def test_lstsq_jvp_of_complex_wide_system():
     plus = np.linalg.lstsq(a64 + eps * da, b64 + eps * db)[0]
     minus = np.linalg.lstsq(a64 - eps * da, b64 - eps * db)[0]
     assert_close(tangent, (plus - minus) / (2 * eps), rtol=1e-3, atol=1e-4)
+
+
+# --------------------------------------------------------------------------------------------
+# enable_x64: eig, eigvals, roots and the least-squares fits in float64 and complex128
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_x64_eig_eigvals_and_roots(dtype):
+    a = _random((2, 4, 4), dtype)
+    p = _random((5,), dtype)
+    with ember.config.option("enable_x64", True):
+        w, v = enp.linalg.eig(a)
+        assert np.asarray(w).dtype == np.complex128 and np.asarray(v).dtype == np.complex128
+        a, w, v = np.asarray(a), np.asarray(w), np.asarray(v)
+        assert np.abs(a @ v - v * w[..., None, :]).max() < 1e-12 * np.abs(a).max()
+        for index in range(2):
+            _assert_same_multiset(w[index], np.linalg.eigvals(a[index]), 1e-10)
+            eigenvalues = enp.linalg.eigvals(a[index])
+            _assert_same_multiset(eigenvalues, np.linalg.eigvals(a[index]), 1e-10)
+        found = enp.roots(p)
+        assert np.asarray(found).dtype == np.complex128
+        _assert_same_multiset(found, np.roots(p), 1e-10)
+        traced = ember.jit(lambda q: enp.roots(q, strip_zeros=False))(np.concatenate([[0], p]))
+        _assert_same_multiset(np.asarray(traced)[:4], np.roots(p), 1e-10)
+        # integer coefficients: int32 becomes float32 (so complex64), as in JAX
+        assert np.asarray(enp.roots(np.array([1, -3, 2], np.int32))).dtype == np.complex64
+
+
+def test_polyfit_of_complex_data_matches_numpy():
+    # the solve must use u^H (u^T gave wrong coefficients) and residuals are real
+    x = np.arange(5.0) + 1j * np.array([0, 1, 0, -1, 2.0])
+    y = np.array([1, 2, 5, 10, 3.0]) + 1j * np.arange(5)
+    with ember.config.option("enable_x64", True):
+        got = enp.polyfit(x, y, 2, full=True)
+        want = np.polyfit(x, y, 2, full=True)
+        for g, w in zip(got[:4], want[:4]):
+            assert_close(g, w, rtol=1e-9, atol=1e-12)
+        assert np.asarray(got[1]).dtype == np.float64
+        assert np.asarray(got[2]).dtype == np.int64  # JAX's rank dtype under x64
+        assert np.asarray(enp.linalg.lstsq(x[:, None], y)[2]).dtype == np.int64
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (3, 0, 0), (0, 2, 2)])
+def test_empty_eig_eigvals_cond_and_lstsq(shape):
+    a = np.zeros(shape, np.float32)
+    w, v = enp.linalg.eig(a)
+    assert np.asarray(w).shape == shape[:-1] and np.asarray(v).shape == shape
+    assert np.asarray(enp.linalg.eigvals(a)).dtype == np.complex64
+    if shape == (0, 2, 2):  # JAX: an empty stack has an empty stack of condition numbers
+        assert np.asarray(enp.linalg.cond(a)).shape == (0,)
+        assert np.asarray(enp.linalg.cond(a, 1)).shape == (0,)
+    else:  # JAX: the condition number of an empty matrix is an error
+        with pytest.raises(ValueError, match="empty"):
+            enp.linalg.cond(a)
+    if len(shape) == 2:
+        x, resid, rank, s = enp.linalg.lstsq(a, a)
+        assert np.asarray(x).shape == (0, 0) and int(rank) == 0 and np.asarray(s).shape == (0,)

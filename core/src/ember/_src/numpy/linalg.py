@@ -16,15 +16,15 @@ kernels through its lowering hook.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from ember._src import dtypes, errors
-from ember._src.api import vmap
+from ember._src import dtypes, errors, tree_util
+from ember._src.api import ShapeDtypeStruct, eval_shape, vmap
 from ember._src.core import get_aval
 from ember._src.jit import jit
-from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
+from ember._src.numpy import creation, diagonals, elementwise as enp, manipulation, reductions
 from ember._src.numpy.contractions import matmul
 from ember._src.numpy.sorting import argsort
 from ember._src.ops.control_flow.loops import fori_loop
@@ -32,35 +32,93 @@ from ember._src.ops.custom_derivatives import custom_jvp
 from ember._src.ops.elementwise import stop_gradient
 
 # --------------------------------------------------------------------------------------------
+# Results, named as JAX names them (they unpack as tuples and are pytrees like any namedtuple)
+
+
+class EighResult(NamedTuple):
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+class QRResult(NamedTuple):
+    Q: Any
+    R: Any
+
+
+class SVDResult(NamedTuple):
+    U: Any
+    S: Any
+    Vh: Any
+
+
+class SlogdetResult(NamedTuple):
+    sign: Any
+    logabsdet: Any
+
+
+# --------------------------------------------------------------------------------------------
 # Helpers
+
+
+def _inexact_dtype(dtype: Any) -> np.dtype:
+    """The dtype linear algebra works in for ``dtype``, as JAX chooses it: floating and complex
+    stay; booleans and integers become float32, but 64-bit integers (which exist only with
+    ``enable_x64``) float64."""
+    dtype = np.dtype(dtype)
+    if dtypes.is_inexact(dtype):
+        return dtype
+    return dtypes.canonicalize(np.float64 if dtype.itemsize == 8 else np.float32)
 
 
 def _float_matrix(a: Any, what: str, square: bool = True) -> Any:
     a = creation.asarray(a)
-    aval = get_aval(a)
-    if aval.ndim < 2:
+    _check_matrix(get_aval(a).shape, what, square)
+    dtype = _inexact_dtype(get_aval(a).dtype)
+    return a if dtype == get_aval(a).dtype else manipulation.astype(a, dtype)
+
+
+def _check_matrix(shape: tuple[int, ...], what: str, square: bool = True) -> None:
+    if len(shape) < 2:
         raise np.linalg.LinAlgError(
-            f"{what}: expected a matrix (or a stack), got shape {aval.shape}{errors.where()}"
+            f"{what}: expected a matrix (or a stack), got shape {shape}{errors.where()}"
         )
-    if square and aval.shape[-1] != aval.shape[-2]:
+    if square and shape[-1] != shape[-2]:
         raise np.linalg.LinAlgError(
-            f"{what}: expected square matrices, got shape {aval.shape}{errors.where()}"
+            f"{what}: expected square matrices, got shape {shape}{errors.where()}"
         )
-    if not dtypes.is_inexact(aval.dtype):
-        a = manipulation.astype(a, dtypes.default_float())
-    return a
 
 
 def _batched(fn, a: Any, *rest: Any, core_ndims: tuple[int, ...] = (2,)) -> Any:
     """Apply ``fn`` (written for one matrix) over leading batch axes with vmap."""
     batch = get_aval(a).ndim - core_ndims[0]
+    if 0 in get_aval(a).shape[:batch]:
+        return _no_matrices(fn, batch, a, *rest)
     for _ in range(batch):
         fn = vmap(fn)
     return fn(a, *rest)
 
 
+def _no_matrices(fn, batch: int, *operands: Any) -> Any:
+    """``fn`` over a stack of no matrices: empty results shaped as ``fn`` of one matrix would
+    be (its body never runs, so it is only traced for the shapes)."""
+    batch_shape = get_aval(operands[0]).shape[:batch]
+    one = [ShapeDtypeStruct(get_aval(x).shape[batch:], get_aval(x).dtype) for x in operands]
+    shapes = eval_shape(fn, *one)
+    return tree_util.tree_map(lambda s: creation.zeros(batch_shape + s.shape, s.dtype), shapes)
+
+
 def _iota(n: int) -> Any:
     return creation.arange(n, dtype=np.int32)
+
+
+def _fori(lower: int, upper: int, body: Any, init: Any) -> Any:
+    """``fori_loop`` over static bounds with an int32 index whatever ``enable_x64`` says (so
+    the index shares a dtype with the int32 positions it is compared with and slices at). An
+    empty range returns ``init`` without tracing ``body``, whose slices need a nonempty
+    matrix."""
+    if upper <= lower:
+        return init
+    return fori_loop(np.int32(lower), np.int32(upper), body, init)
 
 
 def _eye(n: int, dtype: Any) -> Any:
@@ -98,7 +156,7 @@ def _lu_single(a: Any) -> tuple[Any, Any, Any]:
         return lu, perm, parity
 
     parity0 = np.asarray(1.0, dtypes.real_dtype(get_aval(a).dtype))
-    return fori_loop(0, n, step, (a, rows, parity0))
+    return _fori(0, n, step, (a, rows, parity0))
 
 
 def lu_factor(a: Any) -> tuple[Any, Any]:
@@ -110,6 +168,8 @@ def lu_factor(a: Any) -> tuple[Any, Any]:
 
 def _lu_solve_single(lu: Any, perm: Any, b: Any) -> Any:
     n = get_aval(lu).shape[0]
+    if n == 0:  # nothing to solve (and no row to permute)
+        return b
     rows = _iota(n)
     y = b[perm]
 
@@ -117,26 +177,54 @@ def _lu_solve_single(lu: Any, perm: Any, b: Any) -> Any:
         coeffs = enp.where(enp.less(rows, i), lu[i], 0.0).astype(get_aval(lu).dtype)
         return y.at[i].set(y[i] - matmul(coeffs, y))
 
-    y = fori_loop(0, n, forward, y)
+    y = _fori(0, n, forward, y)
 
     def backward(j, x):  # U x = y, from the last row up
         i = n - 1 - j
         coeffs = enp.where(enp.greater(rows, i), lu[i], 0.0).astype(get_aval(lu).dtype)
         return x.at[i].set((x[i] - matmul(coeffs, x)) / lu[i, i])
 
-    return fori_loop(0, n, backward, y)
+    return _fori(0, n, backward, y)
 
 
 def solve(a: Any, b: Any) -> Any:
     """The solution ``x`` of ``a @ x = b`` (``b`` a vector or a matrix of columns)."""
-    a = _float_matrix(a, "solve")
-    b = manipulation.astype(creation.asarray(b), get_aval(a).dtype)
+    a, b = _solve_operands(a, b)
 
     def single(a1, b1):
         lu, perm, _ = _lu_single(a1)
         return _lu_solve_single(lu, perm, b1)
 
     return _batched(single, a, b)
+
+
+def _solve_operands(a: Any, b: Any) -> tuple[Any, Any]:
+    """``a`` and ``b`` in their common inexact dtype (as JAX promotes them), with broadcast
+    batch axes. As in NumPy 2 and JAX, a 1-d ``b`` is one vector for every matrix; otherwise
+    ``b`` holds (a stack of) n-row matrices of columns."""
+    a, b = _float_matrix(a, "solve"), creation.asarray(b)
+    dtype = _inexact_dtype(dtypes.promote([_dtype_and_weak(a), _dtype_and_weak(b)])[0])
+    a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
+    n = a_shape[-1]
+    vector = len(b_shape) == 1
+    if (b_shape if vector else b_shape[-2:-1]) != (n,):
+        raise ValueError(
+            f"solve: b of shape {b_shape} does not fit a of shape {a_shape}: b must be a "
+            f"vector of {n} values or have {n} rows, shape (..., {n}, k){errors.where()}"
+        )
+    core = b_shape if vector else b_shape[-2:]
+    try:
+        batch = np.broadcast_shapes(a_shape[:-2], b_shape[: len(b_shape) - len(core)])
+    except ValueError:
+        raise ValueError(
+            f"solve: the stacks of a {a_shape} and b {b_shape} do not broadcast{errors.where()}"
+        ) from None
+    a = manipulation.broadcast_to(manipulation.astype(a, dtype), batch + a_shape[-2:])
+    return a, manipulation.broadcast_to(manipulation.astype(b, dtype), batch + core)
+
+
+def _dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
+    return get_aval(x).dtype, get_aval(x).weak_type
 
 
 def inv(a: Any) -> Any:
@@ -166,7 +254,7 @@ def slogdet(a: Any, *, method: str | None = None) -> tuple[Any, Any]:
         sign = parity * reductions.prod(enp.sign(diagonal))
         return sign, reductions.sum(enp.log(enp.abs(diagonal)))
 
-    return _batched(single, a)
+    return SlogdetResult(*_batched(single, a))
 
 
 def det(a: Any) -> Any:
@@ -180,12 +268,8 @@ def det(a: Any) -> Any:
 
 
 def _diag(m: Any) -> Any:
-    n = min(get_aval(m).shape[-2:])
-    return m[_iota_np(n), _iota_np(n)]
-
-
-def _iota_np(n: int) -> np.ndarray:
-    return np.arange(n, dtype=np.int32)
+    """The main diagonals of a matrix or a stack (empty for empty matrices)."""
+    return diagonals.diagonal(m, 0, -2, -1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -213,7 +297,7 @@ def cholesky(a: Any, *, upper: bool = False, symmetrize_input: bool = True) -> A
             column = enp.where(enp.equal(rows, j), d, column).astype(dtype)
             return lower.at[:, j].set(column)
 
-        return fori_loop(0, n, step, creation.zeros_like(a1))
+        return _fori(0, n, step, creation.zeros_like(a1))
 
     lower = _batched(single, a)
     return manipulation.swapaxes(enp.conjugate(lower), -1, -2) if upper else lower
@@ -231,15 +315,14 @@ def _symmetrized(a: Any) -> Any:
 
 def _vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
     x = creation.asarray(x)
-    if not dtypes.is_inexact(get_aval(x).dtype):
-        x = manipulation.astype(x, dtypes.default_float())
+    x = manipulation.astype(x, _inexact_dtype(get_aval(x).dtype))
     magnitude = enp.abs(x)
     if ord == 2:
         return enp.sqrt(
             reductions.sum(enp.real(x * enp.conjugate(x)), axis=axis, keepdims=keepdims)
         )
-    if ord in (np.inf, "inf"):
-        return reductions.max(magnitude, axis=axis, keepdims=keepdims)
+    if ord in (np.inf, "inf"):  # 0 for no elements, as in JAX
+        return _max_or_zero(magnitude, axis=axis, keepdims=keepdims)
     if ord in (-np.inf, "-inf"):
         return reductions.min(magnitude, axis=axis, keepdims=keepdims)
     if ord == 0:
@@ -259,25 +342,37 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
         return vector_norm(x, axis=axes, keepdims=keepdims)
     if ord in (1, -1):
         sums = reductions.sum(enp.abs(x), axis=-2, keepdims=keepdims)
-        pick = reductions.max if ord == 1 else reductions.min
-        return pick(sums, axis=-1, keepdims=keepdims)
+        return _extreme(sums, ord == 1, axis=-1, keepdims=keepdims)
     if ord in (np.inf, -np.inf):
         sums = reductions.sum(enp.abs(x), axis=-1, keepdims=keepdims)
-        pick = reductions.max if ord == np.inf else reductions.min
-        return pick(sums, axis=-2 if keepdims else -1, keepdims=keepdims)
+        return _extreme(sums, ord == np.inf, axis=-2 if keepdims else -1, keepdims=keepdims)
     if ord in (2, -2, "nuc"):
         s = svdvals(x)
         if ord == "nuc":
             out = reductions.sum(s, axis=-1)
         else:
-            out = (reductions.max if ord == 2 else reductions.min)(s, axis=-1)
+            out = _extreme(s, ord == 2, axis=-1)
         return manipulation.expand_dims(manipulation.expand_dims(out, -1), -1) if keepdims else out
-    raise ValueError(f"matrix_norm: unsupported ord {ord!r}")
+    raise ValueError(f"matrix_norm: unsupported ord {ord!r}{errors.where()}")
+
+
+def _extreme(values: Any, largest: bool, **kw: Any) -> Any:
+    """The max (0 where there are no values) or the min (an error then) of magnitudes."""
+    return _max_or_zero(values, **kw) if largest else reductions.min(values, **kw)
+
+
+def _max_or_zero(values: Any, **kw: Any) -> Any:
+    """The max of magnitudes, 0 where there are none (JAX's answer). With no elements at all,
+    a sum gives those zeros in the max's shape without reducing an empty axis by max."""
+    if get_aval(values).size == 0:
+        return reductions.sum(values, **kw)
+    return reductions.max(values, **kw)
 
 
 def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
     """``numpy.linalg.norm``."""
     x = creation.asarray(x)
+    x = manipulation.astype(x, _inexact_dtype(get_aval(x).dtype))
     ndim = get_aval(x).ndim
     if axis is None:
         if ord is None:
@@ -300,17 +395,18 @@ def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
 
 
 def diagonal(x: Any, /, *, offset: int = 0) -> Any:
-    x = creation.asarray(x)
-    shape = get_aval(x).shape
-    rows, cols = shape[-2], shape[-1]
-    start_row, start_col = (0, offset) if offset >= 0 else (-offset, 0)
-    length = max(0, min(rows - start_row, cols - start_col))
-    i = np.arange(length, dtype=np.int32)
-    return x[..., i + start_row, i + start_col]
+    return diagonals.diagonal(x, offset, -2, -1)
 
 
 def outer(x1: Any, x2: Any, /) -> Any:
+    """The outer product of two vectors (the array API's: unlike ``numpy.outer``, arrays of
+    other ranks are an error, not flattened)."""
     x1, x2 = creation.asarray(x1), creation.asarray(x2)
+    if get_aval(x1).ndim != 1 or get_aval(x2).ndim != 1:
+        raise ValueError(
+            f"outer: expected two vectors, got shapes {get_aval(x1).shape} and "
+            f"{get_aval(x2).shape}{errors.where()}"
+        )
     return manipulation.reshape(x1, (-1, 1)) * manipulation.reshape(x2, (1, -1))
 
 
@@ -328,7 +424,13 @@ def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
 
 
 def matrix_power(a: Any, n: int) -> Any:
-    a = _float_matrix(a, "matrix_power") if n < 0 else creation.asarray(a)
+    a = creation.asarray(a)
+    _check_matrix(get_aval(a).shape, "matrix_power")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"matrix_power: n must be an integer, got {n!r}{errors.where()}")
+    n = int(n)
+    if n < 0:
+        a = _float_matrix(a, "matrix_power")
     if n < 0:
         a, n = inv(a), -n
     size = get_aval(a).shape[-1]
@@ -344,7 +446,13 @@ def matrix_power(a: Any, n: int) -> Any:
 
 
 def matrix_transpose(x: Any, /) -> Any:
-    return manipulation.swapaxes(creation.asarray(x), -1, -2)
+    x = creation.asarray(x)
+    if get_aval(x).ndim < 2:
+        raise ValueError(
+            f"matrix_transpose: expected a matrix (or a stack), got shape {get_aval(x).shape}"
+            f"{errors.where()}"
+        )
+    return manipulation.swapaxes(x, -1, -2)
 
 
 def svdvals(x: Any) -> Any:
@@ -360,6 +468,8 @@ def pinv(a: Any, rtol: Any = None, hermitian: bool = False, *, rcond: Any = None
         rtol = rcond
     a = _float_matrix(a, "pinv", square=False)
     m, n = get_aval(a).shape[-2:]
+    if m == 0 or n == 0:  # the pseudo-inverse of an empty map is the empty map back
+        return creation.zeros(get_aval(a).shape[:-2] + (n, m), get_aval(a).dtype)
     u, s, vh = svd(a, full_matrices=False)
     if rtol is None:
         rtol = max(m, n) * float(dtypes.finfo(get_aval(s).dtype).eps)
@@ -378,14 +488,16 @@ def matrix_rank(M: Any, rtol: Any = None, *, hermitian: bool = False, tol: Any =
     """Number of singular values above the tolerance (``hermitian`` only lets JAX use a
     faster factorisation; the result is the same)."""
     a = _float_matrix(M, "matrix_rank", square=False)
-    s = svdvals(a)
     m, n = get_aval(a).shape[-2:]
+    if m == 0 or n == 0:  # no singular values: rank 0 (as NumPy says)
+        return creation.zeros(get_aval(a).shape[:-2], dtypes.default_int())
+    s = svdvals(a)
     if tol is None:
         rtol = max(m, n) * float(dtypes.finfo(get_aval(s).dtype).eps) if rtol is None else rtol
         threshold = reductions.max(s, axis=-1, keepdims=True) * _real_scalar(rtol, s)
     else:
         threshold = _real_scalar(tol, s)
-    return reductions.sum(enp.greater(s, threshold), axis=-1, dtype=np.int32)
+    return reductions.sum(enp.greater(s, threshold), axis=-1, dtype=dtypes.default_int())
 
 
 # --------------------------------------------------------------------------------------------
@@ -413,7 +525,7 @@ def _qr_single(a: Any, complete: bool = False) -> tuple[Any, Any]:
         q = q - 2.0 * matmul(q, v)[:, None] * enp.conjugate(v)[None, :]
         return q, r
 
-    q, r = fori_loop(0, k, step, (_eye(m, dtype), a))
+    q, r = _fori(0, k, step, (_eye(m, dtype), a))
     r = enp.where(enp.greater(rows[:, None], _iota(n)[None, :]), 0.0, r).astype(dtype)
     return (q, r) if complete else (q[:, :k], r[:k])
 
@@ -422,9 +534,11 @@ def qr(a: Any, mode: str = "reduced") -> Any:
     """Householder QR: ``a = q @ r``; ``mode`` is "reduced", "complete" or "r"."""
     a = _float_matrix(a, "qr", square=False)
     if mode not in ("reduced", "complete", "r"):
-        raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+        raise ValueError(
+            f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}{errors.where()}"
+        )
     q, r = _batched(lambda x: _qr_single(x, complete=mode == "complete"), a)
-    return r if mode == "r" else (q, r)
+    return r if mode == "r" else QRResult(q, r)
 
 
 # --------------------------------------------------------------------------------------------
@@ -479,8 +593,8 @@ def _eigh_single(a: Any) -> tuple[Any, Any]:
     n = get_aval(a).shape[0]
     dtype = get_aval(a).dtype
     a = (a + _h(a)) * np.asarray(0.5, dtype)  # use the Hermitian part
-    if n == 1:
-        return manipulation.reshape(enp.real(a), (1,)), creation.ones((1, 1), dtype)
+    if n <= 1:  # already diagonal (or empty)
+        return manipulation.reshape(enp.real(a), (n,)), creation.ones((n, n), dtype)
     pairs = np.array([(p, q) for p in range(n) for q in range(p + 1, n)], np.int32)
     schedule_p = np.tile(pairs[:, 0], _JACOBI_SWEEPS)
     schedule_q = np.tile(pairs[:, 1], _JACOBI_SWEEPS)
@@ -497,7 +611,7 @@ def _eigh_single(a: Any) -> tuple[Any, Any]:
         m = _rotate_columns(m, p, q, c, w)
         return m, _rotate_columns(v, p, q, c, w)
 
-    m, v = fori_loop(0, len(schedule_p), rotate, (a, _eye(n, dtype)))
+    m, v = _fori(0, len(schedule_p), rotate, (a, _eye(n, dtype)))
     values = enp.real(_diag(m))
     order = argsort(values)
     return values[order], v[:, order]
@@ -527,14 +641,30 @@ def _eigh_jvp(primals, tangents):
     return (w, v), (dw, dv)
 
 
-def eigh(a: Any, UPLO: str = "L", symmetrize_input: bool = True) -> tuple[Any, Any]:
+def eigh(a: Any, UPLO: str | None = None, symmetrize_input: bool = True) -> EighResult:
     """Eigenvalues (ascending, real) and eigenvectors (columns) of symmetric or Hermitian
-    matrices."""
+    matrices. With ``symmetrize_input`` (JAX's default) the Hermitian part ``(a + a^H) / 2``
+    is factorised; without it only the triangle ``UPLO`` names ('L', the default, or 'U')
+    is read, as LAPACK does."""
+    if UPLO not in (None, "L", "U"):
+        raise ValueError(f"UPLO must be one of None, 'L', or 'U', got {UPLO!r}{errors.where()}")
     a = _float_matrix(a, "eigh")
-    return _batched(_eigh_differentiable, a)
+    a = _symmetrized(a) if symmetrize_input else _hermitian_from_triangle(a, UPLO != "U")
+    return EighResult(*_batched(_eigh_differentiable, a))
 
 
-def eigvalsh(a: Any, UPLO: str | None = "L", *, symmetrize_input: bool = True) -> Any:
+def _hermitian_from_triangle(a: Any, lower: bool) -> Any:
+    """The Hermitian matrix whose ``lower`` (or upper) triangle is that of ``a``; the other
+    triangle of ``a`` is never read (the diagonal's imaginary part neither)."""
+    n = get_aval(a).shape[-1]
+    strictly = np.tril(np.ones((n, n), bool), -1) if lower else np.triu(np.ones((n, n), bool), 1)
+    zero = np.asarray(0, get_aval(a).dtype)
+    triangle = enp.where(strictly, a, zero)
+    diagonal = enp.where(np.eye(n, dtype=bool), enp.real(a).astype(get_aval(a).dtype), zero)
+    return triangle + _h(triangle) + diagonal
+
+
+def eigvalsh(a: Any, UPLO: str | None = None, *, symmetrize_input: bool = True) -> Any:
     return eigh(a, UPLO, symmetrize_input)[0]
 
 
@@ -544,8 +674,8 @@ def _svd_single(a: Any) -> tuple[Any, Any, Any]:
     Returns (u with orthogonal columns, sigma, v) with ``a @ v = u``, unsorted."""
     m, n = get_aval(a).shape
     dtype = get_aval(a).dtype
-    if n == 1:
-        return a, creation.ones((1, 1), dtype)
+    if n <= 1:  # one column (or none) is orthogonal already
+        return a, creation.ones((n, n), dtype)
     pairs = np.array([(p, q) for p in range(n) for q in range(p + 1, n)], np.int32)
     sp = creation.asarray(np.tile(pairs[:, 0], _JACOBI_SWEEPS))
     sq = creation.asarray(np.tile(pairs[:, 1], _JACOBI_SWEEPS))
@@ -560,7 +690,7 @@ def _svd_single(a: Any) -> tuple[Any, Any, Any]:
         c, w = _jacobi_rotation(alpha, beta, gamma, dtype)
         return _rotate_columns(u, p, q, c, w), _rotate_columns(v, p, q, c, w)
 
-    return fori_loop(0, int(sp.shape[0]), rotate, (a, _eye(n, dtype)))
+    return _fori(0, int(sp.shape[0]), rotate, (a, _eye(n, dtype)))
 
 
 def _svd_tall(a: Any, full_matrices: bool, compute_uv: bool = True) -> Any:
@@ -570,6 +700,12 @@ def _svd_tall(a: Any, full_matrices: bool, compute_uv: bool = True) -> Any:
     m, n = get_aval(a).shape
     dtype = get_aval(a).dtype
     real = dtypes.real_dtype(dtype)
+    if n == 0:  # no singular values; a full U is any orthonormal basis: the identity's
+        sigma = creation.zeros((0,), real)
+        if not compute_uv:
+            return sigma
+        u = _eye(m, dtype) if full_matrices else creation.zeros((m, 0), dtype)
+        return u, sigma, creation.zeros((0, 0), dtype)
     u, v = _svd_single(a)
     sigma = enp.sqrt(reductions.sum(enp.real(_conj(u) * u), axis=0))
     order = argsort(-sigma)
@@ -604,8 +740,9 @@ def svd(
         if not compute_uv:
             return result
         u, s, vh = result
-        return matrix_transpose(vh), s, matrix_transpose(u)
-    return _batched(lambda x: _svd_tall(x, full_matrices, compute_uv), a)
+        return SVDResult(matrix_transpose(vh), s, matrix_transpose(u))
+    result = _batched(lambda x: _svd_tall(x, full_matrices, compute_uv), a)
+    return SVDResult(*result) if compute_uv else result
 
 
 # --------------------------------------------------------------------------------------------
@@ -643,7 +780,11 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
 
 
 def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
-    """The array API's vector norm (one compiled program eagerly)."""
+    """The array API's vector norm (one compiled program eagerly). Integers and booleans give
+    the default float, as in JAX (where ``norm`` keeps JAX's inexact dtype for them instead)."""
+    x = creation.asarray(x)
+    if not dtypes.is_inexact(get_aval(x).dtype):
+        x = manipulation.astype(x, dtypes.default_float())
     return _vector_norm_compiled(x, _static_axis(axis), keepdims, ord)
 
 

@@ -30,7 +30,9 @@ from ember._src.numpy.linalg import (
     _diag,
     _eye,
     _float_matrix,
+    _fori,
     _h,
+    _inexact_dtype,
     _iota,
     inv,
     norm,
@@ -39,7 +41,7 @@ from ember._src.numpy.linalg import (
     svdvals,
 )
 from ember._src.numpy.util import dtype_of, promote_dtypes, shape_of
-from ember._src.ops.control_flow.loops import fori_loop, while_loop
+from ember._src.ops.control_flow.loops import while_loop
 from ember._src.ops.custom_derivatives import custom_jvp
 from ember._src.ops.indexing import dynamic_slice, dynamic_update_slice
 
@@ -96,7 +98,7 @@ def _hessenberg(a: Any) -> tuple[Any, Any]:
         q = q - matmul(q, v)[:, None] * enp.conjugate(two_v)[None, :]
         return h, q
 
-    h, q = fori_loop(0, max(n - 2, 0), reflect, (a, _eye(n, dtype)))
+    h, q = _fori(0, max(n - 2, 0), reflect, (a, _eye(n, dtype)))
     below_subdiagonal = np.tril(np.ones((n, n), bool), -2)
     return enp.where(below_subdiagonal, _const(0, dtype), h), q
 
@@ -163,7 +165,7 @@ def _qr_step(h: Any, z: Any, shift: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
         return h, _rotate_columns(z, column, c_before, s_before), c, s
 
     identity = (_const(1, dtype), _const(0, dtype))
-    h, z, _, _ = fori_loop(0, n, rotate, (h, z, *identity))
+    h, z, _, _ = _fori(0, n, rotate, (h, z, *identity))
     return h + creation.eye(n, dtype=dtype) * diagonal_shift[None, :], z
 
 
@@ -278,7 +280,7 @@ def _triangular_eigenvectors(t: Any) -> Any:
         value = enp.where(enp.equal(columns, i), _const(1, dtype), value)
         return dynamic_update_slice(x, value[None, :], (i, 0))
 
-    return fori_loop(0, n - 1, solve_row, _eye(n, dtype))
+    return _fori(0, n - 1, solve_row, _eye(n, dtype))
 
 
 def _largest_rows(v: Any) -> Any:
@@ -430,10 +432,9 @@ def _lstsq_solution_jvp(primals, tangents):
 
 
 def _lstsq_operands(a: Any, b: Any) -> tuple[Any, Any]:
-    a, b = creation.asarray(a), creation.asarray(b)
-    if not dtypes.is_inexact(dtype_of(a)) and not dtypes.is_inexact(dtype_of(b)):
-        a = manipulation.astype(a, dtypes.default_float())
-    a, b = promote_dtypes(a, b)
+    a, b = promote_dtypes(creation.asarray(a), creation.asarray(b))
+    dtype = _inexact_dtype(dtype_of(a))
+    a, b = manipulation.astype(a, dtype), manipulation.astype(b, dtype)
     if get_aval(a).ndim != 2:
         raise np.linalg.LinAlgError(
             f"lstsq: a must be a matrix, got shape {shape_of(a)}{errors.where()}"
@@ -463,7 +464,7 @@ def lstsq(
     real = dtypes.real_dtype(dtype_of(a))
     if m == 0 or n == 0:
         x = creation.zeros((n, shape_of(columns)[1]), dtype_of(a))
-        s, rank = creation.zeros((0,), real), creation.asarray(0, dtype=np.int32)
+        s, rank = creation.zeros((0,), real), creation.asarray(0, dtype=dtypes.default_int())
         resid = reductions.sum(_abs2(columns), axis=0)
     else:
         x, resid, rank, s = _lstsq_compiled(a, columns, _lstsq_ratio(rcond, real, m, n))
@@ -474,7 +475,7 @@ def lstsq(
 
 def _lstsq_matrices(a: Any, b: Any, ratio: Any) -> tuple[Any, Any, Any, Any]:
     x, s = _lstsq_solution(a, b, ratio)
-    rank = reductions.sum(_kept_singular_values(s, ratio), dtype=np.int32)
+    rank = reductions.sum(_kept_singular_values(s, ratio), dtype=dtypes.default_int())
     return x, reductions.sum(_abs2(b - matmul(a, x)), axis=0), rank, s
 
 
@@ -656,8 +657,7 @@ def roots(p: Any, *, strip_zeros: bool = True) -> Any:
     eigenvalues of its companion matrix. Leading zeros are stripped (which needs concrete
     coefficients); with ``strip_zeros=False`` each leading zero gives a nan root instead."""
     p = creation.asarray(p)
-    if not dtypes.is_inexact(dtype_of(p)):
-        p = manipulation.astype(p, dtypes.default_float())
+    p = manipulation.astype(p, _inexact_dtype(dtype_of(p)))
     if get_aval(p).ndim == 0:
         p = manipulation.reshape(p, (1,))
     if get_aval(p).ndim != 1:

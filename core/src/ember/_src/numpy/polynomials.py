@@ -232,12 +232,12 @@ def _least_squares(a: Any, b: Any, rcond: float) -> tuple[Any, Any, Any, Any]:
     cutoff = enp.multiply(reductions.max(s), np.asarray(rcond, dtype_of(s)))
     keep = enp.greater(s, cutoff)
     inverse = enp.where(keep, enp.divide(1, enp.where(keep, s, 1)), 0).astype(dtype_of(s))
-    projected = matmul(manipulation.transpose(u), b)
+    projected = matmul(enp.conjugate(manipulation.transpose(u)), b)  # u^H b
     scaled = enp.multiply(projected, inverse if get_aval(b).ndim == 1 else inverse[:, None])
-    solution = matmul(manipulation.transpose(vh), scaled)
+    solution = matmul(enp.conjugate(manipulation.transpose(vh)), scaled)
     residual = enp.subtract(b, matmul(a, solution))
-    resids = reductions.sum(enp.square(residual), axis=0)
+    resids = reductions.sum(enp.real(enp.multiply(enp.conjugate(residual), residual)), axis=0)
     if get_aval(b).ndim == 1:
         resids = manipulation.reshape(resids, (1,))
-    rank = reductions.sum(keep, dtype=dtypes.int32)
+    rank = reductions.sum(keep, dtype=dtypes.default_int())
     return solution, resids, rank, s
