@@ -460,11 +460,10 @@ def histogramdd(
         index, within = _bin_index(sample[:, d], e)
         flat = enp.add(enp.multiply(flat, np.int32(sizes[d])), index)
         inside = enp.logical_and(inside, within)
-    weight = (
-        creation.ones((n_points,), dtype_of(sample))
-        if weights is None
-        else convert_element_type(creation.asarray(as_operand(weights)), dtype_of(sample))
-    )
+    if weights is not None:
+        weight = convert_element_type(creation.asarray(as_operand(weights)), dtype_of(sample))
+    else:  # plain counts are integers, as JAX's (densities are the sample's float)
+        weight = creation.ones((n_points,), dtype_of(sample) if density else dtypes.default_int())
     weight = enp.where(inside, weight, scalar_like(0, weight))
     total_bins = int(np.prod(sizes, dtype=np.int64))
     counts = creation.zeros((total_bins,), dtype_of(weight)).at[flat].add(weight)
