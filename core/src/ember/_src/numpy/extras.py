@@ -19,6 +19,7 @@ from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.advanced_indexing import take
+from ember._src.numpy.searching import digitize, searchsorted  # noqa: F401 (re-exported)
 from ember._src.numpy.sorting import argsort, cumsum, sort
 from ember._src.numpy.util import (
     as_operand,
@@ -366,54 +367,7 @@ def nanstd(
 
 
 # --------------------------------------------------------------------------------------------
-# Searching
-
-
-_SEARCH_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
-
-
-def _check_search_method(name: str, method: Any) -> None:
-    # JAX's methods differ only in speed; ember always counts comparisons, so any of them
-    # gives the same answer.
-    if method not in _SEARCH_METHODS:
-        raise ValueError(
-            f"{name}: method must be one of {_SEARCH_METHODS}, got {method!r}{errors.where()}"
-        )
-
-
-def searchsorted(
-    a: Any, v: Any, side: str = "left", sorter: Any = None, *, method: str = "scan"
-) -> Any:
-    """Insertion points of ``v`` into the sorted 1-D ``a`` (a vectorised comparison count)."""
-    _check_search_method("searchsorted", method)
-    a = creation.asarray(a)
-    if get_aval(a).ndim != 1:
-        raise ValueError(f"searchsorted: a must be 1-D, got shape {shape_of(a)}{errors.where()}")
-    if sorter is not None:
-        a = take(a, sorter, mode="clip")
-    if side not in ("left", "right"):
-        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
-    a, v = promote_dtypes(a, as_operand(v))
-    v_shape = shape_of(v)
-    n = shape_of(a)[0]
-    expanded_v = broadcast_in_dim(v, (*v_shape, n), tuple(range(len(v_shape))))
-    expanded_a = broadcast_in_dim(a, (*v_shape, n), (len(v_shape),))
-    before = (
-        enp.less(expanded_a, expanded_v)
-        if side == "left"
-        else enp.less_equal(expanded_a, expanded_v)
-    )
-    return reductions.sum(before, axis=-1, dtype=dtypes.int32)
-
-
-def digitize(x: Any, bins: Any, right: bool = False, *, method: str | None = None) -> Any:
-    if method is not None:
-        _check_search_method("digitize", method)
-    bins = creation.asarray(bins)
-    increasing = reductions.all(enp.greater_equal(diff(bins), 0)) if shape_of(bins)[0] > 1 else True
-    if not isinstance(increasing, (bool, np.bool_)) and not bool(increasing):
-        raise NotImplementedError("digitize with decreasing bins")
-    return searchsorted(bins, x, side="left" if right else "right")
+# Searching (searchsorted and digitize live in their own module)
 
 
 def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple:
@@ -676,6 +630,8 @@ def quantile(
     nearest/midpoint."""
     _check_quantile_options("quantile", out, overwrite_input, weights)
     a = creation.asarray(a)
+    if get_aval(a).dtype.kind == "c":  # as JAX: complex numbers have no natural order
+        raise ValueError(f"quantile does not support complex input{errors.where()}")
     if not dtypes.is_inexact(get_aval(a).dtype):
         a = manipulation.astype(a, dtypes.default_float())
     kept_all_dims = shape_of(a) if axis is None and keepdims else None
