@@ -99,6 +99,8 @@ def test_complex_sort_is_lexicographic_with_nans_last(jit):
     np.testing.assert_array_equal(enp.sort_complex(three), [1j, 3j, 1 + 0j])
     np.testing.assert_array_equal(enp.partition(three, 1)[1], 3j)
     np.testing.assert_array_equal(enp.argpartition(three, 1)[1], 0)
+    with pytest.raises(ValueError, match="complex"):  # as JAX: no natural order to interpolate
+        enp.median(three)
 
 
 def test_complex_unique_lexsort_and_batched_sort():
