@@ -321,9 +321,12 @@ def nanmean(
     a = creation.asarray(a)
     if not dtypes.is_inexact(get_aval(a).dtype):
         return reductions.mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
-    total = nansum(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
-    count = _valid_count(a, axis, keepdims, where, get_aval(total).dtype)
-    return enp.divide(total, count)
+    result_dtype = check_dtype_arg(dtype) or get_aval(a).dtype
+    # 16-bit floats: sum and count in float32 (a count cast to float16 overflows at 65504).
+    wide = reductions.computation_dtype(result_dtype)
+    total = nansum(a, axis=axis, dtype=wide, keepdims=keepdims, where=where)
+    count = _valid_count(a, axis, keepdims, where, wide)
+    return convert_element_type(enp.divide(total, count), result_dtype)
 
 
 def nanvar(
@@ -337,9 +340,12 @@ def nanvar(
     mean: Any = None,
 ):
     check_no_out(out, "jnp.nanvar")
-    a = creation.asarray(a)
+    a = creation.asarray_inexact(a)
+    result_dtype = dtypes.real_dtype(check_dtype_arg(dtype) or get_aval(a).dtype)
+    wide = reductions.computation_dtype(get_aval(a).dtype)
+    a = convert_element_type(a, wide)  # 16-bit floats are computed in float32
     if mean is None:
-        mean = nanmean(a, axis=axis, dtype=dtype, keepdims=True, where=where)
+        mean = nanmean(a, axis=axis, keepdims=True, where=where)
     centred = enp.subtract(a, mean)
     squares = (
         enp.multiply(centred, enp.conjugate(centred))
@@ -348,7 +354,8 @@ def nanvar(
     )
     total = nansum(enp.real(squares), axis=axis, keepdims=keepdims, where=where)
     count = _valid_count(a, axis, keepdims, where, get_aval(total).dtype)
-    return enp.divide(total, enp.subtract(count, np.asarray(ddof, get_aval(total).dtype)))
+    variance = enp.divide(total, enp.subtract(count, np.asarray(ddof, get_aval(total).dtype)))
+    return convert_element_type(variance, result_dtype)
 
 
 def nanstd(
@@ -634,6 +641,14 @@ def quantile(
         raise ValueError(f"quantile does not support complex input{errors.where()}")
     if not dtypes.is_inexact(get_aval(a).dtype):
         a = manipulation.astype(a, dtypes.default_float())
+    # 16-bit floats: positions and interpolation in float32 (n - 1 overflows float16 past
+    # 65505 entries, and rounds past 2048), the answer cast back.
+    dtype = get_aval(a).dtype
+    a = convert_element_type(a, reductions.computation_dtype(dtype))
+    return convert_element_type(_quantile(a, q, axis, method, keepdims), dtype)
+
+
+def _quantile(a: Any, q: Any, axis: Any, method: str, keepdims: bool) -> Any:
     kept_all_dims = shape_of(a) if axis is None and keepdims else None
     if axis is None:
         a, axis = reshape(a, (get_aval(a).size,)), 0
