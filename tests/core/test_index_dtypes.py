@@ -64,6 +64,9 @@ _CASES = {
     "intersect1d_indices": (
         lambda: enp.intersect1d(_F, _F, return_indices=True)[1], "int32", "int64"),
     "lax_top_k": (lambda: lax.top_k(_F, 2)[1], "int32", "int32"),
+    "lax_approx_max_k": (lambda: lax.approx_max_k(_F, 2)[1], "int32", "int32"),
+    "lax_approx_min_k": (lambda: lax.approx_min_k(_F, 2)[1], "int32", "int32"),
+    "ix_boolean": (lambda: enp.ix_(np.array([True, False, True]))[0], "int32", "int64"),
     "lax_argmax_int32": (lambda: lax.argmax(_F, 0, np.int32), "int32", "int32"),
 }  # fmt: skip
 
