@@ -59,8 +59,9 @@ def searchsorted(
         )
     a = creation.asarray(a)
     if get_aval(a).ndim != 1:
-        raise ValueError(f"searchsorted: a should be 1-dimensional, got shape {shape_of(a)}"
-                         f"{errors.where()}")  # fmt: skip
+        raise ValueError(
+            f"searchsorted: a should be 1-dimensional, got shape {shape_of(a)}{errors.where()}"
+        )
     if sorter is not None:
         a = take(a, sorter, mode="clip")
     a, v = promote_dtypes(a, creation.asarray(as_operand(v)))
@@ -176,8 +177,9 @@ def digitize(x: Any, bins: Any, right: bool = False, *, method: str | None = Non
     method = method or "scan"
     bins = creation.asarray(bins)
     if get_aval(bins).ndim != 1:
-        raise ValueError(f"digitize: bins must be 1-dimensional, got shape {shape_of(bins)}"
-                         f"{errors.where()}")  # fmt: skip
+        raise ValueError(
+            f"digitize: bins must be 1-dimensional, got shape {shape_of(bins)}{errors.where()}"
+        )
     x = creation.asarray(as_operand(x))
     n = shape_of(bins)[0]
     if n == 0:
