@@ -124,3 +124,29 @@ def test_complex_sort_gradient_follows_the_permutation():
         return enp.sort(x.astype(np.complex64) * (1 + 1j)).real[0]
 
     np.testing.assert_array_equal(ember.grad(f)(np.array([3.0, 1.0, 2.0], np.float32)), [0, 1, 0])
+
+
+def test_complex_max_and_min_order_lexicographically():
+    """XLA's CPU maximum of complex numbers compares real parts only; the reduction
+    compares the imaginary parts on ties (JAX's answers), and NaNs propagate."""
+    c = np.array([1 + 2j, 1 + 3j, 0 + 5j, 2 - 1j, 2 - 3j], np.complex64)
+    assert complex(enp.max(c)) == 2 - 1j
+    assert complex(enp.min(c)) == 5j
+    assert complex(enp.max(c[:2])) == 1 + 3j
+    assert complex(enp.min(c[1::-1])) == 1 + 2j
+    np.testing.assert_array_equal(enp.max(c[:4].reshape(2, 2), axis=1), [1 + 3j, 2 - 1j])
+    assert complex(enp.ptp(c[:4])) == 2 - 6j
+    assert np.isnan(complex(enp.max(np.array([1 + 1j, complex(_NAN, 0), 3 + 0j]))))
+    assert complex(enp.nanmax(np.array([1 + 1j, complex(_NAN, 0), 3 + 0j]))) == 3 + 0j
+
+
+def test_complex_arg_extrema_and_top_k_are_refused_as_in_jax():
+    c = np.array([1 + 2j, 1 + 3j], np.complex64)
+    with pytest.raises(TypeError, match="argmax does not accept complex"):
+        enp.argmax(c)
+    with pytest.raises(TypeError, match="argmin does not accept complex"):
+        enp.nanargmin(c)
+    with pytest.raises(ValueError, match="top_k is not compatible with complex"):
+        lax.top_k(c, 1)
+    with pytest.raises(ValueError, match="indices must have an integer type"):
+        enp.take(np.arange(5), np.array([1.5]))

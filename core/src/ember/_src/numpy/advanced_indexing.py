@@ -184,8 +184,10 @@ def _take_index(index: Any, size: int, mode: str) -> tuple[Any, Any]:
     reduces modulo ``size``, ``"fill"`` counts negatives from the end. The arithmetic runs in
     the index's own integer type, so that a 64-bit index is not wrapped by the narrowing."""
     dtype = get_aval(index).dtype
-    if not dtypes.is_integer(dtype) or dtype.itemsize < 4:
-        dtype = dtypes.int32  # every size fits in it; small and non-integer types widen
+    if not dtypes.is_integer(dtype):
+        raise ValueError(f"take: indices must have an integer type, got {dtype}{errors.where()}")
+    if dtype.itemsize < 4:
+        dtype = dtypes.int32  # every size fits in it
         index = convert_element_type(index, dtype)
 
     def const(value: int) -> Any:

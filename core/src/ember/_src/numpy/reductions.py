@@ -315,6 +315,8 @@ _var_compiled = jit(_var, inline=True, static_argnames=(*_STATIC, "ddof"))
 def _arg_extremum(name: str, reducer, a: Any, axis: Any, keepdims: bool) -> Any:
     a = as_operand(a)
     aval = get_aval(a)
+    if aval.dtype.kind == "c":  # as JAX: complex numbers are not compared here
+        raise TypeError(f"{name} does not accept complex input {aval.str_short()}{errors.where()}")
     if axis is None:
         a = reshape(a, (aval.size,))
         if aval.size == 0:

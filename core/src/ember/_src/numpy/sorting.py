@@ -70,6 +70,8 @@ def _argsort(a: Any, axis: Any, order: Any, stable: bool, descending: bool) -> A
 def top_k(operand: Any, k: int) -> tuple[Any, Any]:
     """The ``k`` largest entries along the last axis, and their indices (as lax.top_k)."""
     aval = get_aval(operand)
+    if aval.dtype.kind == "c":
+        raise ValueError(f"top_k is not compatible with complex inputs{errors.where()}")
     if not aval.ndim or not 0 <= k <= aval.shape[-1]:
         raise ValueError(f"top_k: k={k} for an operand of shape {aval.shape}{errors.where()}")
     axis = aval.ndim - 1
