@@ -180,3 +180,37 @@ def test_min_max_multiply_updates_differentiate():
     assert_close(ember.grad(lambda a: enp.asarray(a).at[idx].multiply(v).sum())(a), [28, 0.5, 1, 1])
     with pytest.raises(NotImplementedError, match="unique_indices=True"):
         ember.grad(lambda v: enp.asarray(a).at[idx].multiply(v).sum())(v)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_take_modes_treat_negative_and_large_indices_as_jax(jit):
+    """'clip' clamps without counting negatives from the end; 'wrap' is modulo the size;
+    'fill' counts negatives from the end and fills the rest (JAX's answers)."""
+    a = np.arange(5.0, dtype=np.float32)
+    i = np.array([-1, 7, -6, 2], np.int32)
+
+    def take(a, i, mode, axis=None):
+        fn = lambda a, i: enp.take(a, i, axis=axis, mode=mode)
+        return np.asarray(ember.jit(fn)(a, i) if jit else fn(a, i))
+
+    np.testing.assert_array_equal(take(a, i, "clip"), [0.0, 4.0, 0.0, 2.0])
+    np.testing.assert_array_equal(take(a, i, "wrap"), [4.0, 2.0, 4.0, 2.0])
+    np.testing.assert_array_equal(take(a, i, "fill"), [4.0, np.nan, np.nan, 2.0])
+    grid = np.arange(10.0, dtype=np.float32).reshape(2, 5)
+    np.testing.assert_array_equal(
+        take(grid, i, "clip", axis=1), [[0.0, 4.0, 0.0, 2.0], [5.0, 9.0, 5.0, 7.0]]
+    )
+    np.testing.assert_array_equal(take(a, i.astype(np.int8), "clip"), [0.0, 4.0, 0.0, 2.0])
+    np.testing.assert_array_equal(take(a, np.array([9, 3], np.uint8), "wrap"), [4.0, 3.0])
+    # take_along_axis and .at[].get count negatives from the end before clipping.
+    np.testing.assert_array_equal(enp.take_along_axis(a, i, 0, mode="clip"), [4, 4, 0, 2])
+    np.testing.assert_array_equal(enp.asarray(a).at[i].get(mode="clip"), [4, 4, 0, 2])
+
+
+def test_take_keeps_64_bit_indices_whole():
+    with ember.config.option("enable_x64", True):
+        big = np.array([2**32 + 1, -(2**32)], np.int64)
+        np.testing.assert_array_equal(enp.take(np.arange(5), big, mode="clip"), [4, 0])
+        np.testing.assert_array_equal(enp.take(np.arange(5.0), big, mode="wrap"), [2.0, 4.0])
+        # Out of range: filled (JAX narrows the first to int32 and picks entry 1).
+        np.testing.assert_array_equal(enp.take(np.arange(5.0), big), [np.nan, np.nan])

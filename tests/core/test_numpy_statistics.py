@@ -235,3 +235,60 @@ def test_errors():
     with pytest.raises(ValueError, match="one entry per dimension"):
         enp.histogramdd(POINTS, bins=[2, 3])
     assert_close(enp.cov(X, fweights=FW), np.cov(X, fweights=FW), rtol=1e-5)
+
+
+# JAX's answers (0.10.2) for 16-bit float reductions, which accumulate in float32 and cast the
+# result back: {name: (float16 answer, bfloat16 answer)}.
+_LOW_PRECISION = {
+    "sum": (lambda s, o, r, p: enp.sum(s), 1000.0, 1000.0),
+    "sum_axis": (lambda s, o, r, p: enp.sum(s.reshape(100, 100), axis=0)[0], 10.0, 10.0),
+    "sum_initial": (lambda s, o, r, p: enp.sum(s, initial=1), 1001.0, 1000.0),
+    "prod": (lambda s, o, r, p: enp.prod(p), 6.984375, 4.75),
+    "mean": (lambda s, o, r, p: enp.mean(o), 1.0, 1.0),
+    "mean_small": (lambda s, o, r, p: enp.mean(s), 0.0999755859375, 0.10009765625),
+    "mean_where": (lambda s, o, r, p: enp.mean(o, where=o > 0), 1.0, 1.0),
+    "var": (lambda s, o, r, p: enp.var(r), 0.25, 0.275390625),
+    "var_ddof": (lambda s, o, r, p: enp.var(r, ddof=1), 0.25, 0.275390625),
+    "var_where": (lambda s, o, r, p: enp.var(r, where=r > 0), 0.25, 0.275390625),
+    "std": (lambda s, o, r, p: enp.std(r), 0.5, 0.5234375),
+    "nansum": (lambda s, o, r, p: enp.nansum(s), 1000.0, 1000.0),
+    "nanprod": (lambda s, o, r, p: enp.nanprod(p), 6.984375, 4.75),
+    "nanvar": (lambda s, o, r, p: enp.nanvar(r), 0.25, 0.275390625),
+    "nanstd": (lambda s, o, r, p: enp.nanstd(r), 0.5, 0.5234375),
+    "average": (lambda s, o, r, p: enp.average(o), 1.0, 1.0),
+    "average_weights": (lambda s, o, r, p: enp.average(s, weights=s), 0.0999755859375,
+                        0.10009765625),
+    # JAX gives NaN for float16 here: it counts in float16, which overflows at 65504.
+    "nanmean": (lambda s, o, r, p: enp.nanmean(o), 1.0, 1.0),
+    "nanmean_where": (lambda s, o, r, p: enp.nanmean(o, where=o > 0), 1.0, 1.0),
+    "average_many_weights": (lambda s, o, r, p: enp.average(o, weights=o), 1.0, 1.0),
+    "median": (lambda s, o, r, p: enp.median(o), 1.0, 1.0),
+    "nanmedian": (lambda s, o, r, p: enp.nanmedian(o), 1.0, 1.0),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(_LOW_PRECISION))
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_16_bit_float_reductions_accumulate_in_float32(name, dtype):
+    """Sums of 10 000 tenths and means of 70 000 ones: accumulated in float16 they stop
+    growing at 1024 (1000 tenths give 996.5) and the count 70 000 overflows to inf."""
+    fn, want16, want_bf16 = _LOW_PRECISION[name]
+    dt = getattr(enp, dtype)
+    s = enp.full(10000, 0.1, dtype=dt)
+    o = enp.ones(70000, dt)
+    r = (enp.arange(3000) % 7).astype(dt) * dt(0.25) + dt(100)
+    p = enp.full(200, 1.01, dt)
+    got = fn(s, o, r, p)
+    assert got.dtype == np.dtype(dt)
+    assert float(got) == (want16 if dtype == "float16" else want_bf16)
+
+
+def test_16_bit_mean_keeps_the_requested_dtype_and_gradient():
+    assert float(enp.mean(np.ones(70000, np.int32), dtype=np.float16)) == 1.0
+    assert enp.mean(np.ones(4, np.float32), dtype=np.float16).dtype == np.float16
+    assert enp.var(np.arange(4.0, dtype=np.float32), dtype=np.float16).dtype == np.float16
+    x = enp.arange(3000).astype(np.float16)  # positions past 2048 would round in float16
+    assert float(enp.quantile(x, 0.3337)) == float(enp.nanquantile(x, 0.3337)) == 1001.0
+    grad = ember.grad(lambda x: enp.mean(x))(np.ones(70000, np.float16))
+    assert grad.dtype == np.float16
+    np.testing.assert_allclose(np.asarray(grad, np.float32), 1 / 70000, rtol=1e-2)  # subnormal

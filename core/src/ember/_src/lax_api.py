@@ -229,7 +229,7 @@ def _extreme_k(name: str, operand: Any, k: int, axis: int, descending: bool):
     axis %= aval.ndim
     if not 0 <= k <= aval.shape[axis]:
         raise ValueError(f"{name}: k={k} must lie in [0, {aval.shape[axis]}]{errors.where()}")
-    order = argsort(operand, axis, descending=descending)
+    order = argsort(operand, axis, descending=descending, dtype=np.int32)  # int32, as JAX
     limits = list(aval.shape)
     limits[axis] = k
     indices = slice_op(order, (0,) * aval.ndim, limits)

@@ -163,16 +163,12 @@ def take(
     axis = _axis(axis, aval.ndim)
     size = aval.shape[axis]
     mode = mode or "fill"
-    index = convert_element_type(as_operand(indices), dtypes.int32)
-    if mode == "wrap":
-        index = ew.rem(ew.add(ew.rem(index, np.int32(size)), np.int32(size)), np.int32(size))
-    elif mode not in ("fill", "clip"):
+    if mode not in ("fill", "clip", "wrap"):
         raise ValueError(f"take: mode must be 'fill', 'clip' or 'wrap', got {mode!r}")
-    wrapped = ew.select_n(ew.lt(index, np.int32(0)), index, ew.add(index, np.int32(size)))
-    picked = advanced_getitem(a, (slice(None),) * axis + (wrapped,), None)
-    if mode != "fill":
+    index, valid = _take_index(as_operand(indices), size, mode)
+    picked = advanced_getitem(a, (slice(None),) * axis + (index,), None)
+    if valid is None:
         return picked
-    valid = ew.bitwise_and(ew.ge(index, np.int32(-size)), ew.lt(index, np.int32(size)))
     shape = get_aval(picked).shape
     index_ndim = get_aval(index).ndim
     valid = reshape(
@@ -180,6 +176,38 @@ def take(
     )
     fill = gather_fill_value(aval.dtype) if fill_value is None else fill_value
     return ew.select_n(broadcast_to_shape(valid, shape), _full(fill, picked), picked)
+
+
+def _take_index(index: Any, size: int, mode: str) -> tuple[Any, Any]:
+    """``take``'s indices brought into ``[0, size)`` as int32, and (for ``"fill"``) whether
+    each one was in range. As JAX: ``"clip"`` clamps without wrapping negatives, ``"wrap"``
+    reduces modulo ``size``, ``"fill"`` counts negatives from the end. The arithmetic runs in
+    the index's own integer type, so that a 64-bit index is not wrapped by the narrowing."""
+    dtype = get_aval(index).dtype
+    if not dtypes.is_integer(dtype):
+        raise ValueError(f"take: indices must have an integer type, got {dtype}{errors.where()}")
+    if dtype.itemsize < 4:
+        dtype = dtypes.int32  # every size fits in it
+        index = convert_element_type(index, dtype)
+
+    def const(value: int) -> Any:
+        return np.asarray(value, dtype)[()]
+
+    valid = None
+    if mode == "clip":
+        index = ew.max(ew.min(index, const(max(size - 1, 0))), const(0))
+    elif mode == "wrap":
+        index = ew.rem(index, const(max(size, 1)))
+        if dtype.kind == "i":  # the remainder keeps the dividend's sign
+            index = ew.select_n(ew.lt(index, const(0)), index, ew.add(index, const(size)))
+    else:
+        in_range = ew.lt(index, const(size))
+        if dtype.kind == "i":
+            in_range = ew.bitwise_and(in_range, ew.ge(index, const(-size)))
+            index = ew.select_n(ew.lt(index, const(0)), index, ew.add(index, const(size)))
+        valid = in_range
+        index = ew.select_n(in_range, const(0), index)
+    return convert_element_type(index, dtypes.int32), valid
 
 
 def _full(value: Any, like: Any) -> Any:

@@ -2,7 +2,8 @@
 the index helpers diag_indices, tril_indices, triu_indices (and their ``*_from``) and
 mask_indices.
 
-Offsets and sizes are static; the index helpers return int32 arrays computed on the host.
+Offsets and sizes are static; the index helpers return arrays of the default integer type
+(int64 under x64, as JAX) computed on the host.
 """
 
 from __future__ import annotations
@@ -201,7 +202,7 @@ def diag_indices(n: int, ndim: int = 2) -> tuple[Any, ...]:
         raise ValueError(f"diag_indices: n must be nonnegative, got {n}{errors.where()}")
     if ndim < 0:
         raise ValueError(f"diag_indices: ndim must be nonnegative, got {ndim}{errors.where()}")
-    return (creation.arange(n, dtype=np.int32),) * ndim
+    return (creation.arange(n, dtype=dtypes.default_int()),) * ndim
 
 
 def diag_indices_from(arr: Any) -> tuple[Any, ...]:
@@ -257,7 +258,8 @@ def _triangle_indices(name: str, n: Any, k: Any, m: Any, lower: bool) -> tuple[A
             f"{name}: negative dimensions are not allowed (n={n}, m={m}){errors.where()}"
         )
     rows, cols = np.nonzero(np.tri(n, m, k, bool) if lower else ~np.tri(n, m, k - 1, bool))
-    return creation.asarray(rows.astype(np.int32)), creation.asarray(cols.astype(np.int32))
+    index_dtype = dtypes.default_int()
+    return creation.asarray(rows.astype(index_dtype)), creation.asarray(cols.astype(index_dtype))
 
 
 def mask_indices(n: int, mask_func: Callable[[Any, int], Any], k: int = 0, *,

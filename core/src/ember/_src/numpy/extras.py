@@ -19,6 +19,7 @@ from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.advanced_indexing import take
+from ember._src.numpy.searching import digitize, searchsorted  # noqa: F401 (re-exported)
 from ember._src.numpy.sorting import argsort, cumsum, sort
 from ember._src.numpy.util import (
     as_operand,
@@ -26,6 +27,7 @@ from ember._src.numpy.util import (
     check_dtype_arg,
     check_no_out,
     promote_dtypes,
+    promote_to_inexact,
     shape_of,
 )
 from ember._src.ops.shape import (
@@ -319,9 +321,12 @@ def nanmean(
     a = creation.asarray(a)
     if not dtypes.is_inexact(get_aval(a).dtype):
         return reductions.mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
-    total = nansum(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
-    count = _valid_count(a, axis, keepdims, where, get_aval(total).dtype)
-    return enp.divide(total, count)
+    result_dtype = check_dtype_arg(dtype) or get_aval(a).dtype
+    # 16-bit floats: sum and count in float32 (a count cast to float16 overflows at 65504).
+    wide = reductions.computation_dtype(result_dtype)
+    total = nansum(a, axis=axis, dtype=wide, keepdims=keepdims, where=where)
+    count = _valid_count(a, axis, keepdims, where, wide)
+    return convert_element_type(enp.divide(total, count), result_dtype)
 
 
 def nanvar(
@@ -335,9 +340,12 @@ def nanvar(
     mean: Any = None,
 ):
     check_no_out(out, "jnp.nanvar")
-    a = creation.asarray(a)
+    a = creation.asarray_inexact(a)
+    result_dtype = dtypes.real_dtype(check_dtype_arg(dtype) or get_aval(a).dtype)
+    wide = reductions.computation_dtype(get_aval(a).dtype)
+    a = convert_element_type(a, wide)  # 16-bit floats are computed in float32
     if mean is None:
-        mean = nanmean(a, axis=axis, dtype=dtype, keepdims=True, where=where)
+        mean = nanmean(a, axis=axis, keepdims=True, where=where)
     centred = enp.subtract(a, mean)
     squares = (
         enp.multiply(centred, enp.conjugate(centred))
@@ -346,7 +354,8 @@ def nanvar(
     )
     total = nansum(enp.real(squares), axis=axis, keepdims=keepdims, where=where)
     count = _valid_count(a, axis, keepdims, where, get_aval(total).dtype)
-    return enp.divide(total, enp.subtract(count, np.asarray(ddof, get_aval(total).dtype)))
+    variance = enp.divide(total, enp.subtract(count, np.asarray(ddof, get_aval(total).dtype)))
+    return convert_element_type(variance, result_dtype)
 
 
 def nanstd(
@@ -365,60 +374,15 @@ def nanstd(
 
 
 # --------------------------------------------------------------------------------------------
-# Searching
-
-
-_SEARCH_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
-
-
-def _check_search_method(name: str, method: Any) -> None:
-    # JAX's methods differ only in speed; ember always counts comparisons, so any of them
-    # gives the same answer.
-    if method not in _SEARCH_METHODS:
-        raise ValueError(
-            f"{name}: method must be one of {_SEARCH_METHODS}, got {method!r}{errors.where()}"
-        )
-
-
-def searchsorted(
-    a: Any, v: Any, side: str = "left", sorter: Any = None, *, method: str = "scan"
-) -> Any:
-    """Insertion points of ``v`` into the sorted 1-D ``a`` (a vectorised comparison count)."""
-    _check_search_method("searchsorted", method)
-    a = creation.asarray(a)
-    if get_aval(a).ndim != 1:
-        raise ValueError(f"searchsorted: a must be 1-D, got shape {shape_of(a)}{errors.where()}")
-    if sorter is not None:
-        a = take(a, sorter, mode="clip")
-    if side not in ("left", "right"):
-        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
-    a, v = promote_dtypes(a, as_operand(v))
-    v_shape = shape_of(v)
-    n = shape_of(a)[0]
-    expanded_v = broadcast_in_dim(v, (*v_shape, n), tuple(range(len(v_shape))))
-    expanded_a = broadcast_in_dim(a, (*v_shape, n), (len(v_shape),))
-    before = (
-        enp.less(expanded_a, expanded_v)
-        if side == "left"
-        else enp.less_equal(expanded_a, expanded_v)
-    )
-    return reductions.sum(before, axis=-1, dtype=dtypes.int32)
-
-
-def digitize(x: Any, bins: Any, right: bool = False, *, method: str | None = None) -> Any:
-    if method is not None:
-        _check_search_method("digitize", method)
-    bins = creation.asarray(bins)
-    increasing = reductions.all(enp.greater_equal(diff(bins), 0)) if shape_of(bins)[0] > 1 else True
-    if not isinstance(increasing, (bool, np.bool_)) and not bool(increasing):
-        raise NotImplementedError("digitize with decreasing bins")
-    return searchsorted(bins, x, side="left" if right else "right")
+# Searching (searchsorted and digitize live in their own module)
 
 
 def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple:
-    """Indices of the nonzero elements, one array per axis (``size=`` makes it traceable)."""
+    """Indices of the nonzero elements, one array per axis (``size=`` makes it traceable),
+    in the default integer type (int64 under x64), as JAX."""
     a = creation.asarray(a)
     shape = shape_of(a)
+    index_dtype = dtypes.default_int()
     mask = reshape(enp.not_equal(a, 0), (get_aval(a).size,))
     if size is None:
         if isinstance(a, core.Tracer):
@@ -427,20 +391,22 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
                 f"{errors.where()}"
             )
         flat = np.flatnonzero(np.asarray(mask))
-        return tuple(creation.asarray(i.astype(np.int32)) for i in np.unravel_index(flat, shape))
+        return tuple(creation.asarray(i.astype(index_dtype)) for i in np.unravel_index(flat, shape))
     # Stable argsort of "not nonzero" puts the nonzero positions first, in order.
     order = argsort(enp.logical_not(mask))
-    count = reductions.sum(mask, dtype=dtypes.int32)
+    count = reductions.sum(mask, dtype=index_dtype)
     first = slice_along(order, 0, 0, size) if size <= get_aval(mask).size else _pad_end(order, size)
-    valid = enp.less(creation.arange(size, dtype=np.int32), count)
+    valid = enp.less(creation.arange(size, dtype=index_dtype), count)
     strides = np.cumprod((1,) + shape[::-1])[::-1][1:]
     results = []
     for axis, stride in enumerate(strides):
-        coordinate = enp.remainder(enp.floor_divide(first, np.int32(stride)), np.int32(shape[axis]))
+        coordinate = enp.remainder(
+            enp.floor_divide(first, index_dtype.type(stride)), index_dtype.type(shape[axis])
+        )
         fill = (
             0 if fill_value is None else (fill_value[axis] if np.ndim(fill_value) else fill_value)
         )
-        results.append(enp.where(valid, coordinate, np.int32(fill)))
+        results.append(enp.where(valid, coordinate, index_dtype.type(fill)))
     return tuple(results)
 
 
@@ -478,6 +444,7 @@ def unique(ar: Any, return_index=False, return_inverse=False, return_counts=Fals
     ar = creation.asarray(ar)
     flat = reshape(ar, (get_aval(ar).size,))
     n = shape_of(flat)[0]
+    index_dtype = dtypes.default_int()  # of the index, inverse and counts, as JAX
     order = argsort(flat)
     values = take(flat, order, mode="clip")
     # True where a sorted value differs from its predecessor: the first of each group.
@@ -499,31 +466,31 @@ def unique(ar: Any, return_index=False, return_inverse=False, return_counts=Fals
             extras.append(creation.asarray(np.asarray(order)[keep]))
         if return_inverse:
             group = np.cumsum(keep) - 1
-            inverse = np.empty(n, np.int32)
+            inverse = np.empty(n, index_dtype)
             inverse[np.asarray(order)] = group
             extras.append(creation.asarray(inverse.reshape(shape_of(ar))))
         if return_counts:
             starts = np.flatnonzero(keep)
-            extras.append(creation.asarray(np.diff(np.append(starts, n)).astype(np.int32)))
+            extras.append(creation.asarray(np.diff(np.append(starts, n)).astype(index_dtype)))
         return (uniques, *extras) if extras else uniques
     # Static size: scatter each group's first value to its rank.
-    group = enp.subtract(cumsum(first, dtype=np.int32), np.int32(1))
+    group = enp.subtract(cumsum(first, dtype=index_dtype), index_dtype.type(1))
     fill = values[0] if fill_value is None else fill_value
     out = creation.full((size,), fill, get_aval(values).dtype)
-    out = out.at[enp.where(first, group, np.int32(size))].set(values)
+    out = out.at[enp.where(first, group, index_dtype.type(size))].set(values)
     extras = []
     if return_index:
         idx = (
-            creation.full((size,), 0, np.int32)
-            .at[enp.where(first, group, np.int32(size))]
+            creation.full((size,), 0, index_dtype)
+            .at[enp.where(first, group, index_dtype.type(size))]
             .set(order)
         )
         extras.append(idx)
     if return_inverse:
-        inverse = creation.zeros((n,), np.int32).at[order].set(group)
+        inverse = creation.zeros((n,), index_dtype).at[order].set(group)
         extras.append(reshape(inverse, shape_of(ar)))
     if return_counts:
-        counts = creation.zeros((size,), np.int32).at[group].add(np.int32(1))
+        counts = creation.zeros((size,), index_dtype).at[group].add(index_dtype.type(1))
         extras.append(counts)
     return (out, *extras) if extras else out
 
@@ -598,9 +565,20 @@ def polyval(p: Any, x: Any, *, unroll: int = 16) -> Any:
 def histogram(
     a: Any, bins: Any = 10, range: Any = None, weights: Any = None, density: bool = False
 ):
-    """Counts (or weights) per bin; ``bins`` is a count (with static ``range``) or edges."""
-    a = creation.asarray(a)
+    """Counts (or weights) per bin; ``bins`` is a count (with static ``range``) or edges.
+    Counts, edges and weights share one inexact dtype (``a``'s and the weights' promoted), as
+    JAX."""
+    a = creation.asarray_inexact(a)
+    if weights is not None:
+        a, weights = promote_to_inexact(a, creation.asarray(as_operand(weights)))
+        if shape_of(weights) != shape_of(a):
+            raise ValueError(
+                f"histogram: weights shape {shape_of(weights)} differs from a's {shape_of(a)}"
+                f"{errors.where()}"
+            )
+        weights = reshape(weights, (get_aval(weights).size,))
     a = reshape(a, (get_aval(a).size,))
+    dtype = get_aval(a).dtype
     if np.ndim(bins) == 0:
         if range is None:
             if isinstance(a, core.Tracer):
@@ -613,20 +591,14 @@ def histogram(
         lo, hi = builtins.map(float, range)
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
-        edges = creation.asarray(
-            np.linspace(lo, hi, operator.index(bins) + 1).astype(dtypes.default_float())
-        )
+        edges = creation.asarray(np.linspace(lo, hi, operator.index(bins) + 1).astype(dtype))
     else:
         edges = creation.asarray(bins)
     n_bins = shape_of(edges)[0] - 1
     index = enp.subtract(searchsorted(edges, a, side="right"), np.int32(1))
     index = enp.where(enp.equal(a, edges[-1]), np.int32(n_bins - 1), index)  # last bin is closed
     inside = enp.logical_and(enp.greater_equal(index, 0), enp.less(index, np.int32(n_bins)))
-    weight = (
-        creation.ones_like(a, dtype=dtypes.default_float())
-        if weights is None
-        else reshape(creation.asarray(weights), (-1,))
-    )
+    weight = creation.ones_like(a) if weights is None else weights
     weight = enp.where(inside, weight, np.asarray(0, get_aval(weight).dtype))
     counts = (
         creation.zeros((n_bins,), get_aval(weight).dtype)
@@ -665,8 +637,18 @@ def quantile(
     nearest/midpoint."""
     _check_quantile_options("quantile", out, overwrite_input, weights)
     a = creation.asarray(a)
+    if get_aval(a).dtype.kind == "c":  # as JAX: complex numbers have no natural order
+        raise ValueError(f"quantile does not support complex input{errors.where()}")
     if not dtypes.is_inexact(get_aval(a).dtype):
         a = manipulation.astype(a, dtypes.default_float())
+    # 16-bit floats: positions and interpolation in float32 (n - 1 overflows float16 past
+    # 65505 entries, and rounds past 2048), the answer cast back.
+    dtype = get_aval(a).dtype
+    a = convert_element_type(a, reductions.computation_dtype(dtype))
+    return convert_element_type(_quantile(a, q, axis, method, keepdims), dtype)
+
+
+def _quantile(a: Any, q: Any, axis: Any, method: str, keepdims: bool) -> Any:
     kept_all_dims = shape_of(a) if axis is None and keepdims else None
     if axis is None:
         a, axis = reshape(a, (get_aval(a).size,)), 0

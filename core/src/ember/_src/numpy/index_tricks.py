@@ -55,7 +55,7 @@ def ix_(*args: Any) -> tuple[Any, ...]:
             )
         if aval.dtype == dtypes.bool_:
             mask = np.asarray(concrete_or_error(arg, "ix_'s boolean argument"))
-            arg = creation.asarray(np.flatnonzero(mask).astype(np.int32))
+            arg = creation.asarray(np.flatnonzero(mask).astype(dtypes.default_int()))
         shape = [1] * len(args)
         shape[axis] = get_aval(arg).shape[0]
         out.append(manipulation.reshape(arg, tuple(shape)))

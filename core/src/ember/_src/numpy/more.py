@@ -203,13 +203,15 @@ def _first_occurrences(a: Any) -> Any:
 
 
 def _first_index_of(values: Any, a: Any, is_real: Any) -> Any:
-    """Index in ``a`` of each value's first occurrence; ``len(a)`` where not ``is_real``."""
+    """Index in ``a`` of each value's first occurrence; ``len(a)`` where not ``is_real``
+    (in the default integer type, int64 under x64, as JAX)."""
     n = shape_of(a)[0]
+    index_dtype = dtypes.default_int()
     if not n:
-        return creation.full(shape_of(values), n, np.int32)
+        return creation.full(shape_of(values), n, index_dtype)
     index = reductions.argmax(enp.equal(manipulation.expand_dims(values, -1), a), axis=-1)
-    index = manipulation.astype(index, np.int32)
-    return enp.where(is_real, index, np.int32(n))
+    index = manipulation.astype(index, index_dtype)
+    return enp.where(is_real, index, index_dtype.type(n))
 
 
 def setdiff1d(

@@ -38,7 +38,7 @@ def lexsort(keys: Any, axis: int = -1) -> Any:
     if not shape:
         raise np.exceptions.AxisError(f"lexsort: keys must have at least one axis{errors.where()}")
     axis = canonicalize_axis(axis, len(shape))
-    positions = iota(dtypes.int32, shape, axis)
+    positions = iota(dtypes.default_int(), shape, axis)
     *_, order = lax_sort((*reversed(keys), positions), axis, is_stable=True, num_keys=len(keys))
     return order
 
@@ -75,12 +75,13 @@ def partition(a: Any, kth: int, axis: int = -1) -> Any:
 
 
 def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
-    """Indices that partition ``a`` along ``axis`` around position ``kth``."""
+    """Indices that partition ``a`` along ``axis`` around position ``kth`` (int32 even under
+    x64, as JAX's, which come from ``lax.top_k``)."""
     a = creation.asarray(a)
     ndim = get_aval(a).ndim
     axis = canonicalize_axis(axis, ndim)
     _kth(kth, get_aval(a).shape[axis], "argpartition")
-    return argsort(a, axis)
+    return argsort(a, axis, dtype=dtypes.int32)
 
 
 def sort_complex(a: Any) -> Any:

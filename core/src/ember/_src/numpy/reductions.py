@@ -44,6 +44,27 @@ def _prepare(a: Any, axis: Any, dtype: Any, name: str, *, upcast_small_ints: boo
     return a, axes
 
 
+def computation_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype a sum-like reduction of ``dtype`` accumulates in: float32 for the 16-bit
+    floats (whose 11 or 8 significant bits lose every small addend once the running total
+    is large, and whose range ends at 65504 for float16), the dtype itself otherwise. As in
+    JAX, the result is cast back to ``dtype``."""
+    if dtype.itemsize == 2 and dtypes.is_inexact(dtype):
+        return dtypes.float32
+    return dtype
+
+
+def _upcast(a: Any) -> tuple[Any, np.dtype]:
+    """``a`` in its computation dtype, and the dtype to cast the result back to."""
+    dtype = get_aval(a).dtype
+    wide = computation_dtype(dtype)
+    return (a if wide == dtype else cast(a, wide)), dtype
+
+
+def _cast_back(result: Any, dtype: np.dtype) -> Any:
+    return result if get_aval(result).dtype == dtype else cast(result, dtype)
+
+
 def _keep(result: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
     return expand_dims(result, axes) if keepdims and axes else result
 
@@ -66,11 +87,11 @@ def sum(
 ) -> Any:
     check_no_out(out, "jnp.sum")
     a, axes = _prepare(a, axis, dtype, "sum", upcast_small_ints=promote_integers)
-    a = _apply_where(a, where, 0)
+    a, result_dtype = _upcast(_apply_where(a, where, 0))
     result = reduce_sum(a, axes)
     if initial is not None:
         result = ew.add(result, cast(initial, get_aval(result).dtype))
-    return _keep(result, axes, keepdims)
+    return _keep(_cast_back(result, result_dtype), axes, keepdims)
 
 
 def prod(
@@ -85,11 +106,11 @@ def prod(
 ) -> Any:
     check_no_out(out, "jnp.prod")
     a, axes = _prepare(a, axis, dtype, "prod", upcast_small_ints=promote_integers)
-    a = _apply_where(a, where, 1)
+    a, result_dtype = _upcast(_apply_where(a, where, 1))
     result = lax_reduce.reduce_prod(a, axes) if axes else a
     if initial is not None:
         result = ew.mul(result, cast(initial, get_aval(result).dtype))
-    return _keep(result, axes, keepdims)
+    return _keep(_cast_back(result, result_dtype), axes, keepdims)
 
 
 def _extremum(
@@ -211,50 +232,59 @@ def _mean(a: Any, axis: Any, dtype: Any, out: None, keepdims: bool, *, where: An
         aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.default_float()
     )
     axes = canonicalize_axes(axis, aval.ndim)
+    return _cast_back(_mean_in(a, axes, computation_dtype(dtype), keepdims, where), dtype)
+
+
+def _mean_in(a: Any, axes: tuple[int, ...], dtype: np.dtype, keepdims: bool, where: Any):
+    """The mean of ``a`` over ``axes`` computed in ``dtype`` (the count too: a count cast to a
+    16-bit float would overflow or round)."""
+    aval = get_aval(a)
     total = sum(
         cast(a, dtype, aval.weak_type), axis=axes, dtype=dtype, keepdims=keepdims, where=where
     )
-    if where is not None:
-        mask = broadcast_to_shape(cast(as_operand(where), dtype), aval.shape)
-        return ew.div(total, sum(mask, axis=axes, keepdims=keepdims))
-    n = _count(aval.shape, axes)
-    return ew.div(total, np.asarray(n, dtype)[()])
+    return ew.div(total, _entry_count(aval.shape, axes, keepdims, where, get_aval(total).dtype))
+
+
+def _entry_count(
+    shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool, where: Any, dtype: np.dtype
+) -> Any:
+    """How many entries each slice reduces over: all of them, or those ``where`` selects."""
+    if where is None:
+        return np.asarray(_count(shape, axes), dtype)[()]
+    mask = broadcast_to_shape(cast(as_operand(where), dtype), shape)
+    return sum(mask, axis=axes, keepdims=keepdims)
 
 
 def _var(a: Any, axis: Any, dtype: Any, out: None, ddof: int, keepdims: bool) -> Any:
-    a = as_operand(a)
-    aval = get_aval(a)
-    axes = canonicalize_axes(axis, aval.ndim)
-    if aval.dtype.kind == "c":
-        raise TypeError(f"var and std of complex arrays are not supported yet{errors.where()}")
-    centered = ew.sub(*prepare("var", a, _mean(a, axes, dtype, None, True)))
-    squared = ew.mul(centered, centered)
-    total = sum(squared, axis=axes, keepdims=keepdims)
-    n = _count(aval.shape, axes) - ddof
-    return ew.div(total, np.asarray(n, get_aval(total).dtype)[()])
+    return _var_given(a, axis, dtype, ddof, keepdims, None, None)
 
 
 def _var_given(
     a: Any, axis: Any, dtype: Any, ddof: int, keepdims: bool, where: Any, mean: Any
 ) -> Any:
     """Variance over the entries ``where`` selects, about ``mean`` when it is given (the
-    caller's mean, with the reduced axes kept)."""
+    caller's mean, with the reduced axes kept). 16-bit floats are computed in float32 and the
+    result cast back, as JAX does."""
     a = as_operand(a)
     aval = get_aval(a)
     axes = canonicalize_axes(axis, aval.ndim)
     if aval.dtype.kind == "c":
         raise TypeError(f"var and std of complex arrays are not supported yet{errors.where()}")
+    dtype = check_dtype_arg(dtype) or (
+        aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.default_float()
+    )
+    wide = computation_dtype(dtype)
+    a = cast(a, wide, aval.weak_type)
     if mean is None:
-        mean = _mean(a, axes, dtype, None, True, where=where)
-    centered = ew.sub(*prepare("var", a, as_operand(mean)))
+        mean = _mean_in(a, axes, wide, True, where)
+    else:
+        mean = cast(as_operand(mean), wide)
+    centered = ew.sub(*prepare("var", a, mean))
     total = sum(ew.mul(centered, centered), axis=axes, keepdims=keepdims, where=where)
     result_dtype = get_aval(total).dtype
-    if where is None:
-        count = np.asarray(_count(aval.shape, axes), result_dtype)[()]
-    else:
-        mask = broadcast_to_shape(cast(as_operand(where), result_dtype), aval.shape)
-        count = sum(mask, axis=axes, keepdims=keepdims)
-    return ew.div(total, ew.sub(count, np.asarray(ddof, result_dtype)[()]))
+    count = _entry_count(aval.shape, axes, keepdims, where, result_dtype)
+    variance = ew.div(total, ew.sub(count, np.asarray(ddof, result_dtype)[()]))
+    return _cast_back(variance, dtype)
 
 
 def std(
@@ -285,6 +315,8 @@ _var_compiled = jit(_var, inline=True, static_argnames=(*_STATIC, "ddof"))
 def _arg_extremum(name: str, reducer, a: Any, axis: Any, keepdims: bool) -> Any:
     a = as_operand(a)
     aval = get_aval(a)
+    if aval.dtype.kind == "c":  # as JAX: complex numbers are not compared here
+        raise TypeError(f"{name} does not accept complex input {aval.str_short()}{errors.where()}")
     if axis is None:
         a = reshape(a, (aval.size,))
         if aval.size == 0:

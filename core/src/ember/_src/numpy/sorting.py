@@ -44,7 +44,7 @@ def sort(a: Any, axis: Any = -1, *, kind: Any = None, order: Any = None, stable:
 def argsort(a: Any, axis: Any = -1, *, kind: Any = None, order: Any = None, stable: bool = True,
             descending: bool = False, dtype: Any = None) -> Any:  # fmt: skip
     """Indices that sort ``a`` along ``axis`` (stable by default; NaNs last), as ``dtype``
-    (default int32)."""
+    (default: the default integer type, int64 under x64, as JAX)."""
     index_dtype = check_dtype_arg(dtype)
     if index_dtype is not None and index_dtype.kind not in "iu":
         raise TypeError(f"argsort: dtype must be an integer type, got {dtype!r}{errors.where()}")
@@ -57,22 +57,25 @@ def _argsort(a: Any, axis: Any, order: Any, stable: bool, descending: bool) -> A
         raise NotImplementedError("argsort(order=...) for structured arrays")
     a, axis = _flatten_or_axis(a, axis)
     shape = get_aval(a).shape
+    index_dtype = dtypes.default_int()
     if descending:  # stable descending: sort the reversed array, map indices back
-        positions = iota(dtypes.int32, shape, axis)
+        positions = iota(index_dtype, shape, axis)
         _, idx = lax_sort((rev(a, (axis,)), positions), axis, is_stable=True, num_keys=1)
-        flipped = ew.sub(np.int32(shape[axis] - 1), idx)
+        flipped = ew.sub(np.asarray(shape[axis] - 1, index_dtype)[()], idx)
         return rev(flipped, (axis,))
-    _, idx = lax_sort((a, iota(dtypes.int32, shape, axis)), axis, is_stable=stable, num_keys=1)
+    _, idx = lax_sort((a, iota(index_dtype, shape, axis)), axis, is_stable=stable, num_keys=1)
     return idx
 
 
 def top_k(operand: Any, k: int) -> tuple[Any, Any]:
     """The ``k`` largest entries along the last axis, and their indices (as lax.top_k)."""
     aval = get_aval(operand)
+    if aval.dtype.kind == "c":
+        raise ValueError(f"top_k is not compatible with complex inputs{errors.where()}")
     if not aval.ndim or not 0 <= k <= aval.shape[-1]:
         raise ValueError(f"top_k: k={k} for an operand of shape {aval.shape}{errors.where()}")
     axis = aval.ndim - 1
-    order = argsort(operand, axis, descending=True)
+    order = argsort(operand, axis, descending=True, dtype=dtypes.int32)  # int32, as lax.top_k
     start, limit = (0,) * aval.ndim, (*aval.shape[:-1], k)
     indices = slice_op(order, start, limit)
     return take_along_axis(operand, indices, -1), indices

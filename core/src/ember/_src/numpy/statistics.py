@@ -48,14 +48,22 @@ def average(
     a = creation.asarray_inexact(a)
     if weights is None:
         result = reductions.mean(a, axis=axis, keepdims=keepdims)
+        if not returned:
+            return result
         count = a.size // builtins.max(get_aval(result).size, 1) if a.size else 0
-        weight_sum = creation.full_like(result, count)
+        weight_sum = creation.full_like(result, count)  # in the result's dtype, as JAX
     else:
         a, w = promote_to_inexact(a, creation.asarray(as_operand(weights)))
         w = _weights_like(a, w, axis)
+        dtype = dtype_of(a)
+        # 16-bit floats: weigh, sum and divide in float32 (sums of many weights overflow
+        # float16), and cast the answers back, as sum and mean do.
+        wide = reductions.computation_dtype(dtype)
+        a, w = convert_element_type(a, wide), convert_element_type(w, wide)
         weight_sum = reductions.sum(w, axis=axis, keepdims=keepdims)
         total = reductions.sum(enp.multiply(a, w), axis=axis, keepdims=keepdims)
-        result = enp.divide(total, weight_sum)
+        result = convert_element_type(enp.divide(total, weight_sum), dtype)
+        weight_sum = convert_element_type(weight_sum, dtype)
     return (result, weight_sum) if returned else result
 
 
@@ -312,9 +320,12 @@ def nanquantile(
     a = creation.asarray_inexact(a)
     if dtype_of(a).kind == "c":
         raise TypeError(f"nanquantile does not support complex input{errors.where()}")
+    # 16-bit floats: count, positions and interpolation in float32, the answer cast back.
+    dtype = dtype_of(a)
+    a = convert_element_type(a, reductions.computation_dtype(dtype))
     values, kept_shape = _reduced_axes_last(a, axis, keepdims)
     q = convert_element_type(creation.asarray(as_operand(q)), dtype_of(a))
-    result = _nan_quantile_last_axis(values, q, method)
+    result = convert_element_type(_nan_quantile_last_axis(values, q, method), dtype)
     return manipulation.reshape(result, shape_of(q) + kept_shape)
 
 
@@ -460,11 +471,10 @@ def histogramdd(
         index, within = _bin_index(sample[:, d], e)
         flat = enp.add(enp.multiply(flat, np.int32(sizes[d])), index)
         inside = enp.logical_and(inside, within)
-    weight = (
-        creation.ones((n_points,), dtype_of(sample))
-        if weights is None
-        else convert_element_type(creation.asarray(as_operand(weights)), dtype_of(sample))
-    )
+    if weights is not None:
+        weight = convert_element_type(creation.asarray(as_operand(weights)), dtype_of(sample))
+    else:  # plain counts are integers, as JAX's (densities are the sample's float)
+        weight = creation.ones((n_points,), dtype_of(sample) if density else dtypes.default_int())
     weight = enp.where(inside, weight, scalar_like(0, weight))
     total_bins = int(np.prod(sizes, dtype=np.int64))
     counts = creation.zeros((total_bins,), dtype_of(weight)).at[flat].add(weight)

@@ -50,6 +50,8 @@ def _identity(dtype: np.dtype, which: str) -> Any:
         return which != "max"
     if dtypes.is_float(dtype):
         return -np.inf if which == "max" else np.inf
+    if dtype.kind == "c":  # complex numbers order lexicographically: (real, imaginary)
+        return complex(-np.inf, -np.inf) if which == "max" else complex(np.inf, np.inf)
     info = np.iinfo(dtype)
     return info.min if which == "max" else info.max
 
@@ -74,13 +76,53 @@ def _make_reduction(
 
     @rules.def_lowering(primitive)
     def lowering(ctx, x, *, axes):
-        return lower_reduction(ctx, x, axes, hlo_op, init(ctx.avals_in[0].dtype))
+        dtype = ctx.avals_in[0].dtype
+        if dtype.kind == "c" and name in ("reduce_max", "reduce_min"):
+            return _lower_complex_extremum(ctx, x, axes, "GT" if name == "reduce_max" else "LT")
+        return lower_reduction(ctx, x, axes, hlo_op, init(dtype))
 
     @rules.def_reference(primitive)
     def reference_rule(x, *, axes):
         return np.asarray(reference(x, axis=axes), dtype=x.dtype)
 
     return primitive
+
+
+def _lower_complex_extremum(ctx, x, axes: Sequence[int], direction: str) -> Any:
+    """reduce_max/min of complex numbers, ordered by real part then imaginary part (XLA's
+    CPU maximum and minimum of complex numbers look at the real parts only); NaNs propagate
+    as for real numbers (JAX skips them)."""
+    in_aval, out_aval = ctx.avals_in[0], ctx.avals_out[0]
+    scalar = ShapedArray((), in_aval.dtype)
+    part = ShapedArray((), dtypes.real_dtype(in_aval.dtype))
+    flag = ShapedArray((), dtypes.bool_)
+
+    def compare(c, a, b, how):
+        attrs = {
+            "comparison_direction": f"#stablehlo<comparison_direction {how}>",
+            "compare_type": compare_type(part.dtype),
+        }
+        return c.op("stablehlo.compare", [a, b], flag, attrs)
+
+    def body(c, a, b):
+        re_a, re_b = (c.op("stablehlo.real", [v], part) for v in (a, b))
+        im_a, im_b = (c.op("stablehlo.imag", [v], part) for v in (a, b))
+        tie = c.op(
+            "stablehlo.and", [compare(c, re_a, re_b, "EQ"), compare(c, im_a, im_b, direction)], flag
+        )
+        keep_a = c.op("stablehlo.or", [compare(c, re_a, re_b, direction), tie], flag)
+        # A NaN wins, so that it propagates whatever the order of the fold (as NumPy's).
+        a_nan = c.op(
+            "stablehlo.or", [compare(c, re_a, re_a, "NE"), compare(c, im_a, im_a, "NE")], flag
+        )
+        keep_a = c.op("stablehlo.or", [keep_a, a_nan], flag)
+        return [c.op("stablehlo.select", [keep_a, a, b], scalar)]
+
+    which = "max" if direction == "GT" else "min"
+    init_value = ctx.constant(_identity(in_aval.dtype, which), scalar)
+    region = ctx.region([scalar, scalar], body)
+    attrs = {"dimensions": f"array<i64: {', '.join(str(a) for a in axes)}>"}
+    return ctx.op("stablehlo.reduce", [x, init_value], out_aval, attrs, regions=[region])
 
 
 reduce_max_p = _make_reduction(

@@ -1,9 +1,12 @@
 """``sort``: sort several operands together along one axis, by their first ``num_keys``.
 
 Keys compare lexicographically; floating keys use NumPy's order, with NaNs last (they are
-equal to each other, so a stable sort keeps their order). The derivative of a sort is the
-same permutation applied to the tangents: the jvp sorts an iota along with the operands and
-gathers the tangents with the resulting permutation.
+equal to each other, so a stable sort keeps their order). A complex key is two keys, its real
+part then its imaginary part, each with NaNs last (JAX's order: ``1+nanj`` sorts before
+``2+0j``, where NumPy would put every complex value holding a NaN last).
+
+The derivative of a sort is the same permutation applied to the tangents: the jvp sorts an
+iota along with the operands and gathers the tangents with the resulting permutation.
 """
 
 from __future__ import annotations
@@ -56,9 +59,18 @@ def _sort_abstract_eval(*avals, dimension, is_stable, num_keys):
     return [a.update(weak_type=False) for a in avals]
 
 
+def _reference_keys(key: np.ndarray) -> list[np.ndarray]:
+    """``key`` as the real keys it compares by: a complex key splits into real, imaginary."""
+    if key.dtype.kind == "c":
+        return [key.real, key.imag]
+    return [key]
+
+
 @rules.def_reference(sort_p)
 def _sort_reference(*operands, dimension, is_stable, num_keys):
-    keys = [np.moveaxis(k, dimension, -1) for k in operands[:num_keys]]
+    keys = [
+        part for k in operands[:num_keys] for part in _reference_keys(np.moveaxis(k, dimension, -1))
+    ]
     # np.lexsort: the last key is the primary one; it is stable and puts NaNs last.
     flat_keys = [k.reshape(-1, k.shape[-1]) for k in keys]
     rows = [np.lexsort([fk[r] for fk in reversed(flat_keys)]) for r in range(flat_keys[0].shape[0])]
@@ -77,50 +89,57 @@ _BOOL = np.dtype(np.bool_)
 def _sort_lowering(ctx, *operands, dimension, is_stable, num_keys):
     avals = list(ctx.avals_in)
     scalars = [ShapedArray((), a.dtype) for a in avals for _ in range(2)]
-    scalar_bool = ShapedArray((), _BOOL)
-
-    def compare(c, a, b, direction, dtype):
-        attrs = {
-            "comparison_direction": f"#stablehlo<comparison_direction {direction}>",
-            "compare_type": compare_type(dtype),
-        }
-        return c.op("stablehlo.compare", [a, b], scalar_bool, attrs)
-
-    def less_than(c, *args):
-        # args: (a0, b0, a1, b1, ...). Lexicographic "a < b" over the keys, NaNs last.
-        result = None
-        for k in reversed(range(num_keys)):
-            a, b = args[2 * k], args[2 * k + 1]
-            dtype = avals[k].dtype
-            lt = compare(c, a, b, "LT", dtype)
-            eq = compare(c, a, b, "EQ", dtype)
-            if dtypes.is_inexact(dtype):
-                a_nan = compare(c, a, a, "NE", dtype)
-                b_nan = compare(c, b, b, "NE", dtype)
-                not_a_nan = c.op("stablehlo.not", [a_nan], scalar_bool)
-                lt = c.op(
-                    "stablehlo.or",
-                    [lt, c.op("stablehlo.and", [b_nan, not_a_nan], scalar_bool)],
-                    scalar_bool,
-                )
-                eq = c.op(
-                    "stablehlo.or",
-                    [eq, c.op("stablehlo.and", [a_nan, b_nan], scalar_bool)],
-                    scalar_bool,
-                )
-            if result is None:
-                result = lt
-            else:
-                result = c.op(
-                    "stablehlo.or",
-                    [lt, c.op("stablehlo.and", [eq, result], scalar_bool)],
-                    scalar_bool,
-                )
-        return [result]
-
-    region = ctx.region(scalars, less_than)
+    region = ctx.region(scalars, lambda c, *args: [_less_than(c, args, avals, num_keys)])
     attrs = {"dimension": f"{dimension} : i64", "is_stable": "true" if is_stable else "false"}
     return ctx.op("stablehlo.sort", list(operands), avals, attrs, regions=[region])
+
+
+_SCALAR_BOOL = ShapedArray((), _BOOL)
+
+
+def _compare(c, a, b, direction: str, dtype: np.dtype):
+    attrs = {
+        "comparison_direction": f"#stablehlo<comparison_direction {direction}>",
+        "compare_type": compare_type(dtype),
+    }
+    return c.op("stablehlo.compare", [a, b], _SCALAR_BOOL, attrs)
+
+
+def _logical(c, op: str, *args):
+    return c.op(f"stablehlo.{op}", list(args), _SCALAR_BOOL)
+
+
+def _key_pairs(c, args, avals, num_keys) -> list[tuple[Any, Any, np.dtype]]:
+    """The comparator's (a, b, dtype) per real key: a complex key gives its real part, then
+    its imaginary part (XLA has no ordered comparison of complex numbers)."""
+    pairs = []
+    for k in range(num_keys):
+        a, b = args[2 * k], args[2 * k + 1]
+        dtype = avals[k].dtype
+        if dtype.kind != "c":
+            pairs.append((a, b, dtype))
+            continue
+        part = ShapedArray((), dtypes.real_dtype(dtype))
+        for op in ("real", "imag"):
+            pairs.append(
+                (c.op(f"stablehlo.{op}", [a], part), c.op(f"stablehlo.{op}", [b], part), part.dtype)
+            )
+    return pairs
+
+
+def _less_than(c, args, avals, num_keys):
+    """Lexicographic "a < b" over the keys (args: a0, b0, a1, b1, ...), NaNs last."""
+    result = None
+    for a, b, dtype in reversed(_key_pairs(c, args, avals, num_keys)):
+        lt = _compare(c, a, b, "LT", dtype)
+        eq = _compare(c, a, b, "EQ", dtype)
+        if dtypes.is_inexact(dtype):
+            a_nan = _compare(c, a, a, "NE", dtype)
+            b_nan = _compare(c, b, b, "NE", dtype)
+            lt = _logical(c, "or", lt, _logical(c, "and", b_nan, _logical(c, "not", a_nan)))
+            eq = _logical(c, "or", eq, _logical(c, "and", a_nan, b_nan))
+        result = lt if result is None else _logical(c, "or", lt, _logical(c, "and", eq, result))
+    return result
 
 
 @rules.def_jvp(sort_p)
