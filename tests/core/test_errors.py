@@ -57,3 +57,34 @@ def test_matmul_shape_error_is_a_value_error():
 def test_non_array_argument_to_jit_is_named():
     with pytest.raises(TypeError, match="str"):
         ember.jit(lambda x: x)("hello")
+
+
+@pytest.mark.parametrize("device", ["gpu:0", "cpu", 0, 3.5, ("cpu", "cpu")])
+def test_device_put_names_a_bad_device_spec(device):
+    x = enp.ones(2)
+    with pytest.raises(ValueError, match="device_put accepts None, an ember Device") as info:
+        ember.device_put(x, device)
+    assert repr(device if not isinstance(device, tuple) else device[0]) in str(info.value)
+    assert "test_errors.py" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        (np.array(["a", "b"]), "<U1 \\(unicode strings\\)"),
+        (np.array([b"a"]), "\\|S1 \\(byte strings\\)"),
+        (np.array(["2020-01-01"], "M8[D]"), "datetime64\\[D\\] \\(datetimes\\)"),
+        (np.zeros(2, [("a", "f4")]), "records"),
+    ],
+)
+def test_non_numeric_numpy_data_is_a_type_error_naming_the_dtype(value, words):
+    for use in (enp.asarray, ember.jit(lambda a: a), ember.device_put, enp.sin):
+        with pytest.raises(EmberTypeError, match=words):
+            use(value)
+
+
+def test_object_arrays_are_a_type_error():
+    with pytest.raises(TypeError, match="dtype object"):
+        enp.asarray(np.array([object()], dtype=object))
+    with pytest.raises(EmberTypeError, match="dtype object"):
+        ember.jit(lambda a: a)(np.array([object()], dtype=object))

@@ -9,6 +9,7 @@ import pytest
 
 import ember
 import ember.numpy as enp
+from ember.errors import EmberTypeError
 
 from .util import assert_close
 
@@ -102,3 +103,47 @@ def test_gradients_and_jit():
     # NaN positions get no gradient (the where masks them), as in JAX
     nan_grad = ember.grad(lambda v: enp.nansum(v) * 2.0)(np.array([1.0, np.nan], np.float32))
     assert_close(nan_grad, [2.0, 0.0])
+
+
+# Mixed dtypes: the comparison helpers promote (complex with float, int with float, bool) as
+# JAX does; the answers below are JAX's.
+_C = np.array([1 + 0j, np.inf + 0j, complex(np.nan, 1), complex(1, -np.inf)], np.complex64)
+
+
+def test_isinf_isfinite_of_complex_look_at_both_parts():
+    np.testing.assert_array_equal(np.asarray(enp.isinf(_C)), [False, True, False, True])
+    np.testing.assert_array_equal(np.asarray(enp.isfinite(_C)), [True, False, False, False])
+    np.testing.assert_array_equal(np.asarray(enp.isnan(_C)), [False, False, True, False])
+
+
+def test_closeness_and_equality_helpers_promote_mixed_dtypes():
+    assert bool(enp.allclose(enp.array([1 + 0j]), enp.array([1.0])))
+    assert not bool(enp.allclose(enp.array([1 + 1e-3j]), enp.array([1.0])))
+    got = enp.isclose(_C, np.array([1.0, np.inf, np.nan, 1.0], np.float32), equal_nan=True)
+    np.testing.assert_array_equal(np.asarray(got), [True, True, True, False])
+    np.testing.assert_array_equal(
+        np.asarray(enp.isclose(enp.array([1, 2]), enp.array([1.0, 2.00001]))), [True, True]
+    )
+    np.testing.assert_array_equal(
+        np.asarray(enp.isclose(enp.array([True, False]), enp.array([1.0, 0.5]))), [True, False]
+    )
+    assert bool(enp.array_equal(enp.array([1, 2]), enp.array([1.0, 2.0])))
+    assert bool(
+        enp.array_equal(enp.array([1 + 0j, np.nan]), enp.array([1.0, np.nan]), equal_nan=True)
+    )
+    assert bool(enp.array_equal(enp.array([True, False]), enp.array([1, 0])))
+    assert bool(enp.array_equiv(enp.array([1 + 0j]), enp.array([[1], [1.0]])))
+
+
+def test_round_of_complex_rounds_each_part():
+    c = np.array([1.66 + 2.44j, -0.5 + 1.5j], np.complex64)
+    np.testing.assert_allclose(np.asarray(enp.round(c)), np.round(c))
+    np.testing.assert_allclose(np.asarray(enp.round(c, 1)), np.round(c, 1), rtol=1e-6)
+    with pytest.raises(ValueError, match="signbit.*complex64"):
+        enp.signbit(c)
+
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "round", "cbrt", "is_finite"])
+def test_lax_real_only_functions_refuse_complex_before_the_compiler(name):
+    with pytest.raises(EmberTypeError, match="needs real floating-point operands, got c64"):
+        getattr(ember.lax, name)(_C)

@@ -59,7 +59,10 @@ def asarray(
             f"cannot convert {type(a).__name__} to an array: {err}{errors.where()}"
         ) from None
     if host.dtype == object:
-        raise TypeError(f"cannot convert {type(a).__name__} to an array of numbers{errors.where()}")
+        raise TypeError(
+            f"cannot convert {type(a).__name__} to an array of numbers: NumPy makes it an array "
+            f"of dtype object (Python objects), which ember cannot hold{errors.where()}"
+        )
     weak = dtype is None and dtypes.is_python_scalar(a)
     if dtype is None:
         host = (

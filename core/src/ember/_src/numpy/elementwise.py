@@ -345,6 +345,8 @@ def round(a: Any, decimals: int = 0, out: None = None) -> Any:
     dtype = get_aval(x).dtype
     if dtype.kind in "iub":
         return x
+    if dtype.kind == "c":  # NumPy rounds the two parts separately
+        return lax.complex(round(lax.real(x), decimals), round(lax.imag(x), decimals))
     if decimals == 0:
         return lax.round_(x)
     factor = np.asarray(10.0**decimals, dtype)[()]
@@ -363,6 +365,8 @@ def isfinite(x: Any, /) -> Any:
     aval = get_aval(x)
     if not dtypes.is_inexact(aval.dtype):
         return lax.eq(x, x)
+    if aval.dtype.kind == "c":  # finite when both parts are
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
     return lax.is_finite(x)
 
 
@@ -376,6 +380,8 @@ def isinf(x: Any, /) -> Any:
     aval = get_aval(x)
     if not dtypes.is_inexact(aval.dtype):
         return lax.ne(x, x)
+    if aval.dtype.kind == "c":  # infinite when either part is
+        return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
     return lax.eq(lax.abs(x), np.asarray(np.inf, aval.dtype)[()])
 
 

@@ -65,6 +65,8 @@ def signbit(x: Any, /) -> Any:
     dtype = get_aval(x).dtype
     if dtype.kind in "uib":
         return enp.less(x, 0)
+    if dtype.kind == "c":
+        raise ValueError(f"signbit is not well defined for {dtype}{errors.where()}")
     # the sign bit itself, so that -0.0 and -nan count as negative
     return enp.less(bitcast_convert_type(x, np.dtype(f"i{dtype.itemsize}")), 0)
 

@@ -39,6 +39,7 @@ from ember._src.ops.shape import (
 )
 
 _FLOAT = "float"  # inexact: floating and complex
+_REAL = "real"  # floating only (XLA has no complex floor, ceil, round, cbrt or is_finite)
 _INT = "int"  # integer or bool
 _NUM = "number"  # anything numeric, not bool
 _ANY = "any"
@@ -49,12 +50,19 @@ def _kind_ok(dtype: np.dtype, kinds: str) -> bool:
         return True
     if kinds == _FLOAT:
         return dtypes.is_inexact(dtype)
+    if kinds == _REAL:
+        return dtypes.is_inexact(dtype) and dtype.kind != "c"
     if kinds == _INT:
         return dtype.kind in "iub"
     return dtype != dtypes.bool_
 
 
-_KIND_WORDS = {_FLOAT: "floating-point or complex", _INT: "integer or boolean", _NUM: "numeric"}
+_KIND_WORDS = {
+    _FLOAT: "floating-point or complex",
+    _REAL: "real floating-point",
+    _INT: "integer or boolean",
+    _NUM: "numeric",
+}
 
 
 def _nary_abstract_eval(name: str, kinds: str, result_dtype: np.dtype | None = None):
@@ -464,9 +472,9 @@ def _like(x: Any, value: Any) -> Any:
 
 neg_p = make_elementwise("neg", np.negative, "stablehlo.negate", _NUM)
 sign_p = make_elementwise("sign", np.sign, "stablehlo.sign", _NUM)
-floor_p = make_elementwise("floor", np.floor, "stablehlo.floor", _FLOAT)
-ceil_p = make_elementwise("ceil", np.ceil, "stablehlo.ceil", _FLOAT)
-round_p = make_elementwise("round", np.round, "stablehlo.round_nearest_even", _FLOAT)
+floor_p = make_elementwise("floor", np.floor, "stablehlo.floor", _REAL)
+ceil_p = make_elementwise("ceil", np.ceil, "stablehlo.ceil", _REAL)
+round_p = make_elementwise("round", np.round, "stablehlo.round_nearest_even", _REAL)
 abs_p = make_elementwise("abs", np.abs, "stablehlo.abs", _NUM)
 exp_p = make_elementwise("exp", np.exp, "stablehlo.exponential", _FLOAT)
 log_p = make_elementwise("log", np.log, "stablehlo.log", _FLOAT)
@@ -478,7 +486,7 @@ tan_p = make_elementwise("tan", np.tan, "stablehlo.tan", _FLOAT)
 tanh_p = make_elementwise("tanh", np.tanh, "stablehlo.tanh", _FLOAT)
 sqrt_p = make_elementwise("sqrt", np.sqrt, "stablehlo.sqrt", _FLOAT)
 rsqrt_p = make_elementwise("rsqrt", lambda x: 1 / np.sqrt(x), "stablehlo.rsqrt", _FLOAT)
-cbrt_p = make_elementwise("cbrt", np.cbrt, "stablehlo.cbrt", _FLOAT)
+cbrt_p = make_elementwise("cbrt", np.cbrt, "stablehlo.cbrt", _REAL)
 logistic_p = make_elementwise(
     "logistic", lambda x: (1 / (1 + np.exp(-x))).astype(x.dtype), "stablehlo.logistic", _FLOAT
 )
@@ -490,9 +498,7 @@ cosh_p = make_elementwise("cosh", np.cosh, None, _FLOAT)
 asinh_p = make_elementwise("asinh", np.arcsinh, None, _FLOAT)
 acosh_p = make_elementwise("acosh", np.arccosh, None, _FLOAT)
 atanh_p = make_elementwise("atanh", np.arctanh, None, _FLOAT)
-is_finite_p = make_elementwise(
-    "is_finite", np.isfinite, "stablehlo.is_finite", _FLOAT, dtypes.bool_
-)
+is_finite_p = make_elementwise("is_finite", np.isfinite, "stablehlo.is_finite", _REAL, dtypes.bool_)
 
 
 @rules.def_reference(round_p)
