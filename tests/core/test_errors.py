@@ -88,3 +88,63 @@ def test_object_arrays_are_a_type_error():
         enp.asarray(np.array([object()], dtype=object))
     with pytest.raises(EmberTypeError, match="dtype object"):
         ember.jit(lambda a: a)(np.array([object()], dtype=object))
+
+
+# Shapes too big for a 64-bit byte count abort the process inside XLA, so they are checked
+# before the backend sees them. Run in a subprocess so that a regression cannot kill pytest.
+_SHAPE_SCRIPT = """
+import ember, ember.numpy as enp, ember.random
+from ember import lax
+x = enp.ones((2, 3))
+huge = (10**12, 10**12)
+cases = [
+    lambda: enp.zeros(huge), lambda: enp.ones(huge), lambda: enp.empty(huge),
+    lambda: enp.full(huge, 1.0), lambda: enp.zeros_like(x, shape=huge),
+    lambda: enp.zeros(2**64), lambda: enp.zeros((2**62,)), lambda: enp.eye(10**12),
+    lambda: enp.broadcast_to(x[0, 0], huge), lambda: enp.tile(x, huge),
+    lambda: enp.repeat(x, 10**19), lambda: ember.random.normal(ember.random.key(0), huge),
+    lambda: lax.broadcast_in_dim(1.0, huge, ()), lambda: lax.iota("float32", 2**63),
+    lambda: ember.jit(lambda: enp.zeros(huge))(),
+]
+for case in cases:
+    try:
+        case()
+        print("no error")
+    except ValueError as err:
+        assert "is too big" in str(err) and "test" not in str(err), err
+        print("ValueError")
+try:
+    enp.zeros((10**6, 10**6))  # 4 TB: a size that fits, but cannot be allocated
+    print("no error")
+except ember.errors.OutOfMemoryError as err:
+    assert isinstance(err, MemoryError)
+    print("OutOfMemoryError")
+"""
+
+
+def test_impossible_shapes_raise_instead_of_aborting():
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", _SHAPE_SCRIPT], capture_output=True, text=True, timeout=240
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["ValueError"] * 15 + ["OutOfMemoryError"], proc.stdout
+
+
+@pytest.mark.parametrize(
+    "make, error, words",
+    [
+        (lambda: enp.zeros((-1, 2)), ValueError, "non-negative dimensions, got \\(-1, 2\\)"),
+        (lambda: enp.zeros((2.5, 2)), TypeError, "sequence of integers, got \\(2.5, 2\\)"),
+        (lambda: enp.broadcast_to(enp.ones(3), (-1, 3)), ValueError, "non-negative"),
+        (lambda: enp.reshape(enp.ones(6), (2.0, 3)), TypeError, "integers, got \\(2.0, 3\\)"),
+        (lambda: enp.reshape(enp.ones(6), (-2, -3)), ValueError, "got \\(-2, -3\\)"),
+        (lambda: enp.ones(6).reshape(-1, -1), ValueError, "one unknown dimension"),
+    ],
+)
+def test_bad_shapes_name_the_shape(make, error, words):
+    with pytest.raises(error, match=words) as info:
+        make()
+    assert "test_errors.py" in str(info.value)

@@ -7,6 +7,7 @@ from ember._src.errors import (
     EmberError as EmberError,
     EmberTypeError as EmberTypeError,
     ExecutionError as ExecutionError,
+    OutOfMemoryError as OutOfMemoryError,
     PluginError as PluginError,
     TracerArrayConversionError as TracerArrayConversionError,
     TracerBoolConversionError as TracerBoolConversionError,

@@ -444,4 +444,21 @@ def canonicalize_shape(shape: Any, context: str = "shape") -> tuple[int, ...]:
         ) from None
     if any(d < 0 for d in dims):
         raise ValueError(f"{context} must have non-negative dimensions, got {dims}{errors.where()}")
+    check_size(dims, None, context)
     return dims
+
+
+# The byte size of an array must fit XLA's 64-bit sizes; past it XLA aborts the interpreter.
+MAX_ARRAY_BYTES = 2**63 - 1
+
+
+def check_size(shape: Sequence[int], dtype: Any = None, context: str = "shape") -> None:
+    """Refuse a shape whose element count (or, given a dtype, byte size) no 64-bit size can
+    hold: the backend would abort the process rather than raise."""
+    itemsize = 1 if dtype is None else np.dtype(dtype).itemsize
+    if _prod(shape) * itemsize > MAX_ARRAY_BYTES:
+        what = "elements" if dtype is None else f"bytes of {np.dtype(dtype)}"
+        raise ValueError(
+            f"{context} {tuple(shape)} is too big: it has more {what} than a 64-bit size can "
+            f"count (arrays are limited to {MAX_ARRAY_BYTES} bytes){errors.where()}"
+        )

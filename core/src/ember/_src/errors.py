@@ -67,6 +67,10 @@ class ExecutionError(EmberError, RuntimeError):
     """The backend failed while running a compiled computation."""
 
 
+class OutOfMemoryError(ExecutionError, MemoryError):
+    """The backend could not allocate the memory a computation's arrays need."""
+
+
 def user_frame() -> traceback.FrameSummary | None:
     """The innermost stack frame that belongs to user code (not ember, a plugin or pluggy)."""
     frame = sys._getframe(1)

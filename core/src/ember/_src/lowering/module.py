@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ember._src import errors, rules
-from ember._src.ir import ClosedJaxpr, Jaxpr, Literal
+from ember._src.ir import ClosedJaxpr, Jaxpr, Literal, check_result_sizes
 from ember._src.lowering.mlir import (
     FunctionEmitter,
     ModuleContext,
@@ -49,6 +49,7 @@ def lower_jaxpr_inline(
                 rule = rule_cache[primitive] = rules.lowering_rule(primitive, platform)
             ctx.avals_in = [v.aval for v in eqn.invars]
             ctx.avals_out = [v.aval for v in eqn.outvars]
+            check_result_sizes(eqn)
             operands = [read(v) for v in eqn.invars]
             try:
                 outs = rule(ctx, *operands, **eqn.params)

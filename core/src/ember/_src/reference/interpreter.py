@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ember._src import rules
-from ember._src.ir import ClosedJaxpr, Literal
+from ember._src.ir import ClosedJaxpr, Literal, check_result_sizes
 
 
 def evaluate_jaxpr(closed: ClosedJaxpr, args: Sequence[Any]) -> list[np.ndarray]:
@@ -27,6 +27,7 @@ def evaluate_jaxpr(closed: ClosedJaxpr, args: Sequence[Any]) -> list[np.ndarray]
         env[var] = np.asarray(value)
     for eqn in jaxpr.eqns:
         rule = rules.reference_rule(eqn.primitive)
+        check_result_sizes(eqn)
         # Devices compute inf and nan silently; so does the reference.
         with np.errstate(all="ignore"):
             outs = rule(*[read(v) for v in eqn.invars], **eqn.params)
