@@ -148,3 +148,75 @@ def test_bad_shapes_name_the_shape(make, error, words):
     with pytest.raises(error, match=words) as info:
         make()
     assert "test_errors.py" in str(info.value)
+
+
+def test_every_documented_exception_is_exported_with_its_public_module():
+    import pathlib
+
+    import ember.errors
+
+    doc = (pathlib.Path(__file__).parents[2] / "docs" / "errors.md").read_text()
+    documented = {line.split("`")[1] for line in doc.splitlines() if line.startswith("| `")}
+    assert {"ControlFlowTypeError", "CustomDerivativeError", "OutOfMemoryError"} <= documented
+    for name in documented:
+        cls = getattr(ember.errors, name)
+        assert cls.__module__ == "ember.errors", name
+        assert issubclass(cls, ember.errors.EmberError), name
+
+
+def test_control_flow_and_custom_derivative_errors_are_caught_by_their_public_names():
+    import ember.errors
+
+    with pytest.raises(ember.errors.ControlFlowTypeError, match="same structure"):
+        lax.cond(True, lambda: 1.0, lambda: (1.0, 2.0))
+
+    @ember.custom_jvp
+    def f(x):
+        return x
+
+    f.defjvp(lambda primals, tangents: (primals[0], (tangents[0], tangents[0])))
+    with pytest.raises(ember.errors.CustomDerivativeError):
+        ember.jvp(f, (1.0,), (1.0,))
+
+
+@pytest.mark.parametrize(
+    "fun, words",
+    [
+        (lambda: ember.jit(lambda x: float(x))(1.0), "inside the tracing of <lambda>"),
+        (lambda: ember.grad(lambda x: float(x))(1.0), "inside differentiation"),
+        (lambda: ember.vmap(lambda x: bool(x))(enp.ones(3)), "inside vmap \\(axis size 3\\)"),
+    ],
+)
+def test_concretization_messages_name_the_transformation_in_user_words(fun, words):
+    with pytest.raises(ConcretizationTypeError, match=words) as info:
+        fun()
+    assert "Trace" not in str(info.value)
+
+
+_TRACEBACK_SCRIPT = """
+import ember
+
+@ember.jit
+def f(x):
+    return float(x)
+
+f(1.0)
+"""
+
+
+@pytest.mark.parametrize("filtering", ["auto", "off"])
+def test_uncaught_ember_errors_hide_internal_frames_unless_asked(filtering):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, EMBER_TRACEBACK_FILTERING=filtering)
+    proc = subprocess.run(
+        [sys.executable, "-c", _TRACEBACK_SCRIPT], capture_output=True, text=True, env=env,
+        timeout=120,
+    )  # fmt: skip
+    assert "ember.errors.ConcretizationTypeError" in proc.stderr
+    assert 'File "<string>", line 6, in f' in proc.stderr  # the user's line is always shown
+    internal = os.sep + "_src" + os.sep in proc.stderr
+    assert internal == (filtering == "off"), proc.stderr
+    assert ("internal frame(s) hidden" in proc.stderr) == (filtering == "auto")

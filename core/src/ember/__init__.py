@@ -13,7 +13,10 @@ from ember import (
     sharding as sharding,
     tree_util as tree_util,
 )
-from ember._src import dispatch as _dispatch  # installs the eager dispatcher
+from ember._src import (
+    dispatch as _dispatch,  # installs the eager dispatcher
+    errors as _errors,  # hides internal frames of uncaught errors
+)
 from ember._src.api import (
     ShapeDtypeStruct as ShapeDtypeStruct,
     block_until_ready as block_until_ready,
@@ -51,4 +54,6 @@ from ember._src.shard_map import shard_map as shard_map
 
 __version__ = "0.1.0"
 
-del _dispatch, _array_methods
+_errors.install_traceback_filter()
+
+del _dispatch, _array_methods, _errors

@@ -214,6 +214,10 @@ class Trace:
     def __repr__(self) -> str:
         return f"{type(self).__name__}"
 
+    def describe(self) -> str:
+        """What the user wrote that created this trace, in their words (for error messages)."""
+        return "a transformation"
+
 
 class EvalTrace(Trace):
     """The bottom trace: runs each primitive eagerly on the default backend."""
@@ -230,7 +234,7 @@ class EvalTrace(Trace):
 def _leaked_tracer_error(tracer: Tracer, primitive: Primitive) -> errors.UnexpectedTracerError:
     return errors.UnexpectedTracerError(
         f"{primitive.name} was applied to a tracer ({tracer.aval.str_short()}) that escaped the "
-        f"transformation which created it ({tracer._trace!r}). A value computed inside "
+        f"transformation which created it ({tracer._trace.describe()}). A value computed inside "
         f"jit/grad/vmap was stored somewhere (a global, an attribute, a closure) and used after "
         f"the transformation returned; return it from the function instead{errors.where()}"
     )
@@ -383,7 +387,7 @@ class Tracer:
 def _concretization_message(tracer: Tracer, wanted: str, context: str) -> str:
     return (
         f"a traced array {tracer.aval.str_short()} was used where a concrete {wanted} is needed "
-        f"({context}), inside {tracer._trace!r}. Its value is not known while tracing. Use "
+        f"({context}) inside {tracer._trace.describe()}, where its value is not known. Use "
         f"ember.numpy.where or ember.lax.cond/while_loop for value-dependent control flow, or "
         f"mark the argument static (jit's static_argnums){errors.where()}"
     )

@@ -15,9 +15,7 @@ from ember._src.lowering.mlir import (
     tensor_type,
 )
 
-
-class LoweringError(errors.EmberError, TypeError):
-    """A primitive could not be lowered (names the primitive and the user's line)."""
+LoweringError = errors.LoweringError  # defined with the other public errors
 
 
 def lower_jaxpr_inline(
