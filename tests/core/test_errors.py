@@ -1,5 +1,7 @@
 """Bad input gets clear exceptions of documented types naming the problem and the user's line."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -220,3 +222,35 @@ def test_uncaught_ember_errors_hide_internal_frames_unless_asked(filtering):
     internal = os.sep + "_src" + os.sep in proc.stderr
     assert internal == (filtering == "off"), proc.stderr
     assert ("internal frame(s) hidden" in proc.stderr) == (filtering == "auto")
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        lambda d: enp.asarray(np.ones(2), device=d),
+        lambda d: enp.zeros(2, device=d),
+        lambda d: enp.ones(2).astype("int32", device=d),
+        lambda d: enp.ones(2).to_device(d),
+        lambda d: ember.jit(lambda a: a, device=d),
+    ],
+)
+def test_device_keywords_name_a_bad_device(use):
+    with pytest.raises(ValueError, match="must be None, an ember Device .* got 'gpu:0' of"):
+        use("gpu:0")
+    device = ember.devices()[0]
+    out = use(device)
+    if isinstance(out, ember.Array):
+        assert out.device == device
+
+
+@pytest.mark.parametrize("dtype", [str, object, "U3", "M8[s]"])
+def test_non_numeric_dtype_arguments_are_type_errors(dtype):
+    name = re.escape(str(np.dtype(dtype)))
+    for use in (
+        lambda: enp.zeros(3, dtype=dtype),
+        lambda: enp.asarray([1, 2], dtype=dtype),
+        lambda: enp.ones(3).astype(dtype),
+        lambda: lax.convert_element_type(np.float32(1), np.dtype(dtype)),
+    ):
+        with pytest.raises(EmberTypeError, match=f"dtype {name} .* cannot be ember arrays"):
+            use()

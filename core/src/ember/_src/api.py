@@ -486,12 +486,7 @@ def device_put(x: Any, device: Any = None) -> Any:
 def _resolve_device(device: Any) -> Device:
     if device is None:
         return dispatch.default_device()
-    if isinstance(device, Device):
-        return device
-    sharding_device = getattr(device, "device", None)
-    if isinstance(sharding_device, Device):
-        return sharding_device
-    raise TypeError(f"device_put expects a Device or a SingleDeviceSharding, got {device!r}")
+    return dispatch.resolve_device(device, "device_put's device")
 
 
 def _put_leaf(leaf: Any, device: Any) -> Array:

@@ -92,31 +92,11 @@ def _aval_of_numpy(x: np.ndarray | np.generic) -> ShapedArray:
     key = (x.shape, x.dtype, dtypes.x64_enabled())
     aval = _host_avals.get(key)
     if aval is None:
-        _check_numeric_dtype(x.dtype)
+        dtypes.check_supported(x.dtype, "NumPy arrays of dtype {dtype}")
         aval = ShapedArray(x.shape, dtypes.canonicalize(x.dtype))
         if len(_host_avals) < 4096:
             _host_avals[key] = aval
     return aval
-
-
-def _check_numeric_dtype(dtype: np.dtype) -> None:
-    """Strings, objects, dates and structured records have no device representation: say so
-    here rather than let the backend fail on an unknown dtype."""
-    if dtype.kind in "OSUMm" or dtype.type is np.void:
-        raise errors.EmberTypeError(
-            f"NumPy arrays of dtype {dtype} ({_DTYPE_KIND_NAMES.get(dtype.kind, 'records')}) "
-            f"are not valid ember arrays: only boolean, integer, floating and complex dtypes "
-            f"are supported{errors.where()}"
-        )
-
-
-_DTYPE_KIND_NAMES = {
-    "O": "Python objects",
-    "S": "byte strings",
-    "U": "unicode strings",
-    "M": "datetimes",
-    "m": "timedeltas",
-}
 
 
 def _aval_of_python_scalar(x: Any) -> ShapedArray:

@@ -82,16 +82,15 @@ def asarray_inexact(x: Any) -> Any:
 
 
 def _device_of(device: Any) -> Any:
-    if device is None:
-        return None
-    return getattr(device, "device", device)
+    return dispatch.resolve_device(device, "device")
 
 
 def _place(x: Any, device: Any) -> Any:
     """``x`` on ``device`` (the array API's ``device=`` keyword); tracers stay as they are."""
+    device = _device_of(device)  # checked even for tracers: a bad device is a bad call
     if device is None or not isinstance(x, Array):
         return x
-    return dispatch.to_device(x, _device_of(device))
+    return dispatch.to_device(x, device)
 
 
 def array(object: Any, dtype: Any = None, copy: bool = True, ndmin: int = 0) -> Any:

@@ -251,7 +251,7 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> A
     out = lax.convert_element_type(as_operand(x), dtype)
     if device is None or isinstance(out, core.Tracer):
         return out
-    return dispatch.to_device(out, getattr(device, "device", device))
+    return dispatch.to_device(out, dispatch.resolve_device(device, "astype's device"))
 
 
 def flip(m: Any, axis: Any = None) -> Any:
