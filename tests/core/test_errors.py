@@ -7,6 +7,7 @@ import pytest
 
 import ember
 import ember.numpy as enp
+import ember.random
 from ember import lax
 from ember.errors import (
     ConcretizationTypeError,
@@ -144,6 +145,12 @@ def test_impossible_shapes_raise_instead_of_aborting():
         (lambda: enp.reshape(enp.ones(6), (2.0, 3)), TypeError, "integers, got \\(2.0, 3\\)"),
         (lambda: enp.reshape(enp.ones(6), (-2, -3)), ValueError, "got \\(-2, -3\\)"),
         (lambda: enp.ones(6).reshape(-1, -1), ValueError, "one unknown dimension"),
+        (lambda: enp.arange(0, 1e20), ValueError, "arange's length \\(10+,\\) is too big"),
+        (lambda: enp.arange(5, 10**19), ValueError, "arange's length \\(9+5,\\) is too big"),
+        (lambda: enp.arange(0, 10**9, 0.5), ValueError, "would have 2000000000 elements"),
+        (lambda: enp.arange(0, 5, 0), ValueError, "step must not be zero"),
+        (lambda: enp.arange(0, np.inf), ValueError, "no finite length"),
+        (lambda: ember.random.permutation(ember.random.key(0), -1), ValueError, "non-negative"),
     ],
 )
 def test_bad_shapes_name_the_shape(make, error, words):
@@ -254,3 +261,11 @@ def test_non_numeric_dtype_arguments_are_type_errors(dtype):
     ):
         with pytest.raises(EmberTypeError, match=f"dtype {name} .* cannot be ember arrays"):
             use()
+
+
+@pytest.mark.parametrize(
+    "args", [(5,), (2, 9), (9, 2, -3), (1, 5.5), (0.0, 1.0, 0.3), (np.int8(3), np.int8(7))]
+)
+def test_arange_without_host_values_matches_numpy(args):
+    got = enp.arange(*args)
+    np.testing.assert_allclose(np.asarray(got), np.arange(*args), rtol=1e-6)
