@@ -269,3 +269,9 @@ def test_non_numeric_dtype_arguments_are_type_errors(dtype):
 def test_arange_without_host_values_matches_numpy(args):
     got = enp.arange(*args)
     np.testing.assert_allclose(np.asarray(got), np.arange(*args), rtol=1e-6)
+
+
+def test_float0_tangents_are_still_accepted():
+    no_tangent = np.zeros((), ember.dtypes.float0)
+    _, tangent = ember.jvp(lambda x, n: x * n, (np.float32(2.0), 3), (np.float32(1.0), no_tangent))
+    assert float(tangent) == 3.0

@@ -249,7 +249,7 @@ def check_supported(dtype: np.dtype, what: str = "dtype {dtype}") -> None:
     """Strings, objects, dates and structured records have no device representation: say so
     where they come in, rather than let a backend fail on an unknown dtype later.
     ``what`` names the offender, with ``{dtype}`` standing for the dtype."""
-    if dtype.kind in _UNSUPPORTED_KINDS or dtype.type is np.void:
+    if dtype.kind in _UNSUPPORTED_KINDS or dtype.type is np.void and dtype != float0:
         kind = _UNSUPPORTED_KINDS.get(dtype.kind, "records")
         raise errors.EmberTypeError(
             f"{what.format(dtype=dtype)} ({kind}) cannot be ember arrays: only boolean, integer, "
