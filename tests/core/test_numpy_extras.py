@@ -145,5 +145,49 @@ def test_round_of_complex_rounds_each_part():
 
 @pytest.mark.parametrize("name", ["floor", "ceil", "round", "cbrt", "is_finite"])
 def test_lax_real_only_functions_refuse_complex_before_the_compiler(name):
-    with pytest.raises(EmberTypeError, match="needs real floating-point operands, got c64"):
+    with pytest.raises(
+        EmberTypeError,
+        match="needs (real floating-point|ordered \\(not complex\\)) operands, got c64",
+    ):
         getattr(ember.lax, name)(_C)
+
+
+# Ordering complex numbers: NumPy's (and JAX's) lexicographic order in ember.numpy, refused
+# by lax, and never left to XLA (whose CPU max/min/compare do not follow it, and whose
+# remainder crashes on complex operands).
+_CX = np.array([1 + 0j, 2 + 1j, 2 + 1j, 3 - 1j, 1 + 2j], np.complex64)
+_CY = np.array([1 + 0j, 2 + 0j, 2 + 2j, 3 + 0j, 1 + 3j], np.complex64)
+
+
+@pytest.mark.parametrize(
+    "name", ["maximum", "minimum", "less", "less_equal", "greater", "greater_equal"]
+)
+def test_complex_comparisons_are_lexicographic_as_in_numpy(name):
+    got = getattr(enp, name)(_CX, _CY)
+    np.testing.assert_array_equal(np.asarray(got), getattr(np, name)(_CX, _CY))
+    got = ember.jit(getattr(enp, name))(_CX, np.complex64(2 + 0.5j))
+    np.testing.assert_array_equal(np.asarray(got), getattr(np, name)(_CX, np.complex64(2 + 0.5j)))
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_complex_max_and_min_reductions_are_lexicographic(axis):
+    c = np.array([[1 + 0j, 2 + 1j], [2 + 3j, 2 - 1j], [-1 + 9j, 0j]], np.complex64)
+    np.testing.assert_array_equal(np.asarray(enp.max(c, axis=axis)), np.max(c, axis=axis))
+    np.testing.assert_array_equal(np.asarray(enp.min(c, axis=axis)), np.min(c, axis=axis))
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        lambda: ember.lax.lt(_CX, _CY),
+        lambda: ember.lax.rem(_CX, _CY),
+        lambda: enp.fmod(_CX, _CY),
+        lambda: enp.remainder(_CX, _CY),
+        lambda: enp.argmax(_CX),
+        lambda: enp.copysign(_CX, 1.0),
+        lambda: enp.heaviside(_CX, 0.5),
+    ],
+)
+def test_operations_without_a_complex_meaning_refuse_it(use):
+    with pytest.raises(EmberTypeError, match="complex|c64"):
+        use()

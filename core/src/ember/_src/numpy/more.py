@@ -53,8 +53,17 @@ def kron(a: Any, b: Any) -> Any:
     return manipulation.reshape(a_exp * b_exp, tuple(x * y for x, y in zip(sa, sb)))
 
 
+def _real_only(name: str, *xs: Any) -> None:
+    for x in xs:
+        if get_aval(x).dtype.kind == "c":
+            raise errors.EmberTypeError(
+                f"{name} does not accept complex operands, got {get_aval(x).dtype}{errors.where()}"
+            )
+
+
 def copysign(x1: Any, x2: Any, /) -> Any:
     x1, x2 = promote_dtypes(_inexact(x1), _inexact(x2))
+    _real_only("copysign", x1, x2)
     negative = signbit(x2)
     magnitude = enp.abs(x1)
     return enp.where(negative, enp.negative(magnitude), magnitude)
@@ -82,6 +91,7 @@ def hypot(x1: Any, x2: Any, /) -> Any:
 
 def heaviside(x1: Any, x2: Any, /) -> Any:
     x1, x2 = promote_dtypes(_inexact(x1), _inexact(x2))
+    _real_only("heaviside", x1, x2)
     zero = np.zeros((), get_aval(x1).dtype)
     one = np.ones((), get_aval(x1).dtype)
     return enp.where(enp.less(x1, 0), zero, enp.where(enp.greater(x1, 0), one, x2))

@@ -32,6 +32,7 @@ from ember._src.lowering.module import lower_jaxpr_inline
 from ember._src.ops.shape import (
     batch_size,
     broadcast_in_dim,
+    broadcast_to_shape,
     compare_type,
     convert_element_type,
     move_axis,
@@ -40,6 +41,8 @@ from ember._src.ops.shape import (
 
 _FLOAT = "float"  # inexact: floating and complex
 _REAL = "real"  # floating only (XLA has no complex floor, ceil, round, cbrt or is_finite)
+_ORDERED = "ordered"  # anything but complex (which has no order): lt, le, gt, ge
+_REAL_NUM = "real number"  # integer or floating, not bool or complex: rem
 _INT = "int"  # integer or bool
 _NUM = "number"  # anything numeric, not bool
 _ANY = "any"
@@ -54,6 +57,10 @@ def _kind_ok(dtype: np.dtype, kinds: str) -> bool:
         return dtypes.is_inexact(dtype) and dtype.kind != "c"
     if kinds == _INT:
         return dtype.kind in "iub"
+    if kinds == _ORDERED:
+        return dtype.kind != "c"
+    if kinds == _REAL_NUM:
+        return (dtype.kind in "iu" or dtypes.is_inexact(dtype)) and dtype.kind != "c"
     return dtype != dtypes.bool_
 
 
@@ -61,6 +68,8 @@ _KIND_WORDS = {
     _FLOAT: "floating-point or complex",
     _REAL: "real floating-point",
     _INT: "integer or boolean",
+    _ORDERED: "ordered (not complex)",
+    _REAL_NUM: "integer or real floating-point",
     _NUM: "numeric",
 }
 
@@ -240,10 +249,10 @@ add_p = make_elementwise("add", np.add, "stablehlo.add", _ANY)
 sub_p = make_elementwise("sub", np.subtract, "stablehlo.subtract", _NUM)
 mul_p = make_elementwise("mul", np.multiply, "stablehlo.multiply", _ANY)
 div_p = make_elementwise("div", None, "stablehlo.divide", _NUM)
-rem_p = make_elementwise("rem", None, "stablehlo.remainder", _NUM)
+rem_p = make_elementwise("rem", None, "stablehlo.remainder", _REAL_NUM)
 pow_p = make_elementwise("pow", np.power, "stablehlo.power", _FLOAT)
-max_p = make_elementwise("max", np.maximum, "stablehlo.maximum", _ANY)
-min_p = make_elementwise("min", np.minimum, "stablehlo.minimum", _ANY)
+max_p = make_elementwise("max", np.maximum, None, _ANY)  # lowered below, complex apart
+min_p = make_elementwise("min", np.minimum, None, _ANY)
 atan2_p = make_elementwise("atan2", np.arctan2, "stablehlo.atan2", _FLOAT)
 
 
@@ -446,8 +455,8 @@ def _minmax_jvp(primitive: Primitive, pick_x: Callable[[Any, Any], Any]):
         return out, add(mul(tx, wx), mul(ty, wy))
 
 
-_minmax_jvp(max_p, lambda x, y: gt(x, y))
-_minmax_jvp(min_p, lambda x, y: lt(x, y))
+_minmax_jvp(max_p, lambda x, y: lexicographic(gt, gt)(x, y))
+_minmax_jvp(min_p, lambda x, y: lexicographic(lt, lt)(x, y))
 
 
 @rules.def_jvp(atan2_p)
@@ -848,6 +857,43 @@ rules.def_lowering(acosh_p)(
 rules.def_lowering(atanh_p)(_lower_via(lambda x: mul(_like(x, 0.5), sub(log1p(x), log1p(neg(x))))))
 
 
+def lexicographic(strict: Callable[[Any, Any], Any], last: Callable[[Any, Any], Any]):
+    """A comparison that orders complex numbers as NumPy does: by real part (``strict``),
+    then by imaginary part (``last``) where the real parts are equal. Real operands: ``last``."""
+
+    def compare(x: Any, y: Any) -> Any:
+        if get_aval(x).dtype.kind != "c":
+            return last(x, y)
+        rx, ry = real(x), real(y)
+        return bitwise_or(strict(rx, ry), bitwise_and(eq(rx, ry), last(imag(x), imag(y))))
+
+    return compare
+
+
+def _minmax_lowering(hlo_op: str, first_wins: Callable[[Any, Any], Any]):
+    """max/min: XLA's own op for real types; for complex ones the lexicographic order NumPy
+    and JAX use (by real part, then imaginary part), which XLA's CPU op does not follow."""
+    real_lowering = _hlo_lowering(hlo_op)
+
+    def pick(x, y):
+        shape = np.broadcast_shapes(get_aval(x).shape, get_aval(y).shape)
+        x, y = broadcast_to_shape(x, shape), broadcast_to_shape(y, shape)
+        return select_n(lexicographic(first_wins, first_wins)(x, y), y, x)
+
+    complex_lowering = _lower_via(pick)
+
+    def lowering(ctx, *operands, **params):
+        if ctx.avals_out[0].dtype.kind == "c":
+            return complex_lowering(ctx, *operands, **params)
+        return real_lowering(ctx, *operands, **params)
+
+    return lowering
+
+
+rules.def_lowering(max_p)(_minmax_lowering("stablehlo.maximum", lambda a, b: gt(a, b)))
+rules.def_lowering(min_p)(_minmax_lowering("stablehlo.minimum", lambda a, b: lt(a, b)))
+
+
 # --------------------------------------------------------------------------------------------
 # integer_pow: x ** n for a static integer n (lowered to repeated multiplication)
 
@@ -905,7 +951,10 @@ _DIRECTIONS = {"eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge":
 
 
 def _make_comparison(name: str, numpy_fn: Callable[..., Any]) -> Primitive:
-    primitive = make_elementwise(name, numpy_fn, None, _ANY, dtypes.bool_)
+    # XLA orders complex numbers in no documented way (and NumPy's order is lexicographic),
+    # so, as in JAX, only eq and ne accept them; ember.numpy orders them itself.
+    kinds = _ANY if name in ("eq", "ne") else _ORDERED
+    primitive = make_elementwise(name, numpy_fn, None, kinds, dtypes.bool_)
     direction = _DIRECTIONS[name]
 
     @rules.def_lowering(primitive)

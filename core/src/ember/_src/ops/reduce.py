@@ -12,6 +12,8 @@ import numpy as np
 
 from ember._src import dtypes, errors, rules
 from ember._src.core import Primitive, ShapedArray, Zero, get_aval, tangent_aval
+from ember._src.interpreters.staging import trace_to_jaxpr
+from ember._src.lowering.module import lower_jaxpr_inline
 from ember._src.ops import elementwise as ew
 from ember._src.ops.shape import (
     broadcast_in_dim,
@@ -74,6 +76,8 @@ def _make_reduction(
 
     @rules.def_lowering(primitive)
     def lowering(ctx, x, *, axes):
+        if name in ("reduce_max", "reduce_min") and ctx.avals_in[0].dtype.kind == "c":
+            return _lower_complex_extremum(ctx, x, primitive, axes, largest=name == "reduce_max")
         return lower_reduction(ctx, x, axes, hlo_op, init(ctx.avals_in[0].dtype))
 
     @rules.def_reference(primitive)
@@ -81,6 +85,26 @@ def _make_reduction(
         return np.asarray(reference(x, axis=axes), dtype=x.dtype)
 
     return primitive
+
+
+def _lower_complex_extremum(ctx, x, primitive: Primitive, axes, largest: bool) -> str:
+    """The max (or min) of complex numbers in NumPy's lexicographic order, from reductions of
+    the real parts, then of the imaginary parts where the real part is the extreme one (XLA's
+    maximum/minimum do not order complex numbers this way)."""
+    aval = ctx.avals_in[0]
+    kept = tuple(d for d in range(aval.ndim) if d not in axes)
+
+    def extremum(z):
+        re, im = ew.real(z), ew.imag(z)
+        best_re = primitive.bind(re, axes=axes)
+        on_best = ew.eq(re, broadcast_in_dim(best_re, aval.shape, kept))
+        worst = np.full(aval.shape, -np.inf if largest else np.inf, dtypes.real_dtype(aval.dtype))
+        best_im = primitive.bind(ew.select_n(on_best, worst, im), axes=axes)
+        return [ew.complex(best_re, best_im)]
+
+    closed = trace_to_jaxpr(extremum, [aval])
+    consts = [ctx.constant(c, get_aval(c)) for c in closed.consts]
+    return lower_jaxpr_inline(ctx, closed.jaxpr, consts, [x])[0]
 
 
 reduce_max_p = _make_reduction(
@@ -194,6 +218,11 @@ def _make_arg_reduction(primitive: Primitive, direction: str, numpy_fn: Callable
     @rules.def_abstract_eval(primitive)
     def abstract_eval(x, *, axes, index_dtype):
         check_axes(name, x, axes)
+        if x.dtype.kind == "c":  # as in JAX: complex numbers have no order to take it in
+            raise errors.EmberTypeError(
+                f"{name} does not accept complex operands, got {dtypes.short_name(x.dtype)}"
+                f"{errors.where()}"
+            )
         (axis,) = axes
         if x.shape[axis] == 0:
             raise ValueError(f"{name} of an empty axis {axis} (shape {x.shape}){errors.where()}")
