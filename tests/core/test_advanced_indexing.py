@@ -110,8 +110,6 @@ def test_bad_indices_are_reported():
     a = enp.asarray(X)
     with pytest.raises(IndexError, match="out of bounds for axis 1 with size 3"):
         a[:, [0, 3]]
-    with pytest.raises(IndexError, match="None"):
-        a[None, [0, 1]]
     with pytest.raises(ember.errors.ConcretizationTypeError, match="boolean index mask"):
         ember.jit(lambda v: v[v > 3])(X)
     with pytest.raises(ValueError, match="do not broadcast"):
@@ -214,3 +212,59 @@ def test_take_keeps_64_bit_indices_whole():
         np.testing.assert_array_equal(enp.take(np.arange(5.0), big, mode="wrap"), [2.0, 4.0])
         # Out of range: filled (JAX narrows the first to int32 and picks entry 1).
         np.testing.assert_array_equal(enp.take(np.arange(5.0), big), [np.nan, np.nan])
+
+
+# None (newaxis) mixed with integer arrays, masks and integers: a None is a new size-1 axis
+# that separates the advanced indices on either side (which then go first), as in NumPy.
+_X4 = np.arange(120.0, dtype=np.float32).reshape(2, 3, 4, 5)
+_I, _J = np.array([0, 1]), np.array([[2], [0]])
+_M2 = np.zeros((2, 3), bool)
+_M2[0, 1] = _M2[1, 2] = True
+NEWAXIS_INDICES = [
+    (None, _I),
+    (None, np.array([True, False])),
+    (_I, None, slice(1, None)),
+    (Ellipsis, None, _I),
+    (None, _I, _J),
+    (_I, None, _J),
+    (slice(None), None, np.array([True, False, True])),
+    (None, Ellipsis, _I, None),
+    (None, 0, _I),
+    (_I, 0, None),
+    (None, _M2),
+    (_M2, None),
+    (None, None, _I, None, slice(None), _J),
+    (slice(None), _I, None, slice(1, 3), _J),
+    (Ellipsis, _I, None, slice(None)),
+    (1, None, np.array([True, False, True]), None),
+]
+
+
+@pytest.mark.parametrize("index", NEWAXIS_INDICES, ids=lambda i: str(i)[:40])
+def test_none_with_advanced_indices_matches_numpy(index):
+    a = enp.asarray(_X4)
+    got = a[index]
+    assert got.shape == _X4[index].shape
+    np.testing.assert_array_equal(np.asarray(got), _X4[index])
+    want = _X4.copy()
+    want[index] = -1.0
+    np.testing.assert_array_equal(np.asarray(a.at[index].set(-1.0)), want)
+    want = _X4.copy()
+    np.add.at(want, index, 1.0)
+    np.testing.assert_array_equal(np.asarray(a.at[index].add(1.0)), want)
+    np.testing.assert_array_equal(np.asarray(a.at[index].get()), _X4[index])
+
+
+def test_none_with_traced_indices_under_jit_vmap_and_grad():
+    i = np.array([2, 0])
+    got = ember.jit(lambda a, k: a[None, :, k, None, 1:])(X, i)
+    np.testing.assert_array_equal(np.asarray(got), X[None, :, i, None, 1:])
+    got = ember.vmap(lambda k: enp.asarray(X)[..., None, k])(np.array([[0, 3], [1, 2]]))
+    np.testing.assert_array_equal(
+        np.asarray(got), np.stack([X[..., None, [0, 3]], X[..., None, [1, 2]]])
+    )
+    check_grads(lambda a: a[None, :, i, None] * a[None, :, i, None], (X,), order=1)
+    grad = ember.grad(lambda a: a[:, None, i].sum())(X)
+    want = np.zeros_like(X)
+    np.add.at(want, (slice(None), None, i), 1.0)
+    np.testing.assert_array_equal(np.asarray(grad), want)

@@ -456,3 +456,58 @@ def test_calculus_under_transformations():
         enp.gradient(X, edge_order=2)
     with pytest.raises(ValueError, match="at least 2"):
         enp.gradient(np.ones((1, 3)))
+
+
+# einsum with a label repeated within one operand takes that operand's diagonal first, as
+# NumPy does (a trace, a diagonal, or a diagonal contracted with other operands).
+_REPEATED = [
+    ("iij->j", [(3, 3, 4)]),
+    ("ii->", [(3, 3)]),
+    ("ii->i", [(3, 3)]),
+    ("iji->j", [(3, 2, 3)]),
+    ("...ii->...i", [(2, 5, 3, 3)]),
+    ("ii", [(4, 4)]),
+    ("iij", [(3, 3, 2)]),
+    ("iii->i", [(3, 3, 3)]),
+    ("iijj->ij", [(2, 2, 3, 3)]),
+    ("iij,jk->ik", [(3, 3, 4), (4, 2)]),
+    ("ii,ij->j", [(3, 3), (3, 5)]),
+    ("iji,j->", [(3, 2, 3), (2,)]),
+]
+
+
+@pytest.mark.parametrize("subscripts, shapes", _REPEATED)
+def test_einsum_repeated_subscripts_match_numpy(subscripts, shapes):
+    rng = np.random.default_rng(0)
+    operands = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    expected = np.einsum(subscripts, *operands)
+    assert_close(enp.einsum(subscripts, *operands), expected, rtol=1e-5, atol=1e-5)
+    jitted = ember.jit(lambda *ops: enp.einsum(subscripts, *ops))
+    assert_close(jitted(*operands), expected, rtol=1e-5, atol=1e-5)
+    check_grads(lambda *ops: enp.einsum(subscripts, *ops), operands, order=1, modes=("fwd", "rev"))
+
+
+def test_einsum_repeated_subscripts_under_vmap_and_grad():
+    batch = np.arange(18.0, dtype=np.float32).reshape(2, 3, 3)
+    got = ember.vmap(lambda a: enp.einsum("ii->i", a))(batch)
+    assert_close(got, np.einsum("bii->bi", batch))
+    got = ember.vmap(lambda a: enp.einsum("ii", a), in_axes=1)(batch.transpose(1, 0, 2))
+    assert_close(got, np.einsum("bii->b", batch))
+    assert_close(ember.grad(lambda a: enp.einsum("ii->", a))(batch[0]), np.eye(3))
+    # the diagonal is selected, so inf and nan off it do not leak into the result
+    m = np.array([[1.0, np.inf], [np.nan, 2.0]], np.float32)
+    assert_close(enp.einsum("ii->i", m), [1.0, 2.0])
+    assert float(enp.einsum("ii", m)) == 3.0
+
+
+@pytest.mark.parametrize(
+    "subscripts, shape, words",
+    [
+        ("i->ii", (3,), "output subscript 'i' appears more than once"),
+        ("ij->k", (2, 3), "output subscript 'k' does not appear"),
+        ("ii->i", (2, 3), "size of label 'i' differs"),
+    ],
+)
+def test_einsum_bad_subscripts_are_value_errors(subscripts, shape, words):
+    with pytest.raises(ValueError, match=words):
+        enp.einsum(subscripts, np.ones(shape, np.float32))

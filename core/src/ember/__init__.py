@@ -16,7 +16,10 @@ from ember import (
     tree as tree,
     tree_util as tree_util,
 )
-from ember._src import dispatch as _dispatch  # installs the eager dispatcher
+from ember._src import (
+    dispatch as _dispatch,  # installs the eager dispatcher
+    errors as _errors,  # hides internal frames of uncaught errors
+)
 from ember._src.api import (
     ShapeDtypeStruct as ShapeDtypeStruct,
     block_until_ready as block_until_ready,
@@ -61,7 +64,9 @@ from ember._src.transforms_extra import (
 
 __version__ = "0.1.0"
 
-del _dispatch, _array_methods
+_errors.install_traceback_filter()
+
+del _dispatch, _array_methods, _errors
 
 # Submodules that are attributes of ``ember`` as in JAX (``import ember; ember.random``) but are
 # imported on first use, so that ``import ember`` does not pay for them.

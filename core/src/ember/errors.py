@@ -4,9 +4,14 @@ from ember._src.errors import (
     BackendError as BackendError,
     CompileError as CompileError,
     ConcretizationTypeError as ConcretizationTypeError,
+    ControlFlowTypeError as ControlFlowTypeError,
+    CustomDerivativeError as CustomDerivativeError,
     EmberError as EmberError,
     EmberTypeError as EmberTypeError,
     ExecutionError as ExecutionError,
+    JaxprTypeError as JaxprTypeError,
+    LoweringError as LoweringError,
+    OutOfMemoryError as OutOfMemoryError,
     PluginError as PluginError,
     PluginWarning as PluginWarning,
     TracerArrayConversionError as TracerArrayConversionError,
@@ -16,5 +21,3 @@ from ember._src.errors import (
     UnexpectedTracerError as UnexpectedTracerError,
     UnknownPlatformError as UnknownPlatformError,
 )
-from ember._src.interpreters.eval import JaxprTypeError as JaxprTypeError
-from ember._src.lowering.module import LoweringError as LoweringError

@@ -469,6 +469,15 @@ def device_put(x: Any, device: Any = None) -> Any:
     if isinstance(device, (Device, Sharding)) or device is None:
         return tree_map(lambda leaf: _put_leaf(leaf, device), x)
     leaves, treedef = tree_flatten(device, is_leaf=lambda s: s is None or isinstance(s, Sharding))
+    # A leaf that is not a placement (a string like "gpu:0", an int) would otherwise be
+    # treated as a one-leaf prefix tree and recursed into forever.
+    for leaf in leaves:
+        if not (leaf is None or isinstance(leaf, (Device, Sharding))):
+            raise ValueError(
+                f"device_put accepts None, an ember Device (e.g. ember.devices()[0]), a Sharding, "
+                f"or a pytree prefix of these; got {leaf!r} of type {type(leaf).__name__}"
+                f"{errors.where()}"
+            )
     subtrees = _flatten_up_to(treedef, x, 1)
     placed = [device_put(sub, target) for sub, target in zip(subtrees, leaves)]
     return tree_unflatten(treedef, placed)
@@ -477,12 +486,7 @@ def device_put(x: Any, device: Any = None) -> Any:
 def _resolve_device(device: Any) -> Device:
     if device is None:
         return dispatch.default_device()
-    if isinstance(device, Device):
-        return device
-    sharding_device = getattr(device, "device", None)
-    if isinstance(sharding_device, Device):
-        return sharding_device
-    raise TypeError(f"device_put expects a Device or a SingleDeviceSharding, got {device!r}")
+    return dispatch.resolve_device(device, "device_put's device")
 
 
 def _put_leaf(leaf: Any, device: Any) -> Array:

@@ -79,7 +79,9 @@ def _equal(a: Any, b: Any) -> bool:
 def leaf_aval(leaf: Any, label: str) -> ShapedArray:
     try:
         return core.get_aval(leaf)
-    except errors.EmberTypeError:
+    except errors.EmberTypeError as err:
+        if isinstance(leaf, (np.ndarray, np.generic)):  # NumPy data of a non-numeric dtype
+            raise errors.EmberTypeError(f"{label}: {err}") from None
         raise errors.EmberTypeError(
             f"{label} is a {type(leaf).__name__}, which is not a valid ember type: arguments "
             f"must be arrays, scalars or pytrees of them (mark it static to pass other "

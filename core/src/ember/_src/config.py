@@ -240,6 +240,22 @@ config.define(
     False,
     help="Run jit-decorated functions eagerly, op by op (for debugging).",
 )
+
+
+def _parse_traceback_filtering(text: str) -> str:
+    value = text.strip().lower()
+    if value not in ("auto", "off"):
+        raise ValueError(f"expected 'auto' or 'off', got {text!r}")
+    return value
+
+
+config.define(
+    "traceback_filtering",
+    "auto",
+    parse=_parse_traceback_filtering,
+    help="'auto': an uncaught exception that passed through ember is printed without ember's "
+    "internal frames; 'off': print every frame.",
+)
 config.define(
     "log_compiles",
     False,

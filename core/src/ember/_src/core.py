@@ -92,6 +92,7 @@ def _aval_of_numpy(x: np.ndarray | np.generic) -> ShapedArray:
     key = (x.shape, x.dtype, dtypes.x64_enabled())
     aval = _host_avals.get(key)
     if aval is None:
+        dtypes.check_supported(x.dtype, "NumPy arrays of dtype {dtype}")
         aval = ShapedArray(x.shape, dtypes.canonicalize(x.dtype))
         if len(_host_avals) < 4096:
             _host_avals[key] = aval
@@ -193,6 +194,10 @@ class Trace:
     def __repr__(self) -> str:
         return f"{type(self).__name__}"
 
+    def describe(self) -> str:
+        """What the user wrote that created this trace, in their words (for error messages)."""
+        return "a transformation"
+
 
 class EvalTrace(Trace):
     """The bottom trace: runs each primitive eagerly on the default backend."""
@@ -209,7 +214,7 @@ class EvalTrace(Trace):
 def _leaked_tracer_error(tracer: Tracer, primitive: Primitive) -> errors.UnexpectedTracerError:
     return errors.UnexpectedTracerError(
         f"{primitive.name} was applied to a tracer ({tracer.aval.str_short()}) that escaped the "
-        f"transformation which created it ({tracer._trace!r}). A value computed inside "
+        f"transformation which created it ({tracer._trace.describe()}). A value computed inside "
         f"jit/grad/vmap was stored somewhere (a global, an attribute, a closure) and used after "
         f"the transformation returned; return it from the function instead{errors.where()}"
     )
@@ -362,7 +367,7 @@ class Tracer:
 def _concretization_message(tracer: Tracer, wanted: str, context: str) -> str:
     return (
         f"a traced array {tracer.aval.str_short()} was used where a concrete {wanted} is needed "
-        f"({context}), inside {tracer._trace!r}. Its value is not known while tracing. Use "
+        f"({context}) inside {tracer._trace.describe()}, where its value is not known. Use "
         f"ember.numpy.where or ember.lax.cond/while_loop for value-dependent control flow, or "
         f"mark the argument static (jit's static_argnums){errors.where()}"
     )
@@ -423,4 +428,21 @@ def canonicalize_shape(shape: Any, context: str = "shape") -> tuple[int, ...]:
         ) from None
     if any(d < 0 for d in dims):
         raise ValueError(f"{context} must have non-negative dimensions, got {dims}{errors.where()}")
+    check_size(dims, None, context)
     return dims
+
+
+# The byte size of an array must fit XLA's 64-bit sizes; past it XLA aborts the interpreter.
+MAX_ARRAY_BYTES = 2**63 - 1
+
+
+def check_size(shape: Sequence[int], dtype: Any = None, context: str = "shape") -> None:
+    """Refuse a shape whose element count (or, given a dtype, byte size) no 64-bit size can
+    hold: the backend would abort the process rather than raise."""
+    itemsize = 1 if dtype is None else np.dtype(dtype).itemsize
+    if _prod(shape) * itemsize > MAX_ARRAY_BYTES:
+        what = "elements" if dtype is None else f"bytes of {np.dtype(dtype)}"
+        raise ValueError(
+            f"{context} {tuple(shape)} is too big: it has more {what} than a 64-bit size can "
+            f"count (arrays are limited to {MAX_ARRAY_BYTES} bytes){errors.where()}"
+        )

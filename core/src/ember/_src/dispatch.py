@@ -31,6 +31,22 @@ def default_device() -> Device:
     return manager.default_backend().local_devices()[0]
 
 
+def resolve_device(device: Any, what: str) -> Any:
+    """``device`` (None, a Device, or a sharding) as a Device, a Sharding or None; any other
+    value (a name such as "gpu:0", an int) is a ValueError naming it and what is accepted."""
+    if device is None or isinstance(device, Device):
+        return device
+    inner = getattr(device, "device", None)
+    if isinstance(inner, Device):
+        return inner
+    if isinstance(device, Sharding):  # a layout over several devices: placed as such
+        return device
+    raise ValueError(
+        f"{what} must be None, an ember Device (e.g. ember.devices()[0]) or a "
+        f"Sharding; got {device!r} of type {type(device).__name__}{errors.where()}"
+    )
+
+
 def device_put_numpy(value: Any, device: Device | None = None, *, weak_type: bool = False) -> Array:
     """Copy host data (NumPy or a Python scalar) to ``device`` as an ember.Array."""
     aval = get_aval(value)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ember._src import errors
 from ember._src.config import config
 
 try:  # bfloat16 comes from ml_dtypes, which jaxlib depends on; the core runs without it.
@@ -242,3 +243,24 @@ if bfloat16 is not None:
 
 # float0 is the dtype of tangents of integer and boolean values (they have no tangent space).
 float0 = np.dtype([("float0", np.void, 0)])
+
+
+_UNSUPPORTED_KINDS = {
+    "O": "Python objects",
+    "S": "byte strings",
+    "U": "unicode strings",
+    "M": "datetimes",
+    "m": "timedeltas",
+}
+
+
+def check_supported(dtype: np.dtype, what: str = "dtype {dtype}") -> None:
+    """Strings, objects, dates and structured records have no device representation: say so
+    where they come in, rather than let a backend fail on an unknown dtype later.
+    ``what`` names the offender, with ``{dtype}`` standing for the dtype."""
+    if dtype.kind in _UNSUPPORTED_KINDS or dtype.type is np.void and dtype != float0:
+        kind = _UNSUPPORTED_KINDS.get(dtype.kind, "records")
+        raise errors.EmberTypeError(
+            f"{what.format(dtype=dtype)} ({kind}) cannot be ember arrays: only boolean, integer, "
+            f"floating and complex dtypes are supported{errors.where()}"
+        )

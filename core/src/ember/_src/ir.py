@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes
-from ember._src.core import Primitive, ShapedArray
+from ember._src.core import Primitive, ShapedArray, check_size
 
 
 class Var:
@@ -237,3 +237,18 @@ def _pretty_value(value: Any, names: _Names, indent: int) -> str:
     if callable(value) and hasattr(value, "__name__"):
         return value.__name__
     return repr(value)
+
+
+def check_result_sizes(eqn: Eqn) -> None:
+    """A result too big for a 64-bit byte count makes XLA abort the process: refuse it here,
+    as a ValueError naming the user's line (a shape built by lax, or under jit).
+    Both the lowering and the reference interpreter call it before running an equation."""
+    for var in eqn.outvars:
+        aval = var.aval
+        if type(aval) is not ShapedArray:  # tokens and the like have no byte size
+            continue
+        try:
+            check_size(aval.shape, aval.dtype, f"{eqn.primitive.name}'s result of shape")
+        except ValueError as err:
+            where = f" (from {eqn.source_info})" if eqn.source_info else ""
+            raise ValueError(f"{err}{where}") from None

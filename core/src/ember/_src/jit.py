@@ -22,6 +22,7 @@ from ember._src.dispatch import (
     compile_jaxpr,
     is_host_scalar,
     mesh_in_jaxpr,
+    resolve_device,
     scalar_on_device,
     to_device,
 )
@@ -111,7 +112,7 @@ class JitFunction:
             if position not in self._static_argnums:
                 self._static_argnums += (position,)
         self._donate_argnums = _as_tuple(donate_argnums)
-        self._device = device
+        self._device = resolve_device(device, "jit's device")
         self._inline = inline
         self._in_shardings = in_shardings
         self._out_shardings = out_shardings

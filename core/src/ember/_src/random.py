@@ -76,9 +76,13 @@ def _counters(shape: tuple[int, ...]) -> tuple[Any, Any]:
     """The 64-bit row-major index of every element of ``shape``, as (high, low) words."""
     size = math.prod(shape)
     if size >= 2**32:
-        raise NotImplementedError("random outputs of 2**32 elements or more")
+        raise NotImplementedError(
+            f"random samples of shape {shape} ({size} elements): ember draws at most 2**32 - 1 "
+            f"values per call; draw in pieces with split keys{errors.where()}"
+        )
     low = reshape(iota(_U32, (size,), 0), shape) if shape else np.zeros((), _U32)
-    return np.zeros(shape, _U32), low
+    # the high words are all zero: a broadcast scalar, not a host array of the whole shape
+    return broadcast_to_shape(np.zeros((), _U32), shape), low
 
 
 def _halves(key: Any) -> tuple[Any, Any]:
@@ -562,7 +566,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> A
     """A random permutation of ``range(x)`` (an integer) or of ``x`` along ``axis``."""
     if np.ndim(x) == 0 and not isinstance(x, core.Tracer):
         n = operator.index(x)
-        return _shuffle_jit(key, np.arange(n, dtype=dtypes.default_int()), 0)
+        return _shuffle_jit(key, iota(dtypes.default_int(), core.canonicalize_shape(n), 0), 0)
     aval = get_aval(x)
     axis %= aval.ndim
     if independent or aval.ndim == 1:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.errors import CompileError, ExecutionError
+from ember.errors import CompileError, ExecutionError, OutOfMemoryError
 from ember.extend import Backend, Computation, Device, Executable, ShapedArray
 from ember_plugin_kit.pjrt import _jaxlib
 
@@ -61,6 +61,11 @@ class PjrtExecutable(Executable):
             # dispatch, and a wrapper function around it would add to every call.
             return self.loaded.execute_sharded(args).consume_with_handlers(self._handlers)
         except _jaxlib.XlaRuntimeError as exc:
+            if "RESOURCE_EXHAUSTED" in str(exc):
+                raise OutOfMemoryError(
+                    f"{self._name} ran out of memory: {exc} (the arrays are "
+                    f"{', '.join(a.str_short() for a in self.computation.out_avals)})"
+                ) from None
             raise ExecutionError(f"{self._name} failed while running: {exc}") from None
 
     def as_text(self) -> str:

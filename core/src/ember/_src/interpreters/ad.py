@@ -52,6 +52,9 @@ class JVPTrace(Trace):
     def __repr__(self) -> str:
         return "JVPTrace"
 
+    def describe(self) -> str:
+        return "differentiation (grad, jvp or a jacobian)"
+
     def unpack(self, x: Any) -> tuple[Any, Any]:
         if isinstance(x, JVPTracer) and x._trace is self:
             return x.primal, x.tangent

@@ -65,6 +65,10 @@ class BatchTrace(Trace):
         name = f", axis_name={self.axis_name!r}" if self.axis_name is not None else ""
         return f"BatchTrace(axis_size={self.axis_size}{name})"
 
+    def describe(self) -> str:
+        name = f", axis name {self.axis_name!r}" if self.axis_name is not None else ""
+        return f"vmap (axis size {self.axis_size}{name})"
+
     def unpack(self, x: Any) -> tuple[Any, int | None]:
         if isinstance(x, BatchTracer) and x._trace is self:
             return x.val, x.batch_dim

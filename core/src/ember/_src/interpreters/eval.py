@@ -40,8 +40,7 @@ def eval_closed_jaxpr(closed: ClosedJaxpr, *args: Any) -> list[Any]:
     return eval_jaxpr(closed.jaxpr, closed.consts, *args)
 
 
-class JaxprTypeError(errors.EmberTypeError):
-    """A jaxpr is ill-typed (an internal error in a transformation or a rule)."""
+JaxprTypeError = errors.JaxprTypeError  # defined with the other public errors
 
 
 def typecheck(jaxpr: Jaxpr) -> None:

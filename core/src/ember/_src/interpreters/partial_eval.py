@@ -21,6 +21,9 @@ from ember._src.ir import ClosedJaxpr, Jaxpr, Var
 class PartialEvalTrace(StagingTrace):
     __slots__ = ()
 
+    def describe(self) -> str:
+        return "reverse-mode differentiation (grad, vjp, linearize)"
+
     def owns(self, x: Any) -> bool:
         return isinstance(x, StagingTracer) and x._trace is self
 

@@ -57,6 +57,9 @@ class StagingTrace(Trace):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name})"
 
+    def describe(self) -> str:
+        return f"the tracing of {self.name} (by jit, make_jaxpr or a control-flow function)"
+
     # -- inputs and atoms ----------------------------------------------------------------------
 
     def new_arg(self, aval: ShapedArray) -> StagingTracer:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes
-from ember._src.core import ShapedArray
+from ember._src.core import ShapedArray, check_size
 
 _ELEMENT_TYPES: dict[np.dtype, str] = {
     dtypes.bool_: "i1",
@@ -50,6 +50,7 @@ def tensor_type(aval: ShapedArray) -> str:
     key = (aval.shape, aval.dtype)
     text = _type_cache.get(key)
     if text is None:
+        check_size(aval.shape, aval.dtype, "an array of shape")
         dims = "".join(f"{d}x" for d in aval.shape)
         text = _type_cache[key] = f"tensor<{dims}{element_type(aval.dtype)}>"
     return text

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ember._src import errors, rules
-from ember._src.ir import ClosedJaxpr, Jaxpr, Literal
+from ember._src.ir import ClosedJaxpr, Jaxpr, Literal, check_result_sizes
 from ember._src.lowering.mlir import (
     FunctionEmitter,
     ModuleContext,
@@ -15,9 +15,7 @@ from ember._src.lowering.mlir import (
     tensor_type,
 )
 
-
-class LoweringError(errors.EmberError, TypeError):
-    """A primitive could not be lowered (names the primitive and the user's line)."""
+LoweringError = errors.LoweringError  # defined with the other public errors
 
 
 def lower_jaxpr_inline(
@@ -49,6 +47,7 @@ def lower_jaxpr_inline(
                 rule = rule_cache[primitive] = rules.lowering_rule(primitive, platform)
             ctx.avals_in = [v.aval for v in eqn.invars]
             ctx.avals_out = [v.aval for v in eqn.outvars]
+            check_result_sizes(eqn)
             operands = [read(v) for v in eqn.invars]
             try:
                 outs = rule(ctx, *operands, **eqn.params)

@@ -42,10 +42,7 @@ def is_advanced(entry: Any) -> bool:
 def advanced_getitem(x: Any, entries: tuple, basic_getitem) -> Any:
     """``x[entries]`` where at least one entry is advanced (entries have no Ellipsis)."""
     if any(e is None for e in entries):
-        raise IndexError(
-            f"combining None (newaxis) with array indices is not supported yet; index first, "
-            f"then use expand_dims{errors.where()}"
-        )
+        x, entries = _new_axes_as_slices(x, entries)
     entries = _expand_booleans(entries, get_aval(x))
     # Slices first (keeping every axis), then the array/int picks in one gather.
     slices = tuple(e if isinstance(e, slice) else slice(None) for e in entries)
@@ -71,6 +68,38 @@ def advanced_getitem(x: Any, entries: tuple, basic_getitem) -> Any:
     )
     sizes = tuple(1 if d in adv_dims else shape[d] for d in range(len(shape)))
     return gather(y, indices, dn, sizes)
+
+
+def _new_axes_as_slices(x: Any, entries: tuple) -> tuple[Any, tuple]:
+    """``x`` with a size-1 axis inserted where each None is, and the index with a full slice
+    for it. In NumPy a None is such an axis: it separates the advanced indices on either side
+    (which then go first in the result) and otherwise stays where it is."""
+    shape = get_aval(x).shape
+    new_shape: list[int] = []
+    new_entries: list[Any] = []
+    dim = 0
+    for entry in entries:
+        if entry is None:
+            new_shape.append(1)
+            new_entries.append(slice(None))
+            continue
+        consumed = axes_consumed(entry)
+        new_shape.extend(shape[dim : dim + consumed])
+        new_entries.append(entry)
+        dim += consumed
+    new_shape.extend(shape[dim:])
+    return reshape(x, tuple(new_shape)), tuple(new_entries)
+
+
+def axes_consumed(entry: Any) -> int:
+    """How many axes an index entry indexes (a boolean mask: its rank)."""
+    if entry is None or entry is Ellipsis:
+        return 0
+    if isinstance(entry, (np.ndarray, Array, list)):
+        mask = np.asarray(entry)
+        if mask.dtype == np.bool_:
+            return mask.ndim
+    return 1
 
 
 def _expand_booleans(entries: tuple, aval: core.ShapedArray) -> tuple:

@@ -127,7 +127,7 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> A
 
 
 def _device(device: Any) -> Any:
-    return getattr(device, "device", device)
+    return dispatch.resolve_device(device, "device")
 
 
 # --------------------------------------------------------------------------------------------

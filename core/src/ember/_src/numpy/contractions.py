@@ -6,6 +6,8 @@ import string
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ember._src import errors
 from ember._src.core import get_aval
 from ember._src.jit import jit
@@ -22,7 +24,13 @@ from ember._src.numpy.util import (
 )
 from ember._src.ops import elementwise as ew
 from ember._src.ops.linalg import dot_general
-from ember._src.ops.shape import broadcast_to_shape, reduce_sum, reshape, transpose
+from ember._src.ops.shape import (
+    broadcast_in_dim,
+    broadcast_to_shape,
+    reduce_sum,
+    reshape,
+    transpose,
+)
 
 
 def _operands(name: str, a: Any, b: Any) -> tuple[Any, Any]:
@@ -198,17 +206,14 @@ def einsum(
                 f"einsum: subscripts {labels!r} don't match an operand of rank {len(shape)}"
                 f"{errors.where()}"
             )
-        if len(set(labels)) != len(labels):
-            raise NotImplementedError(
-                f"einsum: repeated subscripts within one operand ({labels!r}) are not supported yet"
-            )
         for label, size in zip(labels, shape):
             if sizes.setdefault(label, size) != size and size != 1:
                 raise ValueError(
                     f"einsum: size of label {label!r} differs: {sizes[label]} vs {size}"
                     f"{errors.where()}"
                 )
-    terms = list(zip(inputs, operands))
+    _check_output(output, inputs)
+    terms = [_take_diagonals(labels, op) for labels, op in zip(inputs, operands)]
     while len(terms) > 1:
         (la, a), (lb, b) = terms[0], terms[1]
         rest = [labels for labels, _ in terms[2:]]
@@ -252,6 +257,43 @@ def _parse_einsum(subscripts: str, ndims: Sequence[int]) -> tuple[list[str], str
                 counts[c] = counts.get(c, 0) + 1
         output = "".join(sorted(c for c, n in counts.items() if n == 1))
     return inputs, output
+
+
+def _check_output(output: str, inputs: Sequence[str]) -> None:
+    for label in output:
+        if output.count(label) > 1:
+            raise ValueError(
+                f"einsum: output subscript {label!r} appears more than once{errors.where()}"
+            )
+        if not any(label in labels for labels in inputs):
+            raise ValueError(
+                f"einsum: output subscript {label!r} does not appear in the inputs{errors.where()}"
+            )
+
+
+def _take_diagonals(labels: str, x: Any) -> tuple[str, Any]:
+    """An operand whose subscripts repeat a label (``"iij"``, ``"ii"``) reduced to its
+    diagonal along the repeated axes (one axis per label), as NumPy does before contracting."""
+    for label in dict.fromkeys(labels):
+        axes = [i for i, c in enumerate(labels) if c == label]
+        if len(axes) == 1:
+            continue
+        shape = get_aval(x).shape
+        if len({shape[i] for i in axes}) != 1:
+            raise ValueError(
+                f"einsum: the axes of operand subscripts {labels!r} repeating {label!r} have "
+                f"different sizes {tuple(shape[i] for i in axes)}{errors.where()}"
+            )
+        # Keep the elements whose repeated indices agree, then sum the copies away: a select,
+        # not a multiplication by a mask, so that inf and nan off the diagonal stay out.
+        n = shape[axes[0]]
+        grid = np.indices((n,) * len(axes))
+        on_diagonal = np.all(grid == grid[0], axis=0)
+        keep = broadcast_in_dim(on_diagonal, shape, tuple(axes))
+        zeros = broadcast_to_shape(np.zeros((), get_aval(x).dtype), shape)
+        x = reduce_sum(ew.select_n(keep, zeros, x), tuple(axes[1:]))
+        labels = "".join(c for i, c in enumerate(labels) if i not in axes[1:])
+    return labels, x
 
 
 def _contract_pair(

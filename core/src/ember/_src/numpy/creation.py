@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -59,7 +60,10 @@ def asarray(
             f"cannot convert {type(a).__name__} to an array: {err}{errors.where()}"
         ) from None
     if host.dtype == object:
-        raise TypeError(f"cannot convert {type(a).__name__} to an array of numbers{errors.where()}")
+        raise TypeError(
+            f"cannot convert {type(a).__name__} to an array of numbers: NumPy makes it an array "
+            f"of dtype object (Python objects), which ember cannot hold{errors.where()}"
+        )
     weak = dtype is None and dtypes.is_python_scalar(a)
     if dtype is None:
         host = (
@@ -79,16 +83,15 @@ def asarray_inexact(x: Any) -> Any:
 
 
 def _device_of(device: Any) -> Any:
-    if device is None:
-        return None
-    return getattr(device, "device", device)
+    return dispatch.resolve_device(device, "device")
 
 
 def _place(x: Any, device: Any) -> Any:
     """``x`` on ``device`` (the array API's ``device=`` keyword); tracers stay as they are."""
+    device = _device_of(device)  # checked even for tracers: a bad device is a bad call
     if device is None or not isinstance(x, Array):
         return x
-    return dispatch.to_device(x, _device_of(device))
+    return dispatch.to_device(x, device)
 
 
 def array(object: Any, dtype: Any = None, copy: bool = True, ndmin: int = 0) -> Any:
@@ -179,17 +182,45 @@ def _arange(start: Any, stop: Any, step: Any, dtype: Any) -> Any:
     if stop is None and step is None and dtype is None or (stop is None and step is None):
         count = operator.index(start) if isinstance(start, (int, np.integer)) else None
         if count is not None:
-            return iota(dtype or dtypes.default_int(), (max(count, 0),), 0)
-    values = np.arange(start, stop, step)
+            length = core.canonicalize_shape(max(count, 0), "arange's length")
+            return iota(dtype or dtypes.default_int(), length, 0)
+    if step is not None and step == 0:
+        raise ValueError(f"arange: step must not be zero{errors.where()}")
+    # NumPy's result dtype, from an empty range of the same argument types (the values
+    # themselves may not fit in memory)
+    empty_stop = start if stop is None else type(stop)(start)
+    kind = np.arange(start, empty_stop, 1 if step is None else step).dtype
     if dtype is None:
-        dtype = dtypes.canonicalize(values.dtype)
-        if values.dtype.kind == "f":
-            dtype = dtypes.default_float()
-    if values.dtype.kind in "iu" and step in (None, 1) and np.dtype(dtype).kind in "iuf":
-        base = iota(dtype, (values.size,), 0)
-        offset = np.asarray(start if stop is not None else 0, dtype)[()]
+        dtype = dtypes.default_float() if kind.kind == "f" else dtypes.canonicalize(kind)
+    if kind.kind in "iu" and step in (None, 1) and np.dtype(dtype).kind in "iuf":
+        lo, hi = (0, start) if stop is None else (start, stop)
+        length = max(0, int(hi) - int(lo))
+        base = iota(dtype, core.canonicalize_shape(length, "arange's length"), 0)
+        offset = np.asarray(lo, dtype)[()]
         return lax.add(base, offset) if offset else base
-    return asarray(values.astype(dtype))
+    return asarray(_host_arange(start, stop, step).astype(dtype))
+
+
+def _host_arange(start: Any, stop: Any, step: Any) -> np.ndarray:
+    """``np.arange(start, stop, step)``, after checking its length: NumPy would try to build a
+    length no memory holds (or fail with a message that names no argument)."""
+    lo, hi = (0, start) if stop is None else (start, stop)
+    delta = 1 if step is None else step
+    length = max(0, math.ceil((hi - lo) / delta)) if np.isfinite((hi - lo) / delta) else None
+    if length is None:
+        raise ValueError(f"arange({start}, {stop}, {step}) has no finite length{errors.where()}")
+    core.canonicalize_shape((length,), "arange's length")
+    if length > _HOST_ARANGE_LIMIT:  # the values are built on the host first
+        raise ValueError(
+            f"arange({start}, {stop}, {step}) would have {length} elements; ember builds "
+            f"non-integer ranges on the host, limited to {_HOST_ARANGE_LIMIT} (use "
+            f"start + step * arange(n) for longer ones){errors.where()}"
+        )
+    return np.arange(start, stop, step)
+
+
+# An arange whose values NumPy computes on the host: 2**28 float64 values are 2 GiB.
+_HOST_ARANGE_LIMIT = 2**28
 
 
 def linspace(

@@ -14,7 +14,7 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import Tracer, get_aval
-from ember._src.numpy.advanced_indexing import advanced_getitem, is_advanced
+from ember._src.numpy.advanced_indexing import advanced_getitem, axes_consumed, is_advanced
 from ember._src.ops import elementwise as ew
 from ember._src.ops.indexing import dynamic_slice, index_to_int32
 from ember._src.ops.shape import reshape, rev, slice_op, squeeze
@@ -116,7 +116,7 @@ def _expand_ellipsis(entries: tuple, ndim: int) -> tuple:
     ellipses = [i for i, e in enumerate(entries) if e is Ellipsis]
     if len(ellipses) > 1:
         raise IndexError(f"an index can only have a single ellipsis ('...'){errors.where()}")
-    consumed = sum(_axes_consumed(e) for e in entries)
+    consumed = sum(axes_consumed(e) for e in entries)
     if consumed > ndim:
         raise IndexError(
             f"too many indices for array: array is {ndim}-dimensional, but {consumed} were "
@@ -126,17 +126,6 @@ def _expand_ellipsis(entries: tuple, ndim: int) -> tuple:
         i = ellipses[0]
         return entries[:i] + (slice(None),) * (ndim - consumed) + entries[i + 1 :]
     return entries
-
-
-def _axes_consumed(entry: Any) -> int:
-    """How many axes an index entry indexes (a boolean mask: its rank)."""
-    if entry is None or entry is Ellipsis:
-        return 0
-    if isinstance(entry, (np.ndarray, Array, list)):
-        mask = np.asarray(entry)
-        if mask.dtype == np.bool_:
-            return mask.ndim
-    return 1
 
 
 def _static_slice(entry: slice) -> bool:

@@ -38,7 +38,19 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None
         if isinstance(shape, (int, np.integer)) or isinstance(shape, core.Tracer)
         else list(shape)
     )
-    dims = [operator.index(core.concrete_or_error(d, "reshape's shape")) for d in dims]
+    try:
+        dims = [operator.index(core.concrete_or_error(d, "reshape's shape")) for d in dims]
+    except TypeError as err:
+        if isinstance(err, errors.ConcretizationTypeError):
+            raise
+        raise errors.EmberTypeError(
+            f"reshape's shape must be a sequence of integers, got {shape!r}{errors.where()}"
+        ) from None
+    if any(d < -1 for d in dims):
+        raise ValueError(
+            f"reshape's shape must have non-negative dimensions (or one -1), got {tuple(dims)}"
+            f"{errors.where()}"
+        )
     if dims.count(-1) > 1:
         raise ValueError(
             f"can only specify one unknown dimension (-1), got {tuple(dims)}{errors.where()}"
@@ -239,7 +251,7 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> A
     out = lax.convert_element_type(as_operand(x), dtype)
     if device is None or isinstance(out, core.Tracer):
         return out
-    return dispatch.to_device(out, getattr(device, "device", device))
+    return dispatch.to_device(out, dispatch.resolve_device(device, "astype's device"))
 
 
 def flip(m: Any, axis: Any = None) -> Any:

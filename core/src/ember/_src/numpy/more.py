@@ -49,10 +49,17 @@ def kron(a: Any, b: Any) -> Any:
     return manipulation.reshape(a_exp * b_exp, tuple(x * y for x, y in zip(sa, sb)))
 
 
+def _real_only(name: str, *xs: Any) -> None:
+    for x in xs:
+        if get_aval(x).dtype.kind == "c":
+            raise errors.EmberTypeError(
+                f"{name} does not accept complex operands, got {get_aval(x).dtype}{errors.where()}"
+            )
+
+
 def copysign(x1: Any, x2: Any, /) -> Any:
     x1, x2 = promote_to_inexact(x1, x2)
-    if get_aval(x1).dtype.kind == "c":
-        raise TypeError(f"copysign does not support complex-valued inputs{errors.where()}")
+    _real_only("copysign", x1, x2)
     negative = signbit(x2)
     magnitude = enp.abs(x1)
     return enp.where(negative, enp.negative(magnitude), magnitude)
@@ -63,6 +70,8 @@ def signbit(x: Any, /) -> Any:
     dtype = get_aval(x).dtype
     if dtype.kind in "uib":
         return enp.less(x, 0)
+    if dtype.kind == "c":
+        raise ValueError(f"signbit is not well defined for {dtype}{errors.where()}")
     # the sign bit itself, so that -0.0 and -nan count as negative
     return enp.less(bitcast_convert_type(x, np.dtype(f"i{dtype.itemsize}")), 0)
 
@@ -85,8 +94,7 @@ def hypot(x1: Any, x2: Any, /) -> Any:
 
 def heaviside(x1: Any, x2: Any, /) -> Any:
     x1, x2 = promote_to_inexact(x1, x2)
-    if get_aval(x1).dtype.kind == "c":
-        raise TypeError(f"heaviside does not support complex inputs{errors.where()}")
+    _real_only("heaviside", x1, x2)
     zero = np.zeros((), get_aval(x1).dtype)
     one = np.ones((), get_aval(x1).dtype)
     return enp.where(enp.less(x1, 0), zero, enp.where(enp.greater(x1, 0), one, x2))

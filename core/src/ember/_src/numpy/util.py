@@ -151,9 +151,11 @@ def check_dtype_arg(dtype: Any) -> np.dtype | None:
     if dtype is None:
         return None
     try:
-        return dtypes.canonicalize(np.dtype(dtype))
+        dtype = np.dtype(dtype)
     except TypeError:
         raise TypeError(f"data type {dtype!r} not understood{errors.where()}") from None
+    dtypes.check_supported(dtype, "dtype={dtype}: arrays of dtype {dtype}")
+    return dtypes.canonicalize(dtype)
 
 
 def check_no_out(out: Any, name: str) -> None:

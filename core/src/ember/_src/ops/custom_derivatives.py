@@ -39,8 +39,7 @@ custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
 custom_lin_p = Primitive("custom_lin", multiple_results=True)
 
 
-class CustomDerivativeError(errors.EmberTypeError):
-    """A custom_jvp/custom_vjp rule returned values of the wrong structure or type."""
+CustomDerivativeError = errors.CustomDerivativeError  # defined with the other public errors
 
 
 # --------------------------------------------------------------------------------------------

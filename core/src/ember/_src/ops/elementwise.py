@@ -32,6 +32,7 @@ from ember._src.lowering.module import lower_jaxpr_inline
 from ember._src.ops.shape import (
     batch_size,
     broadcast_in_dim,
+    broadcast_to_shape,
     compare_type,
     convert_element_type,
     move_axis,
@@ -39,10 +40,12 @@ from ember._src.ops.shape import (
 )
 
 _FLOAT = "float"  # inexact: floating and complex
+_ORDERED = "ordered"  # anything but complex (which has no order): lt, le, gt, ge
 _INT = "int"  # integer or bool
 _NUM = "number"  # anything numeric, not bool
-_REAL = "real"  # numeric and not complex (integers or floating)
-_REAL_FLOAT = "real float"  # floating, not complex
+_REAL = "real"  # numeric and not complex (integers or floating): rem
+# floating, not complex (XLA has no complex floor, ceil, round, cbrt or is_finite)
+_REAL_FLOAT = "real float"
 _ANY = "any"
 
 
@@ -57,6 +60,8 @@ def _kind_ok(dtype: np.dtype, kinds: str) -> bool:
         return dtype.kind in "iu" or (dtypes.is_inexact(dtype) and dtype.kind != "c")
     if kinds == _REAL_FLOAT:
         return dtypes.is_inexact(dtype) and dtype.kind != "c"
+    if kinds == _ORDERED:
+        return dtype.kind != "c"
     return dtype != dtypes.bool_
 
 
@@ -66,6 +71,7 @@ _KIND_WORDS = {
     _NUM: "numeric",
     _REAL: "real (integer or floating-point, not complex)",
     _REAL_FLOAT: "real floating-point",
+    _ORDERED: "ordered (not complex)",
 }
 
 
@@ -246,8 +252,8 @@ mul_p = make_elementwise("mul", np.multiply, "stablehlo.multiply", _ANY)
 div_p = make_elementwise("div", None, "stablehlo.divide", _NUM)
 rem_p = make_elementwise("rem", None, "stablehlo.remainder", _REAL)
 pow_p = make_elementwise("pow", np.power, "stablehlo.power", _FLOAT)
-max_p = make_elementwise("max", np.maximum, "stablehlo.maximum", _ANY)
-min_p = make_elementwise("min", np.minimum, "stablehlo.minimum", _ANY)
+max_p = make_elementwise("max", np.maximum, None, _ANY)  # lowered below, complex apart
+min_p = make_elementwise("min", np.minimum, None, _ANY)
 atan2_p = make_elementwise("atan2", np.arctan2, "stablehlo.atan2", _FLOAT)
 
 
@@ -450,8 +456,8 @@ def _minmax_jvp(primitive: Primitive, pick_x: Callable[[Any, Any], Any]):
         return out, add(mul(tx, wx), mul(ty, wy))
 
 
-_minmax_jvp(max_p, lambda x, y: gt(x, y))
-_minmax_jvp(min_p, lambda x, y: lt(x, y))
+_minmax_jvp(max_p, lambda x, y: lexicographic(gt, gt)(x, y))
+_minmax_jvp(min_p, lambda x, y: lexicographic(lt, lt)(x, y))
 
 
 @rules.def_jvp(atan2_p)
@@ -503,7 +509,7 @@ asinh_p = make_elementwise("asinh", np.arcsinh, "chlo.asinh", _FLOAT)
 acosh_p = make_elementwise("acosh", np.arccosh, "chlo.acosh", _FLOAT)
 atanh_p = make_elementwise("atanh", np.arctanh, "chlo.atanh", _FLOAT)
 is_finite_p = make_elementwise(
-    "is_finite", np.isfinite, "stablehlo.is_finite", _FLOAT, dtypes.bool_
+    "is_finite", np.isfinite, "stablehlo.is_finite", _REAL_FLOAT, dtypes.bool_
 )
 
 
@@ -875,6 +881,43 @@ def _square_lowering(ctx, x):
     return ctx.op(op, [x, x] if op == "stablehlo.multiply" else [x], ctx.avals_out[0])
 
 
+def lexicographic(strict: Callable[[Any, Any], Any], last: Callable[[Any, Any], Any]):
+    """A comparison that orders complex numbers as NumPy does: by real part (``strict``),
+    then by imaginary part (``last``) where the real parts are equal. Real operands: ``last``."""
+
+    def compare(x: Any, y: Any) -> Any:
+        if get_aval(x).dtype.kind != "c":
+            return last(x, y)
+        rx, ry = real(x), real(y)
+        return bitwise_or(strict(rx, ry), bitwise_and(eq(rx, ry), last(imag(x), imag(y))))
+
+    return compare
+
+
+def _minmax_lowering(hlo_op: str, first_wins: Callable[[Any, Any], Any]):
+    """max/min: XLA's own op for real types; for complex ones the lexicographic order NumPy
+    and JAX use (by real part, then imaginary part), which XLA's CPU op does not follow."""
+    real_lowering = _hlo_lowering(hlo_op)
+
+    def pick(x, y):
+        shape = np.broadcast_shapes(get_aval(x).shape, get_aval(y).shape)
+        x, y = broadcast_to_shape(x, shape), broadcast_to_shape(y, shape)
+        return select_n(lexicographic(first_wins, first_wins)(x, y), y, x)
+
+    complex_lowering = _lower_via(pick)
+
+    def lowering(ctx, *operands, **params):
+        if ctx.avals_out[0].dtype.kind == "c":
+            return complex_lowering(ctx, *operands, **params)
+        return real_lowering(ctx, *operands, **params)
+
+    return lowering
+
+
+rules.def_lowering(max_p)(_minmax_lowering("stablehlo.maximum", lambda a, b: gt(a, b)))
+rules.def_lowering(min_p)(_minmax_lowering("stablehlo.minimum", lambda a, b: lt(a, b)))
+
+
 # --------------------------------------------------------------------------------------------
 # integer_pow: x ** n for a static integer n (lowered to repeated multiplication)
 
@@ -932,7 +975,10 @@ _DIRECTIONS = {"eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge":
 
 
 def _make_comparison(name: str, numpy_fn: Callable[..., Any]) -> Primitive:
-    primitive = make_elementwise(name, numpy_fn, None, _ANY, dtypes.bool_)
+    # XLA orders complex numbers in no documented way (and NumPy's order is lexicographic),
+    # so, as in JAX, only eq and ne accept them; ember.numpy orders them itself.
+    kinds = _ANY if name in ("eq", "ne") else _ORDERED
+    primitive = make_elementwise(name, numpy_fn, None, kinds, dtypes.bool_)
     direction = _DIRECTIONS[name]
 
     @rules.def_lowering(primitive)

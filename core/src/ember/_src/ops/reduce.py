@@ -236,6 +236,11 @@ def _make_arg_reduction(primitive: Primitive, direction: str, numpy_fn: Callable
     @rules.def_abstract_eval(primitive)
     def abstract_eval(x, *, axes, index_dtype):
         check_axes(name, x, axes)
+        if x.dtype.kind == "c":  # as in JAX: complex numbers have no order to take it in
+            raise errors.EmberTypeError(
+                f"{name} does not accept complex operands, got {dtypes.short_name(x.dtype)}"
+                f"{errors.where()}"
+            )
         (axis,) = axes
         if x.shape[axis] == 0:
             raise ValueError(f"{name} of an empty axis {axis} (shape {x.shape}){errors.where()}")

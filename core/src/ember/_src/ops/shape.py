@@ -695,6 +695,7 @@ def convert_element_type(x: Any, new_dtype: Any, weak_type: bool = False) -> Any
 
 @rules.def_abstract_eval(convert_element_type_p)
 def _convert_abstract_eval(x, *, new_dtype, weak_type):
+    dtypes.check_supported(new_dtype, "converting to {dtype}: arrays of dtype {dtype}")
     return ShapedArray(x.shape, new_dtype, weak_type)
 
 

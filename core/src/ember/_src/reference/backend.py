@@ -14,6 +14,7 @@ import numpy as np
 
 from ember._src import errors
 from ember._src.core import ShapedArray
+from ember._src.ir import check_result_sizes
 from ember._src.reference.interpreter import evaluate_jaxpr
 from ember._src.runtime.backend import Backend, Computation, Device, Executable
 
@@ -61,9 +62,16 @@ class ReferenceExecutable(Executable):
                 )
             values.append(buf.value)
         try:
-            outs = evaluate_jaxpr(self.computation.jaxpr, values)
+            # Freezing copies: a broadcast result is first allocated here.
+            outs = [
+                ReferenceBuffer(_frozen(v)) for v in evaluate_jaxpr(self.computation.jaxpr, values)
+            ]
         except errors.EmberError:
             raise
+        except MemoryError as exc:
+            raise errors.OutOfMemoryError(
+                f"{self.computation.name} ran out of memory on the reference backend: {exc}"
+            ) from None
         except Exception as exc:
             raise errors.ExecutionError(
                 f"{self.computation.name} failed on the reference backend: "
@@ -71,7 +79,7 @@ class ReferenceExecutable(Executable):
             ) from exc
         for i in self._donated:
             args[i].value = None
-        return [ReferenceBuffer(_frozen(v)) for v in outs]
+        return outs
 
     def as_text(self) -> str:
         return str(self.computation.jaxpr)
@@ -132,6 +140,8 @@ class ReferenceBackend(Backend):
         return ReferenceBuffer(buffer.value)
 
     def compile(self, computation: Computation) -> ReferenceExecutable:
+        for eqn in computation.jaxpr.jaxpr.eqns:  # refuse impossible sizes up front, as XLA does
+            check_result_sizes(eqn)
         return ReferenceExecutable(computation)
 
     def delete(self, buffer: ReferenceBuffer) -> None:

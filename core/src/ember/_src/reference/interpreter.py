@@ -9,7 +9,7 @@ import numpy as np
 
 from ember._src import rules
 from ember._src.core import Primitive
-from ember._src.ir import ClosedJaxpr, Literal
+from ember._src.ir import ClosedJaxpr, Literal, check_result_sizes
 
 
 def evaluate_jaxpr(
@@ -39,6 +39,7 @@ def evaluate_jaxpr(
         rule = rule_for(eqn.primitive) if rule_for is not None else None
         if rule is None:
             rule = rules.reference_rule(eqn.primitive)
+        check_result_sizes(eqn)
         # Devices compute inf and nan silently; so does the reference.
         with np.errstate(all="ignore"):
             outs = rule(*[read(v) for v in eqn.invars], **eqn.params)

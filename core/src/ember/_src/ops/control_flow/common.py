@@ -12,9 +12,7 @@ from ember._src.ir import ClosedJaxpr, Jaxpr, Var
 from ember._src.ops.jaxpr_transforms import trace_const_free
 from ember._src.tree_util import PyTreeDef, tree_flatten, tree_unflatten
 
-
-class ControlFlowTypeError(errors.EmberTypeError):
-    """Branches or loop bodies whose output types disagree with what the construct needs."""
+ControlFlowTypeError = errors.ControlFlowTypeError  # defined with the other public errors
 
 
 def trace_function(
