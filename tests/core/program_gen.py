@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 import ember
+import ember.nn
 import ember.numpy as enp
 from ember import lax
 
@@ -558,7 +559,7 @@ def _propose_dynamic_index(gen):
 
 
 # `k % n` keeps the traced index in range (out-of-range dynamic indices are a separate topic).
-op("dynamic_index")((lambda x, k, **_: x[k % x.shape[0]], _propose_dynamic_index))
+op("dynamic_index")((lambda x, k, **_: enp.asarray(x)[k % x.shape[0]], _propose_dynamic_index))
 
 
 def _propose_scatter_add(gen):

@@ -28,6 +28,7 @@ import pytest
 
 import ember
 from ember.test_util import check_grads
+from ember.tree_util import tree_leaves
 
 from .program_gen import Program, generate
 
@@ -58,8 +59,11 @@ def _jaxpr_text(program: Program, args: list) -> str:
 
 
 @contextlib.contextmanager
-def reporting(program: Program, args: list, check: str):
-    """Turn any failure inside into an AssertionError naming the seed, program and inputs."""
+def reporting(program: Program, args: list, check: str, example: list | None = None):
+    """Turn any failure inside into an AssertionError naming the seed, program and inputs.
+
+    ``args`` are the inputs of the check (a batch, for vmap); ``example``, if given, one
+    example's inputs, for the program's jaxpr."""
     try:
         yield
     except Exception as error:
@@ -67,7 +71,8 @@ def reporting(program: Program, args: list, check: str):
         raise AssertionError(
             f"differential check {check!r} failed for seed {program.seed} "
             f"({'smooth' if program.smooth else 'value-only'} program)\n"
-            f"{type(error).__name__}: {error}\n\n{program}\n\njaxpr:\n{_jaxpr_text(program, args)}"
+            f"{type(error).__name__}: {error}\n\n{program}\n\n"
+            f"jaxpr:\n{_jaxpr_text(program, example or args)}"
             f"\n\ninputs: {shapes}; k={args[-2]!r}, flag={args[-1]!r}\n"
             f"reproduce: EMBER_DIFFERENTIAL_SEED={program.seed} "
             f"pytest tests/core/test_differential.py  (or: from tests.core.program_gen import "
@@ -76,7 +81,7 @@ def reporting(program: Program, args: list, check: str):
 
 
 def _close(got, want, rtol: float, what: str) -> None:
-    got_leaves, want_leaves = ember.tree.leaves(got), ember.tree.leaves(want)
+    got_leaves, want_leaves = tree_leaves(got), tree_leaves(want)
     assert len(got_leaves) == len(want_leaves), f"{what}: {len(got_leaves)} != {len(want_leaves)}"
     for i, (g, w) in enumerate(zip(got_leaves, want_leaves)):
         g, w = np.asarray(g), np.asarray(w)
@@ -161,7 +166,7 @@ def check_jit_and_vmap(seed: int, eager: bool) -> None:
     with reporting(program, args, "jit(f) == f"):
         _close(jitted(*args), program(*args), 1e-4, "jit(f) vs f")
     stacked, per_example, in_axes = _batch(program, rng)
-    with reporting(program, stacked, f"vmap(f, in_axes={in_axes}) == stacked f"):
+    with reporting(program, stacked, f"vmap(f, in_axes={in_axes}) == stacked f", per_example[0]):
         want = [jitted(*example) for example in per_example]
         want = [np.stack([w[i] for w in want]) for i in range(len(program.outputs))]
         vmapped = ember.vmap(program, in_axes=in_axes)
@@ -196,7 +201,9 @@ def check_compositions(seed: int, eager: bool) -> None:
         if eager:
             _close(grad(*args), want, 1e-4, "grad(f) vs jit(grad(f))")
     stacked, per_example, in_axes = _batch(program, rng)
-    with reporting(program, stacked, f"vmap(grad, in_axes={in_axes}) == stacked grad"):
+    with reporting(
+        program, stacked, f"vmap(grad, in_axes={in_axes}) == stacked grad", per_example[0]
+    ):
         each = [jit_grad(*example) for example in per_example]
         want = [np.stack([e[i] for e in each]) for i in range(len(argnums))]
         vmapped = ember.vmap(grad, in_axes=in_axes)
