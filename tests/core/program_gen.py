@@ -539,8 +539,7 @@ def _propose_gather(gen):
         return None
     axis = int(gen.rng.integers(0, min(2, len(x.shape))))
     n = x.shape[axis]
-    # A 0-d NumPy index array is rejected by ember's indexing (see the differential tests).
-    index_shape = tuple(int(d) for d in gen.rng.integers(1, _MAX_DIM + 1, gen.rng.integers(1, 3)))
+    index_shape = gen.random_shape(max_rank=2)  # a 0-d index array picks like an integer
     index = gen.rng.integers(-n, n, index_shape).astype(np.int32)  # negatives count from the end
     shape = x.shape[:axis] + index_shape + x.shape[axis + 1 :]
     return [x], {"axis": axis, "index": index}, [(shape, x.bound)]
