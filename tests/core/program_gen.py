@@ -88,6 +88,8 @@ class Program:
             for n, p in stmt.params.items():
                 if isinstance(p, Program):
                     bodies.append(p.listing(n))
+                elif isinstance(p, tuple) and p and isinstance(p[0], Program):
+                    bodies.extend(b.listing(f"{n}_{i}") for i, b in enumerate(p))
                 else:
                     shown.append(f"{n}={p.tolist() if isinstance(p, np.ndarray) else p!r}")
             lines.append(f"    {outs} = {stmt.op}({', '.join(shown)})")
@@ -197,7 +199,7 @@ class Generator:
             for n, o in OPS.items()
             if o.weight > 0
             and (o.smooth or not self.smooth)
-            and (self.depth == 0 or not n.startswith(("cond", "fori", "scan", "while")))
+            and (self.depth == 0 or not n.startswith(("cond", "switch", "fori", "scan", "while")))
         ]
         weights = np.array([OPS[n].weight for n in names])
         for _ in range(20):
@@ -376,6 +378,71 @@ def _propose_cumsum(gen):
 
 
 op("cumsum")((lambda x, axis, reverse, **_: lax.cumsum(x, axis, reverse=reverse), _propose_cumsum))
+
+
+def _propose_cumulative(gen):
+    x = gen.pick(min_rank=1, limit=1.0)  # a running product of values <= 1 stays <= 1
+    return None if x is None else ([x], {"axis": gen.axis(x)}, [(x.shape, 1.0)])
+
+
+op("cumprod")((lambda x, axis, **_: lax.cumprod(x, axis), _propose_cumulative))
+op("cummax", smooth=False)((lambda x, axis, **_: lax.cummax(x, axis), _propose_cumulative))
+op("softmax")((lambda x, axis, **_: ember.nn.softmax(x, axis=axis), _propose_cumulative))
+
+
+def _propose_argmax(gen):
+    x = gen.pick(min_rank=1)
+    if x is None:
+        return None
+    axis = gen.axis(x)
+    return [x], {"axis": axis}, [(x.shape[:axis] + x.shape[axis + 1 :], x.shape[axis])]
+
+
+# Ties (after relu, clip...) must resolve to the first index on every backend.
+op("argmax_as_float", smooth=False)(
+    (lambda x, axis, **_: enp.argmax(x, axis=axis).astype(np.float32), _propose_argmax)
+)
+
+
+def _propose_window(gen):
+    x = gen.pick(min_rank=1)
+    if x is None:
+        return None
+    window = tuple(int(gen.rng.integers(1, d + 1)) for d in x.shape)
+    strides = tuple(int(gen.rng.integers(1, 3)) for _ in x.shape)
+    padding = "VALID" if gen.rng.random() < 0.5 else "SAME"
+    shape = tuple(
+        (d - w) // s + 1 if padding == "VALID" else -(-d // s)
+        for d, w, s in zip(x.shape, window, strides)
+    )
+    params = {"window": window, "strides": strides, "padding": padding}
+    return [x], params, [(shape, x.bound * math.prod(window))]
+
+
+def _apply_window_sum(x, window, strides, padding, **_):
+    return lax.reduce_window(x, np.float32(0), lax.add, window, strides, padding)
+
+
+def _apply_window_max(x, window, strides, padding, **_):
+    return lax.reduce_window(x, np.float32(-np.inf), lax.max, window, strides, padding)
+
+
+op("window_sum")((_apply_window_sum, _propose_window))
+op("window_max", smooth=False)((_apply_window_max, _propose_window))
+
+
+def _propose_convolve(gen):
+    x = gen.pick(min_rank=1)
+    if x is None or len(x.shape) != 1:
+        return None
+    v = gen.adapt(gen.pick(), (int(gen.rng.integers(1, _MAX_DIM + 1)),))
+    mode = ("full", "same", "valid")[int(gen.rng.integers(0, 3))]
+    n, m = x.shape[0], v.shape[0]
+    size = {"full": n + m - 1, "same": max(n, m), "valid": max(n, m) - min(n, m) + 1}[mode]
+    return [x, v], {"mode": mode}, [((size,), x.bound * v.bound * min(n, m))]
+
+
+op("convolve")((lambda x, v, mode, **_: enp.convolve(x, v, mode=mode), _propose_convolve))
 
 
 def _propose_sort(gen):
@@ -673,6 +740,21 @@ def _apply_cond(x, y, k, flag, true_branch, false_branch, **_):
 
 
 op("cond", weight=0.7)((_apply_cond, _propose_cond))
+
+
+def _propose_switch(gen):
+    x = gen.pick(limit=2.0)
+    out = gen.random_shape(max_rank=2)
+    branches = tuple(sub_program(gen, [x.shape], 2.0, [out], 2.0, f"branch{i}") for i in range(3))
+    return [x], {"branches": branches}, [(out, 2.0)]
+
+
+def _apply_switch(x, k, flag, branches, **_):
+    # `k` picks the branch (0, 1 or 2).
+    return lax.switch(k, [lambda a, b=b: b(a, k, flag)[0] for b in branches], x)
+
+
+op("switch", weight=0.5)((_apply_switch, _propose_switch))
 
 
 def _propose_fori(gen):

@@ -278,9 +278,10 @@ def test_generator_is_deterministic_and_covers_the_op_table():
     def walk(program):
         for stmt in program.stmts:
             seen.add(stmt.op)
-            for body in stmt.params.values():
-                if isinstance(body, Program):
-                    walk(body)
+            for param in stmt.params.values():
+                for body in param if isinstance(param, tuple) else (param,):
+                    if isinstance(body, Program):
+                        walk(body)
 
     for seed in range(200):
         walk(generate(seed))
