@@ -297,6 +297,19 @@ _unary("sqrt_of_abs", lambda x: enp.sqrt(enp.abs(x)), lambda b: math.sqrt(b), sm
 _unary("relu", ember.nn.relu, lambda b: b, smooth=False)
 _unary("clip", lambda x: enp.clip(x, -1.0, 1.0), lambda b: 1.0, smooth=False)
 
+
+def _int_arithmetic(x):
+    # Float to int truncates toward zero; `//`, `%` round toward -inf, lax.div/rem toward zero:
+    # negative operands tell them apart.
+    i = (x * 8.0).astype(np.int32)
+    mixed = i // 3 + i % 4 + lax.div(i, np.int32(3)) + lax.rem(i, np.int32(-3))
+    return mixed.astype(np.float32)
+
+
+_unary("int_arithmetic", _int_arithmetic, lambda b: 6 * b + 6, smooth=False)
+_unary("round", lambda x: enp.round(x * 4.0) / 4.0, lambda b: b + 0.125, smooth=False)
+
+
 # Inserted by the generator only: rescaling (`Generator.tame`) and resizing (`Generator.adapt`).
 op("scale", weight=0)((lambda x, c, **_: x * np.float32(c), None))
 
@@ -338,6 +351,14 @@ _binary(
     lambda a, b: a * max(1, b),
     smooth=False,
 )
+
+
+def _float_remainders(x, y):
+    d = 1.0 + y * y
+    return enp.remainder(x, d) + enp.fmod(x, d)
+
+
+_binary("float_remainders", _float_remainders, lambda a, b: 1 + a + b * b, smooth=False)
 
 
 # ---------------------------------------------------------------------------------------------
