@@ -37,6 +37,26 @@ def test_grad_matches_finite_differences(name, rng):
     assert_close(ember.jit(ember.grad(f))(x), expected, rtol=2e-2, atol=2e-3)
 
 
+def test_grad_of_arrays_on_another_device_stays_there(reference_device):
+    # The seed cotangent follows the output's device; it was made on the default device, so an
+    # eager grad of arrays committed elsewhere mixed devices (tanh's backward multiplies).
+    x = ember.device_put(np.array([0.5, 1.0, 2.0], np.float32), reference_device)
+    g = ember.grad(lambda x: enp.tanh(x).sum())(x)
+    assert g.devices() == {reference_device}
+    np.testing.assert_allclose(np.asarray(g), 1 - np.tanh([0.5, 1.0, 2.0]) ** 2, rtol=1e-6)
+    value, g = ember.value_and_grad(lambda x: (x * x).sum())(x)
+    assert value.devices() == g.devices() == {reference_device}
+    np.testing.assert_allclose(np.asarray(g), [1.0, 2.0, 4.0])
+    unused = ember.grad(lambda x, y: x.sum(), argnums=(0, 1))(x, x)[1]  # a zero gradient
+    assert unused.devices() == {reference_device}
+    np.testing.assert_array_equal(np.asarray(unused), 0.0)
+    # and the zero tangents and cotangents of jvp and vjp
+    _, tangent = ember.jvp(lax.stop_gradient, (x,), (x,))
+    assert tangent.devices() == {reference_device}
+    _, pullback = ember.vjp(lambda x, y: x * 2.0, x, x)
+    assert [ct.devices() for ct in pullback(x)] == [{reference_device}] * 2
+
+
 def test_value_and_grad_argnums_and_has_aux(rng):
     w = rng.normal(size=(3, 2)).astype(np.float32)
     x = rng.normal(size=(4, 3)).astype(np.float32)

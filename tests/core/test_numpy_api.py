@@ -233,6 +233,22 @@ def test_traced_integer_index_under_jit():
         assert_close(pick(x, i), x[i, 1:])
 
 
+def test_zero_d_integer_array_indexes_like_an_integer(rng):
+    # NumPy and JAX read a 0-d integer array as the integer it holds (a basic index), also as a
+    # slice bound and in .at[].
+    x = rng.normal(size=(4, 3)).astype(np.float32)
+    a = enp.asarray(x)
+    for index in [np.array(1), np.array(-1, np.int32), (np.array(2), 0), slice(np.array(1), None)]:
+        assert_close(a[index], x[index])
+        assert_close(ember.jit(lambda v, index=index: v[index])(a), x[index])
+    assert_close(a[enp.asarray(3)], x[3])
+    want = x.copy()
+    want[1] += 5.0
+    assert_close(a.at[np.array(1)].add(5.0), want)
+    with pytest.raises(IndexError, match="advanced indexing"):
+        a[np.array(1.0)]  # a float array is still no index
+
+
 def test_out_of_bounds_static_index_raises_index_error():
     with pytest.raises(IndexError, match="out of bounds"):
         enp.asarray(np.ones(3))[3]

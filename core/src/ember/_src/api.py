@@ -47,15 +47,23 @@ def _split_diff_args(args: tuple, argnums: tuple[int, ...]) -> tuple[list[Any], 
     return [args[i] for i in argnums], None
 
 
-def _ones_like(aval: ShapedArray) -> Any:
-    return broadcast_in_dim(np.ones((), aval.dtype), aval.shape, ())
+def _ones_like(aval: ShapedArray, like: Any = None) -> Any:
+    ones = broadcast_in_dim(np.ones((), aval.dtype), aval.shape, ())
+    # An output committed to one device gets its seed cotangent there too: eager grad of
+    # arrays on a non-default device would otherwise mix devices in the backward pass.
+    if type(like) is Array and isinstance(like._device, Device):
+        return dispatch.to_device(ones, like._device)
+    return ones
 
 
-def _materialize(value: Any, aval: ShapedArray) -> Any:
-    """A user-facing value for a (possibly symbolic-zero) tangent or cotangent."""
+def _materialize(value: Any, aval: ShapedArray, like: Any = None) -> Any:
+    """A user-facing value for a (possibly symbolic-zero) tangent or cotangent; a zero is put
+    on the device of ``like`` (the primal it belongs to) when that is a committed Array."""
     if type(value) is Zero:
         if value.aval.dtype == dtypes.float0:
             return np.zeros(value.aval.shape, dtypes.float0)
+        if type(like) is Array and isinstance(like._device, Device):
+            return dispatch.to_device(zeros(value.aval), like._device)
         return zeros(value.aval)
     return value
 
@@ -96,8 +104,8 @@ def value_and_grad(
 
         (out,), linear = ad.linearize_flat(flat_fun, leaves)
         out_aval = get_aval(out)
-        cts = linear.transpose([_ones_like(tangent_aval(out_aval))])
-        grads = [_materialize(ct, tangent_aval(a)) for ct, a in zip(cts, avals)]
+        cts = linear.transpose([_ones_like(tangent_aval(out_aval), out)])
+        grads = [_materialize(ct, tangent_aval(a), x) for ct, a, x in zip(cts, avals, leaves)]
         grads_tree = tree_unflatten(in_tree, grads)
         grad_result = grads_tree[0] if isinstance(argnums, int) else grads_tree
         if has_aux:
@@ -186,7 +194,9 @@ def jvp(
         for p, t in zip(primal_leaves, tangent_leaves)
     ]
     outs, out_tangents = ad.jvp_flat(flat_fun, primal_leaves, tangents_in)
-    out_tangents = [_materialize(t, tangent_aval(get_aval(p))) for t, p in zip(out_tangents, outs)]
+    out_tangents = [
+        _materialize(t, tangent_aval(get_aval(p)), p) for t, p in zip(out_tangents, outs)
+    ]
     return tree_unflatten(out_trees[0], outs), tree_unflatten(out_trees[0], out_tangents)
 
 
@@ -246,7 +256,8 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
                     f"{get_aval(out).shape}{errors.where()}"
                 )
         cts = linear.transpose(ct_leaves)
-        return tree_unflatten(tree, [_materialize(ct, a) for ct, a in zip(cts, in_avals)])
+        cts = [_materialize(ct, a, x) for ct, a, x in zip(cts, in_avals, leaves)]
+        return tree_unflatten(tree, cts)
 
     result = tree_unflatten(out_tree, outs)
     if has_aux:

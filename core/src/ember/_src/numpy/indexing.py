@@ -144,8 +144,9 @@ def _is_static_int(value: Any) -> bool:
         return False
     if isinstance(value, (int, np.integer)):
         return True
-    if isinstance(value, Array) and value.ndim == 0 and dtypes.is_integer(value.dtype):
-        return True
+    # A 0-d integer array (NumPy's or a concrete ember one) indexes like the integer it holds.
+    if isinstance(value, (np.ndarray, Array)) and value.ndim == 0:
+        return dtypes.is_integer(value.dtype)
     return False
 
 
