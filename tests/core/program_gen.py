@@ -766,13 +766,9 @@ op("cond", weight=0.7)((_apply_cond, _propose_cond))
 def _propose_switch(gen):
     x = gen.pick(limit=2.0)
     out = gen.random_shape(max_rank=2)
-    # Smooth programs get two branches: derivatives through a switch of three or more branches
-    # disagreed (switch's partial evaluation misordered the later branches' residuals); raise
-    # this to three for them too once that fix is in.
-    count = 2 if gen.smooth else 3
-    branches = tuple(
-        sub_program(gen, [x.shape], 2.0, [out], 2.0, f"branch{i}") for i in range(count)
-    )
+    # Three branches: derivatives through a switch of three or more once misordered the later
+    # branches' residuals, which two branches cannot show.
+    branches = tuple(sub_program(gen, [x.shape], 2.0, [out], 2.0, f"branch{i}") for i in range(3))
     return [x], {"branches": branches}, [(out, 2.0)]
 
 
