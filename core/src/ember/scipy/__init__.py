@@ -1,3 +1,3 @@
 """SciPy's API on ember arrays (``ember.scipy``), as ``jax.scipy``."""
 
-from ember.scipy import linalg as linalg
+from ember.scipy import linalg as linalg, signal as signal
