@@ -26,7 +26,6 @@ from ember._src.numpy import (
 from ember._src.numpy.contractions import matmul
 from ember._src.numpy.extras import where
 from ember._src.numpy.linalg_general import _hessenberg
-from ember._src.ops.control_flow.cond import switch
 from ember._src.ops.control_flow.loops import fori_loop
 
 # --------------------------------------------------------------------------------------------
@@ -615,16 +614,16 @@ def _expm_single(a: Any, max_squarings: int) -> Any:
         )
     )
 
-    def approximant(degree: int):
-        def run(m):
-            if degree == top:
-                m = m / enp.exp2(squarings.astype(dtypes.real_dtype(dtype))).astype(dtype)
-            u, v = _pade(m, degree)
-            return nla.solve(v - u, v + u)
-
-        return run
-
-    result = switch(branch, [approximant(d) for d in degrees], a)
+    # Every degree is evaluated, each on a zero matrix unless it is the chosen one: the
+    # unchosen ones stay well conditioned (Pade at 0 is the identity), so no inf or NaN from
+    # them can reach the result or its derivative.
+    scaled = a / enp.exp2(squarings.astype(dtypes.real_dtype(dtype))).astype(dtype)
+    result = creation.zeros_like(a)
+    for k, degree in enumerate(degrees):
+        chosen = enp.equal(branch, k)
+        m = where(chosen, scaled if degree == top else a, 0).astype(dtype)
+        u, v = _pade(m, degree)
+        result = where(chosen, nla.solve(v - u, v + u), result)
 
     def square(i, r):
         return where(enp.less(i, squarings), matmul(r, r), r)
