@@ -1,6 +1,6 @@
-"""ember.scipy.linalg against SciPy (and JAX's answers where JAX departs from SciPy):
-triangular, LU and Cholesky solves, expm, eigh, qr, svd, polar, hessenberg and the special
-matrices, with derivatives checked numerically."""
+"""ember.scipy.linalg and ember.lax.linalg against SciPy (and JAX's answers where JAX departs
+from SciPy): triangular, LU, Cholesky and tridiagonal solves, expm, eigh, qr, svd, polar,
+hessenberg and the special matrices, with derivatives checked numerically."""
 
 from __future__ import annotations
 
@@ -281,3 +281,67 @@ def test_toeplitz_batches_leading_axes():
     got = np.asarray(linalg.toeplitz(c))
     assert got.shape == (2, 3, 3)
     _close(got[1], sl.toeplitz(c[1]))
+
+
+# --------------------------------------------------------------------------------------------
+# ember.lax.linalg
+
+
+@pytest.mark.parametrize("left_side", [True, False])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("transpose_a", [True, False])
+def test_lax_triangular_solve(left_side, lower, transpose_a):
+    a = (A + 1j * A.T).astype(np.complex64)
+    tri = np.tril(a) if lower else np.triu(a)
+    op = np.conj(tri.T if transpose_a else tri)
+    b = (B if left_side else B.T).astype(np.complex64)
+    expected = np.linalg.solve(op, b) if left_side else np.linalg.solve(op.T, b.T).T
+    got = ember.lax.linalg.triangular_solve(
+        a, b, left_side=left_side, lower=lower, transpose_a=transpose_a, conjugate_a=True
+    )
+    _close(got, expected, rtol=1e-3, atol=1e-4)
+
+
+def test_lax_triangular_solve_pinned():
+    # JAX 0.10: x @ L^T = b with L the lower triangle of a
+    a = np.array([[4.0, 1, 2], [1, 3, 0.5], [2, 0.5, 5]], np.float32)
+    b = np.arange(6.0, dtype=np.float32).reshape(3, 2).T
+    got = ember.lax.linalg.triangular_solve(a, b, lower=True, transpose_a=True)
+    _close(got, [[0.0, 0.6666667, 0.73333335], [0.25, 0.9166667, 0.80833334]])
+
+
+def test_lax_tridiagonal_solve():
+    n = 6
+    dl, d, du = RNG.normal(size=(3, 2, n)).astype(np.float32)
+    d = d + 4.0  # diagonally dominant: no pivoting needed
+    b = RNG.normal(size=(2, n, 3)).astype(np.float32)
+    got = ember.lax.linalg.tridiagonal_solve(dl, d, du, b)
+    for k in range(2):
+        t = np.diag(d[k]) + np.diag(dl[k, 1:], -1) + np.diag(du[k, :-1], 1)
+        _close(got[k], np.linalg.solve(t, b[k]))
+    # JAX 0.10's answer (dl[0] and du[-1] are ignored)
+    got = ember.lax.linalg.tridiagonal_solve(
+        np.array([9.0, 1, 2], np.float32),
+        np.array([4.0, 5, 6], np.float32),
+        np.array([1.0, 1, 9], np.float32),
+        np.arange(6.0, dtype=np.float32).reshape(3, 2),
+    )
+    _close(got, [[-0.0754717, 0.14150944], [0.3018868, 0.43396226], [0.5660377, 0.6886792]])
+    with pytest.raises(ValueError, match="shape"):
+        ember.lax.linalg.tridiagonal_solve(dl, d, du, b[..., 0])
+
+
+def test_lax_lu_eigh_cholesky_qr_svd():
+    packed, pivots, permutation = ember.lax.linalg.lu(A)
+    lu_expected, piv_expected = sl.lu_factor(A)
+    _close(packed, lu_expected)
+    np.testing.assert_array_equal(np.asarray(pivots), piv_expected)
+    l_factor = np.tril(np.asarray(packed), -1) + np.eye(4)
+    _close(l_factor @ np.triu(np.asarray(packed)), A[np.asarray(permutation)])
+    v, w = ember.lax.linalg.eigh(SPD)  # eigenvectors first, as in JAX's lax.linalg
+    _close(w, np.linalg.eigvalsh(SPD))
+    assert v.shape == (4, 4)
+    _close(ember.lax.linalg.cholesky(SPD), np.linalg.cholesky(SPD))
+    q, r = ember.lax.linalg.qr(WIDE.T, full_matrices=False)
+    assert (q.shape, r.shape) == ((5, 3), (3, 3))
+    _close(ember.lax.linalg.svd(WIDE, compute_uv=False), sl.svd(WIDE, compute_uv=False))

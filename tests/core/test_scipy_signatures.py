@@ -1,5 +1,5 @@
-"""ember.scipy and ember.image take JAX 0.10's parameters: names, order, kinds and defaults,
-pinned as JAX's ``inspect.signature`` prints them (without annotations)."""
+"""ember.scipy, ember.image and ember.lax.linalg take JAX 0.10's parameters: names, order,
+kinds and defaults, pinned as JAX's ``inspect.signature`` prints them (without annotations)."""
 
 from __future__ import annotations
 
@@ -76,6 +76,24 @@ JAX_SIGNATURES = [
         "(image, shape, spatial_dims, scale, translation, method, antialias=True, "
         "precision=Precision.HIGHEST)",
     ),
+    ("lax.linalg.cholesky", "(x, *, symmetrize_input=True)"),
+    (
+        "lax.linalg.eigh",
+        "(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True, "
+        "subset_by_index=None, implementation=None)",
+    ),
+    ("lax.linalg.lu", "(x)"),
+    ("lax.linalg.qr", "(x, *, pivoting=False, full_matrices=True, use_magma=None)"),
+    (
+        "lax.linalg.svd",
+        "(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None)",
+    ),
+    (
+        "lax.linalg.triangular_solve",
+        "(a, b, *, left_side=False, lower=False, transpose_a=False, conjugate_a=False, "
+        "unit_diagonal=False)",
+    ),
+    ("lax.linalg.tridiagonal_solve", "(dl, d, du, b, *, perturb_singular=False)"),
 ]
 
 
@@ -113,3 +131,4 @@ def test_optimize_results_fields():
 def test_submodules_are_attributes_of_ember():
     assert ember.image.resize is importlib.import_module("ember.image").resize
     assert ember.scipy.linalg.expm is importlib.import_module("ember.scipy.linalg").expm
+    assert ember.lax.linalg.lu is importlib.import_module("ember.lax.linalg").lu
