@@ -276,3 +276,20 @@ def test_associative_scan_linear_recurrence_with_grad_and_vmap(rng):
     x = rng.normal(size=(3, 7)).astype(np.float32)
     got = ember.jit(ember.vmap(lambda v: lax.associative_scan(enp.maximum, v)))(x)
     assert_close(got, np.maximum.accumulate(x, axis=1))
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_switch_grad_with_residuals_in_several_branches(index):
+    # Each branch saves different residuals for reverse mode; the middle branch's residual
+    # slots once landed after the last branch's, so vjp failed with a branch type mismatch.
+    def f(a):
+        s = enp.sum(a)
+        branches = [
+            lambda m: enp.sin(m) * m,
+            lambda m: enp.sin(m / s) * m,
+            lambda m: enp.exp(m) * s,
+        ]
+        return lax.switch(np.int32(index), branches, a)
+
+    x = np.array([0.3, 0.1], np.float32)
+    check_grads(f, (x,), order=1, modes=("rev",))

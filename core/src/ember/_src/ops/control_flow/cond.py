@@ -266,7 +266,7 @@ def _cond_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
     start = 0
     for split, avals in zip(splits, res_avals):
         known_pairs.append(_known_with_all_residuals(split, all_res, start))
-        unknown = with_inputs_at(split.unknown, start + len(avals), all_res[start + len(avals) :])
+        unknown = with_inputs_at(split.unknown, len(avals), all_res[start + len(avals) :])
         unknown_branches.append(with_leading_inputs(unknown, all_res[:start]))
         start += len(avals)
     known_consts, known_branches = join_branch_consts(known_pairs)
