@@ -254,6 +254,34 @@ def test_expm_identities():
 
 
 # --------------------------------------------------------------------------------------------
+# sqrtm
+
+
+@pytest.mark.parametrize(
+    "a",
+    [
+        SPD,
+        A,
+        np.array([[1.0, 2.0], [0.0, 1.0]], np.float32),  # defective: one Jordan block
+        np.array([[2.0]], np.float32),
+        (A + 1j * A.T).astype(np.complex64),
+    ],
+    ids=["spd", "general", "jordan", "1x1", "complex"],
+)
+def test_sqrtm_matches_scipy(a):
+    got = linalg.sqrtm(a)
+    assert got.dtype == enp.complex64  # complex even for real input, as in JAX
+    _close(got, sl.sqrtm(a.astype(np.complex128)), rtol=1e-4, atol=1e-5)
+
+
+def test_sqrtm_batched_and_blocksize():
+    stack = np.stack([4 * np.eye(2), 9 * np.eye(2)]).astype(np.float32)
+    _close(linalg.sqrtm(stack), np.stack([2 * np.eye(2), 3 * np.eye(2)]))
+    with pytest.raises(NotImplementedError, match="blocksize"):
+        linalg.sqrtm(SPD, blocksize=2)
+
+
+# --------------------------------------------------------------------------------------------
 # Special matrices
 
 

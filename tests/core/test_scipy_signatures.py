@@ -45,6 +45,7 @@ JAX_SIGNATURES = [
         "(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, debug=None, "
         "check_finite=True)",
     ),
+    ("scipy.linalg.sqrtm", "(A, blocksize=1)"),
     (
         "scipy.linalg.svd",
         "(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True, "

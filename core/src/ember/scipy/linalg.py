@@ -19,6 +19,7 @@ from ember._src.scipy.linalg import (
     qr as qr,
     solve as solve,
     solve_triangular as solve_triangular,
+    sqrtm as sqrtm,
     svd as svd,
     toeplitz as toeplitz,
 )

@@ -25,7 +25,7 @@ from ember._src.numpy import (
 )
 from ember._src.numpy.contractions import matmul
 from ember._src.numpy.extras import where
-from ember._src.numpy.linalg_general import _hessenberg
+from ember._src.numpy.linalg_general import _hessenberg, _schur, _unit_scale
 from ember._src.ops.control_flow.loops import fori_loop
 
 # --------------------------------------------------------------------------------------------
@@ -68,6 +68,13 @@ def _check_rhs(a: Any, b: Any, what: str) -> None:
             f"{what}: the right-hand side of shape {bshape} does not match the matrix of shape "
             f"{_shape(a)}{errors.where()}"
         )
+
+
+def _per_matrix(single, a: Any) -> Any:
+    """Apply ``single`` (written for one matrix) over a's leading batch axes."""
+    for _ in range(len(_shape(a)) - 2):
+        single = vmap(single)
+    return single(a)
 
 
 def _batched_solve(single, a: Any, b: Any) -> Any:
@@ -185,10 +192,7 @@ def _lu_single(a: Any) -> tuple[Any, Any, Any]:
 
 
 def _lu_all(a: Any) -> tuple[Any, Any, Any]:
-    fn = _lu_single
-    for _ in range(len(_shape(a)) - 2):
-        fn = vmap(fn)
-    return fn(a)
+    return _per_matrix(_lu_single, a)
 
 
 _lu_compiled = jit(_lu_all, inline=True)
@@ -633,10 +637,7 @@ def _expm_single(a: Any, max_squarings: int) -> Any:
 
 
 def _expm_impl(a: Any, max_squarings: int) -> Any:
-    single = lambda m: _expm_single(m, max_squarings)
-    for _ in range(len(_shape(a)) - 2):
-        single = vmap(single)
-    return single(a)
+    return _per_matrix(lambda m: _expm_single(m, max_squarings), a)
 
 
 _expm = jit(_expm_impl, static_argnums=1, inline=True)
@@ -648,3 +649,48 @@ def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> 
     del upper_triangular
     a = _matrix(A, "expm")
     return _expm(a, int(max_squarings))
+
+
+# --------------------------------------------------------------------------------------------
+# Square root through the complex Schur form
+
+
+def _triangular_sqrt(t: Any) -> Any:
+    """The upper-triangular r with ``r @ r = t`` (principal square roots on the diagonal),
+    filled one superdiagonal at a time: before superdiagonal d is filled, ``(r @ r)[i, i+d]``
+    is exactly the sum over the entries between i and i + d that the recurrence needs."""
+    n = _shape(t)[0]
+    dtype = _dtype(t)
+    offset = np.arange(n)[None, :] - np.arange(n)[:, None]
+    root = enp.sqrt(nla._diag(t))
+    r = where(np.eye(n, dtype=bool), root[:, None], 0).astype(dtype)
+    denominator = root[:, None] + root[None, :]
+    safe = where(enp.equal(denominator, 0), 1, denominator).astype(dtype)
+
+    def fill(d, r):
+        entries = (t - matmul(r, r)) / safe
+        return where(enp.equal(offset, d), entries, r).astype(dtype)
+
+    return fori_loop(1, n, fill, r)
+
+
+def _sqrtm_single(a: Any) -> Any:
+    if _shape(a)[0] == 1:
+        return enp.sqrt(a)
+    scaled, scale = _unit_scale(a)
+    t, z = _schur(scaled)
+    r = _triangular_sqrt(t)
+    return matmul(matmul(z, r), _h(z)) * enp.sqrt(scale)
+
+
+_sqrtm = jit(lambda a: _per_matrix(_sqrtm_single, a), inline=True)
+
+
+def sqrtm(A: Any, blocksize: int = 1) -> Any:
+    """The principal square root of a square matrix, complex (as JAX returns it), from the
+    complex Schur form."""
+    if blocksize != 1:
+        raise NotImplementedError(f"sqrtm: only blocksize=1 is supported{errors.where()}")
+    a = _matrix(A, "sqrtm")
+    a = a.astype(dtypes.complex_dtype(_dtype(a)))
+    return _sqrtm(a)
