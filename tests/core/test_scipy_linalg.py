@@ -281,6 +281,25 @@ def test_sqrtm_batched_and_blocksize():
         linalg.sqrtm(SPD, blocksize=2)
 
 
+def test_funm_matches_scipy():
+    got = linalg.funm(A, enp.sin)
+    assert got.dtype == enp.complex64
+    _close(got, sl.funm(A.astype(np.float64), np.sin), rtol=1e-4, atol=1e-5)
+    _close(linalg.funm(SPD / 8, enp.exp), sl.expm(SPD.astype(np.float64) / 8), rtol=1e-4)
+    value, error = linalg.funm(SPD, enp.exp, disp=False)
+    # a symmetric matrix has a diagonal Schur form: the estimate is the unit roundoff
+    _close(error, np.finfo(np.float32).eps)
+    _close(linalg.funm(np.array([[2.0]], np.float32), enp.log), [[np.log(2.0)]])
+
+
+def test_funm_pinned_repeated_eigenvalue():
+    # JAX 0.10 leaves the entry between equal eigenvalues zero (the recurrence divides by 0)
+    got = linalg.funm(np.array([[1.0, 2.0], [0.0, 1.0]], np.float32), enp.exp)
+    _close(got, [[np.e, 0.0], [0.0, np.e]])
+    got = linalg.funm(np.array([[1.0, 2.0], [0.0, 3.0]], np.float32), lambda x: x**2)
+    _close(got, [[1.0, 8.0], [0.0, 9.0]])
+
+
 # --------------------------------------------------------------------------------------------
 # Special matrices
 

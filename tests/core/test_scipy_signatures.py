@@ -24,6 +24,7 @@ JAX_SIGNATURES = [
         "turbo=True, eigvals=None, type=1, check_finite=True)",
     ),
     ("scipy.linalg.expm", "(A, *, upper_triangular=False, max_squarings=16)"),
+    ("scipy.linalg.funm", "(A, func, disp=True)"),
     ("scipy.linalg.hankel", "(c, r=None)"),
     ("scipy.linalg.hessenberg", "(a, *, calc_q=False, overwrite_a=False, check_finite=True)"),
     ("scipy.linalg.inv", "(a, overwrite_a=False, check_finite=True)"),

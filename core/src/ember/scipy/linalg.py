@@ -9,6 +9,7 @@ from ember._src.scipy.linalg import (
     det as det,
     eigh as eigh,
     expm as expm,
+    funm as funm,
     hankel as hankel,
     hessenberg as hessenberg,
     inv as inv,

@@ -694,3 +694,62 @@ def sqrtm(A: Any, blocksize: int = 1) -> Any:
     a = _matrix(A, "sqrtm")
     a = a.astype(dtypes.complex_dtype(_dtype(a)))
     return _sqrtm(a)
+
+
+# --------------------------------------------------------------------------------------------
+# Matrix functions by the Schur-Parlett recurrence
+
+
+def _parlett(t: Any, diagonal: Any) -> Any:
+    """The upper-triangular f(t) given f on t's diagonal. f(t) commutes with t, which fixes
+    each superdiagonal entry from the ones below it: with entry (i, j) still zero,
+    ``(t f - f t)[i, j] = f[i, j] (t[j, j] - t[i, i])``. Equal diagonal entries (a defective
+    or repeated eigenvalue) leave the entry zero, as JAX does."""
+    n = _shape(t)[0]
+    dtype = _dtype(t)
+    offset = np.arange(n)[None, :] - np.arange(n)[:, None]
+    d = nla._diag(t)
+    gap = d[None, :] - d[:, None]
+    usable = enp.not_equal(gap, 0)
+    safe = where(usable, gap, 1).astype(dtype)
+    f = where(np.eye(n, dtype=bool), diagonal[:, None], 0).astype(dtype)
+
+    def fill(k, f):
+        entries = where(usable, (matmul(t, f) - matmul(f, t)) / safe, 0)
+        return where(enp.equal(offset, k), entries, f).astype(dtype)
+
+    return fori_loop(1, n, fill, f)
+
+
+def _funm_error(t: Any) -> Any:
+    """SciPy's estimate of funm's relative error: eps scaled by how close eigenvalues come."""
+    n = _shape(t)[0]
+    real = dtypes.real_dtype(_dtype(t))
+    eps = np.asarray(np.finfo(real).eps, real)
+    d = nla._diag(t)
+    gaps = enp.abs(d[None, :] - d[:, None])
+    strict = np.triu(np.ones((n, n), bool), 1)
+    smallest = reductions.min(where(strict, gaps, np.inf)) if n > 1 else eps
+    smallest = where(enp.equal(smallest, 0) | ~enp.isfinite(smallest), eps, smallest)
+    above = reductions.max(reductions.sum(enp.abs(where(strict, t, 0)), axis=0))
+    return enp.minimum(1, enp.maximum(eps, eps / smallest * above)).astype(real)
+
+
+def funm(A: Any, func: Any, disp: bool = True) -> Any:
+    """``func`` applied to a square matrix (complex result) by the Schur-Parlett method;
+    ``func`` acts elementwise on the eigenvalues. With ``disp=False``, also SciPy's estimate
+    of the relative error. Repeated eigenvalues are not handled (as in JAX)."""
+    a = _matrix(A, "funm")
+    if len(_shape(a)) != 2:
+        raise ValueError(f"funm: expected one matrix, got shape {_shape(a)}{errors.where()}")
+    a = a.astype(dtypes.complex_dtype(_dtype(a)))
+    if _shape(a)[0] == 1:
+        t, z = a, creation.ones_like(a)
+    else:
+        t, z = _schur_compiled(a)
+    f = _parlett(t, creation.asarray(func(nla._diag(t))).astype(_dtype(t)))
+    result = matmul(matmul(z, f), _h(z))
+    return result if disp else (result, _funm_error(t))
+
+
+_schur_compiled = jit(_schur, inline=True)
