@@ -103,6 +103,63 @@ def test_detrend_matches_scipy():
         signal.detrend(d, type="quadratic")
 
 
+SPECTRAL_X = (np.sin(np.arange(100) * 0.3) + RNG.normal(size=100)).astype(np.float32)
+SPECTRAL_Y = (np.cos(np.arange(100) * 0.3) + RNG.normal(size=100)).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(nperseg=16),
+        dict(nperseg=20, noverlap=5, nfft=32),
+        dict(nperseg=16, window="hamming", scaling="spectrum"),
+        dict(nperseg=16, detrend="linear"),
+        dict(nperseg=16, average="median"),
+        dict(nperseg=17, return_onesided=False, fs=3.0),
+        dict(nperseg=16, window=np.arange(16.0)),
+        dict(nperseg=15, window="bartlett", detrend=False),
+    ],
+    ids=str,
+)
+def test_welch_and_csd_match_scipy(kwargs):
+    for got, expected in zip(
+        signal.welch(SPECTRAL_X, **kwargs), scipy.signal.welch(SPECTRAL_X, **kwargs)
+    ):
+        _close(got, expected, rtol=2e-4)
+    pair = signal.csd(SPECTRAL_X, SPECTRAL_Y, **kwargs)
+    for got, expected in zip(pair, scipy.signal.csd(SPECTRAL_X, SPECTRAL_Y, **kwargs)):
+        _close(got, expected, rtol=2e-4)
+
+
+def test_welch_axes_padding_and_complex():
+    stacked = np.stack([SPECTRAL_X, SPECTRAL_Y])
+    _close(
+        signal.welch(stacked.T, nperseg=16, axis=0)[1],
+        scipy.signal.welch(stacked.T, nperseg=16, axis=0)[1],
+    )
+    # the shorter input is zero-padded, as in SciPy
+    expected = scipy.signal.csd(SPECTRAL_X, SPECTRAL_Y[:80], nperseg=16)[1]
+    _close(signal.csd(SPECTRAL_X, SPECTRAL_Y[:80], nperseg=16)[1], expected, rtol=2e-4)
+    z = (SPECTRAL_X + 1j * SPECTRAL_Y).astype(np.complex64)
+    freqs, p = signal.welch(z, nperseg=16)  # complex input: two-sided
+    assert freqs.shape == (16,)
+    _close(p, scipy.signal.welch(z, nperseg=16)[1], rtol=2e-4)
+
+
+def test_welch_pinned_to_jax():
+    # JAX 0.10: welch(x, nperseg=16) and with average='median', first three values
+    x = (np.sin(np.arange(64) * 0.3) + np.cos(np.arange(64) * 1.1)).astype(np.float32)
+    _close(signal.welch(x, nperseg=16)[1][:3], [1.0003718, 3.3555453, 1.833308], rtol=1e-4)
+    median = signal.welch(x, nperseg=16, average="median")[1][:3]
+    _close(median, [1.1395755, 4.1762657, 2.3303814], rtol=1e-4)
+    freqs, p = signal.welch(x)  # nperseg defaults to 256, cut to the signal's length
+    assert freqs.shape == p.shape == (33,)
+    with pytest.raises(ValueError, match="window"):
+        signal.welch(x, window="kaiser")
+    with pytest.raises(ValueError, match="scaling"):
+        signal.welch(x, scaling="power")
+
+
 # --------------------------------------------------------------------------------------------
 # optimize
 

@@ -63,6 +63,16 @@ JAX_SIGNATURES = [
         "scipy.signal.correlate2d",
         "(in1, in2, mode='full', boundary='fill', fillvalue=0, precision=None)",
     ),
+    (
+        "scipy.signal.csd",
+        "(x, y, fs=1.0, window='hann', nperseg=None, noverlap=None, nfft=None, "
+        "detrend='constant', return_onesided=True, scaling='density', axis=-1, average='mean')",
+    ),
+    (
+        "scipy.signal.welch",
+        "(x, fs=1.0, window='hann', nperseg=None, noverlap=None, nfft=None, "
+        "detrend='constant', return_onesided=True, scaling='density', axis=-1, average='mean')",
+    ),
     ("scipy.signal.detrend", "(data, axis=-1, type='linear', bp=0, overwrite_data=None)"),
     ("scipy.signal.fftconvolve", "(in1, in2, mode='full', axes=None)"),
     ("scipy.optimize.minimize", "(fun, x0, args=(), *, method, tol=None, options=None)"),
