@@ -160,6 +160,39 @@ def test_welch_pinned_to_jax():
         signal.welch(x, scaling="power")
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(nperseg=16),
+        dict(nperseg=20, noverlap=5, nfft=32),
+        dict(nperseg=16, boundary=None),
+        dict(nperseg=16, padded=False),
+        dict(nperseg=16, boundary="even"),
+        dict(nperseg=16, boundary="odd"),
+        dict(nperseg=16, boundary="constant", window="hamming", fs=2.0),
+        dict(nperseg=17, return_onesided=False, detrend="linear"),
+        dict(),
+    ],
+    ids=str,
+)
+def test_stft_matches_scipy(kwargs):
+    for got, expected in zip(
+        signal.stft(SPECTRAL_X, **kwargs), scipy.signal.stft(SPECTRAL_X, **kwargs)
+    ):
+        assert got.shape == expected.shape
+        _close(got, expected, rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("shape, axis", [((3, 100), -1), ((100, 3), 0), ((2, 50, 3), 1)])
+def test_stft_axes(shape, axis):
+    x = RNG.normal(size=shape).astype(np.float32)
+    got, expected = signal.stft(x, nperseg=8, axis=axis), scipy.signal.stft(x, nperseg=8, axis=axis)
+    assert got[2].shape == expected[2].shape
+    _close(got[2], expected[2], rtol=2e-4, atol=2e-5)
+    with pytest.raises(ValueError, match="boundary"):
+        signal.stft(x, boundary="periodic")
+
+
 # --------------------------------------------------------------------------------------------
 # optimize
 

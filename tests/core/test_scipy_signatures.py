@@ -73,6 +73,11 @@ JAX_SIGNATURES = [
         "(x, fs=1.0, window='hann', nperseg=None, noverlap=None, nfft=None, "
         "detrend='constant', return_onesided=True, scaling='density', axis=-1, average='mean')",
     ),
+    (
+        "scipy.signal.stft",
+        "(x, fs=1.0, window='hann', nperseg=256, noverlap=None, nfft=None, detrend=False, "
+        "return_onesided=True, boundary='zeros', padded=True, axis=-1)",
+    ),
     ("scipy.signal.detrend", "(data, axis=-1, type='linear', bp=0, overwrite_data=None)"),
     ("scipy.signal.fftconvolve", "(in1, in2, mode='full', axes=None)"),
     ("scipy.optimize.minimize", "(fun, x0, args=(), *, method, tol=None, options=None)"),

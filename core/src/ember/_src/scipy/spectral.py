@@ -1,4 +1,5 @@
-"""``ember.scipy.signal.csd`` and ``welch``: averaged periodograms of overlapping segments
+"""``ember.scipy.signal.csd``, ``welch`` and ``stft``: windowed FFTs of overlapping segments;
+csd and welch average their periodograms of overlapping segments
 (Welch's method), as ``jax.scipy.signal``.
 
 Segments are cut by one static gather; windows are computed on the host (periodic, as
@@ -180,3 +181,74 @@ def welch(
         average,
     )  # fmt: skip
     return freqs, enp.real(p)
+
+
+_EXTENSIONS = ("zeros", "even", "odd", "constant", None)
+
+
+def _extended(x: Any, half: int, boundary: Any) -> Any:
+    """x with ``half`` samples added at both ends of its last axis, as SciPy's stft does."""
+    if boundary is None or half == 0:
+        return x
+    n = get_aval(x).shape[-1]
+    if boundary == "zeros":
+        return extras.pad(x, [(0, 0)] * (get_aval(x).ndim - 1) + [(half, half)])
+    left, right = x[..., 1 : half + 1][..., ::-1], x[..., n - half - 1 : n - 1][..., ::-1]
+    if boundary == "constant":
+        left = manipulation.broadcast_to(x[..., :1], get_aval(left).shape)
+        right = manipulation.broadcast_to(x[..., -1:], get_aval(right).shape)
+    elif boundary == "odd":
+        left, right = 2 * x[..., :1] - left, 2 * x[..., -1:] - right
+    return manipulation.concatenate([left, x, right], axis=-1)
+
+
+def stft(
+    x: Any,
+    fs: Any = 1.0,
+    window: str = "hann",
+    nperseg: int = 256,
+    noverlap: int | None = None,
+    nfft: int | None = None,
+    detrend: bool = False,
+    return_onesided: bool = True,
+    boundary: str | None = "zeros",
+    padded: bool = True,
+    axis: int = -1,
+) -> tuple[Any, Any, Any]:
+    """(frequencies, segment times, Zxx): the FFT of each windowed segment, scaled by
+    1 / sum(window); Zxx has the frequencies then the segments in place of ``axis``."""
+    if boundary not in _EXTENSIONS:
+        raise ValueError(f"Unknown boundary option {boundary!r}{errors.where()}")
+    x = manipulation.moveaxis(_as_signal(x), axis, -1)
+    n = get_aval(x).shape[-1]
+    nperseg = min(int(nperseg), n)
+    noverlap = nperseg // 2 if noverlap is None else int(noverlap)
+    nfft = nperseg if nfft is None else int(nfft)
+    if nperseg < 1 or not 0 <= noverlap < nperseg or nfft < nperseg:
+        raise ValueError(
+            f"need 0 <= noverlap < nperseg <= nfft, got noverlap={noverlap}, nperseg={nperseg}, "
+            f"nfft={nfft}{errors.where()}"
+        )
+    dtype = get_aval(x).dtype
+    real = dtypes.real_dtype(dtype)
+    x = _extended(x, nperseg // 2, boundary)
+    step = nperseg - noverlap
+    if padded:  # zeros at the end so that the last segment ends at the last sample
+        extra = (-(get_aval(x).shape[-1] - nperseg) % step) % nperseg
+        x = _padded(x, get_aval(x).shape[-1] + extra)
+    length = get_aval(x).shape[-1]
+    count = (length - nperseg) // step + 1
+    index = np.arange(count)[:, None] * step + np.arange(nperseg)[None, :]
+    win = _window(window, nperseg, real)
+    segments = _detrended(x[..., index], detrend) * win
+    onesided = return_onesided and not np.issubdtype(dtype, np.complexfloating)
+    z = fft.rfft(segments, nfft) if onesided else fft.fft(segments, nfft)
+    z = z / reductions.sum(win).astype(get_aval(z).dtype)
+    fs = creation.asarray(fs).astype(real)
+    freqs = (fft.rfftfreq(nfft) if onesided else fft.fftfreq(nfft)) * fs
+    starts = np.arange(count) * step + nperseg / 2 - (nperseg / 2 if boundary else 0)
+    times = creation.asarray(starts.astype(real)) / fs
+    z = manipulation.swapaxes(z, -1, -2)  # (..., frequencies, segments)
+    if axis not in (-1, get_aval(z).ndim - 2):
+        z = manipulation.moveaxis(z, (-2, -1), (axis % (get_aval(z).ndim - 1), -1))
+    return freqs, times, z
