@@ -193,6 +193,41 @@ def test_stft_axes(shape, axis):
         signal.stft(x, boundary="periodic")
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [dict(nperseg=16), dict(nperseg=20, noverlap=5), dict(nperseg=16, window="hamming", fs=2.0)],
+    ids=str,
+)
+@pytest.mark.parametrize("boundary", [True, False])
+def test_istft_matches_scipy_and_inverts_stft(kwargs, boundary):
+    z = scipy.signal.stft(SPECTRAL_X, **kwargs)[2].astype(np.complex64)
+    expected = scipy.signal.istft(z, boundary=boundary, **kwargs)
+    for got, want in zip(signal.istft(z, boundary=boundary, **kwargs), expected):
+        assert got.shape == want.shape
+        _close(got, want, rtol=2e-4, atol=2e-5)
+    if boundary:
+        back = signal.istft(signal.stft(SPECTRAL_X, **kwargs)[2], **kwargs)[1]
+        _close(np.asarray(back)[:100], SPECTRAL_X, atol=1e-5)
+
+
+def test_istft_axes_and_two_sided():
+    x = RNG.normal(size=(2, 50, 3)).astype(np.float32)
+    z = scipy.signal.stft(x, nperseg=8, axis=1)[2].astype(np.complex64)
+    # times count along the result's first axis, as in SciPy and JAX 0.10: here (2,)
+    for args in [dict(time_axis=-1, freq_axis=1), dict(time_axis=0, freq_axis=2)]:
+        zz = z if args["time_axis"] == -1 else np.moveaxis(z, -1, 0)
+        for got, want in zip(
+            signal.istft(zz, nperseg=8, **args), scipy.signal.istft(zz, nperseg=8, **args)
+        ):
+            assert got.shape == want.shape
+            _close(got, want, rtol=2e-4, atol=2e-5)
+    z = scipy.signal.stft(SPECTRAL_X, nperseg=16, return_onesided=False)[2].astype(np.complex64)
+    got = signal.istft(z, nperseg=16, input_onesided=False)[1]
+    _close(got, scipy.signal.istft(z, nperseg=16, input_onesided=False)[1], rtol=2e-4, atol=2e-5)
+    with pytest.raises(ValueError, match="differing"):
+        signal.istft(z, time_axis=0, freq_axis=0)
+
+
 # --------------------------------------------------------------------------------------------
 # optimize
 

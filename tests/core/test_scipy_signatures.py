@@ -78,6 +78,11 @@ JAX_SIGNATURES = [
         "(x, fs=1.0, window='hann', nperseg=256, noverlap=None, nfft=None, detrend=False, "
         "return_onesided=True, boundary='zeros', padded=True, axis=-1)",
     ),
+    (
+        "scipy.signal.istft",
+        "(Zxx, fs=1.0, window='hann', nperseg=None, noverlap=None, nfft=None, "
+        "input_onesided=True, boundary=True, time_axis=-1, freq_axis=-2)",
+    ),
     ("scipy.signal.detrend", "(data, axis=-1, type='linear', bp=0, overwrite_data=None)"),
     ("scipy.signal.fftconvolve", "(in1, in2, mode='full', axes=None)"),
     ("scipy.optimize.minimize", "(fun, x0, args=(), *, method, tol=None, options=None)"),

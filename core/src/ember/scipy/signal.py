@@ -8,4 +8,4 @@ from ember._src.scipy.signal import (
     detrend as detrend,
     fftconvolve as fftconvolve,
 )
-from ember._src.scipy.spectral import csd as csd, stft as stft, welch as welch
+from ember._src.scipy.spectral import csd as csd, istft as istft, stft as stft, welch as welch

@@ -1,5 +1,5 @@
-"""``ember.scipy.signal.csd``, ``welch`` and ``stft``: windowed FFTs of overlapping segments;
-csd and welch average their periodograms of overlapping segments
+"""``ember.scipy.signal.csd``, ``welch``, ``stft`` and ``istft``: windowed FFTs of overlapping
+segments (istft adds them back); csd and welch average their periodograms of overlapping segments
 (Welch's method), as ``jax.scipy.signal``.
 
 Segments are cut by one static gather; windows are computed on the host (periodic, as
@@ -252,3 +252,63 @@ def stft(
     if axis not in (-1, get_aval(z).ndim - 2):
         z = manipulation.moveaxis(z, (-2, -1), (axis % (get_aval(z).ndim - 1), -1))
     return freqs, times, z
+
+
+def istft(
+    Zxx: Any,
+    fs: Any = 1.0,
+    window: str = "hann",
+    nperseg: int | None = None,
+    noverlap: int | None = None,
+    nfft: int | None = None,
+    input_onesided: bool = True,
+    boundary: bool = True,
+    time_axis: int = -1,
+    freq_axis: int = -2,
+) -> tuple[Any, Any]:
+    """(times, x): the inverse of ``stft`` by weighted overlap-add of the inverse FFTs."""
+    z = creation.asarray(Zxx)
+    ndim = get_aval(z).ndim
+    if ndim < 2:
+        raise ValueError(f"istft: Zxx must have two or more dimensions{errors.where()}")
+    time_axis, freq_axis = time_axis % ndim, freq_axis % ndim
+    if time_axis == freq_axis:
+        raise ValueError(f"istft: must specify differing time and frequency axes{errors.where()}")
+    z = manipulation.moveaxis(z, (freq_axis, time_axis), (-2, -1))
+    nfreq, count = get_aval(z).shape[-2:]
+    default = 2 * (nfreq - 1) if input_onesided else nfreq
+    nperseg = default if nperseg is None else int(nperseg)
+    if nfft is None:
+        nfft = nperseg if input_onesided and nperseg == default + 1 else default
+    noverlap = nperseg // 2 if noverlap is None else int(noverlap)
+    if nperseg < 1 or not 0 <= noverlap < nperseg or nfft < nperseg:
+        raise ValueError(
+            f"need 0 <= noverlap < nperseg <= nfft, got noverlap={noverlap}, nperseg={nperseg}, "
+            f"nfft={nfft}{errors.where()}"
+        )
+    step = nperseg - noverlap
+    if not dtypes.is_inexact(get_aval(z).dtype):
+        z = z.astype(dtypes.default_float())
+    real = dtypes.real_dtype(get_aval(z).dtype)
+    win = _window(window, nperseg, real)
+    inverse = fft.irfft if input_onesided else fft.ifft
+    segments = inverse(manipulation.swapaxes(z, -1, -2), nfft)[..., :nperseg]
+    segments = segments * (reductions.sum(win) * win).astype(get_aval(segments).dtype)
+    length = nperseg + (count - 1) * step
+    index = (np.arange(count)[:, None] * step + np.arange(nperseg)[None, :]).ravel()
+    batch = get_aval(segments).shape[:-2]
+    flat = manipulation.reshape(segments, (*batch, count * nperseg))
+    x = creation.zeros((*batch, length), get_aval(segments).dtype).at[..., index].add(flat)
+    squares = manipulation.reshape(
+        manipulation.broadcast_to(creation.asarray(win) ** 2, (count, nperseg)), (-1,)
+    )
+    norm = creation.zeros((length,), real).at[index].add(squares)
+    if boundary:
+        half = nperseg // 2
+        x, norm = x[..., half : length - half], norm[half : length - half]
+    x = x / extras.where(norm > 1e-10, norm, 1).astype(real)
+    if ndim > 2 and time_axis != ndim - 1:
+        x = manipulation.moveaxis(x, -1, time_axis - 1 if freq_axis < time_axis else time_axis)
+    # SciPy and JAX count the times along x's first axis, whichever axis holds time
+    times = creation.arange(get_aval(x).shape[0], dtype=real) / creation.asarray(fs).astype(real)
+    return times, x
