@@ -352,13 +352,12 @@ def solve(
 def _hermitian_from_triangle(a: Any, lower: bool) -> Any:
     """The Hermitian matrix whose ``lower`` (or upper) triangle is that of ``a``."""
     n = _shape(a)[-1]
-    keep = np.tril(np.ones((n, n), bool)) if lower else np.triu(np.ones((n, n), bool))
     strict = np.tril(np.ones((n, n), bool), -1) if lower else np.triu(np.ones((n, n), bool), 1)
     dtype = _dtype(a)
-    mirrored = _h(where(strict, a, 0).astype(dtype))
-    diag = np.eye(n, dtype=bool)
-    diagonal = where(diag, enp.real(a).astype(dtype), 0).astype(dtype)
-    return where(strict, a, 0).astype(dtype) + mirrored + where(keep & diag, diagonal, 0)
+    half = where(strict, a, 0).astype(dtype)
+    # a Hermitian matrix has a real diagonal: the imaginary parts there are ignored
+    diagonal = where(np.eye(n, dtype=bool), enp.real(a).astype(dtype), 0).astype(dtype)
+    return half + _h(half) + diagonal
 
 
 def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
