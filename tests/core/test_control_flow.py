@@ -485,3 +485,20 @@ def test_fori_loop_index_is_weakly_typed_with_python_int_bounds():
     assert index.dtype == np.int32 and index.weak_type and int(index) == 2
     strong = lax.fori_loop(np.int16(0), 3, lambda i, c: c + i, np.int16(0))
     assert strong.dtype == np.int16 and int(strong) == 3
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_switch_grad_with_residuals_in_several_branches(index):
+    # Each branch saves different residuals for reverse mode; the middle branch's residual
+    # slots once landed after the last branch's, so vjp failed with a branch type mismatch.
+    def f(a):
+        s = enp.sum(a)
+        branches = [
+            lambda m: enp.sin(m) * m,
+            lambda m: enp.sin(m / s) * m,
+            lambda m: enp.exp(m) * s,
+        ]
+        return lax.switch(np.int32(index), branches, a)
+
+    x = np.array([0.3, 0.1], np.float32)
+    check_grads(f, (x,), order=1, modes=("rev",))

@@ -44,7 +44,7 @@ LAYERS = [
         "shard_map",
         "transforms_extra",
     ],
-    ["nn", "pmap"],
+    ["nn", "pmap", "scipy", "image", "lax_linalg"],
     ["example_libraries"],
 ]
 

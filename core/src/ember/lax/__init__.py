@@ -1,5 +1,7 @@
 """ember.lax: the primitive-level API (strict dtypes, explicit broadcasting)."""
 
+import importlib as _importlib
+
 from ember._src.lax_api import (
     approx_max_k as approx_max_k,
     approx_min_k as approx_min_k,
@@ -224,3 +226,10 @@ from ember._src.ops.special import (
 from ember._src.sharding_constraint import (
     with_sharding_constraint as with_sharding_constraint,
 )
+
+
+def __getattr__(name: str):
+    # ``ember.lax.linalg`` is imported on first use, as ``ember.random`` is
+    if name == "linalg":
+        return _importlib.import_module("ember.lax.linalg")
+    raise AttributeError(f"module 'ember.lax' has no attribute {name!r}")

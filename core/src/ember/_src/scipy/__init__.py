@@ -1,0 +1,1 @@
+"""Private implementations behind ``ember.scipy``."""

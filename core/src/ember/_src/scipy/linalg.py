@@ -1,0 +1,754 @@
+"""``ember.scipy.linalg``: SciPy's dense linear algebra, written over ``ember.numpy.linalg``.
+
+Factorisations are loops with static bounds (``fori_loop``), so they compile into one XLA
+loop each and differentiate in both modes. LU records LAPACK-style pivots (row ``j`` swapped
+with row ``piv[j]``, 0-based, as JAX returns them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember._src import dtypes, errors
+from ember._src.api import vmap
+from ember._src.core import get_aval
+from ember._src.jit import jit
+from ember._src.numpy import (
+    creation,
+    dtype_functions,
+    elementwise as enp,
+    linalg as nla,
+    manipulation,
+    reductions,
+)
+from ember._src.numpy.contractions import matmul
+from ember._src.numpy.extras import where
+from ember._src.numpy.linalg_general import _hessenberg, _schur, _unit_scale
+from ember._src.ops.control_flow.loops import fori_loop
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _matrix(a: Any, what: str, square: bool = True) -> Any:
+    return nla._float_matrix(a, what, square=square)
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return get_aval(x).shape
+
+
+def _dtype(x: Any) -> np.dtype:
+    return get_aval(x).dtype
+
+
+def _h(x: Any) -> Any:
+    """Conjugate transpose of the last two axes."""
+    return manipulation.swapaxes(enp.conjugate(x), -1, -2)
+
+
+def _iota(n: int) -> Any:
+    return creation.arange(n, dtype=np.int32)
+
+
+def _rhs(b: Any, dtype: np.dtype) -> Any:
+    b = creation.asarray(b)
+    return manipulation.astype(b, dtype_functions.result_type(dtype, _dtype(b)))
+
+
+def _check_rhs(a: Any, b: Any, what: str) -> None:
+    n = _shape(a)[-1]
+    bshape = _shape(b)
+    vector = len(bshape) == len(_shape(a)) - 1
+    rows = bshape[-1] if vector else (bshape[-2] if len(bshape) >= 2 else None)
+    if rows != n:
+        raise ValueError(
+            f"{what}: the right-hand side of shape {bshape} does not match the matrix of shape "
+            f"{_shape(a)}{errors.where()}"
+        )
+
+
+def _per_matrix(single, a: Any) -> Any:
+    """Apply ``single`` (written for one matrix) over a's leading batch axes."""
+    for _ in range(len(_shape(a)) - 2):
+        single = vmap(single)
+    return single(a)
+
+
+def _batched_solve(single, a: Any, b: Any) -> Any:
+    """Apply ``single(a2d, b)`` over a's leading batch axes (b shares them)."""
+    for _ in range(len(_shape(a)) - 2):
+        single = vmap(single)
+    return single(a, b)
+
+
+# --------------------------------------------------------------------------------------------
+# Triangular solves
+
+
+def _substitute(a: Any, b: Any, lower: bool, unit_diagonal: bool) -> Any:
+    """x with ``a @ x = b`` for one triangular a (n, n) and b (n,) or (n, k)."""
+    n = _shape(a)[0]
+    cols = _iota(n)
+    dtype = _dtype(b)
+
+    def row_update(i, x, solved):
+        coeffs = where(solved, a[i], 0).astype(dtype)
+        value = x[i] - matmul(coeffs, x)
+        if not unit_diagonal:
+            value = value / a[i, i]
+        return x.at[i].set(value.astype(dtype))
+
+    def forward(i, x):
+        return row_update(i, x, enp.less(cols, i))
+
+    def backward(j, x):
+        i = n - 1 - j
+        return row_update(i, x, enp.greater(cols, i))
+
+    return fori_loop(0, n, forward if lower else backward, b)
+
+
+def _trans_code(trans: Any) -> int:
+    codes = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}
+    if isinstance(trans, (int, np.integer, str)) and trans in codes:
+        return codes[trans]
+    raise ValueError(
+        f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}{errors.where()}"
+    )
+
+
+def _operator(a: Any, code: int) -> Any:
+    """op(a) for LAPACK's trans code: a, a^T or a^H."""
+    if code == 0:
+        return a
+    t = manipulation.swapaxes(a, -1, -2)
+    return enp.conjugate(t) if code == 2 else t
+
+
+def solve_triangular(
+    a: Any,
+    b: Any,
+    trans: int | str = 0,
+    lower: bool = False,
+    unit_diagonal: bool = False,
+    overwrite_b: bool = False,
+    debug: Any = None,
+    check_finite: bool = True,
+) -> Any:
+    """x with ``op(a) @ x = b``, reading only the ``lower`` (or upper) triangle of ``a``."""
+    del overwrite_b, debug, check_finite
+    code = _trans_code(trans)
+    a = _matrix(a, "solve_triangular")
+    b = _rhs(b, _dtype(a))
+    a = manipulation.astype(a, _dtype(b))
+    _check_rhs(a, b, "solve_triangular")
+    # op(a) of a lower-triangular a is upper-triangular when transposed
+    return _solve_triangular(a, b, code, bool(lower), bool(unit_diagonal))
+
+
+def _solve_triangular_impl(a: Any, b: Any, code: int, lower: bool, unit: bool) -> Any:
+    op = _operator(a, code)
+    op_lower = lower != (code != 0)
+    return _batched_solve(lambda a1, b1: _substitute(a1, b1, op_lower, unit), op, b)
+
+
+_solve_triangular = jit(_solve_triangular_impl, static_argnums=(2, 3, 4), inline=True)
+
+
+# --------------------------------------------------------------------------------------------
+# LU with partial pivoting (rectangular)
+
+
+def _lu_single(a: Any) -> tuple[Any, Any, Any]:
+    """(packed LU, pivots, permutation) of one (m, n) matrix: ``a[perm] = L @ U``."""
+    m, n = _shape(a)
+    k = min(m, n)
+    rows, cols = _iota(m), _iota(n)
+    dtype = _dtype(a)
+
+    def step(j, state):
+        lu, piv, perm = state
+        column = where(enp.greater_equal(rows, j), enp.abs(lu[:, j]), -1.0)
+        p = reductions.argmax(column).astype(np.int32)
+        row_j, row_p = lu[j], lu[p]
+        lu = lu.at[j].set(row_p).at[p].set(row_j)
+        perm_j, perm_p = perm[j], perm[p]
+        perm = perm.at[j].set(perm_p).at[p].set(perm_j)
+        piv = piv.at[j].set(p)
+        pivot = lu[j, j]
+        safe = where(enp.equal(pivot, 0), 1, pivot).astype(dtype)
+        below = enp.greater(rows, j)
+        factors = where(below, lu[:, j] / safe, 0).astype(dtype)
+        right = where(enp.greater(cols, j), lu[j], 0).astype(dtype)
+        lu = lu - factors[:, None] * right[None, :]
+        lu = where(below[:, None] & enp.equal(cols, j)[None, :], factors[:, None], lu)
+        return lu, piv, perm
+
+    start = (a, creation.zeros((k,), np.int32), rows)
+    return fori_loop(0, k, step, start)
+
+
+def _lu_all(a: Any) -> tuple[Any, Any, Any]:
+    return _per_matrix(_lu_single, a)
+
+
+_lu_compiled = jit(_lu_all, inline=True)
+
+
+def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Any, Any]:
+    """(lu, piv): L below the diagonal (unit diagonal implied), U on and above it; row ``i``
+    was swapped with row ``piv[i]``."""
+    del overwrite_a, check_finite
+    lu, piv, _ = _lu_compiled(_matrix(a, "lu_factor", square=False))
+    return lu, piv
+
+
+def _split_lu(lu: Any) -> tuple[Any, Any]:
+    m, n = _shape(lu)[-2:]
+    k = min(m, n)
+    dtype = _dtype(lu)
+    lower = np.tril(np.ones((m, k), bool), -1)
+    l_factor = where(lower, lu[..., :, :k], 0).astype(dtype) + np.eye(m, k, dtype=dtype)
+    upper = np.triu(np.ones((k, n), bool))
+    return l_factor, where(upper, lu[..., :k, :], 0).astype(dtype)
+
+
+def lu(
+    a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True
+) -> tuple[Any, ...]:
+    """(p, l, u) with ``a = p @ l @ u``; ``permute_l=True`` gives (p @ l, u)."""
+    del overwrite_a, check_finite
+    a = _matrix(a, "lu", square=False)
+    packed, _, perm = _lu_compiled(a)
+    l_factor, u_factor = _split_lu(packed)
+    m = _shape(a)[-2]
+    # a[perm] = l @ u, so a = P^T l u with P's row i the unit vector e_perm[i]
+    p = manipulation.swapaxes(
+        manipulation.astype(enp.equal(perm[..., :, None], _iota(m)), _dtype(a)), -1, -2
+    )
+    if permute_l:
+        return matmul(p, l_factor), u_factor
+    return p, l_factor, u_factor
+
+
+def _pivots_to_permutation(piv: Any, m: int) -> Any:
+    def swap(j, perm):
+        p = piv[j]
+        perm_j, perm_p = perm[j], perm[p]
+        return perm.at[j].set(perm_p).at[p].set(perm_j)
+
+    return fori_loop(0, _shape(piv)[0], swap, _iota(m))
+
+
+def _lu_solve_single(packed: Any, piv: Any, b: Any, code: int) -> Any:
+    n = _shape(packed)[0]
+    perm = _pivots_to_permutation(piv, n)
+    if code == 0:
+        y = _substitute(packed, b[perm], lower=True, unit_diagonal=True)
+        return _substitute(packed, y, lower=False, unit_diagonal=False)
+    op = _operator(packed, code)  # op(U) is lower, op(L) is upper with a unit diagonal
+    z = _substitute(op, b, lower=True, unit_diagonal=False)
+    w = _substitute(op, z, lower=False, unit_diagonal=True)
+    return creation.zeros_like(w).at[perm].set(w)
+
+
+def _lu_solve_impl(packed: Any, piv: Any, b: Any, code: int) -> Any:
+    single = lambda p1, v1, b1: _lu_solve_single(p1, v1, b1, code)
+    for _ in range(len(_shape(packed)) - 2):
+        single = vmap(single)
+    return single(packed, piv, b)
+
+
+_lu_solve = jit(_lu_solve_impl, static_argnums=3, inline=True)
+
+
+def lu_solve(
+    lu_and_piv: tuple[Any, Any],
+    b: Any,
+    trans: int = 0,
+    overwrite_b: bool = False,
+    check_finite: bool = True,
+) -> Any:
+    """x with ``op(a) @ x = b`` from ``lu_factor(a)``; trans 0, 1, 2 mean a, a^T, a^H."""
+    del overwrite_b, check_finite
+    if trans not in (0, 1, 2):
+        raise ValueError(f"lu_solve: trans must be 0, 1 or 2, got {trans!r}{errors.where()}")
+    packed, piv = lu_and_piv
+    packed = _matrix(packed, "lu_solve")
+    b = _rhs(b, _dtype(packed))
+    _check_rhs(packed, b, "lu_solve")
+    packed = manipulation.astype(packed, _dtype(b))
+    return _lu_solve(packed, creation.asarray(piv).astype(np.int32), b, int(trans))
+
+
+# --------------------------------------------------------------------------------------------
+# Cholesky and solves
+
+
+def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
+    """The Cholesky factor of a Hermitian positive-definite ``a``: lower (``a = L L^H``) or,
+    by default, upper (``a = U^H U``)."""
+    del overwrite_a, check_finite
+    return nla.cholesky(a, upper=not lower)
+
+
+def cho_factor(
+    a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True
+) -> tuple[Any, bool]:
+    """(c, lower) for ``cho_solve``; the other triangle of c is zero (as JAX returns it)."""
+    del overwrite_a, check_finite
+    return cholesky(a, lower=lower), lower
+
+
+def cho_solve(
+    c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, check_finite: bool = True
+) -> Any:
+    """x with ``a @ x = b`` from ``cho_factor(a)``."""
+    del overwrite_b, check_finite
+    c, lower = c_and_lower
+    c = _matrix(c, "cho_solve")
+    b = _rhs(b, _dtype(c))
+    _check_rhs(c, b, "cho_solve")
+    c = manipulation.astype(c, _dtype(b))
+    lower = bool(lower)
+    # a = L L^H: solve L y = b, then L^H x = y (a = U^H U: U^H y = b, then U x = y)
+    y = _solve_triangular(c, b, 0 if lower else 2, lower, False)
+    return _solve_triangular(c, y, 2 if lower else 0, lower, False)
+
+
+_ASSUME_A = ("gen", "general", "sym", "symmetric", "her", "hermitian", "pos", "positive definite")
+
+
+def solve(
+    a: Any,
+    b: Any,
+    lower: bool = False,
+    overwrite_a: bool = False,
+    overwrite_b: bool = False,
+    debug: bool = False,
+    check_finite: bool = True,
+    assume_a: str = "gen",
+) -> Any:
+    """x with ``a @ x = b``. ``assume_a='pos'`` solves by Cholesky from the ``lower`` (or upper)
+    triangle; the other kinds by LU with partial pivoting."""
+    del overwrite_a, overwrite_b, debug, check_finite
+    if assume_a not in _ASSUME_A:
+        raise ValueError(
+            f"solve: assume_a must be one of {_ASSUME_A}, got {assume_a!r}{errors.where()}"
+        )
+    a = _matrix(a, "solve")
+    b = _rhs(b, _dtype(a))
+    a = manipulation.astype(a, _dtype(b))
+    _check_rhs(a, b, "solve")
+    if assume_a in ("pos", "positive definite"):
+        full = _hermitian_from_triangle(a, lower)
+        return cho_solve((nla.cholesky(full, symmetrize_input=False), True), b)
+    return nla.solve(a, b)
+
+
+def _hermitian_from_triangle(a: Any, lower: bool) -> Any:
+    """The Hermitian matrix whose ``lower`` (or upper) triangle is that of ``a``."""
+    n = _shape(a)[-1]
+    strict = np.tril(np.ones((n, n), bool), -1) if lower else np.triu(np.ones((n, n), bool), 1)
+    dtype = _dtype(a)
+    half = where(strict, a, 0).astype(dtype)
+    # a Hermitian matrix has a real diagonal: the imaginary parts there are ignored
+    diagonal = where(np.eye(n, dtype=bool), enp.real(a).astype(dtype), 0).astype(dtype)
+    return half + _h(half) + diagonal
+
+
+def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
+    del overwrite_a, check_finite
+    return nla.inv(a)
+
+
+def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
+    del overwrite_a, check_finite
+    return nla.det(a)
+
+
+def eigh(
+    a: Any,
+    b: Any = None,
+    lower: bool = True,
+    eigvals_only: bool = False,
+    overwrite_a: bool = False,
+    overwrite_b: bool = False,
+    turbo: bool = True,
+    eigvals: None = None,
+    type: int = 1,
+    check_finite: bool = True,
+) -> Any:
+    """Eigenvalues (ascending) and eigenvectors of the Hermitian matrix whose ``lower`` (or
+    upper) triangle ``a`` holds. The generalised problem (``b``) is not supported, as in JAX."""
+    del overwrite_a, overwrite_b, turbo, check_finite
+    if b is not None:
+        raise NotImplementedError(
+            f"eigh: only the standard problem (b=None) is supported{errors.where()}"
+        )
+    if eigvals is not None:
+        raise NotImplementedError(f"eigh: eigvals= is not supported{errors.where()}")
+    del type
+    full = _hermitian_from_triangle(_matrix(a, "eigh"), bool(lower))
+    w, v = nla.eigh(full, symmetrize_input=False)
+    return w if eigvals_only else (w, v)
+
+
+_QR_MODES = ("full", "r", "economic")
+
+
+def qr(
+    a: Any,
+    overwrite_a: bool = False,
+    lwork: Any = None,
+    mode: str = "full",
+    pivoting: bool = False,
+    check_finite: bool = True,
+) -> tuple[Any, ...]:
+    """Householder QR. ``mode``: 'full' (q square), 'economic' (q with min(m, n) columns) or
+    'r' (a one-tuple ``(r,)``, as SciPy and JAX return it)."""
+    del overwrite_a, lwork, check_finite
+    if mode not in _QR_MODES:
+        raise ValueError(f"qr: mode must be one of {_QR_MODES}, got {mode!r}{errors.where()}")
+    if pivoting:
+        raise NotImplementedError(f"qr: pivoting=True is not supported{errors.where()}")
+    if mode == "r":
+        return (nla.qr(a, mode="complete")[1],)
+    q, r = nla.qr(a, mode="complete" if mode == "full" else "reduced")
+    return q, r
+
+
+def svd(
+    a: Any,
+    full_matrices: bool = True,
+    compute_uv: bool = True,
+    overwrite_a: bool = False,
+    check_finite: bool = True,
+    lapack_driver: str = "gesdd",
+) -> Any:
+    del overwrite_a, check_finite
+    if lapack_driver not in ("gesdd", "gesvd"):
+        raise ValueError(
+            f"svd: lapack_driver must be 'gesdd' or 'gesvd', got {lapack_driver!r}{errors.where()}"
+        )
+    return nla.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+
+
+def polar(
+    a: Any,
+    side: str = "right",
+    *,
+    method: str = "qdwh",
+    eps: float | None = None,
+    max_iterations: int | None = None,
+) -> tuple[Any, Any]:
+    """(u, p): ``a = u @ p`` (side='right') or ``a = p @ u`` (side='left'), u with orthonormal
+    columns and p Hermitian positive semi-definite. Computed from the SVD for either method."""
+    del eps, max_iterations
+    if side not in ("right", "left"):
+        raise ValueError(f"polar: side must be 'right' or 'left', got {side!r}{errors.where()}")
+    if method not in ("qdwh", "svd"):
+        raise ValueError(f"polar: method must be 'qdwh' or 'svd', got {method!r}{errors.where()}")
+    a = _matrix(a, "polar", square=False)
+    u_svd, s, vh = nla.svd(a, full_matrices=False)
+    unitary = matmul(u_svd, vh)
+    s = s.astype(_dtype(a))
+    if side == "right":
+        return unitary, matmul(_h(vh) * s[..., None, :], vh)
+    return unitary, matmul(u_svd * s[..., None, :], _h(u_svd))
+
+
+def hessenberg(
+    a: Any, *, calc_q: bool = False, overwrite_a: bool = False, check_finite: bool = True
+) -> Any:
+    """h (and q with ``a = q @ h @ q^H`` when ``calc_q``), h upper Hessenberg."""
+    del overwrite_a, check_finite
+    a = _matrix(a, "hessenberg")
+    if len(_shape(a)) != 2:
+        raise ValueError(f"hessenberg: expected one matrix, got {_shape(a)}{errors.where()}")
+    h, q = _hessenberg_compiled(a)
+    return (h, q) if calc_q else h
+
+
+_hessenberg_compiled = jit(_hessenberg, inline=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Special matrices
+
+
+def block_diag(*arrs: Any) -> Any:
+    """The block-diagonal matrix of the given scalars, vectors (one row) and matrices."""
+    if not arrs:
+        return creation.zeros((1, 0))
+    blocks = [manipulation.atleast_2d(creation.asarray(x)) for x in arrs]
+    for x in blocks:
+        if len(_shape(x)) > 2:
+            raise ValueError(
+                f"block_diag: arguments must have dimension <= 2, got shape {_shape(x)}"
+                f"{errors.where()}"
+            )
+    dtype = dtype_functions.result_type(*blocks)
+    width = sum(_shape(x)[1] for x in blocks)
+    rows, left = [], 0
+    for x in blocks:
+        m, n = _shape(x)
+        pieces = [creation.zeros((m, left), dtype), x.astype(dtype)]
+        pieces.append(creation.zeros((m, width - left - n), dtype))
+        rows.append(manipulation.concatenate(pieces, axis=1))
+        left += n
+    return manipulation.concatenate(rows, axis=0)
+
+
+def toeplitz(c: Any, r: Any = None) -> Any:
+    """The Toeplitz matrix with first column ``c`` and first row ``r`` (default ``conj(c)``);
+    ``r[0]`` is ignored. Leading axes of c and r are batch axes, as in JAX."""
+    c = creation.asarray(c)
+    r = enp.conjugate(c) if r is None else creation.asarray(r)
+    dtype = dtype_functions.result_type(c, r)
+    c = manipulation.atleast_1d(c).astype(dtype)
+    r = manipulation.atleast_1d(r).astype(dtype)
+    m, n = _shape(c)[-1], _shape(r)[-1]
+    batch = np.broadcast_shapes(_shape(c)[:-1], _shape(r)[:-1])
+    c = manipulation.broadcast_to(c, (*batch, m))
+    r = manipulation.broadcast_to(r, (*batch, n))
+    # values[n - 1 + i - j] is entry (i, j): the row reversed, then the column
+    values = manipulation.concatenate([manipulation.flip(r[..., 1:], axis=-1), c], axis=-1)
+    index = (n - 1) + np.arange(m)[:, None] - np.arange(n)[None, :]
+    return values[..., index]
+
+
+def hankel(c: Any, r: Any = None) -> Any:
+    """The Hankel matrix with first column ``c`` and last row ``r`` (default zeros);
+    ``r[0]`` is ignored."""
+    c = manipulation.ravel(creation.asarray(c))
+    r = creation.zeros_like(c) if r is None else manipulation.ravel(creation.asarray(r))
+    dtype = dtype_functions.result_type(c, r)
+    m, n = _shape(c)[0], _shape(r)[0]
+    values = manipulation.concatenate([c.astype(dtype), r[1:].astype(dtype)])
+    return values[np.arange(m)[:, None] + np.arange(n)[None, :]]
+
+
+def circulant(c: Any) -> Any:
+    """The circulant matrix with first column ``c`` (leading axes are batch axes)."""
+    c = manipulation.atleast_1d(creation.asarray(c))
+    n = _shape(c)[-1]
+    return c[..., (np.arange(n)[:, None] - np.arange(n)[None, :]) % n]
+
+
+# --------------------------------------------------------------------------------------------
+# Matrix exponential: Pade approximation with scaling and squaring (Higham 2005)
+
+_PADE = {
+    3: (120.0, 60.0, 12.0, 1.0),
+    5: (30240.0, 15120.0, 3360.0, 420.0, 30.0, 1.0),
+    7: (17297280.0, 8648640.0, 1995840.0, 277200.0, 25200.0, 1512.0, 56.0, 1.0),
+    9: (
+        17643225600.0,
+        8821612800.0,
+        2075673600.0,
+        302702400.0,
+        30270240.0,
+        1577520.0,
+        70560.0,
+        2520.0,
+        56.0,
+        1.0,
+    ),
+    13: (
+        64764752532480000.0,
+        32382376266240000.0,
+        7771770303897600.0,
+        1187353796428800.0,
+        129060195264000.0,
+        10559470521600.0,
+        670442572800.0,
+        33522128640.0,
+        1323241920.0,
+        40840800.0,
+        960960.0,
+        16380.0,
+        182.0,
+        1.0,
+    ),
+}
+# The 1-norm below which each degree is accurate to the unit roundoff (Higham's theta_m).
+_THETA_DOUBLE = {3: 1.495585217958292e-2, 5: 2.539398330063230e-1, 7: 9.504178996162932e-1,
+                 9: 2.097847961257068e0, 13: 5.371920351148152e0}  # fmt: skip
+_THETA_SINGLE = {3: 4.258730016922831e-1, 5: 1.880152677804762e0, 7: 3.925724783138660e0}
+
+
+def _pade(a: Any, degree: int) -> tuple[Any, Any]:
+    """(u, v): the odd and even parts of the degree-``degree`` Pade numerator at ``a``."""
+    b = _PADE[degree]
+    dtype = _dtype(a)
+    eye = creation.eye(_shape(a)[0], dtype=dtype)
+    a2 = matmul(a, a)
+    if degree < 13:
+        powers = [eye, a2]
+        while len(powers) < (degree + 1) // 2:
+            powers.append(matmul(powers[-1], a2))
+        odd = sum(b[2 * k + 1] * p for k, p in enumerate(powers))
+        even = sum(b[2 * k] * p for k, p in enumerate(powers))
+        return matmul(a, odd), even
+    a4 = matmul(a2, a2)
+    a6 = matmul(a4, a2)
+    odd = matmul(a6, b[13] * a6 + b[11] * a4 + b[9] * a2) + b[7] * a6 + b[5] * a4 + b[3] * a2
+    even = matmul(a6, b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4 + b[2] * a2
+    return matmul(a, odd + b[1] * eye), even + b[0] * eye
+
+
+def _expm_single(a: Any, max_squarings: int) -> Any:
+    dtype = _dtype(a)
+    single = dtypes.real_dtype(dtype) == np.float32 or dtypes.real_dtype(dtype) == np.float16
+    thetas = _THETA_SINGLE if single else _THETA_DOUBLE
+    degrees = sorted(thetas)
+    top = degrees[-1]
+    norm = reductions.max(reductions.sum(enp.abs(a), axis=0))
+    # scale by 2^-s so that the top degree is accurate, then square s times
+    squarings = enp.maximum(0, enp.ceil(enp.log2(norm / thetas[top])))
+    squarings = where(enp.isfinite(squarings), squarings, 0).astype(np.int32)
+    branch = reductions.sum(
+        manipulation.stack([enp.greater_equal(norm, thetas[d]) for d in degrees[:-1]]).astype(
+            np.int32
+        )
+    )
+
+    # Every degree is evaluated, each on a zero matrix unless it is the chosen one: the
+    # unchosen ones stay well conditioned (Pade at 0 is the identity), so no inf or NaN from
+    # them can reach the result or its derivative.
+    scaled = a / enp.exp2(squarings.astype(dtypes.real_dtype(dtype))).astype(dtype)
+    result = creation.zeros_like(a)
+    for k, degree in enumerate(degrees):
+        chosen = enp.equal(branch, k)
+        m = where(chosen, scaled if degree == top else a, 0).astype(dtype)
+        u, v = _pade(m, degree)
+        result = where(chosen, nla.solve(v - u, v + u), result)
+
+    def square(i, r):
+        return where(enp.less(i, squarings), matmul(r, r), r)
+
+    result = fori_loop(0, max_squarings, square, result)
+    return where(enp.greater(squarings, max_squarings), np.nan, result).astype(dtype)
+
+
+def _expm_impl(a: Any, max_squarings: int) -> Any:
+    return _per_matrix(lambda m: _expm_single(m, max_squarings), a)
+
+
+_expm = jit(_expm_impl, static_argnums=1, inline=True)
+
+
+def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> Any:
+    """The matrix exponential by Pade approximation with scaling and squaring; NaN where more
+    than ``max_squarings`` squarings would be needed. ``upper_triangular`` is a hint only."""
+    del upper_triangular
+    a = _matrix(A, "expm")
+    return _expm(a, int(max_squarings))
+
+
+# --------------------------------------------------------------------------------------------
+# Square root through the complex Schur form
+
+
+def _triangular_sqrt(t: Any) -> Any:
+    """The upper-triangular r with ``r @ r = t`` (principal square roots on the diagonal),
+    filled one superdiagonal at a time: before superdiagonal d is filled, ``(r @ r)[i, i+d]``
+    is exactly the sum over the entries between i and i + d that the recurrence needs."""
+    n = _shape(t)[0]
+    dtype = _dtype(t)
+    offset = np.arange(n)[None, :] - np.arange(n)[:, None]
+    root = enp.sqrt(nla._diag(t))
+    r = where(np.eye(n, dtype=bool), root[:, None], 0).astype(dtype)
+    denominator = root[:, None] + root[None, :]
+    safe = where(enp.equal(denominator, 0), 1, denominator).astype(dtype)
+
+    def fill(d, r):
+        entries = (t - matmul(r, r)) / safe
+        return where(enp.equal(offset, d), entries, r).astype(dtype)
+
+    return fori_loop(1, n, fill, r)
+
+
+def _sqrtm_single(a: Any) -> Any:
+    if _shape(a)[0] == 1:
+        return enp.sqrt(a)
+    scaled, scale = _unit_scale(a)
+    t, z = _schur(scaled)
+    r = _triangular_sqrt(t)
+    return matmul(matmul(z, r), _h(z)) * enp.sqrt(scale)
+
+
+_sqrtm = jit(lambda a: _per_matrix(_sqrtm_single, a), inline=True)
+
+
+def sqrtm(A: Any, blocksize: int = 1) -> Any:
+    """The principal square root of a square matrix, complex (as JAX returns it), from the
+    complex Schur form."""
+    if blocksize != 1:
+        raise NotImplementedError(f"sqrtm: only blocksize=1 is supported{errors.where()}")
+    a = _matrix(A, "sqrtm")
+    a = a.astype(dtypes.complex_dtype(_dtype(a)))
+    return _sqrtm(a)
+
+
+# --------------------------------------------------------------------------------------------
+# Matrix functions by the Schur-Parlett recurrence
+
+
+def _parlett(t: Any, diagonal: Any) -> Any:
+    """The upper-triangular f(t) given f on t's diagonal. f(t) commutes with t, which fixes
+    each superdiagonal entry from the ones below it: with entry (i, j) still zero,
+    ``(t f - f t)[i, j] = f[i, j] (t[j, j] - t[i, i])``. Equal diagonal entries (a defective
+    or repeated eigenvalue) leave the entry zero, as JAX does."""
+    n = _shape(t)[0]
+    dtype = _dtype(t)
+    offset = np.arange(n)[None, :] - np.arange(n)[:, None]
+    d = nla._diag(t)
+    gap = d[None, :] - d[:, None]
+    usable = enp.not_equal(gap, 0)
+    safe = where(usable, gap, 1).astype(dtype)
+    f = where(np.eye(n, dtype=bool), diagonal[:, None], 0).astype(dtype)
+
+    def fill(k, f):
+        entries = where(usable, (matmul(t, f) - matmul(f, t)) / safe, 0)
+        return where(enp.equal(offset, k), entries, f).astype(dtype)
+
+    return fori_loop(1, n, fill, f)
+
+
+def _funm_error(t: Any) -> Any:
+    """SciPy's estimate of funm's relative error: eps scaled by how close eigenvalues come."""
+    n = _shape(t)[0]
+    real = dtypes.real_dtype(_dtype(t))
+    eps = np.asarray(np.finfo(real).eps, real)
+    d = nla._diag(t)
+    gaps = enp.abs(d[None, :] - d[:, None])
+    strict = np.triu(np.ones((n, n), bool), 1)
+    smallest = reductions.min(where(strict, gaps, np.inf)) if n > 1 else eps
+    smallest = where(enp.equal(smallest, 0) | ~enp.isfinite(smallest), eps, smallest)
+    above = reductions.max(reductions.sum(enp.abs(where(strict, t, 0)), axis=0))
+    return enp.minimum(1, enp.maximum(eps, eps / smallest * above)).astype(real)
+
+
+def funm(A: Any, func: Any, disp: bool = True) -> Any:
+    """``func`` applied to a square matrix (complex result) by the Schur-Parlett method;
+    ``func`` acts elementwise on the eigenvalues. With ``disp=False``, also SciPy's estimate
+    of the relative error. Repeated eigenvalues are not handled (as in JAX)."""
+    a = _matrix(A, "funm")
+    if len(_shape(a)) != 2:
+        raise ValueError(f"funm: expected one matrix, got shape {_shape(a)}{errors.where()}")
+    a = a.astype(dtypes.complex_dtype(_dtype(a)))
+    if _shape(a)[0] == 1:
+        t, z = a, creation.ones_like(a)
+    else:
+        t, z = _schur_compiled(a)
+    f = _parlett(t, creation.asarray(func(nla._diag(t))).astype(_dtype(t)))
+    result = matmul(matmul(z, f), _h(z))
+    return result if disp else (result, _funm_error(t))
+
+
+_schur_compiled = jit(_schur, inline=True)
