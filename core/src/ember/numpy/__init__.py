@@ -334,6 +334,7 @@ from ember._src.numpy.polynomials import (
 )
 from ember._src.numpy.products import (
     correlate as correlate,
+    cross as cross,
     einsum_path as einsum_path,
     matvec as matvec,
     vecmat as vecmat,
