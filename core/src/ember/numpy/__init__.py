@@ -193,7 +193,6 @@ from ember._src.numpy.extras import (
     nansum as nansum,
     nanvar as nanvar,
     nonzero as nonzero,
-    pad as pad,
     percentile as percentile,
     polyval as polyval,
     quantile as quantile,
@@ -316,6 +315,7 @@ from ember._src.numpy.packing import (
     packbits as packbits,
     unpackbits as unpackbits,
 )
+from ember._src.numpy.padding import pad as pad
 from ember._src.numpy.partitioning import (
     argpartition as argpartition,
     lexsort as lexsort,

@@ -103,42 +103,6 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
     return a
 
 
-def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
-    """``numpy.pad`` for the "constant", "edge", "reflect", "symmetric" and "wrap" modes."""
-    array = creation.asarray(array)
-    ndim = get_aval(array).ndim
-    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (ndim, 2))
-    if (widths < 0).any():
-        raise ValueError(f"pad: negative pad widths {widths.tolist()}{errors.where()}")
-    if mode == "constant":
-        value = convert_element_type(as_operand(constant_values), get_aval(array).dtype)
-        if get_aval(value).shape:
-            raise NotImplementedError("pad: per-axis constant_values")
-        return lax_pad(array, value, [(int(lo), int(hi), 0) for lo, hi in widths])
-    if mode not in ("edge", "reflect", "symmetric", "wrap"):
-        raise NotImplementedError(f"pad mode {mode!r}")
-    for axis, (lo, hi) in enumerate(widths):
-        n = shape_of(array)[axis]
-        index = _pad_positions(n, int(lo), int(hi), mode)
-        array = take(array, index, axis=axis, mode="clip")
-    return array
-
-
-def _pad_positions(n: int, lo: int, hi: int, mode: str) -> np.ndarray:
-    positions = np.arange(-lo, n + hi)
-    if mode == "edge":
-        return np.clip(positions, 0, n - 1)
-    if mode == "wrap":
-        return positions % n
-    period = 2 * n - 2 if mode == "reflect" else 2 * n
-    if period == 0:
-        return np.zeros_like(positions)
-    folded = positions % period
-    if mode == "reflect":
-        return np.where(folded >= n, period - folded, folded)
-    return np.where(folded >= n, period - 1 - folded, folded)
-
-
 def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
     a = creation.asarray(a)
     axis = canonicalize_axis(axis, get_aval(a).ndim)
