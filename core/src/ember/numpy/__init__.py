@@ -233,9 +233,11 @@ from ember._src.numpy.functional import (
     vectorize as vectorize,
 )
 from ember._src.numpy.host import (
+    ComplexWarning as ComplexWarning,
     array_repr as array_repr,
     array_str as array_str,
     frombuffer as frombuffer,
+    fromfile as fromfile,
     fromiter as fromiter,
     fromstring as fromstring,
     get_printoptions as get_printoptions,
@@ -243,6 +245,8 @@ from ember._src.numpy.host import (
     iterable as iterable,
     load as load,
     printoptions as printoptions,
+    save as save,
+    savez as savez,
     set_printoptions as set_printoptions,
 )
 from ember._src.numpy.index_tricks import (
