@@ -21,6 +21,7 @@ from ember._src.numpy import creation, elementwise as enp, manipulation, reducti
 from ember._src.numpy.advanced_indexing import take
 from ember._src.numpy.searching import digitize, searchsorted  # noqa: F401 (re-exported)
 from ember._src.numpy.sorting import argsort, cumsum, sort
+from ember._src.numpy.unique_slices import unique_slices
 from ember._src.numpy.util import (
     as_operand,
     canonicalize_axis,
@@ -404,7 +405,8 @@ def unique(ar: Any, return_index=False, return_inverse=False, return_counts=Fals
     ``equal_nan`` counts every NaN as one value; ``sorted`` is unused, as in JAX (the
     result is always sorted)."""
     if axis is not None:
-        raise NotImplementedError("unique(axis=...)")
+        return unique_slices(ar, axis, return_index, return_inverse, return_counts, equal_nan,
+                             size, fill_value)  # fmt: skip
     ar = creation.asarray(ar)
     flat = reshape(ar, (get_aval(ar).size,))
     n = shape_of(flat)[0]
@@ -444,8 +446,8 @@ def unique(ar: Any, return_index=False, return_inverse=False, return_counts=Fals
     out = out.at[enp.where(first, group, index_dtype.type(size))].set(values)
     extras = []
     if return_index:
-        idx = (
-            creation.full((size,), 0, index_dtype)
+        idx = (  # padded with the smallest value's index, as JAX
+            creation.full((size,), order[0], index_dtype)
             .at[enp.where(first, group, index_dtype.type(size))]
             .set(order)
         )
