@@ -254,3 +254,19 @@ def test_out_of_bounds_static_index_raises_index_error():
         enp.asarray(np.ones(3))[3]
     with pytest.raises(IndexError, match="too many indices"):
         enp.asarray(np.ones(3))[0, 0]
+
+
+def test_save_savez_complexwarning_and_fromfile_like_jax():
+    import io
+
+    buffer = io.BytesIO()
+    enp.save(buffer, enp.arange(3.0))
+    buffer.seek(0)
+    assert enp.load(buffer).tolist() == [0.0, 1.0, 2.0]
+    buffer = io.BytesIO()
+    enp.savez(buffer, x=enp.ones(2))
+    buffer.seek(0)
+    assert np.load(buffer)["x"].tolist() == [1.0, 1.0]
+    assert issubclass(enp.ComplexWarning, RuntimeWarning)
+    with pytest.raises(NotImplementedError, match="not pure"):
+        enp.fromfile("anything.bin")

@@ -425,6 +425,10 @@ CALCULUS = {
     "gradient_axis": lambda m: m.gradient(X, axis=1),
     "gradient_coords": lambda m: m.gradient(X, 0.5, COORDS),
     "gradient_int": lambda m: m.gradient(np.array([1, 4, 9, 16])),
+    "gradient_edge2": lambda m: m.gradient(X, edge_order=2),
+    "gradient_edge2_coords": lambda m: m.gradient(X, 0.5, COORDS, edge_order=2),
+    "gradient_edge2_axis": lambda m: m.gradient(X, COORDS, axis=-1, edge_order=2),
+    "gradient_edge2_scalar": lambda m: m.gradient(np.array([1.0, 4, 9, 16, 30]), 2.0, edge_order=2),
     "trapezoid": lambda m: m.trapezoid(X),
     "trapezoid_dx": lambda m: m.trapezoid(X, dx=0.3, axis=0),
     "trapezoid_x": lambda m: m.trapezoid(X, COORDS),
@@ -452,8 +456,15 @@ def test_calculus_under_transformations():
     _compare(ember.jit(enp.unwrap)(PHASES), np.unwrap(PHASES))
     rows = ember.vmap(lambda r: enp.trapezoid(r, COORDS))(X)
     _compare(rows, np.trapezoid(X, COORDS), rtol=1e-5, atol=1e-5)
-    with pytest.raises(NotImplementedError, match="edge_order"):
-        enp.gradient(X, edge_order=2)
+    check_grads_edge2 = ember.jit(lambda f: enp.gradient(f, COORDS, axis=1, edge_order=2))
+    with ember.config.option("enable_x64", True):
+        check_grads(check_grads_edge2, (X.astype(np.float64),), order=1)
+    rows = ember.vmap(lambda r: enp.gradient(r, COORDS, edge_order=2))(X)
+    _compare(rows, np.gradient(X, COORDS, axis=1, edge_order=2), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="edge_order must be 1 or 2"):
+        enp.gradient(X, edge_order=3)
+    with pytest.raises(ValueError, match="at least 3"):
+        enp.gradient(np.ones((2, 3)), axis=0, edge_order=2)
     with pytest.raises(ValueError, match="at least 2"):
         enp.gradient(np.ones((1, 3)))
 

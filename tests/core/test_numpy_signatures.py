@@ -533,3 +533,53 @@ def test_vecdot_conjugates_first_argument():
     b = np.array([[2 - 1j, 1, 1j], [1j, 1, 2]], np.complex64)
     assert_close(enp.vecdot(a, b), np.vecdot(a, b), rtol=1e-5)
     assert_close(enp.linalg.vecdot(a, b, axis=0), np.linalg.vecdot(a, b, axis=0), rtol=1e-5)
+
+
+# --------------------------------------------------------------------------------------------
+# Parameter lists pinned from JAX 0.10.2 (name, kind, default)
+
+_P, _PK, _VAR, _KW = "POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD", "VAR_POSITIONAL", "KEYWORD_ONLY"
+_NONE = None
+JAX_PARAMETERS = {
+    "cross": [("a", _PK, "-"), ("b", _PK, "-"), ("axisa", _PK, -1), ("axisb", _PK, -1),
+              ("axisc", _PK, -1), ("axis", _PK, _NONE)],
+    "pad": [("array", _PK, "-"), ("pad_width", _PK, "-"), ("mode", _PK, "constant"),
+            ("kwargs", "VAR_KEYWORD", "-")],
+    "gradient": [("f", _PK, "-"), ("varargs", _VAR, "-"), ("axis", _KW, _NONE),
+                 ("edge_order", _KW, _NONE)],
+    "unique": [("ar", _PK, "-"), ("return_index", _PK, False), ("return_inverse", _PK, False),
+               ("return_counts", _PK, False), ("axis", _PK, _NONE), ("equal_nan", _KW, True),
+               ("size", _KW, _NONE), ("fill_value", _KW, _NONE), ("sorted", _KW, True)],
+    "from_dlpack": [("x", _P, "-"), ("device", _KW, _NONE), ("copy", _KW, _NONE)],
+    "ravel": [("a", _PK, "-"), ("order", _PK, "C")],
+}  # fmt: skip
+
+
+def _parameters(function):
+    import inspect
+
+    return [
+        (p.name, p.kind.name, "-" if p.default is inspect.Parameter.empty else p.default)
+        for p in inspect.signature(function).parameters.values()
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(JAX_PARAMETERS))
+def test_parameter_lists_match_jax(name):
+    assert _parameters(getattr(enp, name)) == JAX_PARAMETERS[name]
+
+
+def test_dlpack_parameter_lists_match_jax():
+    import ember.dlpack
+
+    assert _parameters(ember.dlpack.from_dlpack) == [
+        ("external_array", _PK, "-"), ("device", _PK, _NONE), ("copy", _PK, _NONE)
+    ]  # fmt: skip
+    assert _parameters(ember.dlpack.is_supported_dtype) == [("dtype", _PK, "-")]
+    assert _parameters(ember.Array.__dlpack__) == [
+        ("self", _PK, "-"), ("stream", _KW, _NONE), ("max_version", _KW, _NONE),
+        ("dl_device", _KW, _NONE), ("copy", _KW, _NONE),
+    ]  # fmt: skip
+    assert _parameters(ember.Array.__dlpack_device__) == [("self", _PK, "-")]
+    reshape = _parameters(enp.reshape)
+    assert reshape[:3] == [("a", _PK, "-"), ("shape", _PK, _NONE), ("order", _PK, "C")]

@@ -70,7 +70,7 @@ del _dispatch, _array_methods, _errors
 
 # Submodules that are attributes of ``ember`` as in JAX (``import ember; ember.random``) but are
 # imported on first use, so that ``import ember`` does not pay for them.
-_LAZY_SUBMODULES = frozenset({"image", "nn", "random", "scipy"})
+_LAZY_SUBMODULES = frozenset({"dlpack", "image", "nn", "random", "scipy"})
 
 
 def __getattr__(name: str):

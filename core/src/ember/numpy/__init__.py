@@ -193,7 +193,6 @@ from ember._src.numpy.extras import (
     nansum as nansum,
     nanvar as nanvar,
     nonzero as nonzero,
-    pad as pad,
     percentile as percentile,
     polyval as polyval,
     quantile as quantile,
@@ -234,9 +233,11 @@ from ember._src.numpy.functional import (
     vectorize as vectorize,
 )
 from ember._src.numpy.host import (
+    ComplexWarning as ComplexWarning,
     array_repr as array_repr,
     array_str as array_str,
     frombuffer as frombuffer,
+    fromfile as fromfile,
     fromiter as fromiter,
     fromstring as fromstring,
     get_printoptions as get_printoptions,
@@ -244,6 +245,8 @@ from ember._src.numpy.host import (
     iterable as iterable,
     load as load,
     printoptions as printoptions,
+    save as save,
+    savez as savez,
     set_printoptions as set_printoptions,
 )
 from ember._src.numpy.index_tricks import (
@@ -316,6 +319,7 @@ from ember._src.numpy.packing import (
     packbits as packbits,
     unpackbits as unpackbits,
 )
+from ember._src.numpy.padding import pad as pad
 from ember._src.numpy.partitioning import (
     argpartition as argpartition,
     lexsort as lexsort,
@@ -334,6 +338,7 @@ from ember._src.numpy.polynomials import (
 )
 from ember._src.numpy.products import (
     correlate as correlate,
+    cross as cross,
     einsum_path as einsum_path,
     matvec as matvec,
     vecmat as vecmat,

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ember._src import core, dispatch, dtypes, errors
+from ember._src import core, dispatch, dlpack, dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise, manipulation
 from ember._src.numpy.extras import unique
@@ -22,7 +22,6 @@ from ember._src.numpy.util import canonicalize_axis, prepare, prepare_inexact
 from ember._src.ops import bits, precision
 from ember._src.ops.shape import convert_element_type, reshape, slice_op
 from ember._src.plugin import manager
-from ember._src.runtime.array import Array
 
 # --------------------------------------------------------------------------------------------
 # Elementwise: the standard's names
@@ -118,12 +117,7 @@ def isdtype(dtype: Any, kind: Any) -> bool:
 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Any:
     """An ember array holding the data of ``x``, any object with ``__dlpack__``."""
-    if isinstance(x, Array):
-        return x if device is None else dispatch.to_device(x, _device(device))
-    if not hasattr(x, "__dlpack__"):
-        raise TypeError(f"from_dlpack: {type(x).__name__} has no __dlpack__ method")
-    host = np.from_dlpack(x, copy=copy)
-    return creation.asarray(host, device=device)
+    return dlpack.import_array(x, device, copy)
 
 
 def _device(device: Any) -> Any:

@@ -37,22 +37,24 @@ def _along(v: Any, axis: int, ndim: int) -> Any:
 
 def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int | None = None) -> Any:
     """Derivatives of sampled ``f`` along each axis: second-order central differences inside,
-    one-sided first-order differences at the edges. Spacings (``varargs``) are one scalar for
-    every axis, or one scalar or 1-D coordinate array per axis."""
-    if edge_order not in (None, 1):
-        raise NotImplementedError(f"gradient: edge_order={edge_order} (only 1){errors.where()}")
+    one-sided differences of order ``edge_order`` (1 or 2, as NumPy) at the edges. Spacings
+    (``varargs``) are one scalar for every axis, or one scalar or 1-D coordinate array per
+    axis."""
+    if edge_order not in (None, 1, 2):
+        raise ValueError(f"gradient: edge_order must be 1 or 2, got {edge_order!r}{errors.where()}")
+    order = edge_order or 1
     f = creation.asarray_inexact(f)
     ndim = get_aval(f).ndim
     axes = canonicalize_axes(axis, ndim)
     spacings = _spacings(varargs, len(axes))
     results = []
     for ax, spacing in zip(axes, spacings):
-        if shape_of(f)[ax] < 2:
+        if shape_of(f)[ax] < order + 1:
             raise ValueError(
-                f"gradient: axis {ax} has {shape_of(f)[ax]} samples; at least 2 are needed"
-                f"{errors.where()}"
+                f"gradient: axis {ax} has {shape_of(f)[ax]} samples; at least {order + 1} are "
+                f"needed for edge_order={order}{errors.where()}"
             )
-        results.append(_gradient_along(f, ax, spacing))
+        results.append(_gradient_along(f, ax, spacing, order))
     return results[0] if len(results) == 1 else results
 
 
@@ -69,7 +71,7 @@ def _spacings(varargs: tuple, n_axes: int) -> list[Any]:
     return list(varargs)
 
 
-def _gradient_along(f: Any, axis: int, spacing: Any) -> Any:
+def _gradient_along(f: Any, axis: int, spacing: Any, order: int) -> Any:
     n, ndim = shape_of(f)[axis], get_aval(f).ndim
     first, last = slice_along(f, axis, 0, 1), slice_along(f, axis, n - 1, n)
     before, centre, after = (
@@ -82,6 +84,8 @@ def _gradient_along(f: Any, axis: int, spacing: Any) -> Any:
         inside = enp.divide(enp.subtract(after, before), enp.multiply(h, 2))
         start = enp.divide(enp.subtract(slice_along(f, axis, 1, 2), first), h)
         end = enp.divide(enp.subtract(last, slice_along(f, axis, n - 2, n - 1)), h)
+        if order == 2:
+            start, end = _second_order_edges(f, axis, h, h, h, h)
     else:
         x = convert_element_type(creation.asarray(as_operand(spacing)), dtype_of(f))
         if get_aval(x).ndim != 1 or shape_of(x)[0] != n:
@@ -107,7 +111,44 @@ def _gradient_along(f: Any, axis: int, spacing: Any) -> Any:
             enp.subtract(last, slice_along(f, axis, n - 2, n - 1)),
             slice_along(dx, axis, n - 2, n - 1),
         )
+        if order == 2:
+            start, end = _second_order_edges(
+                f,
+                axis,
+                slice_along(dx, axis, 0, 1),
+                slice_along(dx, axis, 1, 2),
+                slice_along(dx, axis, n - 3, n - 2),
+                slice_along(dx, axis, n - 2, n - 1),
+            )
     return manipulation.concatenate([start, inside, end], axis=axis)
+
+
+def _second_order_edges(f: Any, axis: int, a1: Any, a2: Any, b1: Any, b2: Any) -> tuple:
+    """One-sided second-order differences at both ends, from the first two steps (a1, a2)
+    and the last two (b1, b2): the derivative of the parabola through three samples."""
+    n = shape_of(f)[axis]
+
+    def at(i: int) -> Any:
+        return slice_along(f, axis, i, i + 1)
+
+    mul, div, add = enp.multiply, enp.divide, enp.add
+    a12 = add(a1, a2)
+    start = add(
+        add(
+            mul(enp.negative(div(add(mul(a1, 2), a2), mul(a1, a12))), at(0)),
+            mul(div(a12, mul(a1, a2)), at(1)),
+        ),
+        mul(enp.negative(div(a1, mul(a2, a12))), at(2)),
+    )
+    b12 = add(b1, b2)
+    end = add(
+        add(
+            mul(div(b2, mul(b1, b12)), at(n - 3)),
+            mul(enp.negative(div(b12, mul(b1, b2))), at(n - 2)),
+        ),
+        mul(div(add(mul(b2, 2), b1), mul(b2, b12)), at(n - 1)),
+    )
+    return start, end
 
 
 # --------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from ember._src.numpy import creation, elementwise as enp, manipulation, reducti
 from ember._src.numpy.advanced_indexing import take
 from ember._src.numpy.searching import digitize, searchsorted  # noqa: F401 (re-exported)
 from ember._src.numpy.sorting import argsort, cumsum, sort
+from ember._src.numpy.unique_slices import unique_slices
 from ember._src.numpy.util import (
     as_operand,
     canonicalize_axis,
@@ -101,42 +102,6 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
         if s:
             a = concatenate([slice_along(a, ax, n - s, n), slice_along(a, ax, 0, n - s)], ax)
     return a
-
-
-def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
-    """``numpy.pad`` for the "constant", "edge", "reflect", "symmetric" and "wrap" modes."""
-    array = creation.asarray(array)
-    ndim = get_aval(array).ndim
-    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (ndim, 2))
-    if (widths < 0).any():
-        raise ValueError(f"pad: negative pad widths {widths.tolist()}{errors.where()}")
-    if mode == "constant":
-        value = convert_element_type(as_operand(constant_values), get_aval(array).dtype)
-        if get_aval(value).shape:
-            raise NotImplementedError("pad: per-axis constant_values")
-        return lax_pad(array, value, [(int(lo), int(hi), 0) for lo, hi in widths])
-    if mode not in ("edge", "reflect", "symmetric", "wrap"):
-        raise NotImplementedError(f"pad mode {mode!r}")
-    for axis, (lo, hi) in enumerate(widths):
-        n = shape_of(array)[axis]
-        index = _pad_positions(n, int(lo), int(hi), mode)
-        array = take(array, index, axis=axis, mode="clip")
-    return array
-
-
-def _pad_positions(n: int, lo: int, hi: int, mode: str) -> np.ndarray:
-    positions = np.arange(-lo, n + hi)
-    if mode == "edge":
-        return np.clip(positions, 0, n - 1)
-    if mode == "wrap":
-        return positions % n
-    period = 2 * n - 2 if mode == "reflect" else 2 * n
-    if period == 0:
-        return np.zeros_like(positions)
-    folded = positions % period
-    if mode == "reflect":
-        return np.where(folded >= n, period - folded, folded)
-    return np.where(folded >= n, period - 1 - folded, folded)
 
 
 def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
@@ -440,7 +405,8 @@ def unique(ar: Any, return_index=False, return_inverse=False, return_counts=Fals
     ``equal_nan`` counts every NaN as one value; ``sorted`` is unused, as in JAX (the
     result is always sorted)."""
     if axis is not None:
-        raise NotImplementedError("unique(axis=...)")
+        return unique_slices(ar, axis, return_index, return_inverse, return_counts, equal_nan,
+                             size, fill_value)  # fmt: skip
     ar = creation.asarray(ar)
     flat = reshape(ar, (get_aval(ar).size,))
     n = shape_of(flat)[0]
@@ -480,8 +446,8 @@ def unique(ar: Any, return_index=False, return_inverse=False, return_counts=Fals
     out = out.at[enp.where(first, group, index_dtype.type(size))].set(values)
     extras = []
     if return_index:
-        idx = (
-            creation.full((size,), 0, index_dtype)
+        idx = (  # padded with the smallest value's index, as JAX
+            creation.full((size,), order[0], index_dtype)
             .at[enp.where(first, group, index_dtype.type(size))]
             .set(order)
         )

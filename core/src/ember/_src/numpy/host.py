@@ -22,6 +22,18 @@ array_str = np.array_str
 get_printoptions = np.get_printoptions
 set_printoptions = np.set_printoptions
 printoptions = np.printoptions
+# Writing goes through NumPy, which reads ember arrays with ``__array__`` (as JAX's do).
+save = np.save
+savez = np.savez
+ComplexWarning = np.exceptions.ComplexWarning
+
+
+def fromfile(*args: Any, **kwargs: Any) -> Any:
+    """Refused, as in JAX: reading a file is a side effect that jit would run only once."""
+    raise NotImplementedError(
+        "fromfile is not implemented because reading a file is not pure (jit would read it "
+        f"once, at tracing); use ember.numpy.asarray(numpy.fromfile(...)){errors.where()}"
+    )
 
 
 def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0) -> Any:

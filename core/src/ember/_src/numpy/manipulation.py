@@ -29,8 +29,7 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None
     ``copy`` (the array API's) is accepted and has no effect: ember arrays are immutable."""
     if shape is None:
         shape = newshape
-    if order != "C":
-        raise NotImplementedError(f"reshape with order={order!r} (only 'C' is supported)")
+    _check_order(order, "reshape")
     a = as_operand(a)
     aval = get_aval(a)
     dims = (
@@ -66,10 +65,25 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None
         raise ValueError(
             f"cannot reshape array of size {aval.size} into shape {tuple(dims)}{errors.where()}"
         )
+    if order == "F":
+        # Column-major: reverse the axes, reshape row-major to the reversed shape, reverse back.
+        reversed_a = lax.transpose(a, tuple(range(aval.ndim - 1, -1, -1)))
+        out = lax.reshape(reversed_a, dims[::-1])
+        return lax.transpose(out, tuple(range(len(dims) - 1, -1, -1)))
     return lax.reshape(a, dims)
 
 
+def _check_order(order: Any, name: str) -> None:
+    """'C' and 'F' are supported; 'A' (and ravel's 'K') are not, as in JAX."""
+    if order in ("C", "F"):
+        return
+    if order == "A" or (order == "K" and name == "ravel"):
+        raise NotImplementedError(f"{name}: order={order!r} is not implemented{errors.where()}")
+    raise ValueError(f"{name}: unexpected value for 'order' argument: {order!r}{errors.where()}")
+
+
 def ravel(a: Any, order: str = "C") -> Any:
+    _check_order(order, "ravel")
     return reshape(a, -1, order)
 
 

@@ -96,3 +96,32 @@ def _shape_only(x: Any) -> np.ndarray:
     those)."""
     aval = get_aval(as_operand(x))
     return np.broadcast_to(np.zeros((), aval.dtype), aval.shape)
+
+
+def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+          axis: int | None = None) -> Any:  # fmt: skip
+    """Cross products of the 2- or 3-vectors along ``axisa`` of ``a`` and ``axisb`` of ``b``,
+    broadcast over the other axes; the 3-vector results lie along ``axisc`` (``axis`` sets all
+    three). Two 2-vectors give the scalar z component, as in NumPy and JAX."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = promote_dtypes(creation.asarray(as_operand(a)), creation.asarray(as_operand(b)))
+    a, b = manipulation.moveaxis(a, axisa, -1), manipulation.moveaxis(b, axisb, -1)
+    if get_aval(a).shape[-1] not in (2, 3) or get_aval(b).shape[-1] not in (2, 3):
+        raise ValueError(
+            f"cross: vector dimensions must be 2 or 3, got {get_aval(a).shape[-1]} and "
+            f"{get_aval(b).shape[-1]}{errors.where()}"
+        )
+    if get_aval(a).shape[-1] == 2 and get_aval(b).shape[-1] == 2:
+        return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    a0, a1, a2 = _components(a)
+    b0, b1, b2 = _components(b)
+    out = manipulation.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    return manipulation.moveaxis(out, -1, axisc)
+
+
+def _components(v: Any) -> tuple[Any, Any, Any]:
+    """x, y, z of 2- or 3-vectors along the last axis (a 2-vector's z is 0)."""
+    if get_aval(v).shape[-1] == 3:
+        return v[..., 0], v[..., 1], v[..., 2]
+    return v[..., 0], v[..., 1], creation.zeros_like(v[..., 0])

@@ -134,18 +134,34 @@ class Array:
             return value.copy()
         return value
 
-    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, **kwargs: Any) -> Any:
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[Any, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """A DLPack capsule of this array's data in host memory (CPU and reference arrays)."""
         if isinstance(self._device, Sharding) or self._device.platform not in ("cpu", "reference"):
             raise BufferError(
                 f"__dlpack__ of an array on {self._device!r} is not supported; "
                 f"move it to the host with ember.device_get first"
             )
+        if dl_device is not None and tuple(int(d) for d in dl_device) != (1, 0):
+            raise BufferError(
+                f"__dlpack__: can only export to the host CPU (1, 0), not {dl_device}"
+            )
         if max_version is None:
             # Old consumers can't be told the buffer is read-only: give them their own copy.
-            return self._value.copy().__dlpack__(stream=stream, **kwargs)
-        return self._value.__dlpack__(stream=stream, max_version=max_version, **kwargs)
+            if copy is False:
+                raise BufferError("__dlpack__: copy=False needs a consumer of DLPack >= 1.0")
+            return self._value.copy().__dlpack__(stream=stream)
+        return self._value.__dlpack__(stream=stream, max_version=max_version, copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
+        if isinstance(self._device, Sharding) or self._device.platform not in ("cpu", "reference"):
+            raise BufferError(f"__dlpack_device__ of an array on {self._device!r}: not the host")
         return (1, 0)  # kDLCPU
 
     def item(self, *args: Any) -> Any:
