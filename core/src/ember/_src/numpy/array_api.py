@@ -69,7 +69,7 @@ def nextafter(x1: Any, x2: Any, /) -> Any:
     x1, x2 = prepare_inexact("nextafter", x1, x2)
     dtype = get_aval(x1).dtype
     if dtype.kind == "c":
-        raise TypeError(f"nextafter is not defined for complex arrays{errors.where()}")
+        raise errors.EmberTypeError(f"nextafter is not defined for complex arrays{errors.where()}")
     return precision.nextafter(x1, x2)
 
 
@@ -94,7 +94,7 @@ def isdtype(dtype: Any, kind: Any) -> bool:
     try:
         dtype = np.dtype(dtype)
     except TypeError:
-        raise TypeError(f"isdtype: {dtype!r} is not a data type{errors.where()}") from None
+        raise errors.EmberTypeError(f"isdtype: {dtype!r} is not a data type{errors.where()}") from None
     if isinstance(kind, tuple):
         return any(isdtype(dtype, k) for k in kind)
     if isinstance(kind, str):

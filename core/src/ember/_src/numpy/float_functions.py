@@ -36,7 +36,7 @@ def _real_float(name: str, x: Any) -> Any:
     """``x`` as a real floating array (integers become the default float); complex refused."""
     (x,) = promote_to_inexact(as_operand(x))
     if dtype_of(x).kind == "c":
-        raise TypeError(f"{name} does not support complex input{errors.where()}")
+        raise errors.EmberTypeError(f"{name} does not support complex input{errors.where()}")
     return x
 
 

@@ -319,7 +319,7 @@ def nanquantile(
         )
     a = creation.asarray_inexact(a)
     if dtype_of(a).kind == "c":
-        raise TypeError(f"nanquantile does not support complex input{errors.where()}")
+        raise errors.EmberTypeError(f"nanquantile does not support complex input{errors.where()}")
     # 16-bit floats: count, positions and interpolation in float32, the answer cast back.
     dtype = dtype_of(a)
     a = convert_element_type(a, reductions.computation_dtype(dtype))

@@ -38,7 +38,7 @@ def conv_dimension_numbers(
             f"{len(rhs_shape)}{errors.where()}"
         )
     if len(lhs_shape) < 2:
-        raise TypeError(f"convolution operands need rank >= 2, got {lhs_shape}{errors.where()}")
+        raise errors.EmberTypeError(f"convolution operands need rank >= 2, got {lhs_shape}{errors.where()}")
     if isinstance(dimension_numbers, (tuple, list)) and not isinstance(
         dimension_numbers, ConvDimensionNumbers
     ):
@@ -81,7 +81,7 @@ def padtype_to_pads(
 ) -> list[tuple[int, int]]:
     """The (low, high) padding of each spatial axis for 'SAME', 'SAME_LOWER' or 'VALID'."""
     if not isinstance(padding, str):
-        raise TypeError(f"padding must be a string, got {padding!r}{errors.where()}")
+        raise errors.EmberTypeError(f"padding must be a string, got {padding!r}{errors.where()}")
     padding = padding.upper()
     ones = (1,) * len(in_shape)
     pairs = padding_pairs(padding, in_shape, window_shape, window_strides, ones, ones)
@@ -346,7 +346,7 @@ def conv_general_permutations(dimension_numbers: Any) -> tuple[tuple[int, ...], 
     layout strings."""
     lhs, rhs, out = dimension_numbers
     if not all(isinstance(spec, str) for spec in (lhs, rhs, out)):
-        raise TypeError(f"conv_general_permutations needs three layout strings{errors.where()}")
+        raise errors.EmberTypeError(f"conv_general_permutations needs three layout strings{errors.where()}")
     _check_layouts(lhs, rhs, out, len(lhs))
     return tuple(_conv.conv_dimension_numbers(len(lhs), dimension_numbers))
 

@@ -262,7 +262,7 @@ def minimize(
     options = dict(options or {})
     unknown = sorted(set(options) - set(_BFGS_OPTIONS))
     if unknown:
-        raise TypeError(f"minimize: unknown BFGS options {unknown}{errors.where()}")
+        raise errors.EmberTypeError(f"minimize: unknown BFGS options {unknown}{errors.where()}")
     x0 = creation.asarray(x0)
     aval = get_aval(x0)
     if aval.ndim != 1:

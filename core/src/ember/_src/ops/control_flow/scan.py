@@ -74,7 +74,7 @@ def scan(
     ``length`` is needed only when ``xs`` is None; ``reverse`` scans from the end.
     """
     if not callable(f):
-        raise TypeError(f"scan: f must be callable{errors.where()}")
+        raise errors.EmberTypeError(f"scan: f must be callable{errors.where()}")
     if _split_transpose:
         raise NotImplementedError(
             f"scan: _split_transpose=True (an experimental JAX option) is not supported"
