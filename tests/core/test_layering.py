@@ -43,7 +43,7 @@ LAYERS = [
         "random_continuous",
         "shard_map",
     ],
-    ["nn", "pmap"],
+    ["nn", "pmap", "scipy"],
 ]
 
 

@@ -10,6 +10,7 @@ from ember import (
     errors as errors,
     lax as lax,
     numpy as numpy,
+    scipy as scipy,
     sharding as sharding,
     tree as tree,
     tree_util as tree_util,

@@ -1,0 +1,10 @@
+"""The beta distribution (``ember.scipy.stats.beta``), as ``jax.scipy.stats.beta``."""
+
+from ember._src.scipy.stats.shaped import (
+    beta_cdf as cdf,
+    beta_logcdf as logcdf,
+    beta_logpdf as logpdf,
+    beta_logsf as logsf,
+    beta_pdf as pdf,
+    beta_sf as sf,
+)

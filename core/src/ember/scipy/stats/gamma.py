@@ -1,0 +1,10 @@
+"""The gamma distribution (``ember.scipy.stats.gamma``), as ``jax.scipy.stats.gamma``."""
+
+from ember._src.scipy.stats.shaped import (
+    gamma_cdf as cdf,
+    gamma_logcdf as logcdf,
+    gamma_logpdf as logpdf,
+    gamma_logsf as logsf,
+    gamma_pdf as pdf,
+    gamma_sf as sf,
+)

@@ -1,0 +1,6 @@
+"""The geom distribution (``ember.scipy.stats.geom``), as ``jax.scipy.stats.geom``."""
+
+from ember._src.scipy.stats.discrete import (
+    geom_logpmf as logpmf,
+    geom_pmf as pmf,
+)

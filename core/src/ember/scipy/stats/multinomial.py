@@ -1,0 +1,6 @@
+"""The multinomial distribution (``ember.scipy.stats.multinomial``), as ``jax.scipy.stats.multinomial``."""
+
+from ember._src.scipy.stats.multivariate import (
+    multinomial_logpmf as logpmf,
+    multinomial_pmf as pmf,
+)

@@ -1,0 +1,6 @@
+"""The multivariate_normal distribution (``ember.scipy.stats.multivariate_normal``), as ``jax.scipy.stats.multivariate_normal``."""
+
+from ember._src.scipy.stats.multivariate import (
+    multivariate_normal_logpdf as logpdf,
+    multivariate_normal_pdf as pdf,
+)

@@ -1,0 +1,6 @@
+"""The nbinom distribution (``ember.scipy.stats.nbinom``), as ``jax.scipy.stats.nbinom``."""
+
+from ember._src.scipy.stats.discrete import (
+    nbinom_logpmf as logpmf,
+    nbinom_pmf as pmf,
+)

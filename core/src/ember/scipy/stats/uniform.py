@@ -1,0 +1,8 @@
+"""The uniform distribution (``ember.scipy.stats.uniform``), as ``jax.scipy.stats.uniform``."""
+
+from ember._src.scipy.stats.continuous import (
+    uniform_cdf as cdf,
+    uniform_logpdf as logpdf,
+    uniform_pdf as pdf,
+    uniform_ppf as ppf,
+)

@@ -1,0 +1,6 @@
+"""The vonmises distribution (``ember.scipy.stats.vonmises``), as ``jax.scipy.stats.vonmises``."""
+
+from ember._src.scipy.stats.shaped import (
+    vonmises_logpdf as logpdf,
+    vonmises_pdf as pdf,
+)
