@@ -17,10 +17,10 @@ import numpy as np
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.nn import functions as nn
-from ember._src.numpy import creation, manipulation, more, reductions
-from ember._src.numpy import elementwise as jnp
+from ember._src.numpy import creation, elementwise as jnp, manipulation, more, reductions
 from ember._src.numpy.util import prepare_inexact
 from ember._src.ops import igamma as _igamma, special as _special, special_more as _more
+from ember._src.ops.custom_derivatives import custom_jvp
 
 
 def _c(x: Any, value: float) -> np.ndarray:
@@ -108,7 +108,11 @@ def betaln(a: Any, b: Any) -> Any:
 def beta(a: Any, b: Any) -> Any:
     """The beta function ``Gamma(a) Gamma(b) / Gamma(a + b)``."""
     a, b = _floats("beta", a, b)
-    sign = jnp.multiply(jnp.multiply(gammasgn(a), gammasgn(b)), gammasgn(jnp.add(a, b)))
+    total = jnp.add(a, b)
+    # At a pole of Gamma(a + b) the value is 0 (SciPy's answer), whatever the sign there.
+    pole = jnp.logical_and(jnp.less_equal(total, _c(total, 0)), jnp.equal(total, jnp.floor(total)))
+    sign_total = jnp.where(pole, _c(total, 1), gammasgn(total))
+    sign = jnp.multiply(jnp.multiply(gammasgn(a), gammasgn(b)), sign_total)
     return jnp.multiply(sign, jnp.exp(betaln(a, b)))
 
 
@@ -139,10 +143,10 @@ def factorial(n: Any, exact: bool = False) -> Any:
     return jnp.where(jnp.less(n, _c(n, 0)), _c(n, 0), value)
 
 
-def comb(N: Any, k: Any, *, repetition: bool = False) -> Any:  # noqa: N803 (SciPy's name)
+def comb(N: Any, k: Any, *, repetition: bool = False) -> Any:
     """The number of combinations of ``N`` things taken ``k`` at a time (0 outside
     ``0 <= k <= N``); with ``repetition``, of ``N`` things with replacement."""
-    N, k = _floats("comb", N, k)  # noqa: N806
+    N, k = _floats("comb", N, k)
     if repetition:
         return comb(jnp.subtract(jnp.add(N, k), _c(N, 1)), k)
     one = _c(N, 1)
@@ -169,7 +173,9 @@ def bernoulli(n: int) -> Any:
         count = -1
     if count < 0:
         raise ValueError(f"bernoulli: n must be a non-negative integer{errors.where()}")
-    return creation.asarray(np.asarray(_bernoulli_numbers(count), np.float64), dtypes.default_float())
+    return creation.asarray(
+        np.asarray(_bernoulli_numbers(count), np.float64), dtypes.default_float()
+    )
 
 
 def _bernoulli_numbers(n: int) -> list[float]:
@@ -196,31 +202,57 @@ def logit(x: Any) -> Any:
     return jnp.log(jnp.divide(x, jnp.subtract(_c(x, 1), x)))
 
 
-def _xlog(name: str, log: Any, x: Any, y: Any) -> Any:
-    """``x * log(y)`` with the value (and the derivatives) 0 wherever ``x == 0``."""
-    x, y = _floats(name, x, y)
+def _xlog_value(log: Any, x: Any, y: Any) -> Any:
+    """``x * log(y)``, 0 wherever ``x == 0`` (whatever ``y`` is)."""
     nonzero = jnp.not_equal(x, _c(x, 0))
-    # Evaluate the log on a harmless stand-in where x == 0 so that no inf/nan reaches the
-    # gradient through the branch not taken.
+    # The log of a harmless stand-in where x == 0, so no inf/nan reaches the result.
     safe_y = jnp.where(nonzero, y, _c(y, 1))
     return jnp.where(nonzero, jnp.multiply(x, log(safe_y)), _c(x, 0))
 
 
+def _xlog_jvp(log: Any, dlog: Any):
+    """The derivative ``log(y) dx + x log'(y) dy``, whose second term is 0 where ``x == 0``
+    (JAX's first term, log(y), is kept even there: -inf at y == 0)."""
+
+    def jvp(primals, tangents):
+        (x, y), (tx, ty) = primals, tangents
+        nonzero = jnp.not_equal(x, _c(x, 0))
+        slope_y = jnp.where(nonzero, jnp.multiply(x, dlog(jnp.where(nonzero, y, _c(y, 1)))), 0)
+        tangent = jnp.add(jnp.multiply(tx, log(y)), jnp.multiply(ty, slope_y))
+        return _xlog_value(log, x, y), tangent
+
+    return jvp
+
+
+def _reciprocal_1p(y: Any) -> Any:
+    return jnp.divide(_c(y, 1), jnp.add(y, _c(y, 1)))
+
+
+def _reciprocal(y: Any) -> Any:
+    return jnp.divide(_c(y, 1), y)
+
+
+_xlogy = custom_jvp(lambda x, y: _xlog_value(jnp.log, x, y))
+_xlogy.defjvp(_xlog_jvp(jnp.log, _reciprocal))
+_xlog1py = custom_jvp(lambda x, y: _xlog_value(jnp.log1p, x, y))
+_xlog1py.defjvp(_xlog_jvp(jnp.log1p, _reciprocal_1p))
+
+
 def xlogy(x: Any, y: Any) -> Any:
     """``x * log(y)``, 0 where ``x == 0``."""
-    return _xlog("xlogy", jnp.log, x, y)
+    return _xlogy(*_floats("xlogy", x, y))
 
 
 def xlog1py(x: Any, y: Any) -> Any:
     """``x * log1p(y)``, 0 where ``x == 0``."""
-    return _xlog("xlog1py", jnp.log1p, x, y)
+    return _xlog1py(*_floats("xlog1py", x, y))
 
 
 def entr(x: Any) -> Any:
     """The elementwise entropy ``-x log x`` (0 at 0, -inf for negative ``x``)."""
     (x,) = _floats("entr", x)
-    positive = jnp.greater(x, _c(x, 0))
-    value = jnp.negative(xlogy(x, jnp.where(positive, x, _c(x, 1))))
+    # -xlogy(x, x) has the derivative -log(x) - 1, +inf at 0 as in JAX.
+    value = jnp.negative(_xlogy(x, x))
     return jnp.where(jnp.less(x, _c(x, 0)), _c(x, -np.inf), value)
 
 

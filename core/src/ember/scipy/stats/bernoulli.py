@@ -1,4 +1,4 @@
-"""The bernoulli distribution (``ember.scipy.stats.bernoulli``), as ``jax.scipy.stats.bernoulli``."""
+"""The bernoulli distribution, as ``jax.scipy.stats.bernoulli``."""
 
 from ember._src.scipy.stats.discrete import (
     bernoulli_cdf as cdf,
@@ -6,3 +6,5 @@ from ember._src.scipy.stats.discrete import (
     bernoulli_pmf as pmf,
     bernoulli_ppf as ppf,
 )
+
+__all__ = ["cdf", "logpmf", "pmf", "ppf"]

@@ -1,4 +1,4 @@
-"""The beta distribution (``ember.scipy.stats.beta``), as ``jax.scipy.stats.beta``."""
+"""The beta distribution, as ``jax.scipy.stats.beta``."""
 
 from ember._src.scipy.stats.shaped import (
     beta_cdf as cdf,
@@ -8,3 +8,5 @@ from ember._src.scipy.stats.shaped import (
     beta_pdf as pdf,
     beta_sf as sf,
 )
+
+__all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]

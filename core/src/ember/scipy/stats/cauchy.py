@@ -1,4 +1,4 @@
-"""The cauchy distribution (``ember.scipy.stats.cauchy``), as ``jax.scipy.stats.cauchy``."""
+"""The cauchy distribution, as ``jax.scipy.stats.cauchy``."""
 
 from ember._src.scipy.stats.continuous import (
     cauchy_cdf as cdf,
@@ -10,3 +10,5 @@ from ember._src.scipy.stats.continuous import (
     cauchy_ppf as ppf,
     cauchy_sf as sf,
 )
+
+__all__ = ["cdf", "isf", "logcdf", "logpdf", "logsf", "pdf", "ppf", "sf"]

@@ -1,4 +1,4 @@
-"""The chi2 distribution (``ember.scipy.stats.chi2``), as ``jax.scipy.stats.chi2``."""
+"""The chi2 distribution, as ``jax.scipy.stats.chi2``."""
 
 from ember._src.scipy.stats.shaped import (
     chi2_cdf as cdf,
@@ -8,3 +8,5 @@ from ember._src.scipy.stats.shaped import (
     chi2_pdf as pdf,
     chi2_sf as sf,
 )
+
+__all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]

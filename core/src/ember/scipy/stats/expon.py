@@ -1,4 +1,4 @@
-"""The expon distribution (``ember.scipy.stats.expon``), as ``jax.scipy.stats.expon``."""
+"""The expon distribution, as ``jax.scipy.stats.expon``."""
 
 from ember._src.scipy.stats.continuous import (
     expon_cdf as cdf,
@@ -9,3 +9,5 @@ from ember._src.scipy.stats.continuous import (
     expon_ppf as ppf,
     expon_sf as sf,
 )
+
+__all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "ppf", "sf"]

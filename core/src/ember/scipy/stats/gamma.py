@@ -1,4 +1,4 @@
-"""The gamma distribution (``ember.scipy.stats.gamma``), as ``jax.scipy.stats.gamma``."""
+"""The gamma distribution, as ``jax.scipy.stats.gamma``."""
 
 from ember._src.scipy.stats.shaped import (
     gamma_cdf as cdf,
@@ -8,3 +8,5 @@ from ember._src.scipy.stats.shaped import (
     gamma_pdf as pdf,
     gamma_sf as sf,
 )
+
+__all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]

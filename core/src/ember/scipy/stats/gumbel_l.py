@@ -1,4 +1,4 @@
-"""The gumbel_l distribution (``ember.scipy.stats.gumbel_l``), as ``jax.scipy.stats.gumbel_l``."""
+"""The gumbel_l distribution, as ``jax.scipy.stats.gumbel_l``."""
 
 from ember._src.scipy.stats.continuous import (
     gumbel_l_cdf as cdf,
@@ -9,3 +9,5 @@ from ember._src.scipy.stats.continuous import (
     gumbel_l_ppf as ppf,
     gumbel_l_sf as sf,
 )
+
+__all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "ppf", "sf"]

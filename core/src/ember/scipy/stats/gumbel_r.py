@@ -1,4 +1,4 @@
-"""The gumbel_r distribution (``ember.scipy.stats.gumbel_r``), as ``jax.scipy.stats.gumbel_r``."""
+"""The gumbel_r distribution, as ``jax.scipy.stats.gumbel_r``."""
 
 from ember._src.scipy.stats.continuous import (
     gumbel_r_cdf as cdf,
@@ -9,3 +9,5 @@ from ember._src.scipy.stats.continuous import (
     gumbel_r_ppf as ppf,
     gumbel_r_sf as sf,
 )
+
+__all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "ppf", "sf"]

@@ -1,4 +1,4 @@
-"""The logistic distribution (``ember.scipy.stats.logistic``), as ``jax.scipy.stats.logistic``."""
+"""The logistic distribution, as ``jax.scipy.stats.logistic``."""
 
 from ember._src.scipy.stats.continuous import (
     logistic_cdf as cdf,
@@ -8,3 +8,5 @@ from ember._src.scipy.stats.continuous import (
     logistic_ppf as ppf,
     logistic_sf as sf,
 )
+
+__all__ = ["cdf", "isf", "logpdf", "pdf", "ppf", "sf"]

@@ -1,4 +1,4 @@
-"""The norm distribution (``ember.scipy.stats.norm``), as ``jax.scipy.stats.norm``."""
+"""The norm distribution, as ``jax.scipy.stats.norm``."""
 
 from ember._src.scipy.stats.continuous import (
     norm_cdf as cdf,
@@ -10,3 +10,5 @@ from ember._src.scipy.stats.continuous import (
     norm_ppf as ppf,
     norm_sf as sf,
 )
+
+__all__ = ["cdf", "isf", "logcdf", "logpdf", "logsf", "pdf", "ppf", "sf"]

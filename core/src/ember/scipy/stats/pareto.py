@@ -1,4 +1,4 @@
-"""The pareto distribution (``ember.scipy.stats.pareto``), as ``jax.scipy.stats.pareto``."""
+"""The pareto distribution, as ``jax.scipy.stats.pareto``."""
 
 from ember._src.scipy.stats.continuous import (
     pareto_cdf as cdf,
@@ -9,3 +9,5 @@ from ember._src.scipy.stats.continuous import (
     pareto_ppf as ppf,
     pareto_sf as sf,
 )
+
+__all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "ppf", "sf"]

@@ -1,4 +1,4 @@
-"""The poisson distribution (``ember.scipy.stats.poisson``), as ``jax.scipy.stats.poisson``."""
+"""The poisson distribution, as ``jax.scipy.stats.poisson``."""
 
 from ember._src.scipy.stats.discrete import (
     poisson_cdf as cdf,
@@ -6,3 +6,5 @@ from ember._src.scipy.stats.discrete import (
     poisson_logpmf as logpmf,
     poisson_pmf as pmf,
 )
+
+__all__ = ["cdf", "entropy", "logpmf", "pmf"]

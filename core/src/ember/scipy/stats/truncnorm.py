@@ -1,4 +1,4 @@
-"""The truncnorm distribution (``ember.scipy.stats.truncnorm``), as ``jax.scipy.stats.truncnorm``."""
+"""The truncnorm distribution, as ``jax.scipy.stats.truncnorm``."""
 
 from ember._src.scipy.stats.shaped import (
     truncnorm_cdf as cdf,
@@ -8,3 +8,5 @@ from ember._src.scipy.stats.shaped import (
     truncnorm_pdf as pdf,
     truncnorm_sf as sf,
 )
+
+__all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]

@@ -1,4 +1,4 @@
-"""The uniform distribution (``ember.scipy.stats.uniform``), as ``jax.scipy.stats.uniform``."""
+"""The uniform distribution, as ``jax.scipy.stats.uniform``."""
 
 from ember._src.scipy.stats.continuous import (
     uniform_cdf as cdf,
@@ -6,3 +6,5 @@ from ember._src.scipy.stats.continuous import (
     uniform_pdf as pdf,
     uniform_ppf as ppf,
 )
+
+__all__ = ["cdf", "logpdf", "pdf", "ppf"]

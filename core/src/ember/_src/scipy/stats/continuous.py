@@ -222,14 +222,24 @@ def cauchy_logsf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return jnp.log(cauchy_sf(x, loc, scale))
 
 
+def _cauchy_quantile(q: Any) -> Any:
+    """The standard Cauchy quantile ``tan(pi (q - 1/2))``. In the tails it is taken as
+    ``-1 / tan(pi q)`` (and its mirror) so that the rounding of ``q - 1/2`` does not swamp
+    the result, and it reaches the infinities exactly at 0 and 1."""
+    central = jnp.tan(math.pi * (q - 0.5))
+    lower = -1 / jnp.tan(math.pi * q)
+    upper = 1 / jnp.tan(math.pi * (1 - q))
+    return where(q < 0.25, lower, where(q > 0.75, upper, central))
+
+
 def cauchy_ppf(q: Any, loc: Any = 0, scale: Any = 1) -> Any:
     q, loc, scale, valid = _quantile("cauchy.ppf", q, loc, scale)
-    return nan_unless(valid, loc + scale * jnp.tan(math.pi * (q - 0.5)))
+    return nan_unless(valid, loc + scale * _cauchy_quantile(q))
 
 
 def cauchy_isf(q: Any, loc: Any = 0, scale: Any = 1) -> Any:
     q, loc, scale, valid = _quantile("cauchy.isf", q, loc, scale)
-    return nan_unless(valid, loc + scale * jnp.tan(math.pi * (0.5 - q)))
+    return nan_unless(valid, loc - scale * _cauchy_quantile(q))
 
 
 # --------------------------------------------------------------------------------------------

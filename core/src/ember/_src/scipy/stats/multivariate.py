@@ -10,8 +10,15 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.numpy import contractions, creation, linalg, manipulation, reductions
-from ember._src.numpy import elementwise as jnp
+from ember._src.numpy import (
+    contractions,
+    creation,
+    diagonals,
+    elementwise as jnp,
+    linalg,
+    manipulation,
+    reductions,
+)
 from ember._src.numpy.util import promote_to_inexact
 from ember._src.scipy import special as _special
 from ember._src.scipy.stats.common import c, where
@@ -47,7 +54,7 @@ def multivariate_normal_logpdf(x: Any, mean: Any, cov: Any, allow_singular: None
     # With cov = L L^T, the Mahalanobis distance is |L^-1 y|^2 and log det cov = 2 sum log
     # diag L.
     whitened = contractions.matmul(linalg.inv(lower), y[..., None])[..., 0]
-    log_det = reductions.sum(jnp.log(manipulation.diagonal(lower, 0, -2, -1)), axis=-1)
+    log_det = reductions.sum(jnp.log(diagonals.diagonal(lower, 0, -2, -1)), axis=-1)
     return -reductions.sum(whitened * whitened, axis=-1) / 2 - n * _LOG_2PI / 2 - log_det
 
 

@@ -226,10 +226,7 @@ def wrapcauchy_pdf(x: Any, c: Any) -> Any:
 def gennorm_logpdf(x: Any, beta: Any) -> Any:
     x, beta = floats("gennorm.logpdf", x, beta)
     return (
-        jnp.log(beta)
-        - c(x, math.log(2))
-        - _special.gammaln(1 / beta)
-        - jnp.power(jnp.abs(x), beta)
+        jnp.log(beta) - c(x, math.log(2)) - _special.gammaln(1 / beta) - jnp.power(jnp.abs(x), beta)
     )
 
 

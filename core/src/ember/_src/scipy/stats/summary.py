@@ -17,12 +17,12 @@ from ember._src.lax_api import cummax, cummin
 from ember._src.numpy import (
     advanced_indexing,
     creation,
+    elementwise as jnp,
     extras,
     manipulation,
     reductions,
     sorting,
 )
-from ember._src.numpy import elementwise as jnp
 from ember._src.numpy.util import canonicalize_axis, promote_to_inexact
 
 
@@ -150,8 +150,8 @@ def sem(
         spread = reductions.std(a, axis=axis, ddof=ddof, keepdims=keepdims)
         return spread / np.asarray(math.sqrt(size), get_aval(spread).dtype)
     if nan_policy == "omit":
-        count = reductions.sum(
-            jnp.logical_not(jnp.isnan(a)), axis=axis, keepdims=keepdims
-        ).astype(get_aval(a).dtype)
+        count = reductions.sum(jnp.logical_not(jnp.isnan(a)), axis=axis, keepdims=keepdims).astype(
+            get_aval(a).dtype
+        )
         return extras.nanstd(a, axis=axis, ddof=ddof, keepdims=keepdims) / jnp.sqrt(count)
     raise ValueError(f"sem: nan_policy={nan_policy!r} is not supported{errors.where()}")
