@@ -78,6 +78,21 @@ UNARY = [
     ("expit", WIDE, sp.expit, F32),
     ("logit", UNIT, sp.logit, dict(rtol=2e-5, atol=2e-6)),
     ("entr", np.float32([0.0, 1e-5, 0.3, 1.0, 5.0, -1.0]), sp.entr, F32),
+    (
+        "exp1",
+        np.concatenate([np.linspace(0, 60, 121), [1e-6, 0.999, 1.001, -1.0]]).astype(np.float32),
+        sp.exp1,
+        dict(rtol=1e-6, atol=0),
+    ),
+    # Away from the zero of Ei near 0.3725, where only absolute accuracy is possible.
+    (
+        "expi",
+        np.concatenate([np.linspace(-60, 0.3, 61), np.linspace(0.45, 80, 60), [39.9, 40.1]]).astype(
+            np.float32
+        ),
+        sp.expi,
+        dict(rtol=2e-6, atol=0),
+    ),
     ("i0", WIDE, sp.i0, F32),
     ("i1", WIDE, sp.i1, F32),
     ("i0e", WIDE, sp.i0e, F32),
@@ -200,6 +215,38 @@ def test_multigammaln_factorial_comb_bernoulli():
         es.multigammaln(2.0, 0)
 
 
+def test_expn_against_scipy():
+    n = np.float32([0, 1, 2, 3, 5, 10])[:, None]
+    x = np.float32([0.0, 1e-3, 0.5, 0.999, 1.001, 2.0, 7.5, 30.0])[None, :]
+    _close(_both(es.expn, n, x), _scipy(sp.expn, n * np.ones_like(x), x), rtol=1e-6, atol=0)
+    # Not an integer order, a negative order, a negative x: nan.
+    _close(es.expn(np.float32([2.5, -1.0, 2.0]), np.float32([1.0, 1.0, -1.0])), [np.nan] * 3)
+    with ember.config.option("enable_x64", True):
+        x64 = np.concatenate([np.linspace(1e-3, 40, 81), [0.999, 1.001]])
+        for order in (1, 4):
+            np.testing.assert_allclose(
+                np.asarray(es.expn(order, x64)), sp.expn(order, x64), rtol=1e-12
+            )
+        np.testing.assert_allclose(
+            np.asarray(es.expi(np.linspace(-50, 300, 141))),
+            sp.expi(np.linspace(-50, 300, 141)),
+            rtol=1e-12,
+        )
+
+
+def test_bessel_jn_against_scipy():
+    z = np.concatenate([np.linspace(-30, 30, 121), [1e-4, 1e-2, 0.0]]).astype(np.float32)
+    got = _both(lambda a: es.bessel_jn(a, v=6), z)
+    assert got.shape == (7, z.size)
+    want = np.stack([sp.jv(k, z.astype(np.float64)) for k in range(7)])
+    np.testing.assert_allclose(got, want, atol=5e-7)
+    # A start order well above |z| is needed: n_iter raises it.
+    far = np.asarray(es.bessel_jn(np.float32(45.0), v=2, n_iter=100))
+    np.testing.assert_allclose(far, [sp.jv(k, 45.0) for k in range(3)], atol=1e-6)
+    with pytest.raises(ValueError, match="non-negative"):
+        es.bessel_jn(1.0, v=-1)
+
+
 def test_jax_pinned_edges():
     # Values JAX 0.10 gives where SciPy's conventions differ or SciPy has no answer.
     x = np.float32([-2.5, -1.5, -1.0, 0.0, -0.0, 1.5, np.nan, -np.inf, np.inf])
@@ -257,7 +304,15 @@ GRAD_CASES = [
     ("betaln", [np.float32([0.5, 2.0]), np.float32([0.3, 4.0])]),
     ("gammainc", [np.float32([0.8, 2.0]), np.float32([0.5, 3.0])]),
     ("boxcox", [np.float32([0.5, 2.0]), np.float32([0.3, -1.5])]),
+    ("exp1", [np.float32([0.3, 1.5, 6.0])]),
+    ("expi", [np.float32([-2.0, 0.3, 1.5, 45.0])]),
 ]
+
+
+def test_expn_and_bessel_jn_grads():
+    check_grads(lambda x: es.expn(3.0, x), [np.float32([0.4, 2.0])], order=1, rtol=2e-2)
+    check_grads(lambda x: es.expn(0.0, x), [np.float32([0.4, 2.0])], order=1, rtol=2e-2)
+    check_grads(lambda z: es.bessel_jn(z, v=3), [np.float32([0.7, 4.0])], order=1, rtol=2e-2)
 
 
 @pytest.mark.parametrize("name, args", GRAD_CASES, ids=[g[0] for g in GRAD_CASES])
@@ -282,6 +337,7 @@ def test_erfcx_second_derivative():
 
 JAX_SIGNATURES = {
     "bernoulli": "n",
+    "bessel_jn": "z,*v,*n_iter=50",
     "beta": "a,b",
     "betainc": "a,b,x",
     "betaln": "a,b",
@@ -294,7 +350,10 @@ JAX_SIGNATURES = {
     "erfc": "x",
     "erfcx": "x",
     "erfinv": "x",
+    "exp1": "x",
+    "expi": "x",
     "expit": "x",
+    "expn": "n,x",
     "factorial": "n,exact=False",
     "gamma": "x",
     "gammainc": "a,x",

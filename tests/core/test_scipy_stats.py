@@ -445,3 +445,105 @@ def test_submodules_import_as_modules():
 
     assert norm_module.pdf is es.norm.pdf
     assert ember.scipy.stats is es
+
+
+# --------------------------------------------------------------------------------------------
+# gaussian_kde
+
+KDE_DATA = np.random.default_rng(5).normal(size=(2, 40))
+KDE_WEIGHTS = np.arange(1.0, 41.0)
+KDE_POINTS = np.random.default_rng(6).normal(size=(2, 9))
+
+
+@pytest.mark.parametrize("bw_method", [None, "scott", "silverman", 0.4, "callable"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_gaussian_kde_against_scipy(bw_method, weighted):
+    bw = (lambda kde: 0.3) if bw_method == "callable" else bw_method
+    weights = KDE_WEIGHTS if weighted else None
+    want = st.gaussian_kde(KDE_DATA, bw_method=bw, weights=weights)
+    got = es.gaussian_kde(KDE_DATA.astype(np.float32), bw_method=bw, weights=weights)
+    assert (got.d, got.n) == (2, 40)
+    np.testing.assert_allclose(float(got.neff), want.neff, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(got.covariance), want.covariance, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(got.inv_cov), want.inv_cov, rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(got(KDE_POINTS)), want(KDE_POINTS), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(got.pdf(KDE_POINTS)), want.pdf(KDE_POINTS), rtol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(got.logpdf(KDE_POINTS)), want.logpdf(KDE_POINTS), rtol=1e-5
+    )
+    mean, cov = np.float32([0.2, -0.1]), np.float32([[1.0, 0.2], [0.2, 0.5]])
+    np.testing.assert_allclose(
+        float(got.integrate_gaussian(mean, cov)), want.integrate_gaussian(mean, cov), rtol=1e-5
+    )
+    np.testing.assert_allclose(float(got.integrate_kde(got)), want.integrate_kde(want), rtol=1e-5)
+
+
+def test_gaussian_kde_one_dimensional():
+    data = KDE_DATA[0]
+    want = st.gaussian_kde(data, weights=KDE_WEIGHTS)
+    got = es.gaussian_kde(data.astype(np.float32), weights=KDE_WEIGHTS)
+    x = np.linspace(-3, 3, 13)
+    np.testing.assert_allclose(np.asarray(got(x)), want(x), rtol=1e-5)
+    np.testing.assert_allclose(
+        float(got.integrate_box_1d(-0.5, 1.0)), want.integrate_box_1d(-0.5, 1.0), rtol=1e-5
+    )
+    # Far in the tail the log density stays finite where the density underflows.
+    np.testing.assert_allclose(
+        np.asarray(got.logpdf(np.float32([40.0]))), want.logpdf([40.0]), rtol=1e-4
+    )
+
+
+def test_gaussian_kde_is_a_pytree():
+    kde = es.gaussian_kde(KDE_DATA.astype(np.float32))
+    jitted = ember.jit(lambda k, p: k.logpdf(p))(kde, KDE_POINTS.astype(np.float32))
+    np.testing.assert_allclose(np.asarray(jitted), np.asarray(kde.logpdf(KDE_POINTS)), rtol=1e-5)
+    leaves, treedef = ember.tree_util.tree_flatten(kde)
+    rebuilt = ember.tree_util.tree_unflatten(treedef, leaves)
+    np.testing.assert_allclose(np.asarray(rebuilt(KDE_POINTS)), np.asarray(kde(KDE_POINTS)))
+    # The density is differentiable in the evaluation point.
+    point = KDE_POINTS[:, :1].astype(np.float32)
+    check_grads(lambda p: kde.logpdf(p), [point], order=1, atol=2e-2, rtol=2e-2)
+
+
+def test_gaussian_kde_resample():
+    import ember.random
+
+    kde = es.gaussian_kde(np.float32([0.0, 10.0]), bw_method=0.01, weights=[1.0, 3.0])
+    draws = np.asarray(kde.resample(ember.random.key(0), (4000,)))
+    assert draws.shape == (1, 4000)
+    # Tight kernels around the two points, picked 1:3.
+    near_ten = np.mean(np.abs(draws - 10.0) < 1.0)
+    assert 0.7 < near_ten < 0.8
+    assert np.all((np.abs(draws) < 1.0) | (np.abs(draws - 10.0) < 1.0))
+    assert kde.resample(ember.random.key(1)).shape == (1,)
+
+
+def test_gaussian_kde_errors():
+    kde = es.gaussian_kde(KDE_DATA.astype(np.float32))
+    with pytest.raises(ValueError, match="bw_method"):
+        es.gaussian_kde(KDE_DATA, bw_method="bad")
+    with pytest.raises(ValueError, match="1-D"):
+        kde.integrate_box_1d(0.0, 1.0)
+    with pytest.raises(NotImplementedError, match="integrate_box_1d"):
+        kde.integrate_box([0.0, 0.0], [1.0, 1.0])
+    with pytest.raises(NotImplementedError, match="bandwidth"):
+        kde.set_bandwidth(0.5)
+    with pytest.raises(ValueError, match="dimension"):
+        kde(np.zeros((3, 2), np.float32))
+    with pytest.raises(ValueError, match="weights"):
+        es.gaussian_kde(KDE_DATA, weights=[1.0, 2.0])
+
+
+def test_gaussian_kde_signatures_match_jax():
+    kde = es.gaussian_kde
+    assert _signature(kde.__init__) == "self,dataset,bw_method=None,weights=None"
+    assert _signature(kde.evaluate) == "self,points"
+    assert _signature(kde.__call__) == "self,points"
+    assert _signature(kde.logpdf) == "self,x"
+    assert _signature(kde.pdf) == "self,x"
+    assert _signature(kde.integrate_gaussian) == "self,mean,cov"
+    assert _signature(kde.integrate_box_1d) == "self,low,high"
+    assert _signature(kde.integrate_kde) == "self,other"
+    assert _signature(kde.integrate_box) == "self,low_bounds,high_bounds,maxpts=None"
+    assert _signature(kde.resample) == "self,key,shape=()"
+    assert _signature(kde.set_bandwidth) == "self,bw_method=None"

@@ -1,5 +1,11 @@
 """Special functions (``ember.scipy.special``), as ``jax.scipy.special``."""
 
+from ember._src.scipy.expint import (
+    bessel_jn as bessel_jn,
+    exp1 as exp1,
+    expi as expi,
+    expn as expn,
+)
 from ember._src.scipy.ndtr import (
     erfcx as erfcx,
     log_ndtr as log_ndtr,

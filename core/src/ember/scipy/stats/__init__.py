@@ -1,5 +1,6 @@
 """Probability distributions and statistics (``ember.scipy.stats``), as ``jax.scipy.stats``."""
 
+from ember._src.scipy.stats.kde import gaussian_kde as gaussian_kde
 from ember._src.scipy.stats.summary import (
     ModeResult as ModeResult,
     mode as mode,
