@@ -73,7 +73,10 @@ def poisson_entropy(mu: Any, loc: Any = 0) -> Any:
     big = jnp.maximum(mu, c(mu, _ENTROPY_SWITCH))
     inv = 1 / big
     series = 0.5 * jnp.log(2 * math.pi * math.e * big) - inv / 12 - inv**2 / 24 - 19 * inv**3 / 360
-    return nan_unless(mu >= 0, where(mu < _ENTROPY_SWITCH, summed, series))
+    value = where(mu < _ENTROPY_SWITCH, summed, series)
+    # mu == 0 is a point mass: exactly 0 (the sum would carry lgamma(1)'s rounding on XLA).
+    value = where(mu == 0, c(mu, 0), value)
+    return nan_unless(mu >= 0, value)
 
 
 # --------------------------------------------------------------------------------------------
