@@ -93,6 +93,14 @@ UNARY = [
         sp.expi,
         dict(rtol=2e-6, atol=0),
     ),
+    (
+        "spence",
+        np.concatenate([np.linspace(0, 10, 101), [0.25, 0.5, 0.75, 1e3, 1e6, 1e-6, -1.0]]).astype(
+            np.float32
+        ),
+        sp.spence,
+        dict(rtol=1e-6, atol=1e-7),
+    ),
     ("i0", WIDE, sp.i0, F32),
     ("i1", WIDE, sp.i1, F32),
     ("i0e", WIDE, sp.i0e, F32),
@@ -227,6 +235,8 @@ def test_expn_against_scipy():
             np.testing.assert_allclose(
                 np.asarray(es.expn(order, x64)), sp.expn(order, x64), rtol=1e-12
             )
+        x64 = np.concatenate([np.linspace(0, 20, 81), [1e3, 1e8]])
+        np.testing.assert_allclose(np.asarray(es.spence(x64)), sp.spence(x64), rtol=1e-13)
         np.testing.assert_allclose(
             np.asarray(es.expi(np.linspace(-50, 300, 141))),
             sp.expi(np.linspace(-50, 300, 141)),
@@ -305,6 +315,7 @@ GRAD_CASES = [
     ("gammainc", [np.float32([0.8, 2.0]), np.float32([0.5, 3.0])]),
     ("boxcox", [np.float32([0.5, 2.0]), np.float32([0.3, -1.5])]),
     ("exp1", [np.float32([0.3, 1.5, 6.0])]),
+    ("spence", [np.float32([0.2, 0.9, 1.0, 1.7, 5.0])]),
     ("expi", [np.float32([-2.0, 0.3, 1.5, 45.0])]),
 ]
 
@@ -377,6 +388,7 @@ JAX_SIGNATURES = {
     "polygamma": "n,x",
     "rel_entr": "p,q",
     "softmax": "/x,*axis=None",
+    "spence": "x",
     "xlog1py": "x,y",
     "xlogy": "x,y",
     "zeta": "x,q=None",

@@ -50,3 +50,4 @@ from ember._src.scipy.special import (
     xlogy as xlogy,
     zeta as zeta,
 )
+from ember._src.scipy.spence import spence as spence
