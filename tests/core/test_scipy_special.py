@@ -101,6 +101,14 @@ UNARY = [
         sp.spence,
         dict(rtol=1e-6, atol=1e-7),
     ),
+    (
+        "dawsn",
+        np.concatenate(
+            [np.linspace(-60, 60, 241), [0.19, 0.21, 49.9, 50.1, 1e3, 1e20, np.inf]]
+        ).astype(np.float32),
+        sp.dawsn,
+        dict(rtol=1e-6, atol=0),
+    ),
     ("i0", WIDE, sp.i0, F32),
     ("i1", WIDE, sp.i1, F32),
     ("i0e", WIDE, sp.i0e, F32),
@@ -235,6 +243,8 @@ def test_expn_against_scipy():
             np.testing.assert_allclose(
                 np.asarray(es.expn(order, x64)), sp.expn(order, x64), rtol=1e-12
             )
+        x64 = np.concatenate([np.linspace(-60, 60, 121), [0.19, 0.21, 1e3]])
+        np.testing.assert_allclose(np.asarray(es.dawsn(x64)), sp.dawsn(x64), rtol=1e-13)
         x64 = np.concatenate([np.linspace(0, 20, 81), [1e3, 1e8]])
         np.testing.assert_allclose(np.asarray(es.spence(x64)), sp.spence(x64), rtol=1e-13)
         np.testing.assert_allclose(
@@ -316,6 +326,7 @@ GRAD_CASES = [
     ("boxcox", [np.float32([0.5, 2.0]), np.float32([0.3, -1.5])]),
     ("exp1", [np.float32([0.3, 1.5, 6.0])]),
     ("spence", [np.float32([0.2, 0.9, 1.0, 1.7, 5.0])]),
+    ("dawsn", [np.float32([-3.0, 0.1, 0.9, 60.0])]),
     ("expi", [np.float32([-2.0, 0.3, 1.5, 45.0])]),
 ]
 
@@ -355,6 +366,7 @@ JAX_SIGNATURES = {
     "boxcox": "x,lmbda",
     "boxcox1p": "x,lmbda",
     "comb": "N,k,*repetition=False",
+    "dawsn": "x",
     "digamma": "x",
     "entr": "x",
     "erf": "x",

@@ -1,5 +1,6 @@
 """Special functions (``ember.scipy.special``), as ``jax.scipy.special``."""
 
+from ember._src.scipy.dawsn import dawsn as dawsn
 from ember._src.scipy.expint import (
     bessel_jn as bessel_jn,
     exp1 as exp1,
