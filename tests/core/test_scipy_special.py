@@ -267,6 +267,19 @@ def test_bessel_jn_against_scipy():
         es.bessel_jn(1.0, v=-1)
 
 
+def test_sici_against_scipy():
+    x = np.concatenate([np.linspace(-60, 60, 241), [3.99, 4.01, 1e3, np.inf, -np.inf, 0.0, 1e-5]])
+    si, ci = ember.jit(es.sici)(x.astype(np.float32))
+    want_si, want_ci = sp.sici(x)
+    np.testing.assert_allclose(np.asarray(si), want_si, rtol=1e-6, atol=3e-7)
+    np.testing.assert_allclose(np.asarray(ci), want_ci, rtol=1e-6, atol=2e-6)
+    with ember.config.option("enable_x64", True):
+        si, ci = es.sici(x[:-5])
+        np.testing.assert_allclose(np.asarray(si), want_si[:-5], rtol=0, atol=5e-15)
+        np.testing.assert_allclose(np.asarray(ci), want_ci[:-5], rtol=0, atol=5e-15)
+    check_grads(es.sici, [np.float32([0.5, 3.0, 7.0])], order=1, atol=2e-2, rtol=2e-2)
+
+
 def test_jax_pinned_edges():
     # Values JAX 0.10 gives where SciPy's conventions differ or SciPy has no answer.
     x = np.float32([-2.5, -1.5, -1.0, 0.0, -0.0, 1.5, np.nan, -np.inf, np.inf])
@@ -399,6 +412,7 @@ JAX_SIGNATURES = {
     "poch": "z,m",
     "polygamma": "n,x",
     "rel_entr": "p,q",
+    "sici": "x",
     "softmax": "/x,*axis=None",
     "spence": "x",
     "xlog1py": "x,y",
