@@ -1,4 +1,4 @@
-"""The sine and cosine integrals for ``ember.scipy.special``:
+"""The sine and cosine integrals and the Fresnel integrals for ``ember.scipy.special``:
 ``sici(x) = (Si(x), Ci(x))`` with ``Si(x) = int_0^x sin(t)/t dt`` and
 ``Ci(x) = gamma + log x + int_0^x (cos(t) - 1)/t dt``.
 
@@ -86,3 +86,71 @@ def sici(x: Any) -> tuple[Any, Any]:
     """The sine and cosine integrals ``(Si(x), Ci(x))``."""
     (x,) = prepare_inexact("sici", x)
     return _sici(x)
+
+
+# --------------------------------------------------------------------------------------------
+# Fresnel integrals S(x) = int_0^x sin(pi t^2 / 2) dt, C(x) = int_0^x cos(pi t^2 / 2) dt
+
+_FRESNEL_SWITCH = 1.25
+_FRESNEL_SERIES_TERMS = 25
+_FRESNEL_FRACTION_TERMS = 120  # below float64 rounding from x = 1.25 on
+
+
+def _fresnel_series(x: Any) -> tuple[Any, Any]:
+    """``C = sum (-1)^k (pi/2)^(2k) x^(4k+1) / ((4k+1) (2k)!)`` and the like for S."""
+    s, c = creation.zeros_like(x), creation.zeros_like(x)
+    power = x  # (pi/2)^n x^(2n+1) / n!, for n = 0, 1, 2, ...
+    for n in range(2 * _FRESNEL_SERIES_TERMS):
+        sign = -1.0 if (n // 2) % 2 else 1.0
+        if n % 2 == 0:
+            c = c + sign * power / (2 * n + 1)
+        else:
+            s = s + sign * power / (2 * n + 1)
+        power = power * (math.pi / 2) * x * x / (n + 1)
+    return s, c
+
+
+def _fresnel_fraction(x: Any) -> tuple[Any, Any]:
+    """``C + i S = (1 + i)/2 (1 - erfc(z))`` with ``z = sqrt(pi)/2 (1 - i) x``, where
+    ``erfc(z) = exp(i pi x^2 / 2) / sqrt(pi) / (z + (1/2) / (z + 1 / (z + ...)))``."""
+    zr = math.sqrt(math.pi) / 2 * x
+    zi = -zr
+    tr, ti = zr, zi
+    for k in range(_FRESNEL_FRACTION_TERMS, 0, -1):
+        scale = (k / 2) / (tr * tr + ti * ti)
+        tr, ti = zr + scale * tr, zi - scale * ti
+    norm = tr * tr + ti * ti
+    kr, ki = tr / norm, -ti / norm
+    phase = (math.pi / 2) * x * x
+    cos, sin = jnp.cos(phase), jnp.sin(phase)
+    pr = (cos * kr - sin * ki) / math.sqrt(math.pi)
+    pi_ = (cos * ki + sin * kr) / math.sqrt(math.pi)
+    return (1 - pr - pi_) / 2, (1 - pr + pi_) / 2
+
+
+def _fresnel_impl(x: Any) -> tuple[Any, Any]:
+    ax = jnp.abs(x)
+    small = ax < _FRESNEL_SWITCH
+    s_s, c_s = _fresnel_series(jnp.where(small, ax, _c(x, 0)))
+    far = jnp.where(small, _c(x, _FRESNEL_SWITCH), jnp.where(ax == np.inf, _c(x, 1), ax))
+    s_f, c_f = _fresnel_fraction(far)
+    s = jnp.where(small, s_s, jnp.where(ax == np.inf, _c(x, 0.5), s_f))
+    c = jnp.where(small, c_s, jnp.where(ax == np.inf, _c(x, 0.5), c_f))
+    negative = x < 0
+    return jnp.where(negative, -s, s), jnp.where(negative, -c, c)
+
+
+_fresnel = custom_jvp(_fresnel_impl)
+
+
+@_fresnel.defjvp
+def _fresnel_jvp(primals, tangents):
+    (x,), (tx,) = primals, tangents
+    phase = (math.pi / 2) * x * x
+    return _fresnel(x), (tx * jnp.sin(phase), tx * jnp.cos(phase))
+
+
+def fresnel(x: Any) -> tuple[Any, Any]:
+    """The Fresnel integrals ``(S(x), C(x))``."""
+    (x,) = prepare_inexact("fresnel", x)
+    return _fresnel(x)
