@@ -452,3 +452,29 @@ def _signature(fn) -> str:
 @pytest.mark.parametrize("name", sorted(JAX_SIGNATURES))
 def test_signature_matches_jax(name):
     assert _signature(getattr(es, name)) == JAX_SIGNATURES[name]
+
+
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        ("ndtri", [np.float32([[0.1, 0.5], [0.9, 0.99]])]),
+        ("erfcx", [np.float32([[-1.0, 0.5], [3.0, 30.0]])]),
+        ("xlogy", [np.float32([[0.0, 1.0], [2.0, 3.0]]), np.float32([[0.5, 2.0], [0.0, 4.0]])]),
+        ("expn", [np.float32([[1.0, 2.0], [0.0, 4.0]]), np.float32([[0.5, 2.0], [3.0, 0.2]])]),
+        ("dawsn", [np.float32([[0.1, 2.0], [-60.0, 7.0]])]),
+    ],
+)
+def test_vmap_matches_elementwise(name, args):
+    fn = getattr(es, name)
+    np.testing.assert_allclose(
+        np.asarray(ember.vmap(fn)(*args)), np.asarray(fn(*args)), rtol=2e-6, atol=1e-30
+    )
+
+
+def test_vmap_of_tuple_valued_functions():
+    x = np.float32([[0.5, 3.0], [7.0, -2.0]])
+    for fn in (es.sici, es.fresnel):
+        batched = ember.vmap(fn)(x)
+        direct = fn(x)
+        for got, want in zip(batched, direct):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-6)

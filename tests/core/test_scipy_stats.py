@@ -547,3 +547,24 @@ def test_gaussian_kde_signatures_match_jax():
     assert _signature(kde.integrate_box) == "self,low_bounds,high_bounds,maxpts=None"
     assert _signature(kde.resample) == "self,key,shape=()"
     assert _signature(kde.set_bandwidth) == "self,bw_method=None"
+
+
+def test_vmap_over_distributions():
+    x = np.float32([[0.1, 2.0], [-1.0, 3.5]])
+    for fn, extra in (
+        (es.truncnorm.logpdf, (-1.0, 3.0)),
+        (es.gamma.logcdf, (2.0,)),
+        (es.poisson.logpmf, (3.0,)),
+    ):
+        np.testing.assert_allclose(
+            np.asarray(ember.vmap(lambda row, fn=fn, extra=extra: fn(row, *extra))(x)),
+            np.asarray(fn(x, *extra)),
+            rtol=2e-6,
+        )
+    kde = es.gaussian_kde(KDE_DATA.astype(np.float32))
+    points = KDE_POINTS.T.astype(np.float32)  # vmap over points, each of shape (2,)
+    np.testing.assert_allclose(
+        np.asarray(ember.vmap(lambda p: kde.logpdf(p[:, None])[0])(points)),
+        np.asarray(kde.logpdf(KDE_POINTS)),
+        rtol=2e-6,
+    )
