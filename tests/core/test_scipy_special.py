@@ -295,6 +295,19 @@ def test_fresnel_against_scipy():
     check_grads(es.fresnel, [np.float32([0.5, 1.1, 2.0])], order=1, atol=2e-2, rtol=2e-2)
 
 
+def test_owens_t_against_scipy():
+    h = np.float32([0.0, 0.1, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, -2.0])[:, None]
+    a = np.float32([0.0, 0.01, 0.1, 0.5, 0.99, 1.0, 1.5, 3.0, 10.0, 100.0, -2.0, np.inf])[None]
+    want = _scipy(sp.owens_t, h * np.ones_like(a), a * np.ones_like(h))
+    got = _both(es.owens_t, h, a)
+    np.testing.assert_allclose(got, want, rtol=3e-6, atol=1e-30)
+    with ember.config.option("enable_x64", True):
+        got = np.asarray(es.owens_t(h.astype(np.float64), a.astype(np.float64)))
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-300)
+    # dT/da = exp(-h^2 (1 + a^2) / 2) / (2 pi (1 + a^2)); dT/dh by finite differences.
+    check_grads(es.owens_t, [np.float32([0.3, 1.5]), np.float32([0.4, 2.5])], order=1, rtol=2e-2)
+
+
 def test_jax_pinned_edges():
     # Values JAX 0.10 gives where SciPy's conventions differ or SciPy has no answer.
     x = np.float32([-2.5, -1.5, -1.0, 0.0, -0.0, 1.5, np.nan, -np.inf, np.inf])
@@ -425,6 +438,7 @@ JAX_SIGNATURES = {
     "multigammaln": "a,d",
     "ndtr": "x",
     "ndtri": "p",
+    "owens_t": "h,a",
     "poch": "z,m",
     "polygamma": "n,x",
     "rel_entr": "p,q",

@@ -13,6 +13,7 @@ from ember._src.scipy.ndtr import (
     ndtr as ndtr,
     ndtri as ndtri,
 )
+from ember._src.scipy.owens_t import owens_t as owens_t
 from ember._src.scipy.sici import fresnel as fresnel, sici as sici
 from ember._src.scipy.special import (
     bernoulli as bernoulli,
