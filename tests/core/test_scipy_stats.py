@@ -568,3 +568,10 @@ def test_vmap_over_distributions():
         np.asarray(kde.logpdf(KDE_POINTS)),
         rtol=2e-6,
     )
+
+
+def test_mismatched_shapes_raise_naming_the_function():
+    with pytest.raises(ValueError, match=r"gamma\.cdf.*broadcast"):
+        es.gamma.cdf(np.ones(3, np.float32), np.ones(2, np.float32))
+    with pytest.raises(ValueError, match=r"binom\.logpmf.*broadcast"):
+        es.binom.logpmf(np.ones(3, np.float32), 5.0, np.ones(2, np.float32))
