@@ -308,6 +308,28 @@ def test_owens_t_against_scipy():
     check_grads(es.owens_t, [np.float32([0.3, 1.5]), np.float32([0.4, 2.5])], order=1, rtol=2e-2)
 
 
+def test_hyp1f1_against_scipy():
+    a = np.float32([-3.0, -1.5, -0.5, 0.0, 0.5, 1.0, 2.5, 5.0])[:, None, None]
+    b = np.float32([0.5, 0.7, 2.5, 6.0])[None, :, None]
+    x = np.concatenate([np.linspace(-60, 60, 25), [75.0, -100.0]]).astype(np.float32)
+    x = x[None, None, :]
+    shape = np.broadcast_shapes(a.shape, b.shape, x.shape)
+    want = _scipy(sp.hyp1f1, *(np.broadcast_to(v, shape) for v in (a, b, x)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # values beyond float32's range become inf
+        want = want.astype(np.float32)
+    got = _both(es.hyp1f1, a, b, x)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-30)
+    # JAX 0.10 answers -1.435 here; the value is 0.0646.
+    np.testing.assert_allclose(float(es.hyp1f1(0.5, 0.7, -20.0)), 0.0645865045, rtol=1e-5)
+    with ember.config.option("enable_x64", True):
+        wide = np.concatenate([np.linspace(-60, 60, 25), [100.0, 300.0, -100.0]])
+        got = np.asarray(es.hyp1f1(a.astype(np.float64), b.astype(np.float64), wide))
+        want = sp.hyp1f1(*np.broadcast_arrays(a, b, wide[None, None, :]))
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    check_grads(lambda v: es.hyp1f1(1.5, 2.5, v), [np.float32([-3.0, 0.5, 7.0])], order=1)
+
+
 def test_jax_pinned_edges():
     # Values JAX 0.10 gives where SciPy's conventions differ or SciPy has no answer.
     x = np.float32([-2.5, -1.5, -1.0, 0.0, -0.0, 1.5, np.nan, -np.inf, np.inf])
@@ -425,6 +447,7 @@ JAX_SIGNATURES = {
     "gammaincc": "a,x",
     "gammaln": "x",
     "gammasgn": "x",
+    "hyp1f1": "a,b,x",
     "i0": "x",
     "i0e": "x",
     "i1": "x",

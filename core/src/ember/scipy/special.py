@@ -7,6 +7,7 @@ from ember._src.scipy.expint import (
     expi as expi,
     expn as expn,
 )
+from ember._src.scipy.hyp1f1 import hyp1f1 as hyp1f1
 from ember._src.scipy.ndtr import (
     erfcx as erfcx,
     log_ndtr as log_ndtr,
