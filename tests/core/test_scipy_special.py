@@ -32,12 +32,12 @@ def _scipy(fn, *args):
         return fn(*[np.asarray(a, np.float64) for a in args])
 
 
-def _both(fn, *args, atol=1e-30):
+def _both(fn, *args, atol=1e-30, rtol=2e-6):
     """fn's eager answer, checked against its jitted one (XLA may fuse and round the jitted
     program differently, so they agree to float32 rounding, not bit for bit)."""
     eager = np.asarray(fn(*args))
     jitted = np.asarray(ember.jit(fn)(*args))
-    np.testing.assert_allclose(jitted, eager, rtol=2e-6, atol=atol)
+    np.testing.assert_allclose(jitted, eager, rtol=rtol, atol=atol)
     return eager
 
 
@@ -318,7 +318,8 @@ def test_hyp1f1_against_scipy():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # values beyond float32's range become inf
         want = want.astype(np.float32)
-    got = _both(es.hyp1f1, a, b, x)
+    # exp of arguments near 75 (the asymptotic branch) rounds differently once fused.
+    got = _both(es.hyp1f1, a, b, x, rtol=1e-5)
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-30)
     # JAX 0.10 answers -1.435 here; the value is 0.0646.
     np.testing.assert_allclose(float(es.hyp1f1(0.5, 0.7, -20.0)), 0.0645865045, rtol=1e-5)

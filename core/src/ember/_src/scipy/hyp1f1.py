@@ -16,6 +16,7 @@ import numpy as np
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as jnp
 from ember._src.numpy.util import prepare_inexact
+from ember._src.ops.control_flow.loops import fori_loop
 from ember._src.scipy import special as _special
 
 _SERIES_TERMS = 256
@@ -28,12 +29,16 @@ def _c(x: Any, value: Any) -> np.ndarray:
 
 
 def _series(a: Any, b: Any, x: Any) -> Any:
-    total = creation.ones_like(x)
-    term = creation.ones_like(x)
-    for k in range(_SERIES_TERMS):
+    # A loop rather than unrolled terms: 256 unrolled steps make a graph XLA is slow (and
+    # memory-hungry) to compile.
+    def step(k, carry):
+        term, total = carry
+        k = k.astype(get_aval(x).dtype)
         term = term * (a + k) / (b + k) * x / (k + 1)
-        total = total + term
-    return total
+        return term, total + term
+
+    ones = creation.ones_like(x)
+    return fori_loop(0, _SERIES_TERMS, step, (ones, ones))[1]
 
 
 def _asymptotic(a: Any, b: Any, x: Any, log_factor: Any) -> Any:
