@@ -1,4 +1,7 @@
-"""SciPy's API on ember arrays (``ember.scipy``), as ``jax.scipy``."""
+"""SciPy's API on ember arrays (``ember.scipy``), as ``jax.scipy``.
+
+Each submodule is imported here so that ``ember.scipy.<name>`` works after ``import ember``.
+"""
 
 from ember.scipy import (
     integrate as integrate,
@@ -7,4 +10,6 @@ from ember.scipy import (
     ndimage as ndimage,
     optimize as optimize,
     signal as signal,
+    special as special,
+    stats as stats,
 )
