@@ -53,7 +53,9 @@ def import_array(x: Any, device: Any, copy: bool | None) -> Any:
 def _check_importable(x: Any) -> None:
     """A clear BufferError for producers ember cannot read: memory off the host."""
     if not hasattr(x, "__dlpack__"):
-        raise errors.EmberTypeError(f"from_dlpack: {type(x).__name__} has no __dlpack__ method{errors.where()}")
+        raise errors.EmberTypeError(
+            f"from_dlpack: {type(x).__name__} has no __dlpack__ method{errors.where()}"
+        )
     if hasattr(x, "__dlpack_device__"):
         kind, _ = x.__dlpack_device__()
         if int(kind) != _KDL_CPU:

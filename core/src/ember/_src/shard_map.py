@@ -124,7 +124,9 @@ def _unmentioned(mesh: Mesh, spec: PartitionSpec) -> tuple[str, ...]:
 
 def _check_spec(mesh: Mesh, spec: Any, what: str) -> PartitionSpec:
     if not isinstance(spec, PartitionSpec):
-        raise errors.EmberTypeError(f"{what}: expected a PartitionSpec, got {spec!r}{errors.where()}")
+        raise errors.EmberTypeError(
+            f"{what}: expected a PartitionSpec, got {spec!r}{errors.where()}"
+        )
     NamedSharding(mesh, spec)  # names an axis the mesh lacks, or one twice: a clear error
     return spec
 

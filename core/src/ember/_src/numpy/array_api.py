@@ -94,7 +94,9 @@ def isdtype(dtype: Any, kind: Any) -> bool:
     try:
         dtype = np.dtype(dtype)
     except TypeError:
-        raise errors.EmberTypeError(f"isdtype: {dtype!r} is not a data type{errors.where()}") from None
+        raise errors.EmberTypeError(
+            f"isdtype: {dtype!r} is not a data type{errors.where()}"
+        ) from None
     if isinstance(kind, tuple):
         return any(isdtype(dtype, k) for k in kind)
     if isinstance(kind, str):

@@ -28,7 +28,9 @@ def _static_int(value: Any, what: str) -> int:
     try:
         return operator.index(value)
     except TypeError:
-        raise errors.EmberTypeError(f"{what} must be an integer, got {value!r}{errors.where()}") from None
+        raise errors.EmberTypeError(
+            f"{what} must be an integer, got {value!r}{errors.where()}"
+        ) from None
 
 
 def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:

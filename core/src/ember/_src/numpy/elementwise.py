@@ -218,7 +218,9 @@ def floor_divide(x1: Any, x2: Any, /) -> Any:
         adjust = lax.bitwise_and(inexact, lax.ne(lax.sign(x), lax.sign(y)))
         return lax.select_n(adjust, quotient, lax.sub(quotient, np.ones((), dtype)))
     if dtype.kind == "c":
-        raise errors.EmberTypeError(f"floor_divide does not support complex-valued inputs{errors.where()}")
+        raise errors.EmberTypeError(
+            f"floor_divide does not support complex-valued inputs{errors.where()}"
+        )
     return _float_floor_divide(x, y)
 
 

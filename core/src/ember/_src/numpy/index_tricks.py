@@ -230,7 +230,9 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
     coords = [creation.asarray(c) for c in multi_index]
     for c in coords:
         if not dtypes.is_integer(get_aval(c).dtype):
-            raise errors.EmberTypeError(f"ravel_multi_index: only int indices permitted{errors.where()}")
+            raise errors.EmberTypeError(
+                f"ravel_multi_index: only int indices permitted{errors.where()}"
+            )
     out_dtype = check_dtype_arg(dtype) or dtypes.default_int()
     if not dtypes.is_integer(out_dtype):
         raise ValueError(

@@ -427,7 +427,9 @@ def matrix_power(a: Any, n: int) -> Any:
     a = creation.asarray(a)
     _check_matrix(get_aval(a).shape, "matrix_power")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise errors.EmberTypeError(f"matrix_power: n must be an integer, got {n!r}{errors.where()}")
+        raise errors.EmberTypeError(
+            f"matrix_power: n must be an integer, got {n!r}{errors.where()}"
+        )
     n = int(n)
     if n < 0:
         a = _float_matrix(a, "matrix_power")

@@ -27,7 +27,9 @@ def lexsort(keys: Any, axis: int = -1) -> Any:
     break ties (a stable, lexicographic sort)."""
     keys = [creation.asarray(k) for k in _key_list(keys)]
     if not keys:
-        raise errors.EmberTypeError(f"lexsort: need a sequence of keys with len > 0{errors.where()}")
+        raise errors.EmberTypeError(
+            f"lexsort: need a sequence of keys with len > 0{errors.where()}"
+        )
     shapes = {get_aval(k).shape for k in keys}
     if len(shapes) != 1:
         raise ValueError(

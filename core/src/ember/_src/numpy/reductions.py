@@ -269,7 +269,9 @@ def _var_given(
     aval = get_aval(a)
     axes = canonicalize_axes(axis, aval.ndim)
     if aval.dtype.kind == "c":
-        raise errors.EmberTypeError(f"var and std of complex arrays are not supported yet{errors.where()}")
+        raise errors.EmberTypeError(
+            f"var and std of complex arrays are not supported yet{errors.where()}"
+        )
     dtype = check_dtype_arg(dtype) or (
         aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.default_float()
     )
@@ -316,7 +318,9 @@ def _arg_extremum(name: str, reducer, a: Any, axis: Any, keepdims: bool) -> Any:
     a = as_operand(a)
     aval = get_aval(a)
     if aval.dtype.kind == "c":  # as JAX: complex numbers are not compared here
-        raise errors.EmberTypeError(f"{name} does not accept complex input {aval.str_short()}{errors.where()}")
+        raise errors.EmberTypeError(
+            f"{name} does not accept complex input {aval.str_short()}{errors.where()}"
+        )
     if axis is None:
         a = reshape(a, (aval.size,))
         if aval.size == 0:

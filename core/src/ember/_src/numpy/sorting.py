@@ -47,7 +47,9 @@ def argsort(a: Any, axis: Any = -1, *, kind: Any = None, order: Any = None, stab
     (default: the default integer type, int64 under x64, as JAX)."""
     index_dtype = check_dtype_arg(dtype)
     if index_dtype is not None and index_dtype.kind not in "iu":
-        raise errors.EmberTypeError(f"argsort: dtype must be an integer type, got {dtype!r}{errors.where()}")
+        raise errors.EmberTypeError(
+            f"argsort: dtype must be an integer type, got {dtype!r}{errors.where()}"
+        )
     idx = _argsort(a, axis, order, stable, descending)
     return idx if index_dtype is None else cast(idx, index_dtype)
 

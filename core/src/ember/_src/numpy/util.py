@@ -126,7 +126,9 @@ def canonicalize_axis(axis: Any, ndim: int, name: str = "axis") -> int:
     try:
         axis = operator.index(core.concrete_or_error(axis, name))
     except TypeError:
-        raise errors.EmberTypeError(f"{name} must be an integer, got {axis!r}{errors.where()}") from None
+        raise errors.EmberTypeError(
+            f"{name} must be an integer, got {axis!r}{errors.where()}"
+        ) from None
     if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
         raise np.exceptions.AxisError(
             f"{name} {axis} is out of bounds for array of dimension {ndim}{errors.where()}"

@@ -38,7 +38,9 @@ def conv_dimension_numbers(
             f"{len(rhs_shape)}{errors.where()}"
         )
     if len(lhs_shape) < 2:
-        raise errors.EmberTypeError(f"convolution operands need rank >= 2, got {lhs_shape}{errors.where()}")
+        raise errors.EmberTypeError(
+            f"convolution operands need rank >= 2, got {lhs_shape}{errors.where()}"
+        )
     if isinstance(dimension_numbers, (tuple, list)) and not isinstance(
         dimension_numbers, ConvDimensionNumbers
     ):
@@ -346,7 +348,9 @@ def conv_general_permutations(dimension_numbers: Any) -> tuple[tuple[int, ...], 
     layout strings."""
     lhs, rhs, out = dimension_numbers
     if not all(isinstance(spec, str) for spec in (lhs, rhs, out)):
-        raise errors.EmberTypeError(f"conv_general_permutations needs three layout strings{errors.where()}")
+        raise errors.EmberTypeError(
+            f"conv_general_permutations needs three layout strings{errors.where()}"
+        )
     _check_layouts(lhs, rhs, out, len(lhs))
     return tuple(_conv.conv_dimension_numbers(len(lhs), dimension_numbers))
 

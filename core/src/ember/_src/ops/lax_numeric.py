@@ -255,7 +255,9 @@ def clz(x: Any) -> Any:
     """The number of leading zero bits of each integer (its width for 0)."""
     aval = get_aval(x)
     if not dtypes.is_integer(aval.dtype):
-        raise errors.EmberTypeError(f"clz needs an integer operand, got {aval.str_short()}{errors.where()}")
+        raise errors.EmberTypeError(
+            f"clz needs an integer operand, got {aval.str_short()}{errors.where()}"
+        )
     bits = aval.dtype.itemsize * 8
     # Copy the highest set bit into every lower position; the ones then count its position.
     smeared, shift = x, 1

@@ -84,7 +84,9 @@ def checkpoint(
     """``fun``, recomputed in the backward pass instead of storing its intermediates."""
     policy = policy or nothing_saveable
     if not callable(policy):
-        raise errors.EmberTypeError(f"checkpoint: policy must be callable, got {policy!r}{errors.where()}")
+        raise errors.EmberTypeError(
+            f"checkpoint: policy must be callable, got {policy!r}{errors.where()}"
+        )
 
     @functools.wraps(fun)
     def remat_fun(*args: Any, **kwargs: Any) -> Any:

@@ -101,7 +101,9 @@ def _as_index_array(indices: Any) -> Any:
         indices = np.asarray(indices)
     aval = get_aval(indices)
     if not dtypes.is_integer(aval.dtype):
-        raise errors.EmberTypeError(f"indices must be integers, got {aval.str_short()}{errors.where()}")
+        raise errors.EmberTypeError(
+            f"indices must be integers, got {aval.str_short()}{errors.where()}"
+        )
     if aval.dtype.itemsize < 4:  # so that bounds such as dim - size are representable
         indices = convert_element_type(indices, np.int32)
     return indices

@@ -64,7 +64,9 @@ def cond(
     """
     operands = _legacy_operand(operands, operand, "cond")
     if not callable(true_fun) or not callable(false_fun):
-        raise errors.EmberTypeError(f"cond: true_fun and false_fun must be callable{errors.where()}")
+        raise errors.EmberTypeError(
+            f"cond: true_fun and false_fun must be callable{errors.where()}"
+        )
     aval = _scalar_aval(pred, "cond", "pred")
     if aval.dtype != dtypes.bool_:
         pred = ne(pred, np.zeros((), aval.dtype))

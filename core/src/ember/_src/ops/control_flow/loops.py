@@ -65,7 +65,9 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
     forward mode only (use ``scan`` or a static-bound ``fori_loop`` for ``grad``).
     """
     if not callable(cond_fun) or not callable(body_fun):
-        raise errors.EmberTypeError(f"while_loop: cond_fun and body_fun must be callable{errors.where()}")
+        raise errors.EmberTypeError(
+            f"while_loop: cond_fun and body_fun must be callable{errors.where()}"
+        )
     leaves, tree, avals = flatten_operands(init_val, "while_loop init_val")
     in_tree = tree_flatten((init_val,))[1]
     for _ in range(2):  # a second trace only when weak types of the carry had to be settled
