@@ -362,3 +362,31 @@ def test_split_tile_stack_unstack(rng):
     for got, want in zip(lax.unstack(x, axis=1), np.moveaxis(x, 1, 0)):
         assert_close(got, want)
     check_grads(lambda x: lax.tile(x, (2, 1)), (x,), order=2)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64])
+@pytest.mark.parametrize("x64", [False, True])
+def test_dynamic_slicing_mixes_python_ints_with_traced_indices(dtype, x64):
+    """Python ints join traced start indices of any integer type (x64 on or off)."""
+    with ember.config.option("enable_x64", x64):
+        x = ember.numpy.arange(12.0).reshape(3, 4)
+        i = dtype(1)
+        cases = {
+            "slice": (lambda v, i: lax.dynamic_slice(v, (i, 1), (2, 2)), [[5, 6], [9, 10]]),
+            "update": (
+                lambda v, i: lax.dynamic_update_slice(v, ember.numpy.ones((1, 2)), (1, i)),
+                [[0, 1, 2, 3], [4, 1, 1, 7], [8, 9, 10, 11]],
+            ),
+            "index": (lambda v, i: lax.dynamic_index_in_dim(v, i, 1), [[1], [5], [9]]),
+            "in_dim": (
+                lambda v, i: lax.dynamic_slice_in_dim(v, i, 2, 1),
+                [[1, 2], [5, 6], [9, 10]],
+            ),
+            "mixed": (
+                lambda v, i: lax.dynamic_slice(v, (i, np.int64(1) if x64 else 1), (2, 2)),
+                [[5, 6], [9, 10]],
+            ),
+        }
+        for fn, expected in cases.values():
+            np.testing.assert_array_equal(ember.jit(fn)(x, i), expected)
+            np.testing.assert_array_equal(fn(x, i), expected)
