@@ -130,3 +130,14 @@ def test_integer_inputs_become_jax_inexact_dtypes(name, x64):
             x = enp.asarray(np.array([1, 2, 3, 4]).astype(dtype))
             got = fn(x).dtype
             assert got == np.dtype(want), f"{name}({dtype}): {got}, JAX gives {np.dtype(want)}"
+
+
+def test_integer_operands_of_inexact_functions_keep_their_values():
+    x = enp.asarray(np.array([1, 2, -3], np.int8))
+    np.testing.assert_allclose(enp.arctan2(x, x), np.arctan2([1.0, 2, -3], [1.0, 2, -3]))
+    np.testing.assert_array_equal(enp.rint(x), [1.0, 2.0, -3.0])
+    np.testing.assert_allclose(enp.convolve(x, x), np.convolve([1, 2, -3], [1, 2, -3]))
+    changed = enp.diff(np.array([True, False, False, True]))
+    assert changed.dtype == np.bool_
+    np.testing.assert_array_equal(changed, [True, False, True])
+    np.testing.assert_allclose(enp.linspace(np.int8(1), np.int8(3), 3), [1.0, 2.0, 3.0])
