@@ -163,6 +163,14 @@ def test_jit_of_grad_with_integer_input_returns_host_float0():
     assert dn.dtype == _FLOAT0 and dn.shape == (3,)
 
 
+def test_aot_lowering_of_float0_outputs_leaves_them_out():
+    f = ember.jit(ember.grad(lambda x, n: x * n, argnums=(0, 1), allow_int=True))
+    lowered = f.lower(1.5, 3)
+    assert "float0" not in lowered.as_text()
+    dx, dn = lowered.compile()(1.5, 3)
+    assert float(dx) == 3.0 and dn.dtype == _FLOAT0
+
+
 def test_jacrev_allow_int_gives_zeros_of_the_input_dtype():
     # JAX 0.10.2: jacrev(..., allow_int=True)(1.5, 3) == (3.0, 0 as weak int32)
     jac = ember.jacrev(lambda x, n: x * n, argnums=(0, 1), allow_int=True)

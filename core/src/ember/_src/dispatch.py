@@ -143,6 +143,10 @@ class _Float0Compiled:
         self.out_avals = [v.aval for v in outvars]
         self.float0_outs = [_is_float0(v.aval) for v in outvars]
 
+    @property
+    def executable(self) -> Executable:
+        return self.inner.executable
+
     def call_buffers(self, buffers: list[Any]) -> list[Any]:
         outs = iter(self.inner.call_buffers([buffers[i] for i in self.keep_in]))
         return [
@@ -155,7 +159,7 @@ def _is_float0(aval: Any) -> bool:
     return getattr(aval, "dtype", None) == dtypes.float0
 
 
-def _without_float0(closed: ClosedJaxpr, name: str, donated) -> tuple | None:
+def without_float0(closed: ClosedJaxpr, name: str, donated) -> tuple | None:
     """(jaxpr, donated flags, kept input positions) of ``closed`` without its float0 inputs
     and outputs, or None if it has none."""
     jaxpr = closed.jaxpr
@@ -189,7 +193,7 @@ def compile_jaxpr(
     name: str,
     donated_invars: Sequence[bool] | None = None,
 ) -> CompiledComputation:
-    stripped = _without_float0(closed, name, donated_invars)
+    stripped = without_float0(closed, name, donated_invars)
     if stripped is not None:
         inner = compile_jaxpr(stripped[0], device, name, stripped[1])
         return _Float0Compiled(inner, stripped[2], closed.jaxpr.outvars)

@@ -25,6 +25,7 @@ from ember._src.dispatch import (
     resolve_device,
     scalar_on_device,
     to_device,
+    without_float0,
 )
 from ember._src.interpreters.partial_eval import dce_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
@@ -469,11 +470,15 @@ class Lowered:
         """The StableHLO module, as MLIR text, for ``platform`` (default: the device's)."""
         if self._spmd is not None:
             return self._spmd.as_text(platform or self._device.platform)
+        jaxpr, donated = self._traced.jaxpr, self._traced.donated
+        stripped = without_float0(jaxpr, self._fn._name, donated)
+        if stripped is not None:  # float0 inputs and outputs are not part of the program
+            jaxpr, donated = stripped[0], stripped[1]
         return lower_module(
-            self._traced.jaxpr,
+            jaxpr,
             platform=platform or self._device.platform,
             name=f"jit_{self._fn._name}",
-            donated_invars=self._traced.donated,
+            donated_invars=donated,
         )
 
     def compile(self) -> Compiled:
