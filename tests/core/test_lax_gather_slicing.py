@@ -390,3 +390,28 @@ def test_dynamic_slicing_mixes_python_ints_with_traced_indices(dtype, x64):
         for fn, expected in cases.values():
             np.testing.assert_array_equal(ember.jit(fn)(x, i), expected)
             np.testing.assert_array_equal(fn(x, i), expected)
+
+
+def test_gather_with_batching_dims_picks_per_batch():
+    # out[b, j] = operand[b, idx[b, j]] (clamped into range, as XLA), on every backend.
+    operand = np.arange(10.0, dtype=np.float32).reshape(2, 5)
+    idx = np.array([[[4], [0], [9]], [[1], [1], [-2]]], np.int32)
+    dn = lax.GatherDimensionNumbers(
+        offset_dims=(),
+        collapsed_slice_dims=(1,),
+        start_index_map=(1,),
+        operand_batching_dims=(0,),
+        start_indices_batching_dims=(0,),
+    )
+    out = lax.gather(operand, idx, dn, (1, 1))
+    np.testing.assert_array_equal(out, [[4.0, 0.0, 4.0], [6.0, 6.0, 5.0]])
+    windows = lax.gather(
+        operand,
+        np.array([[3], [0]], np.int32),
+        lax.GatherDimensionNumbers(
+            offset_dims=(1, 2), collapsed_slice_dims=(), start_index_map=(1,)
+        ),
+        (2, 2),
+    )
+    assert windows.shape == (2, 2, 2)
+    np.testing.assert_array_equal(windows, [[[3, 4], [8, 9]], [[0, 1], [5, 6]]])
