@@ -268,3 +268,37 @@ def test_none_with_traced_indices_under_jit_vmap_and_grad():
     want = np.zeros_like(X)
     np.add.at(want, (slice(None), None, i), 1.0)
     np.testing.assert_array_equal(np.asarray(grad), want)
+
+
+_EMPTY = np.array([], np.int32)
+
+
+@pytest.mark.parametrize(
+    "shape,index,expected_shape",
+    [
+        ((0, 0), (_EMPTY, _EMPTY), (0,)),
+        ((3,), (_EMPTY,), (0,)),
+        ((0,), (_EMPTY,), (0,)),
+        ((0, 3), (_EMPTY,), (0, 3)),
+        ((0, 3), (_EMPTY, 1), (0,)),
+        ((2, 0), (slice(None), _EMPTY), (2, 0)),
+        ((0, 2, 0), (_EMPTY, slice(None), _EMPTY), (0, 2)),
+        ((2, 3), (_EMPTY[:, None], _EMPTY), (0, 0)),
+    ],
+)
+def test_empty_index_arrays_give_empty_results(shape, index, expected_shape):
+    # JAX 0.10.2 (and NumPy) return empty arrays here; a gather of size-1 slices cannot.
+    x = enp.zeros(shape)
+    assert x[index].shape == expected_shape
+    arrays = [i for i in index if isinstance(i, np.ndarray)]
+
+    def pick(v, *traced):
+        it = iter(traced)
+        return v[tuple(next(it) if isinstance(i, np.ndarray) else i for i in index)]
+
+    jitted = ember.jit(pick)(x, *arrays)  # traced (not concrete) empty index arrays
+    assert jitted.shape == expected_shape and jitted.dtype == np.float32
+    updated = x.at[index].add(1.0)
+    assert updated.shape == shape
+    np.testing.assert_array_equal(enp.ones(3).at[_EMPTY].set(5.0), np.ones(3))
+    np.testing.assert_array_equal(ember.grad(lambda v: v[_EMPTY].sum())(enp.ones(3)), np.zeros(3))

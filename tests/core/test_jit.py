@@ -144,3 +144,46 @@ def test_jit_on_methods_with_a_static_self():
 def test_python_scalar_arguments_are_weakly_typed():
     out = ember.jit(lambda x, s: x * s)(np.ones(2, np.float16), 3.0)
     assert out.dtype == np.float16
+
+
+_FLOAT0 = np.dtype([("float0", np.void, 0)])
+
+
+def test_jit_of_grad_with_integer_input_returns_host_float0():
+    # JAX 0.10.2: (3.0, float0 NumPy zeros) — float0 never enters the compiled program.
+    f = ember.grad(lambda x, n: x * n, argnums=(0, 1), allow_int=True)
+    for g in (ember.jit(f), f):
+        dx, dn = g(1.5, 3)
+        assert float(dx) == 3.0
+        assert isinstance(dn, np.ndarray) and dn.dtype == _FLOAT0 and dn.shape == ()
+    pull = ember.jit(lambda x, n: ember.vjp(lambda x, n: x * n, x, n)[1](1.0))
+    pull = ember.jit(lambda x, n: ember.vjp(lambda x, n: x * n, x, n)[1](enp.ones(3)))
+    dx, dn = pull(2.5, np.arange(3))
+    assert float(dx) == 3.0
+    assert dn.dtype == _FLOAT0 and dn.shape == (3,)
+
+
+def test_aot_lowering_of_float0_outputs_leaves_them_out():
+    f = ember.jit(ember.grad(lambda x, n: x * n, argnums=(0, 1), allow_int=True))
+    lowered = f.lower(1.5, 3)
+    assert "float0" not in lowered.as_text()
+    dx, dn = lowered.compile()(1.5, 3)
+    assert float(dx) == 3.0 and dn.dtype == _FLOAT0
+
+
+def test_jacrev_allow_int_gives_zeros_of_the_input_dtype():
+    # JAX 0.10.2: jacrev(..., allow_int=True)(1.5, 3) == (3.0, 0 as weak int32)
+    jac = ember.jacrev(lambda x, n: x * n, argnums=(0, 1), allow_int=True)
+    for j in (jac, ember.jit(jac)):
+        dx, dn = j(1.5, 3)
+        assert float(dx) == 3.0
+        assert dn.dtype == np.int32 and int(dn) == 0
+
+
+def test_float0_inputs_pass_through_jit_and_device_put():
+    zeros = np.zeros((2,), _FLOAT0)
+    for out in (ember.jit(lambda z: z)(zeros), ember.device_put(zeros), enp.asarray(zeros)):
+        assert isinstance(out, np.ndarray) and out.dtype == _FLOAT0 and out.shape == (2,)
+    both = ember.jit(lambda z, x: (x * 2, z))(zeros, enp.ones(2))
+    np.testing.assert_array_equal(both[0], [2.0, 2.0])
+    assert both[1].dtype == _FLOAT0

@@ -610,3 +610,34 @@ def test_namespace_has_the_new_names():
     missing = [name for name in NEW_NAMES if not hasattr(lax, name)]
     assert not missing
     assert not [name for name in dir(lax) if name.endswith("_p")]
+
+
+@pytest.mark.parametrize(
+    "dtype,preferred,expected,out_dtype",
+    [  # JAX 0.10.2's answers: the products are taken in the preferred (wider) type
+        (np.int8, np.int32, 20000, np.int32),
+        (np.int8, np.float32, 20000.0, np.float32),
+        (np.int8, None, 32, np.int8),  # wraps, as int8 does
+    ],
+)
+def test_dot_widens_to_preferred_element_type(dtype, preferred, expected, out_dtype):
+    x = ember.numpy.full((2, 2), 100, dtype)
+    out = lax.dot(x, x, preferred_element_type=preferred)
+    assert out.dtype == out_dtype
+    np.testing.assert_array_equal(out, np.full((2, 2), expected, out_dtype))
+    np.testing.assert_array_equal(ember.numpy.matmul(x, x, preferred_element_type=preferred), out)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_low_precision_contractions(dtype):
+    enp = ember.numpy
+    a = enp.asarray([[1.0, 2.0], [3.0, 4.0]], dtype)
+    expected = np.array([[7.0, 10.0], [15.0, 22.0]], np.float32)
+    for out in (enp.matmul(a, a), enp.dot(a, a), enp.einsum("ij,jk->ik", a, a), a @ a):
+        assert out.dtype == np.dtype(a.dtype)
+        np.testing.assert_array_equal(np.asarray(out, np.float32), expected)
+    cov = enp.cov(enp.asarray([[1.0, 2.0, 4.0], [0.0, 1.0, 1.0]], dtype))
+    assert cov.dtype == np.dtype(a.dtype)
+    np.testing.assert_allclose(
+        np.asarray(cov, np.float32), [[2.333, 0.6667], [0.6667, 0.3333]], rtol=2e-2
+    )

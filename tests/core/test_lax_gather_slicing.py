@@ -362,3 +362,56 @@ def test_split_tile_stack_unstack(rng):
     for got, want in zip(lax.unstack(x, axis=1), np.moveaxis(x, 1, 0)):
         assert_close(got, want)
     check_grads(lambda x: lax.tile(x, (2, 1)), (x,), order=2)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64])
+@pytest.mark.parametrize("x64", [False, True])
+def test_dynamic_slicing_mixes_python_ints_with_traced_indices(dtype, x64):
+    """Python ints join traced start indices of any integer type (x64 on or off)."""
+    with ember.config.option("enable_x64", x64):
+        x = ember.numpy.arange(12.0).reshape(3, 4)
+        i = dtype(1)
+        cases = {
+            "slice": (lambda v, i: lax.dynamic_slice(v, (i, 1), (2, 2)), [[5, 6], [9, 10]]),
+            "update": (
+                lambda v, i: lax.dynamic_update_slice(v, ember.numpy.ones((1, 2)), (1, i)),
+                [[0, 1, 2, 3], [4, 1, 1, 7], [8, 9, 10, 11]],
+            ),
+            "index": (lambda v, i: lax.dynamic_index_in_dim(v, i, 1), [[1], [5], [9]]),
+            "in_dim": (
+                lambda v, i: lax.dynamic_slice_in_dim(v, i, 2, 1),
+                [[1, 2], [5, 6], [9, 10]],
+            ),
+            "mixed": (
+                lambda v, i: lax.dynamic_slice(v, (i, np.int64(1) if x64 else 1), (2, 2)),
+                [[5, 6], [9, 10]],
+            ),
+        }
+        for fn, expected in cases.values():
+            np.testing.assert_array_equal(ember.jit(fn)(x, i), expected)
+            np.testing.assert_array_equal(fn(x, i), expected)
+
+
+def test_gather_with_batching_dims_picks_per_batch():
+    # out[b, j] = operand[b, idx[b, j]] (clamped into range, as XLA), on every backend.
+    operand = np.arange(10.0, dtype=np.float32).reshape(2, 5)
+    idx = np.array([[[4], [0], [9]], [[1], [1], [-2]]], np.int32)
+    dn = lax.GatherDimensionNumbers(
+        offset_dims=(),
+        collapsed_slice_dims=(1,),
+        start_index_map=(1,),
+        operand_batching_dims=(0,),
+        start_indices_batching_dims=(0,),
+    )
+    out = lax.gather(operand, idx, dn, (1, 1))
+    np.testing.assert_array_equal(out, [[4.0, 0.0, 4.0], [6.0, 6.0, 5.0]])
+    windows = lax.gather(
+        operand,
+        np.array([[3], [0]], np.int32),
+        lax.GatherDimensionNumbers(
+            offset_dims=(1, 2), collapsed_slice_dims=(), start_index_map=(1,)
+        ),
+        (2, 2),
+    )
+    assert windows.shape == (2, 2, 2)
+    np.testing.assert_array_equal(windows, [[[3, 4], [8, 9]], [[0, 1], [5, 6]]])

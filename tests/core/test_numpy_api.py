@@ -270,3 +270,33 @@ def test_save_savez_complexwarning_and_fromfile_like_jax():
     assert issubclass(enp.ComplexWarning, RuntimeWarning)
     with pytest.raises(NotImplementedError, match="not pure"):
         enp.fromfile("anything.bin")
+
+
+@pytest.mark.parametrize(
+    "fn,x,kwargs,expected",
+    [  # JAX 0.10.2's answers
+        (enp.max, np.zeros((0,), np.float32), {"initial": 0}, 0.0),
+        (enp.min, np.zeros((0,), np.float32), {"initial": 5}, 5.0),
+        (enp.max, np.zeros((0, 2), np.float32), {"axis": 0, "initial": 0}, [0.0, 0.0]),
+        (enp.min, np.zeros((0,), np.int32), {"initial": 7}, 7),
+        (enp.max, np.zeros((3,), np.float32), {"where": np.zeros(3, bool), "initial": -1}, -1.0),
+        (enp.argmin, np.zeros((0, 3), np.float32), {"axis": 1}, np.zeros((0,), np.int32)),
+    ],
+)
+def test_empty_extrema_with_initial(fn, x, kwargs, expected):
+    out = fn(enp.asarray(x), **kwargs)
+    np.testing.assert_array_equal(out, expected)
+    assert out.dtype == np.asarray(expected, x.dtype if fn is not enp.argmin else np.int32).dtype
+
+
+@pytest.mark.parametrize(
+    "fn,shape,message",
+    [
+        (enp.argmax, (0,), "attempt to get argmax of an empty sequence"),
+        (enp.argmin, (0, 3), "attempt to get argmin of an empty sequence"),
+        (enp.max, (0,), "zero-size array to reduction operation max which has no identity"),
+    ],
+)
+def test_empty_extrema_without_identity_raise(fn, shape, message):
+    with pytest.raises(ValueError, match=message):
+        fn(enp.zeros(shape), axis=0)

@@ -54,3 +54,37 @@ def test_cumulative_sum_and_static_sizes():
     np.testing.assert_array_equal(np.asarray(union), [1, 3, 4, 5, 7, 9, 0, 0])
     with pytest.raises(ember.errors.ConcretizationTypeError, match="size="):
         ember.jit(enp.intersect1d)(A, B)
+
+
+_RNG = np.random.default_rng(7)
+_ISIN_CASES = [
+    (_RNG.integers(0, 50, (4, 5)), _RNG.integers(0, 50, 30)),
+    (np.array([np.nan, 0.0, -0.0, 1.5, np.inf]), np.array([0.0, np.nan, np.inf, 2.0])),
+    (np.array([1 + 2j, 3j, 1 - 2j]), np.array([3j, 1 + 2j])),
+    (np.array([True, False]), np.array([True])),
+    (np.arange(5, dtype=np.uint8), np.array([3, 250], np.uint8)),
+    (np.arange(3), np.array([], np.int32)),
+    (np.array([], np.float32), np.arange(3.0)),
+    (np.arange(6).reshape(2, 3), 4),
+    (np.arange(3), np.array([1.0, 2.5])),
+    # more pairs than "auto" compares: it sorts and searches instead
+    (_RNG.integers(0, 2000, (40, 50)), _RNG.integers(0, 2000, 300)),
+]
+
+
+@pytest.mark.parametrize("method", ["auto", "compare_all", "binary_search", "sort"])
+@pytest.mark.parametrize("case", range(len(_ISIN_CASES)))
+def test_isin_methods_match_numpy(method, case):
+    a, b = _ISIN_CASES[case]
+    for invert in (False, True):
+        expected = np.isin(a, b, invert=invert)
+        got = enp.isin(a, b, invert=invert, method=method)
+        assert got.dtype == np.bool_ and got.shape == expected.shape
+        np.testing.assert_array_equal(got, expected)
+        jitted = ember.jit(lambda x, y, inv=invert: enp.isin(x, y, invert=inv, method=method))
+        np.testing.assert_array_equal(jitted(a, b), expected)
+
+
+def test_isin_rejects_unknown_method():
+    with pytest.raises(ValueError, match="method must be one of"):
+        enp.isin(np.arange(3), np.arange(2), method="hash")

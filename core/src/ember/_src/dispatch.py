@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import core, errors, rules
+from ember._src import core, dtypes, errors, rules
 from ember._src.config import config
 from ember._src.core import Primitive, ShapedArray, get_aval
+from ember._src.interpreters.partial_eval import dce_jaxpr
 from ember._src.ir import ClosedJaxpr, Eqn, Jaxpr, Var
 from ember._src.lowering.module import lower_module
 from ember._src.plugin import manager
@@ -52,6 +53,10 @@ def device_put_numpy(value: Any, device: Device | None = None, *, weak_type: boo
     aval = get_aval(value)
     if weak_type and not aval.weak_type:
         aval = aval.update(weak_type=True)
+    if aval.dtype == dtypes.float0:
+        # float0 (the tangent type of integers) carries no data and no device has a buffer
+        # type for it: it stays a NumPy array, as in JAX.
+        return np.zeros(aval.shape, dtypes.float0)
     device = device or default_device()
     host = np.asarray(value, dtype=aval.dtype)
     buffer = device.backend.buffer_from_numpy(host, aval, device)
@@ -122,12 +127,76 @@ def lower_computation(computation: Computation, platform: str) -> str:
     )
 
 
+class _Float0Compiled:
+    """A computation some of whose inputs or outputs are float0 (the tangent type of integer
+    values): such values carry no data, so the compiled program takes and returns only the
+    others; float0 inputs are skipped and float0 outputs rebuilt on the host as NumPy zeros
+    (what JAX returns for them)."""
+
+    __slots__ = ("inner", "keep_in", "float0_outs", "out_avals", "device", "computation")
+
+    def __init__(self, inner: CompiledComputation, keep_in: list[int], outvars: list[Any]):
+        self.inner = inner
+        self.computation = inner.computation
+        self.device = inner.device
+        self.keep_in = keep_in
+        self.out_avals = [v.aval for v in outvars]
+        self.float0_outs = [_is_float0(v.aval) for v in outvars]
+
+    @property
+    def executable(self) -> Executable:
+        return self.inner.executable
+
+    def call_buffers(self, buffers: list[Any]) -> list[Any]:
+        outs = iter(self.inner.call_buffers([buffers[i] for i in self.keep_in]))
+        return [
+            np.zeros(aval.shape, aval.dtype) if host else next(outs)
+            for aval, host in zip(self.out_avals, self.float0_outs)
+        ]
+
+
+def _is_float0(aval: Any) -> bool:
+    return getattr(aval, "dtype", None) == dtypes.float0
+
+
+def without_float0(closed: ClosedJaxpr, name: str, donated) -> tuple | None:
+    """(jaxpr, donated flags, kept input positions) of ``closed`` without its float0 inputs
+    and outputs, or None if it has none."""
+    jaxpr = closed.jaxpr
+    in_f0 = [_is_float0(v.aval) for v in jaxpr.invars]
+    out_f0 = [_is_float0(v.aval) for v in jaxpr.outvars]
+    if not any(in_f0) and not any(out_f0):
+        return None
+    body = dce_jaxpr(jaxpr, [not f for f in out_f0])
+    dropped = {id(v) for v, f in zip(jaxpr.invars, in_f0) if f}
+    for eqn in body.eqns:
+        if any(id(v) in dropped for v in eqn.invars):
+            raise errors.EmberTypeError(
+                f"{name}: {eqn.primitive.name} got a float0 operand; float0 values (tangents "
+                f"of integers) carry no data and can only be passed through{errors.where()}"
+            )
+    keep_in = [i for i, f in enumerate(in_f0) if not f]
+    stripped = Jaxpr(
+        body.constvars,
+        [jaxpr.invars[i] for i in keep_in],
+        body.outvars,
+        body.eqns,
+        jaxpr.debug_info,
+    )
+    kept_donated = None if donated is None else [donated[i] for i in keep_in]
+    return ClosedJaxpr(stripped, closed.consts), kept_donated, keep_in
+
+
 def compile_jaxpr(
     closed: ClosedJaxpr,
     device: Device,
     name: str,
     donated_invars: Sequence[bool] | None = None,
 ) -> CompiledComputation:
+    stripped = without_float0(closed, name, donated_invars)
+    if stripped is not None:
+        inner = compile_jaxpr(stripped[0], device, name, stripped[1])
+        return _Float0Compiled(inner, stripped[2], closed.jaxpr.outvars)
     computation = Computation(
         name,
         closed,
@@ -200,6 +269,11 @@ def _place(args: Sequence[Any], what: str) -> tuple[Device, list[Any], list[Shap
     avals = []
     for x in args:
         if type(x) is not Array or x._device is not device:
+            aval = get_aval(x)
+            if aval.dtype == dtypes.float0:  # no data: the computation does not take it
+                buffers.append(None)
+                avals.append(aval)
+                continue
             x = scalar_on_device(x, device) if is_host_scalar(x) else to_device(x, device)
         buffers.append(x._buffer)
         avals.append(x.aval)

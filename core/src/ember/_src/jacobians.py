@@ -17,16 +17,17 @@ from ember._src import dtypes, errors
 from ember._src.api import jvp, vjp, vmap
 from ember._src.api_util import check_output_dtype, leaf_aval, normalize_argnums
 from ember._src.core import ShapedArray, get_aval
-from ember._src.ops.shape import reshape
+from ember._src.ops.shape import broadcast_to_shape, convert_element_type, reshape
 from ember._src.tree_util import PyTreeDef, tree_flatten, tree_unflatten
 
 
-def _diff_setup(fun, argnums, args, kwargs, what, holomorphic):
+def _diff_setup(fun, argnums, args, kwargs, what, holomorphic, allow_int=False):
     nums = normalize_argnums(argnums, len(args), "argnums")
     leaves, in_tree = tree_flatten(tuple(args[i] for i in nums))
     avals = [leaf_aval(x, f"{what} input leaf #{i}") for i, x in enumerate(leaves)]
     for aval in avals:
-        _check_dtype(aval, what, holomorphic)
+        if not (allow_int and (dtypes.is_integer(aval.dtype) or aval.dtype == dtypes.bool_)):
+            _check_dtype(aval, what, holomorphic)
 
     def with_leaves(*diff_leaves: Any) -> Any:
         new_args = list(args)
@@ -181,7 +182,9 @@ def jacrev(
 
     @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
-        leaves, in_tree, avals, f = _diff_setup(fun, argnums, args, kwargs, "jacrev", holomorphic)
+        leaves, in_tree, avals, f = _diff_setup(
+            fun, argnums, args, kwargs, "jacrev", holomorphic, allow_int
+        )
         if has_aux:
             out, pullback, aux = vjp(f, *leaves, has_aux=True)
         else:
@@ -197,14 +200,25 @@ def jacrev(
         for y_aval in out_avals:
             block = []
             for x_aval, r in zip(avals, row_leaves):
+                shape = (*y_aval.shape, *x_aval.shape)
+                if get_aval(r).dtype == dtypes.float0:  # an integer input (allow_int): zeros
+                    block.append(_zeros(shape, x_aval))
+                    continue
                 piece = r[start : start + y_aval.size]
-                block.append(reshape(piece, (*y_aval.shape, *x_aval.shape)))
+                block.append(reshape(piece, shape))
             blocks.append(block)
             start += y_aval.size
         jac = _nest(out_tree, in_tree, blocks, isinstance(argnums, int))
         return (jac, aux) if has_aux else jac
 
     return jacfun
+
+
+def _zeros(shape: tuple, aval: ShapedArray) -> Any:
+    """Zeros of ``aval``'s dtype (weakness kept), as JAX's Jacobians of integer inputs."""
+    return broadcast_to_shape(
+        convert_element_type(np.zeros((), aval.dtype), aval.dtype, weak_type=aval.weak_type), shape
+    )
 
 
 def hessian(

@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ember._src import core, spmd
+from ember._src import core, dtypes, spmd
 from ember._src.api_util import HashableStatic, leaf_aval, static_names_to_nums
 from ember._src.config import config
 from ember._src.dispatch import (
@@ -25,6 +25,7 @@ from ember._src.dispatch import (
     resolve_device,
     scalar_on_device,
     to_device,
+    without_float0,
 )
 from ember._src.interpreters.partial_eval import dce_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
@@ -221,7 +222,11 @@ class JitFunction:
         avals = []
         for i, x in enumerate(leaves):
             if type(x) is not Array or x._device is not device:
-                leaf_aval(x, self._label(i))
+                aval = leaf_aval(x, self._label(i))
+                if aval.dtype == dtypes.float0:  # no data: the program does not take it
+                    buffers.append(None)
+                    avals.append(aval)
+                    continue
                 x = scalar_on_device(x, device) if is_host_scalar(x) else to_device(x, device)
             buffers.append(x._buffer)
             avals.append(x.aval)
@@ -324,7 +329,11 @@ class JitFunction:
     def _compile(self, statics: tuple, in_tree: PyTreeDef, avals: tuple, device: Device):
         traced = self._trace(statics, in_tree, avals)
         compiled = compile_jaxpr(traced.jaxpr, device, f"jit_{self._name}", traced.donated)
-        const_buffers = [to_device(c, device)._buffer for c in traced.consts]
+        # float0 consts (tangents of integers) carry no data: the program does not take them.
+        const_buffers = [
+            None if core.get_aval(c).dtype == dtypes.float0 else to_device(c, device)._buffer
+            for c in traced.consts
+        ]
         return _Executable(compiled, const_buffers, traced.out_tree)
 
     # -- tracing --------------------------------------------------------------------------------
@@ -461,11 +470,15 @@ class Lowered:
         """The StableHLO module, as MLIR text, for ``platform`` (default: the device's)."""
         if self._spmd is not None:
             return self._spmd.as_text(platform or self._device.platform)
+        jaxpr, donated = self._traced.jaxpr, self._traced.donated
+        stripped = without_float0(jaxpr, self._fn._name, donated)
+        if stripped is not None:  # float0 inputs and outputs are not part of the program
+            jaxpr, donated = stripped[0], stripped[1]
         return lower_module(
-            self._traced.jaxpr,
+            jaxpr,
             platform=platform or self._device.platform,
             name=f"jit_{self._fn._name}",
-            donated_invars=self._traced.donated,
+            donated_invars=donated,
         )
 
     def compile(self) -> Compiled:

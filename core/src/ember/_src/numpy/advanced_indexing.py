@@ -67,7 +67,19 @@ def advanced_getitem(x: Any, entries: tuple, basic_getitem) -> Any:
         offset_dims=offset, collapsed_slice_dims=tuple(adv_dims), start_index_map=tuple(adv_dims)
     )
     sizes = tuple(1 if d in adv_dims else shape[d] for d in range(len(shape)))
+    out_shape = _result_shape(common, [shape[d] for d in remaining], offset)
+    if 0 in out_shape:
+        # Nothing is picked: skip the gather, whose size-1 slices cannot fit an axis of
+        # length 0 (x[[]] on an empty axis), as NumPy and JAX return an empty array.
+        return broadcast_to_shape(np.zeros((), get_aval(y).dtype), out_shape)
     return gather(y, indices, dn, sizes)
+
+
+def _result_shape(batch: tuple, window: list, offset_dims: tuple) -> tuple:
+    """The gather's output shape: the ``window`` sizes at ``offset_dims``, ``batch`` around."""
+    batch_sizes, window_sizes = iter(batch), iter(window)
+    rank = len(batch) + len(window)
+    return tuple(next(window_sizes) if d in offset_dims else next(batch_sizes) for d in range(rank))
 
 
 def _new_axes_as_slices(x: Any, entries: tuple) -> tuple[Any, tuple]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import errors
+from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.jit import jit
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
@@ -183,7 +183,9 @@ def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
 def unwrap(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi) -> Any:
     """``p`` with jumps larger than ``discont`` (default ``period / 2``) between neighbours
     along ``axis`` replaced by their equivalents modulo ``period``."""
-    p = creation.asarray_inexact(p)
+    p = creation.asarray(p)
+    if not dtypes.is_inexact(dtype_of(p)):  # as JAX: the default float, whatever the width
+        p = convert_element_type(p, dtypes.default_float())
     axis = canonicalize_axis(axis, get_aval(p).ndim)
     if shape_of(p)[axis] < 2:
         return p

@@ -246,7 +246,10 @@ def _linspace(start: Any, stop: Any, num: Any, endpoint: bool, dtype: Any) -> tu
         raise ValueError(
             f"linspace: number of samples, {num}, must be non-negative{errors.where()}"
         )
-    dtype = check_dtype_arg(dtype) or dtypes.default_float()
+    # As JAX: by default the inexact type of start and stop (int8..int32 -> float32).
+    dtype = check_dtype_arg(dtype) or dtypes.to_inexact(
+        dtypes.promote([(get_aval(v).dtype, get_aval(v).weak_type) for v in (start, stop)])[0]
+    )
     compute = dtypes.default_float() if np.dtype(dtype).kind in "iub" else dtype
     start_c = (
         cast(start, compute)

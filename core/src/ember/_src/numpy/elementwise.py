@@ -72,13 +72,18 @@ def _binary(lax_fn, name: str, prepare_operands=prepare, ufunc: bool = False):
 
     composite.__name__ = name
     compiled = jit(composite, inline=True)
+    exact_ok = prepare_operands is not prepare_inexact
 
     def fn(x: Any, y: Any, /) -> Any:
         # Operands of one abstract value go straight to the primitive. Called eagerly on a mix
         # of shapes, dtypes or Python scalars, the promotion, broadcast and op run as one
         # compiled program instead of three dispatches.
         first = getattr(x, "aval", None)
-        if type(first) is ShapedArray and getattr(y, "aval", None) == first:
+        if (
+            type(first) is ShapedArray
+            and getattr(y, "aval", None) == first
+            and (exact_ok or dtypes.is_inexact(first.dtype))  # else integers need converting
+        ):
             return lax_fn(x, y)
         if isinstance(x, Tracer) or isinstance(y, Tracer):
             return composite(x, y)
@@ -399,6 +404,10 @@ around = round
 
 
 def rint(x: Any, /) -> Any:
+    x = as_operand(x)
+    aval = get_aval(x)
+    if not dtypes.is_inexact(aval.dtype):  # as JAX: integers become the default float
+        x = cast(x, dtypes.default_float(), aval.weak_type)
     return round(x)
 
 

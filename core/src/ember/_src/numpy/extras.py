@@ -118,9 +118,11 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
                 p = broadcast_in_dim(p, tuple(shape), ())
             fixed.append(p)
         a = manipulation.concatenate(fixed, axis=axis)
+    # Booleans have no subtraction: their difference is "changed", as in NumPy and JAX.
+    op = enp.not_equal if get_aval(a).dtype == dtypes.bool_ else enp.subtract
     for _ in range(n):
         size = shape_of(a)[axis]
-        a = enp.subtract(slice_along(a, axis, 1, size), slice_along(a, axis, 0, size - 1))
+        a = op(slice_along(a, axis, 1, size), slice_along(a, axis, 0, size - 1))
     return a
 
 
@@ -470,7 +472,7 @@ def interp(
 ) -> Any:
     x, xp, fp = promote_dtypes(as_operand(x), as_operand(xp), as_operand(fp))
     x, xp, fp = (
-        manipulation.astype(v, dtypes.default_float())
+        manipulation.astype(v, dtypes.to_inexact(get_aval(v).dtype))
         if not dtypes.is_inexact(get_aval(v).dtype)
         else v
         for v in (x, xp, fp)
@@ -606,7 +608,7 @@ def quantile(
     if get_aval(a).dtype.kind == "c":  # as JAX: complex numbers have no natural order
         raise ValueError(f"quantile does not support complex input{errors.where()}")
     if not dtypes.is_inexact(get_aval(a).dtype):
-        a = manipulation.astype(a, dtypes.default_float())
+        a = manipulation.astype(a, dtypes.to_inexact(get_aval(a).dtype))
     # 16-bit floats: positions and interpolation in float32 (n - 1 overflows float16 past
     # 65505 entries, and rounds past 2048), the answer cast back.
     dtype = get_aval(a).dtype
@@ -698,8 +700,11 @@ def convolve(
     """1-D discrete convolution (``full``, ``same`` or ``valid``). ``precision`` is a hint
     ember's backends do not need; ``preferred_element_type`` sets the accumulation and
     result dtype."""
-    a, v = promote_dtypes(creation.asarray(a), creation.asarray(v))
-    if preferred_element_type is not None:
+    a, v = creation.asarray(a), creation.asarray(v)
+    if preferred_element_type is None:  # as JAX: integers convolve as floats
+        a, v = promote_to_inexact(a, v)
+    else:
+        a, v = promote_dtypes(a, v)
         result_dtype = check_dtype_arg(preferred_element_type)
         a, v = manipulation.astype(a, result_dtype), manipulation.astype(v, result_dtype)
     n, m = shape_of(a)[0], shape_of(v)[0]

@@ -26,7 +26,7 @@ def _complex(x: Any) -> Any:
     dtype = get_aval(x).dtype
     if dtype.kind == "c":
         return x
-    real = dtype if dtypes.is_float(dtype) else dtypes.default_float()
+    real = dtypes.to_inexact(dtype)  # as JAX: int8..int32 -> float32, int64 -> float64
     return convert_element_type(x, dtypes.complex_dtype(real))
 
 
@@ -34,7 +34,7 @@ def _real(x: Any) -> Any:
     dtype = get_aval(x).dtype
     if dtype.kind == "c":
         raise TypeError(f"this transform needs a real input, got {get_aval(x).str_short()}")
-    return x if dtypes.is_float(dtype) else convert_element_type(x, dtypes.default_float())
+    return x if dtypes.is_float(dtype) else convert_element_type(x, dtypes.to_inexact(dtype))
 
 
 def _resize(x: Any, axis: int, n: int) -> Any:

@@ -46,7 +46,9 @@ def _real_float(name: str, x: Any) -> Any:
 
 def angle(z: Any, deg: bool = False) -> Any:
     """The complex argument of ``z`` (radians, or degrees with ``deg=True``)."""
-    (z,) = promote_to_inexact(as_operand(z))
+    z = as_operand(z)
+    if not dtypes.is_inexact(dtype_of(z)):  # as JAX: the default float, whatever the width
+        z = convert_element_type(z, dtypes.default_float(), get_aval(z).weak_type)
     # The imaginary part of a real number is +0.0 (so that angle(-1) is +pi, not -pi).
     imag = enp.imag(z) if dtype_of(z).kind == "c" else creation.zeros_like(z)
     result = enp.arctan2(imag, enp.real(z))

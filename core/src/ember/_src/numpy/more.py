@@ -9,7 +9,15 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import Tracer, get_aval
-from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
+from ember._src.numpy import (
+    creation,
+    elementwise as enp,
+    manipulation,
+    reductions,
+    searching,
+    sorting,
+)
+from ember._src.numpy.advanced_indexing import take
 from ember._src.numpy.extras import unique
 from ember._src.numpy.util import broadcast_args, promote_dtypes, promote_to_inexact, shape_of
 from ember._src.ops.bits import bitcast_convert_type
@@ -148,17 +156,40 @@ def isin(
     *,
     method: str = "auto",
 ) -> Any:
-    """Whether each element appears in ``test_elements``. ``assume_unique`` and ``method``
-    only choose JAX's algorithm; ember compares every pair, which gives the same answer."""
+    """Whether each element appears in ``test_elements``. ``"compare_all"`` compares every
+    pair (O(n*m) work, quickest for small inputs); ``"binary_search"`` and ``"sort"`` sort
+    ``test_elements`` and look each element up (O((n + m) log m)); ``"auto"`` picks by the
+    number of pairs. ``assume_unique`` only chooses JAX's algorithm; answers are the same."""
     if method not in _ISIN_METHODS:
         raise ValueError(
             f"isin: method must be one of {_ISIN_METHODS}, got {method!r}{errors.where()}"
         )
-    element, test = creation.asarray(element), creation.asarray(test_elements)
+    element, test = promote_dtypes(creation.asarray(element), creation.asarray(test_elements))
     flat = manipulation.reshape(test, (get_aval(test).size,))
-    matches = enp.equal(manipulation.expand_dims(element, -1), flat)
-    found = reductions.any(matches, axis=-1)
+    if get_aval(flat).size == 0 or get_aval(element).size == 0:
+        found = creation.zeros(shape_of(element), dtypes.bool_)
+    elif method == "compare_all" or (
+        method == "auto" and get_aval(element).size * get_aval(flat).size <= _ISIN_PAIRS
+    ):
+        matches = enp.equal(manipulation.expand_dims(element, -1), flat)
+        found = reductions.any(matches, axis=-1)
+    else:
+        found = _isin_sorted(element, flat)
     return enp.logical_not(found) if invert else found
+
+
+# Above this many (element, test element) pairs, "auto" sorts rather than compares them all.
+_ISIN_PAIRS = 1 << 16
+
+
+def _isin_sorted(element: Any, flat_test: Any) -> Any:
+    """Membership by binary search in the sorted test elements: the candidate where each
+    element would go is the only one that can equal it (NaN equals nothing, as with ==)."""
+    ordered = sorting.sort(flat_test)
+    place = searching.searchsorted(ordered, element)
+    last = get_aval(ordered).size - 1
+    candidate = take(ordered, enp.minimum(place, last))
+    return enp.equal(element, candidate)
 
 
 def _needs_size(x: Any, size: Any, what: str) -> None:

@@ -228,9 +228,7 @@ def _static_axis(axis: Any) -> Any:
 def _mean(a: Any, axis: Any, dtype: Any, out: None, keepdims: bool, *, where: Any = None):
     a = as_operand(a)
     aval = get_aval(a)
-    dtype = check_dtype_arg(dtype) or (
-        aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.default_float()
-    )
+    dtype = check_dtype_arg(dtype) or (dtypes.to_inexact(aval.dtype))
     axes = canonicalize_axes(axis, aval.ndim)
     return _cast_back(_mean_in(a, axes, computation_dtype(dtype), keepdims, where), dtype)
 
@@ -272,9 +270,7 @@ def _var_given(
         raise errors.EmberTypeError(
             f"var and std of complex arrays are not supported yet{errors.where()}"
         )
-    dtype = check_dtype_arg(dtype) or (
-        aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.default_float()
-    )
+    dtype = check_dtype_arg(dtype) or dtypes.to_inexact(aval.dtype)
     wide = computation_dtype(dtype)
     a = cast(a, wide, aval.weak_type)
     if mean is None:

@@ -137,10 +137,12 @@ def _gather_reference(operand, indices, *, dimension_numbers, slice_sizes, **_):
         dn,
         slice_sizes,
     )
-    out = np.zeros(out_shape, operand.dtype)
     batch_positions = [p for p in range(len(out_shape)) if p not in dn.offset_dims]
     dropped = tuple(sorted(set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)))
     batching = list(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
+    if operand.ndim and indices.ndim:
+        return _gather_vectorised(operand, indices, dn, slice_sizes, dropped, batch_positions)
+    out = np.zeros(out_shape, operand.dtype)
     for b in itertools.product(*[range(n) for n in indices.shape[:-1]]):
         start = _window_starts(
             operand.shape, slice_sizes, dn.start_index_map, indices[b], batching, b
@@ -152,6 +154,36 @@ def _gather_reference(operand, indices, *, dimension_numbers, slice_sizes, **_):
             target[position] = value
         out[tuple(target)] = window
     return out
+
+
+def _gather_vectorised(operand, indices, dn, slice_sizes, dropped, batch_positions):
+    """The gather as one NumPy fancy index: per operand dim, every window's start (clamped,
+    as XLA) plus the offsets within the window (a per-window loop is slow on big inputs)."""
+    batch_shape = indices.shape[:-1]
+    nb, rank = len(batch_shape), operand.ndim
+    batching = dict(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
+    picks = []
+    for d in range(rank):
+        if d in dn.start_index_map:
+            column = indices[..., dn.start_index_map.index(d)].astype(np.int64)
+            start = np.clip(column, 0, operand.shape[d] - slice_sizes[d])
+        elif d in batching:
+            axis = batching[d]
+            start = np.arange(batch_shape[axis]).reshape(
+                [n if a == axis else 1 for a, n in enumerate(batch_shape)]
+            )
+        else:
+            start = np.zeros((1,) * nb, np.int64)
+        offsets = np.arange(slice_sizes[d]).reshape([-1 if e == d else 1 for e in range(rank)])
+        picks.append(np.reshape(start, np.shape(start) + (1,) * rank) + offsets)
+    windows = operand[tuple(picks)]  # batch_shape + slice_sizes
+    kept = [n for d, n in enumerate(slice_sizes) if d not in dropped]
+    windows = windows.reshape(tuple(batch_shape) + tuple(kept))
+    order = [
+        nb + dn.offset_dims.index(p) if p in dn.offset_dims else batch_positions.index(p)
+        for p in range(windows.ndim)
+    ]
+    return np.ascontiguousarray(np.transpose(windows, order))
 
 
 def _dims(name: str, values) -> str:

@@ -219,8 +219,14 @@ def _dot_general_reference(lhs, rhs, *, dimension_numbers, precision, preferred_
     lhs_free = [lhs_names[d] for d in _free_dims(lhs.ndim, lc, lb)]
     rhs_free = [rhs_names[d] for d in _free_dims(rhs.ndim, rc, rb)]
     spec = f"{''.join(lhs_names)},{''.join(rhs_names)}->{''.join(batch + lhs_free + rhs_free)}"
-    out_dtype = preferred_element_type or lhs.dtype
-    compute = np.float64 if dtypes.is_float(out_dtype) and out_dtype != np.float64 else None
-    if compute is not None and lhs.dtype.kind == "f":
-        return np.einsum(spec, lhs.astype(compute), rhs.astype(compute)).astype(out_dtype)
-    return np.einsum(spec, lhs, rhs).astype(out_dtype)
+    out_dtype = np.dtype(preferred_element_type or lhs.dtype)
+    # Products and sums happen in a type at least as wide as the result, as XLA accumulates:
+    # float64 for every real float (einsum takes no bfloat16 and float16 loses precision),
+    # the preferred integer type for narrower integer operands (int8 would wrap first).
+    if dtypes.is_float(out_dtype):
+        compute = np.float64
+    elif out_dtype.kind == "c":
+        compute = np.complex128
+    else:
+        compute = out_dtype
+    return np.einsum(spec, lhs.astype(compute), rhs.astype(compute)).astype(out_dtype)

@@ -83,6 +83,10 @@ def _make_reduction(
 
     @rules.def_reference(primitive)
     def reference_rule(x, *, axes):
+        if name in ("reduce_max", "reduce_min"):
+            # NumPy's max/min have no identity; XLA's fold starts from init (so an empty
+            # reduction yields it, as jnp.max(..., initial=) relies on).
+            return np.asarray(reference(x, axis=axes, initial=init(x.dtype)), dtype=x.dtype)
         return np.asarray(reference(x, axis=axes), dtype=x.dtype)
 
     return primitive
