@@ -12,6 +12,7 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import Tracer, get_aval
+from ember._src.jit import jit
 from ember._src.numpy import (
     advanced_indexing,
     array_api,
@@ -29,7 +30,6 @@ from ember._src.numpy import (
     sorting,
     statistics,
 )
-from ember._src.jit import jit
 from ember._src.numpy.index_update import IndexUpdateHelper
 from ember._src.ops import slicing
 from ember._src.ops.bits import bitcast_convert_type
