@@ -1,3 +1,4 @@
+# ruff: noqa: B008 - the ported program is kept as written
 """Port of JAX's ``examples/mnist_classifier_fromscratch.py``.
 
 The program with its imports changed to ember; MNIST is replaced by a small deterministic fake
