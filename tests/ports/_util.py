@@ -59,3 +59,18 @@ def _numeric(seq):
         return flat and np.asarray(seq).dtype != object
     except ValueError:  # ragged lists are several things
         return False
+
+
+class _Flag:
+    def __init__(self, value):
+        self.value = value
+
+
+class flags:  # noqa: N801 - stands in for absl's module of that name
+    """absl.flags as the examples use it: ``DEFINE_x(name, default, help).value``."""
+
+    @staticmethod
+    def _define(name, default, help):
+        return _Flag(default)
+
+    DEFINE_boolean = DEFINE_float = DEFINE_integer = DEFINE_string = _define
