@@ -11,6 +11,7 @@ import numpy as np
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _TIMING = re.compile(r"\d+\.\d+ sec")
+_NUMBER = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")
 
 
 def plain(value):
@@ -39,6 +40,13 @@ def assert_same(got, expected, rtol=1e-5, atol=1e-6, path="out"):
         if isinstance(got, str):  # object addresses and timings differ from run to run
             got, expected = _ADDRESS.sub("", got), _ADDRESS.sub("", expected)
             got, expected = _TIMING.sub("_ sec", got), _TIMING.sub("_ sec", expected)
+            # printed floats are compared as numbers, the words around them as text
+            words = _NUMBER.split(got), _NUMBER.split(expected)
+            assert words[0] == words[1], f"{path}: {got!r} != {expected!r}"
+            numbers = [float(v) for v in _NUMBER.findall(got)]
+            wanted = [float(v) for v in _NUMBER.findall(expected)]
+            np.testing.assert_allclose(numbers, wanted, rtol=rtol, atol=atol, err_msg=path)
+            return
         assert got == expected, f"{path}: {got!r} != {expected!r}"
     elif isinstance(expected, tuple | list) and not _numeric(expected):
         assert isinstance(got, tuple | list) and len(got) == len(expected), path
