@@ -103,7 +103,7 @@ class OutOfMemoryError(ExecutionError, MemoryError):
 # Every class above is public as ember.errors.X: say so in tracebacks and reprs, instead of
 # naming the private module that happens to define it.
 for _cls in list(globals().values()):
-    if isinstance(_cls, type) and issubclass(_cls, EmberError):
+    if isinstance(_cls, type) and issubclass(_cls, (EmberError, PluginWarning)):
         _cls.__module__ = "ember.errors"
 del _cls
 
