@@ -86,3 +86,21 @@ def test_pickle_round_trip():
 def test_device_get_returns_numpy():
     out = ember.device_get({"x": enp.ones(2)})
     assert isinstance(out["x"], np.ndarray)
+
+
+def test_iterating_an_array_compiles_per_block_not_per_row(capsys):
+    # ``for row in x`` used to compile one slice program per index (250 here).
+    from ember._src.config import config
+
+    x = enp.arange(250 * 3, dtype=enp.float32).reshape(250, 3) + 0.5
+    with config.option("log_compiles", True):
+        rows = list(x)
+        rows_again = [row for row in x]
+    compiles = capsys.readouterr().out.count("compiling")
+    assert compiles <= 6
+    expected = np.arange(250 * 3, dtype=np.float32).reshape(250, 3) + 0.5
+    np.testing.assert_array_equal(np.stack([np.asarray(r) for r in rows]), expected)
+    assert len(rows_again) == 250 and rows[0].dtype == np.float32 and rows[0].shape == (3,)
+    assert [int(v) for v in enp.arange(3, dtype=enp.int8)] == [0, 1, 2]
+    with pytest.raises(TypeError, match="0-d"):
+        iter(enp.asarray(np.float32(1.0)))

@@ -57,6 +57,26 @@ def test_matmul_shape_error_is_a_value_error():
         enp.asarray(np.ones((2, 3))) @ np.ones((2, 3))
 
 
+@pytest.mark.parametrize(
+    "contract",
+    [
+        lambda a, b: enp.dot(a, b),
+        lambda a, b: enp.matmul(a, b),
+        lambda a, b: enp.asarray(a) @ b,
+        lambda a, b: enp.tensordot(a, b, 1),
+        lambda a, b: enp.inner(a, b.T),
+        lambda a, b: enp.einsum("ij,jk", a, b),
+        lambda a, b: ember.vmap(enp.dot, in_axes=(None, 0))(a, b[None]),
+    ],
+)
+def test_contraction_shape_errors_are_type_and_value_errors(contract):
+    # JAX raises TypeError here (its tutorials catch that), NumPy ValueError: both must work.
+    a, b = np.ones((5, 4), np.float32), np.ones((3, 4), np.float32)
+    with pytest.raises(ember.errors.ShapeMismatchError) as info:
+        contract(a, b)
+    assert isinstance(info.value, TypeError) and isinstance(info.value, ValueError)
+
+
 def test_non_array_argument_to_jit_is_named():
     with pytest.raises(TypeError, match="str"):
         ember.jit(lambda x: x)("hello")
@@ -170,7 +190,8 @@ def test_every_documented_exception_is_exported_with_its_public_module():
     for name in documented:
         cls = getattr(ember.errors, name)
         assert cls.__module__ == "ember.errors", name
-        assert issubclass(cls, ember.errors.EmberError), name
+        # every documented class is ember's own error, or its one warning category
+        assert issubclass(cls, (ember.errors.EmberError, ember.errors.PluginWarning)), name
 
 
 def test_control_flow_and_custom_derivative_errors_are_caught_by_their_public_names():

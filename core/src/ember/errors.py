@@ -14,6 +14,7 @@ from ember._src.errors import (
     OutOfMemoryError as OutOfMemoryError,
     PluginError as PluginError,
     PluginWarning as PluginWarning,
+    ShapeMismatchError as ShapeMismatchError,
     TracerArrayConversionError as TracerArrayConversionError,
     TracerBoolConversionError as TracerBoolConversionError,
     TracerIntegerConversionError as TracerIntegerConversionError,

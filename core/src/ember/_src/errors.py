@@ -26,6 +26,11 @@ class EmberTypeError(EmberError, TypeError):
     """An operation got operands of the wrong shape or dtype."""
 
 
+class ShapeMismatchError(EmberTypeError, ValueError):
+    """Contracted dimensions differ (``dot``, ``matmul``, ``tensordot``, ``einsum``, ...): a
+    TypeError as in JAX and a ValueError as in NumPy, so code written for either catches it."""
+
+
 class ConcretizationTypeError(EmberTypeError):
     """A traced value was needed as a concrete Python value (e.g. a shape, or `if x:`)."""
 

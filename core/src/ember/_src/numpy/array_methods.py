@@ -12,6 +12,7 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import Tracer, get_aval
+from ember._src.jit import jit
 from ember._src.numpy import (
     advanced_indexing,
     array_api,
@@ -30,6 +31,7 @@ from ember._src.numpy import (
     statistics,
 )
 from ember._src.numpy.index_update import IndexUpdateHelper
+from ember._src.ops import slicing
 from ember._src.ops.bits import bitcast_convert_type
 from ember._src.runtime.array import Array
 
@@ -259,6 +261,26 @@ _METHODS = {
 }
 
 
+# Iterating a concrete array runs one compiled program per block of rows (shapes are cached),
+# not one compiled slice per index, which made ``for row in x`` compile len(x) programs.
+_ITER_BLOCK = 100
+_unstack_rows = jit(slicing.unstack)
+_row_block = jit(slicing.dynamic_slice_in_dim, static_argnums=2)
+
+
+def _iter_rows(x: Array) -> Any:
+    n = x.shape[0]
+    for start in range(0, n, _ITER_BLOCK):
+        block = x if n <= _ITER_BLOCK else _row_block(x, start, min(_ITER_BLOCK, n - start))
+        yield from _unstack_rows(block)
+
+
+def _array_iter(self: Array) -> Any:
+    if not self.shape:
+        raise TypeError("iteration over a 0-d array")
+    return _iter_rows(self)
+
+
 def _array_namespace(self: Any, /, *, api_version: str | None = None) -> Any:
     """The array-API namespace of ember arrays: ``ember.numpy``."""
     if api_version not in (None, "2024.12", "2023.12", "2022.12"):
@@ -282,3 +304,4 @@ def install(cls: type) -> None:
 
 install(Array)
 install(Tracer)
+Array.__iter__ = _array_iter

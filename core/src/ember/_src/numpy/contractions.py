@@ -54,7 +54,7 @@ def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = 
 def _check_contracted(name: str, a: Any, b: Any, a_axis: int, b_axis: int) -> None:
     a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
     if a_shape[a_axis] != b_shape[b_axis]:
-        raise ValueError(
+        raise errors.ShapeMismatchError(
             f"{name}: shapes {a_shape} and {b_shape} not aligned: {a_shape[a_axis]} (dim "
             f"{a_axis}) != {b_shape[b_axis]} (dim {b_axis}){errors.where()}"
         )
@@ -208,7 +208,7 @@ def einsum(
             )
         for label, size in zip(labels, shape):
             if sizes.setdefault(label, size) != size and size != 1:
-                raise ValueError(
+                raise errors.ShapeMismatchError(
                     f"einsum: size of label {label!r} differs: {sizes[label]} vs {size}"
                     f"{errors.where()}"
                 )
