@@ -122,6 +122,5 @@ EXPECTED = [
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, raises=ImportError, reason="needs ember.scipy.special (in flight)")
 def test_mnist_classifier_fromscratch_gives_jax_numbers():
     assert_same(program(), EXPECTED)

@@ -169,6 +169,5 @@ EXPECTED = [
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, raises=ImportError, reason="needs ember.scipy.special (in flight)")
 def test_nn_data_loading_tutorial_gives_jax_numbers():
     assert_same(program(), EXPECTED)
