@@ -15,6 +15,7 @@ import ember.numpy as enp
 from ember import lax
 from ember.errors import EmberTypeError
 from ember.test_util import check_grads
+from tests.core.util import skip_without_ml_dtypes
 
 from .util import assert_close
 
@@ -471,6 +472,7 @@ def test_weakly_typed_carries_take_the_body_type_as_in_jax():
         lax.while_loop(lambda c: c < 10, lambda c: c * two, 1.0),
     ):
         assert out.dtype == np.float32 and not out.weak_type
+    skip_without_ml_dtypes("bfloat16")
     bf16 = lax.scan(lambda c, x: (c * enp.bfloat16(2), None), 1.0, None, length=2)[0]
     assert bf16.dtype == enp.bfloat16 and float(bf16) == 4.0
 

@@ -20,6 +20,7 @@ import ember
 import ember.numpy as enp
 from ember import lax
 from ember.test_util import check_grads
+from tests.core.util import skip_without_ml_dtypes
 
 from .util import assert_close, numerical_gradient
 
@@ -630,6 +631,7 @@ def test_dot_widens_to_preferred_element_type(dtype, preferred, expected, out_dt
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_low_precision_contractions(dtype):
+    skip_without_ml_dtypes(dtype)
     enp = ember.numpy
     a = enp.asarray([[1.0, 2.0], [3.0, 4.0]], dtype)
     expected = np.array([[7.0, 10.0], [15.0, 22.0]], np.float32)

@@ -36,3 +36,16 @@ def numerical_gradient(f, args, argnum=0, eps=1e-3):
 
 def assert_close(actual, expected, rtol=1e-5, atol=1e-6):
     np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=rtol, atol=atol)
+
+
+def skip_without_ml_dtypes(dtype_name: str) -> None:
+    """Skips the calling test when ``dtype_name`` (bfloat16, float8_*) needs ml_dtypes, which
+    only comes with jaxlib: the reference environment runs without it."""
+    import pytest
+
+    if dtype_name in ("float16", "float32", "float64"):
+        return
+    try:
+        import ml_dtypes  # noqa: F401
+    except ImportError:
+        pytest.skip(f"{dtype_name} needs ml_dtypes, which is not installed")

@@ -6,7 +6,6 @@ mean). Ten iterations stand for a hundred. ``print`` records its arguments, comp
 what JAX 0.10.2 printed for the same code.
 """
 
-
 from tests.ports._util import assert_same
 
 

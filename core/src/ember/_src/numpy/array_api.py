@@ -13,9 +13,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ember._src import core, dispatch, dlpack, dtypes, errors
+from ember._src import core, dispatch, dtypes, errors
 from ember._src.core import get_aval
-from ember._src.numpy import creation, elementwise, manipulation
+from ember._src.numpy import creation, dlpack, elementwise, manipulation
 from ember._src.numpy.extras import unique
 from ember._src.numpy.sorting import cumprod, cumsum
 from ember._src.numpy.util import canonicalize_axis, prepare, prepare_inexact

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes, errors
+from ember._src.api import vmap
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.advanced_indexing import take
@@ -244,8 +245,6 @@ def _statistic(window: Any, axis: int, mode: str, dtype: np.dtype) -> Any:
 def _pad_with_function(array: Any, widths: np.ndarray, function: Callable, kwargs: dict) -> Any:
     """Zero padding, then ``function(vector, (before, after), axis, kwargs)`` -> new vector
     over every 1-D slice along each axis in turn (mapped with vmap, as JAX)."""
-    from ember._src.api import vmap  # noqa: PLC0415 - the transformations import ember.numpy
-
     array = _pad_constant(array, widths, 0)
     for axis, pair in enumerate(widths.tolist()):
         moved = manipulation.moveaxis(array, axis, -1)

@@ -14,7 +14,15 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.numpy import creation, elementwise as enp, extras, fft, manipulation, reductions
+from ember._src.numpy import (
+    creation,
+    elementwise as enp,
+    extras,
+    fft,
+    manipulation,
+    padding,
+    reductions,
+)
 from ember._src.scipy.signal import _remove_line
 
 
@@ -152,7 +160,7 @@ def _padded(v: Any, n: int) -> Any:
     short = n - get_aval(v).shape[-1]
     if short == 0:
         return v
-    return extras.pad(v, [(0, 0)] * (get_aval(v).ndim - 1) + [(0, short)])
+    return padding.pad(v, [(0, 0)] * (get_aval(v).ndim - 1) + [(0, short)])
 
 
 def _median(p: Any) -> Any:
@@ -192,7 +200,7 @@ def _extended(x: Any, half: int, boundary: Any) -> Any:
         return x
     n = get_aval(x).shape[-1]
     if boundary == "zeros":
-        return extras.pad(x, [(0, 0)] * (get_aval(x).ndim - 1) + [(half, half)])
+        return padding.pad(x, [(0, 0)] * (get_aval(x).ndim - 1) + [(half, half)])
     left, right = x[..., 1 : half + 1][..., ::-1], x[..., n - half - 1 : n - 1][..., ::-1]
     if boundary == "constant":
         left = manipulation.broadcast_to(x[..., :1], get_aval(left).shape)
