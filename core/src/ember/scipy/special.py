@@ -1,5 +1,6 @@
 """Special functions (``ember.scipy.special``), as ``jax.scipy.special``."""
 
+from ember._src.nn.functions import logsumexp as logsumexp  # one function, as in JAX
 from ember._src.scipy.dawsn import dawsn as dawsn
 from ember._src.scipy.expint import (
     bessel_jn as bessel_jn,
@@ -44,7 +45,6 @@ from ember._src.scipy.special import (
     log_softmax as log_softmax,
     loggamma as loggamma,
     logit as logit,
-    logsumexp as logsumexp,
     multigammaln as multigammaln,
     poch as poch,
     polygamma as polygamma,

@@ -362,18 +362,6 @@ def zeta(x: Any, q: Any = None) -> Any:
 # Reductions shared with ember.nn (JAX's scipy versions default to axis=None)
 
 
-def logsumexp(
-    a: Any,
-    axis: Any = None,
-    b: Any = None,
-    keepdims: bool = False,
-    return_sign: bool = False,
-    where: Any = None,
-) -> Any:
-    """``log(sum(b * exp(a)))`` over ``axis``, computed stably."""
-    return nn.logsumexp(a, axis, b, keepdims, return_sign, where)
-
-
 def softmax(x: Any, /, *, axis: Any = None) -> Any:
     """``exp(x) / sum(exp(x))`` over ``axis`` (all axes by default)."""
     return nn.softmax(x, axis=axis)
