@@ -192,3 +192,22 @@ def test_default_arguments_follow_the_standard():
     assert enp.expand_dims(x).shape == (1, 2, 3)
     assert_close(enp.take_along_axis(x, np.array([[2], [0]]), axis=-1), [[2.0], [3.0]])
     assert enp.reshape(x, (3, 2), copy=False).shape == (3, 2)
+
+
+@pytest.mark.parametrize("k", [2**31, -(2**31) - 5, 2**40])
+def test_diagonal_offsets_beyond_int32_select_nothing(k):
+    # Offsets past the matrix used to overflow the int32 index arithmetic.
+    expected_tri = np.ones((2, 3)) if k > 0 else np.zeros((2, 3))
+    assert_close(enp.eye(3, 2, k=k), np.zeros((3, 2)))
+    assert enp.eye(0, None, k=k).shape == (0, 0)
+    assert_close(enp.tri(2, 3, k=k), expected_tri)
+    x = np.arange(6.0).reshape(2, 3)
+    assert_close(enp.tril(x, k), x * expected_tri)
+    assert_close(enp.triu(x, k), x * (1 - expected_tri))
+
+
+def test_eye_offsets_and_negative_sizes():
+    assert_close(enp.eye(3, 2, k=-1), [[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    assert_close(enp.eye(2, 3, k=2), [[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+    with pytest.raises(ValueError, match="negative dimensions"):
+        enp.eye(-1)
