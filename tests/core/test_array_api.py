@@ -211,3 +211,32 @@ def test_eye_offsets_and_negative_sizes():
     assert_close(enp.eye(2, 3, k=2), [[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
     with pytest.raises(ValueError, match="negative dimensions"):
         enp.eye(-1)
+
+
+class _LegacyDLPackConsumer:
+    """Asks an array for a pre-1.0 (unversioned) DLPack capsule, as old consumers do."""
+
+    def __init__(self, array, **kwargs):
+        self.array, self.kwargs = array, kwargs
+
+    def __dlpack__(self, **ignored):
+        return self.array.__dlpack__(max_version=(0, 0), **self.kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def test_dlpack_export_to_pre_1_0_consumers():
+    x = enp.arange(4.0)
+    # An unversioned capsule can't flag the buffer read-only: the consumer gets its own copy.
+    exported = np.from_dlpack(_LegacyDLPackConsumer(x))
+    assert exported.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert not np.shares_memory(exported, np.from_dlpack(x, copy=False))
+    assert np.from_dlpack(_LegacyDLPackConsumer(x, copy=True)).tolist() == [0.0, 1.0, 2.0, 3.0]
+    with pytest.raises(BufferError, match="copy=False"):
+        x.__dlpack__(max_version=(0, 0), copy=False)
+    with pytest.raises(BufferError, match="copy=False"):
+        x.__dlpack__(copy=False)
+    # DLPack 1.0 consumers see the read-only buffer itself, without a copy.
+    shared = np.from_dlpack(x, copy=False)
+    assert shared.tolist() == [0.0, 1.0, 2.0, 3.0] and not shared.flags.writeable
