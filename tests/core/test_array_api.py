@@ -240,3 +240,23 @@ def test_dlpack_export_to_pre_1_0_consumers():
     # DLPack 1.0 consumers see the read-only buffer itself, without a copy.
     shared = np.from_dlpack(x, copy=False)
     assert shared.tolist() == [0.0, 1.0, 2.0, 3.0] and not shared.flags.writeable
+
+
+def test_linalg_tolerance_arrays_hold_one_value_per_matrix():
+    # An rtol/tol array broadcasts against the batch axes (one tolerance per matrix), not
+    # against the singular values of each matrix; values pinned from JAX.
+    a = np.array([[[1.0, 0.0], [0.0, 1e-3]], [[2.0, 0.0], [0.0, 1e-6]]])
+    per_matrix = np.array([1e-4, 1e-2])
+    assert enp.linalg.matrix_rank(a, rtol=per_matrix).tolist() == [2, 1]
+    assert enp.linalg.matrix_rank(a, tol=per_matrix).tolist() == [2, 1]
+    assert_close(enp.linalg.pinv(a, rtol=per_matrix), [[[1, 0], [0, 1000]], [[0.5, 0], [0, 0]]])
+    stacks = np.zeros((3, 2, 2, 2))
+    stacks[:, 0, 0, 0] = 1.0
+    stacks[:, 1] = np.eye(2)
+    stacks[2, 0] = [[1.0, 0.0], [0.0, 1e-3]]
+    assert enp.linalg.matrix_rank(stacks, rtol=np.array([0.01, 1e-5])).tolist() == [
+        [1, 2],
+        [1, 2],
+        [1, 2],
+    ]
+    assert enp.linalg.matrix_rank(np.zeros((0, 2, 2, 1)), rtol=np.zeros((0, 2))).shape == (0, 2)
