@@ -260,3 +260,19 @@ def test_linalg_tolerance_arrays_hold_one_value_per_matrix():
         [1, 2],
     ]
     assert enp.linalg.matrix_rank(np.zeros((0, 2, 2, 1)), rtol=np.zeros((0, 2))).shape == (0, 2)
+
+
+def test_eager_integer_indexing_compiles_once_per_shape(capsys):
+    # Reading element after element (as array-building strategies do) must not compile a
+    # program per index value: the index is an operand of one program.
+    values = np.arange(24.0).reshape(4, 6)
+    x = enp.asarray(values)
+    assert x[0, 0].tolist() == 0.0 and x[0].tolist() == values[0].tolist()  # warm up
+    with ember.config.option("log_compiles", True):
+        capsys.readouterr()
+        picked = [x[i, j].tolist() for i in range(-4, 4) for j in (-1, 0, 5)]
+        rows = [x[i].tolist() for i in (1, 3, -2)]
+        compiled = capsys.readouterr().out
+    assert picked == [values[i, j] for i in range(-4, 4) for j in (-1, 0, 5)]
+    assert rows == [values[i].tolist() for i in (1, 3, -2)]
+    assert "compiling" not in compiled
