@@ -4,6 +4,8 @@ standard too)."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -240,6 +242,10 @@ def test_dlpack_export_to_pre_1_0_consumers():
     # DLPack 1.0 consumers see the read-only buffer itself, without a copy.
     shared = np.from_dlpack(x, copy=False)
     assert shared.tolist() == [0.0, 1.0, 2.0, 3.0] and not shared.flags.writeable
+    # The standard's keywords are named in the signature (dl_device reaches the export).
+    assert np.from_dlpack(x, device="cpu", copy=True).tolist() == [0.0, 1.0, 2.0, 3.0]
+    parameters = inspect.signature(x.__dlpack__).parameters
+    assert list(parameters) == ["stream", "max_version", "dl_device", "copy"]
 
 
 def test_linalg_tolerance_arrays_hold_one_value_per_matrix():
@@ -276,3 +282,18 @@ def test_eager_integer_indexing_compiles_once_per_shape(capsys):
     assert picked == [values[i, j] for i in range(-4, 4) for j in (-1, 0, 5)]
     assert rows == [values[i].tolist() for i in (1, 3, -2)]
     assert "compiling" not in compiled
+
+
+def test_zero_dimensional_creation_gives_arrays():
+    # Broadcasting a host scalar to shape () used to hand back the NumPy scalar itself.
+    for made, value, dtype in [
+        (enp.ones(()), 1.0, enp.float32),
+        (enp.ones((), dtype=enp.int32), 1, enp.int32),
+        (enp.zeros((), dtype=enp.float32), 0.0, enp.float32),
+        (enp.full((), 2.5), 2.5, enp.float32),
+        (enp.empty((), dtype=enp.bool_), False, enp.bool_),
+        (enp.ones_like(np.float32(3.0)), 1.0, enp.float32),
+    ]:
+        assert isinstance(made, ember.Array)
+        assert made.shape == () and made.dtype == dtype and made.tolist() == value
+        assert complex(made) == value

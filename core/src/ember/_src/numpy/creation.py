@@ -124,7 +124,8 @@ def _full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
         )
     if fill.ndim:
         return broadcast_to_shape(asarray(fill, dtype), shape)
-    return broadcast_in_dim(np.asarray(fill_value, dtype)[()], shape, ())
+    # asarray first: broadcasting to shape () returns its operand, which must be an Array.
+    return broadcast_in_dim(asarray(np.asarray(fill_value, dtype)), shape, ())
 
 
 def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:

@@ -134,7 +134,17 @@ class Array:
             return value.copy()
         return value
 
-    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, **kwargs: Any) -> Any:
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: Any = None,
+        dl_device: Any = None,
+        copy: bool | None = None,
+    ) -> Any:
+        kwargs = {} if dl_device is None else {"dl_device": dl_device}
+        if copy is not None:
+            kwargs["copy"] = copy
         if isinstance(self._device, Sharding) or self._device.platform not in ("cpu", "reference"):
             raise BufferError(
                 f"__dlpack__ of an array on {self._device!r} is not supported; "
