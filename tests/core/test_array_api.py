@@ -297,3 +297,16 @@ def test_zero_dimensional_creation_gives_arrays():
         assert isinstance(made, ember.Array)
         assert made.shape == () and made.dtype == dtype and made.tolist() == value
         assert complex(made) == value
+
+
+def test_vecdot_does_not_broadcast_the_contracted_axis():
+    a = np.arange(6.0).reshape(2, 3)
+    assert enp.vecdot(a, np.arange(3.0)).tolist() == [5.0, 14.0]
+    assert enp.linalg.vecdot(a, a, axis=0).tolist() == [9.0, 17.0, 29.0]
+    assert enp.vecdot(a[:, None, :], a).tolist() == [[5.0, 14.0], [14.0, 50.0]]
+    mismatched = [(np.zeros(0), np.zeros(1), -1), (a, a[:1], 0), (np.ones(3), np.ones(1), -1)]
+    for x1, x2, axis in mismatched:
+        with pytest.raises(ValueError, match="axes must match"):
+            enp.vecdot(x1, x2, axis=axis)
+        with pytest.raises(ValueError, match="axes must match"):
+            enp.linalg.vecdot(x1, x2, axis=axis)
