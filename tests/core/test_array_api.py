@@ -310,3 +310,15 @@ def test_vecdot_does_not_broadcast_the_contracted_axis():
             enp.vecdot(x1, x2, axis=axis)
         with pytest.raises(ValueError, match="axes must match"):
             enp.linalg.vecdot(x1, x2, axis=axis)
+
+
+def test_take_and_repeat_on_an_empty_axis():
+    # A gather can't slice an empty axis: an empty take gives an empty result, a non-empty
+    # one is an IndexError (as in JAX).
+    for mode in ("fill", "clip", "wrap"):
+        taken = enp.take(np.zeros((0, 2)), np.zeros(0, np.int32), axis=0, mode=mode)
+        assert taken.shape == (0, 2) and taken.dtype == enp.float32
+        with pytest.raises(IndexError, match="empty axis"):
+            enp.take(np.zeros((0, 2)), np.array([0, 1]), axis=0, mode=mode)
+    assert enp.repeat(np.zeros(0, bool), np.zeros(0, np.int8)).shape == (0,)
+    assert enp.repeat(np.arange(3.0), np.array([0, 2, 1])).tolist() == [1.0, 1.0, 2.0]
