@@ -4,6 +4,8 @@ standard too)."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -192,3 +194,131 @@ def test_default_arguments_follow_the_standard():
     assert enp.expand_dims(x).shape == (1, 2, 3)
     assert_close(enp.take_along_axis(x, np.array([[2], [0]]), axis=-1), [[2.0], [3.0]])
     assert enp.reshape(x, (3, 2), copy=False).shape == (3, 2)
+
+
+@pytest.mark.parametrize("k", [2**31, -(2**31) - 5, 2**40])
+def test_diagonal_offsets_beyond_int32_select_nothing(k):
+    # Offsets past the matrix used to overflow the int32 index arithmetic.
+    expected_tri = np.ones((2, 3)) if k > 0 else np.zeros((2, 3))
+    assert_close(enp.eye(3, 2, k=k), np.zeros((3, 2)))
+    assert enp.eye(0, None, k=k).shape == (0, 0)
+    assert_close(enp.tri(2, 3, k=k), expected_tri)
+    x = np.arange(6.0).reshape(2, 3)
+    assert_close(enp.tril(x, k), x * expected_tri)
+    assert_close(enp.triu(x, k), x * (1 - expected_tri))
+
+
+def test_eye_offsets_and_negative_sizes():
+    assert_close(enp.eye(3, 2, k=-1), [[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    assert_close(enp.eye(2, 3, k=2), [[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+    with pytest.raises(ValueError, match="negative dimensions"):
+        enp.eye(-1)
+
+
+class _LegacyDLPackConsumer:
+    """Asks an array for a pre-1.0 (unversioned) DLPack capsule, as old consumers do."""
+
+    def __init__(self, array, **kwargs):
+        self.array, self.kwargs = array, kwargs
+
+    def __dlpack__(self, **ignored):
+        return self.array.__dlpack__(max_version=(0, 0), **self.kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def test_dlpack_export_to_pre_1_0_consumers():
+    x = enp.arange(4.0)
+    # An unversioned capsule can't flag the buffer read-only: the consumer gets its own copy.
+    exported = np.from_dlpack(_LegacyDLPackConsumer(x))
+    assert exported.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert not np.shares_memory(exported, np.from_dlpack(x, copy=False))
+    assert np.from_dlpack(_LegacyDLPackConsumer(x, copy=True)).tolist() == [0.0, 1.0, 2.0, 3.0]
+    with pytest.raises(BufferError, match="copy=False"):
+        x.__dlpack__(max_version=(0, 0), copy=False)
+    with pytest.raises(BufferError, match="copy=False"):
+        x.__dlpack__(copy=False)
+    # DLPack 1.0 consumers see the read-only buffer itself, without a copy.
+    shared = np.from_dlpack(x, copy=False)
+    assert shared.tolist() == [0.0, 1.0, 2.0, 3.0] and not shared.flags.writeable
+    # The standard's keywords are named in the signature (dl_device reaches the export).
+    assert np.from_dlpack(x, device="cpu", copy=True).tolist() == [0.0, 1.0, 2.0, 3.0]
+    parameters = inspect.signature(x.__dlpack__).parameters
+    assert list(parameters) == ["stream", "max_version", "dl_device", "copy"]
+
+
+def test_linalg_tolerance_arrays_hold_one_value_per_matrix():
+    # An rtol/tol array broadcasts against the batch axes (one tolerance per matrix), not
+    # against the singular values of each matrix; values pinned from JAX.
+    a = np.array([[[1.0, 0.0], [0.0, 1e-3]], [[2.0, 0.0], [0.0, 1e-6]]])
+    per_matrix = np.array([1e-4, 1e-2])
+    assert enp.linalg.matrix_rank(a, rtol=per_matrix).tolist() == [2, 1]
+    assert enp.linalg.matrix_rank(a, tol=per_matrix).tolist() == [2, 1]
+    assert_close(enp.linalg.pinv(a, rtol=per_matrix), [[[1, 0], [0, 1000]], [[0.5, 0], [0, 0]]])
+    stacks = np.zeros((3, 2, 2, 2))
+    stacks[:, 0, 0, 0] = 1.0
+    stacks[:, 1] = np.eye(2)
+    stacks[2, 0] = [[1.0, 0.0], [0.0, 1e-3]]
+    assert enp.linalg.matrix_rank(stacks, rtol=np.array([0.01, 1e-5])).tolist() == [
+        [1, 2],
+        [1, 2],
+        [1, 2],
+    ]
+    assert enp.linalg.matrix_rank(np.zeros((0, 2, 2, 1)), rtol=np.zeros((0, 2))).shape == (0, 2)
+
+
+def test_eager_integer_indexing_compiles_once_per_shape(capsys):
+    # Reading element after element (as array-building strategies do) must not compile a
+    # program per index value: the index is an operand of one program.
+    values = np.arange(24.0).reshape(4, 6)
+    x = enp.asarray(values)
+    assert x[0, 0].tolist() == 0.0 and x[0].tolist() == values[0].tolist()  # warm up
+    with ember.config.option("log_compiles", True):
+        capsys.readouterr()
+        picked = [x[i, j].tolist() for i in range(-4, 4) for j in (-1, 0, 5)]
+        rows = [x[i].tolist() for i in (1, 3, -2)]
+        compiled = capsys.readouterr().out
+    assert picked == [values[i, j] for i in range(-4, 4) for j in (-1, 0, 5)]
+    assert rows == [values[i].tolist() for i in (1, 3, -2)]
+    assert "compiling" not in compiled
+
+
+def test_zero_dimensional_creation_gives_arrays():
+    # Broadcasting a host scalar to shape () used to hand back the NumPy scalar itself.
+    for made, value, dtype in [
+        (enp.ones(()), 1.0, enp.float32),
+        (enp.ones((), dtype=enp.int32), 1, enp.int32),
+        (enp.zeros((), dtype=enp.float32), 0.0, enp.float32),
+        (enp.full((), 2.5), 2.5, enp.float32),
+        (enp.empty((), dtype=enp.bool_), False, enp.bool_),
+        (enp.ones_like(np.float32(3.0)), 1.0, enp.float32),
+    ]:
+        assert isinstance(made, ember.Array)
+        assert made.shape == () and made.dtype == dtype and made.tolist() == value
+        assert complex(made) == value
+
+
+def test_vecdot_does_not_broadcast_the_contracted_axis():
+    a = np.arange(6.0).reshape(2, 3)
+    assert enp.vecdot(a, np.arange(3.0)).tolist() == [5.0, 14.0]
+    assert enp.linalg.vecdot(a, a, axis=0).tolist() == [9.0, 17.0, 29.0]
+    assert enp.vecdot(a[:, None, :], a).tolist() == [[5.0, 14.0], [14.0, 50.0]]
+    mismatched = [(np.zeros(0), np.zeros(1), -1), (a, a[:1], 0), (np.ones(3), np.ones(1), -1)]
+    for x1, x2, axis in mismatched:
+        with pytest.raises(ValueError, match="axes must match"):
+            enp.vecdot(x1, x2, axis=axis)
+        with pytest.raises(ValueError, match="axes must match"):
+            enp.linalg.vecdot(x1, x2, axis=axis)
+
+
+def test_take_and_repeat_on_an_empty_axis():
+    # A gather can't slice an empty axis: an empty take gives an empty result, a non-empty
+    # one is an IndexError (as in JAX).
+    for mode in ("fill", "clip", "wrap"):
+        taken = enp.take(np.zeros((0, 2)), np.zeros(0, np.int32), axis=0, mode=mode)
+        assert taken.shape == (0, 2) and taken.dtype == enp.float32
+        with pytest.raises(IndexError, match="empty axis"):
+            enp.take(np.zeros((0, 2)), np.array([0, 1]), axis=0, mode=mode)
+    assert enp.repeat(np.zeros(0, bool), np.zeros(0, np.int8)).shape == (0,)
+    assert enp.repeat(np.arange(3.0), np.array([0, 2, 1])).tolist() == [1.0, 1.0, 2.0]

@@ -207,7 +207,14 @@ def take(
     if mode not in ("fill", "clip", "wrap"):
         raise ValueError(f"take: mode must be 'fill', 'clip' or 'wrap', got {mode!r}")
     index, valid = _take_index(as_operand(indices), size, mode)
-    picked = advanced_getitem(a, (slice(None),) * axis + (index,), None)
+    if size == 0:
+        # A gather can't take a slice of an empty axis; only an empty take makes sense (JAX).
+        if get_aval(index).size:
+            raise IndexError(f"Cannot do a non-empty take() from an empty axis.{errors.where()}")
+        shape = aval.shape[:axis] + get_aval(index).shape + aval.shape[axis + 1 :]
+        return broadcast_to_shape(np.zeros((), aval.dtype), shape)
+    else:
+        picked = advanced_getitem(a, (slice(None),) * axis + (index,), None)
     if valid is None:
         return picked
     shape = get_aval(picked).shape

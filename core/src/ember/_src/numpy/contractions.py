@@ -164,6 +164,7 @@ def vecdot(
 ) -> Any:
     """Dot products along ``axis`` (``precision`` is a hint ember's backends do not need;
     ``preferred_element_type`` sets the accumulation and result dtype)."""
+    _check_vecdot_axes(np.shape(x1), np.shape(x2), axis)
     x1, x2 = prepare("vecdot", x1, x2)
     if preferred_element_type is not None:
         result_dtype = check_dtype_arg(preferred_element_type)
@@ -173,6 +174,20 @@ def vecdot(
     ndim = get_aval(x1).ndim
     ax = canonicalize_axis(axis, ndim)
     return reduce_sum(ew.mul(x1, x2), (ax,))
+
+
+def _check_vecdot_axes(shape1: tuple, shape2: tuple, axis: int) -> None:
+    """The contracted axis is not broadcast: a length-1 axis against a longer one is a mistake
+    (as in JAX), not a sum over repeated values."""
+    ndim = max(len(shape1), len(shape2))
+    ax = canonicalize_axis(axis, ndim) - ndim  # counted from the right, as broadcasting aligns
+    size1 = shape1[ax] if -ax <= len(shape1) else 1
+    size2 = shape2[ax] if -ax <= len(shape2) else 1
+    if size1 != size2:
+        raise ValueError(
+            f"vecdot: axes must match; got shapes {shape1} and {shape2} with axis={axis}"
+            f"{errors.where()}"
+        )
 
 
 # --------------------------------------------------------------------------------------------

@@ -124,7 +124,8 @@ def _full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
         )
     if fill.ndim:
         return broadcast_to_shape(asarray(fill, dtype), shape)
-    return broadcast_in_dim(np.asarray(fill_value, dtype)[()], shape, ())
+    # asarray first: broadcasting to shape () returns its operand, which must be an Array.
+    return broadcast_in_dim(asarray(np.asarray(fill_value, dtype)), shape, ())
 
 
 def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
@@ -278,10 +279,21 @@ def _linspace(start: Any, stop: Any, num: Any, endpoint: bool, dtype: Any) -> tu
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None):
     n = operator.index(core.concrete_or_error(N, "eye's N"))
     m = n if M is None else operator.index(core.concrete_or_error(M, "eye's M"))
+    if n < 0 or m < 0:
+        raise ValueError(f"eye: negative dimensions are not allowed (N={n}, M={m}){errors.where()}")
+    k = diagonal_offset(core.concrete_or_error(k, "eye's k"), n, m)
     dtype = check_dtype_arg(dtype) or dtypes.default_float()
     rows = iota(dtypes.int32, (n, m), 0)
     cols = iota(dtypes.int32, (n, m), 1)
     return _place(convert_element_type(lax.eq(lax.add(rows, np.int32(k)), cols), dtype), device)
+
+
+def diagonal_offset(k: Any, n: int, m: int) -> int:
+    """The diagonal offset ``k`` of an ``n`` x ``m`` matrix, clamped to ``[-n, m]``.
+
+    Every offset outside that range selects no element, so clamping changes no answer but
+    keeps ``row + k`` inside int32 for offsets such as ``2**31`` or ``-2**40``."""
+    return min(max(operator.index(k), -n), m)
 
 
 def identity(n: int, dtype: Any = None) -> Any:

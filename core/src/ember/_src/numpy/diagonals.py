@@ -118,6 +118,7 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
     k = _static_int(k, "tri's k")
     if n < 0 or m < 0:
         raise ValueError(f"tri: negative dimensions are not allowed (N={n}, M={m}){errors.where()}")
+    k = creation.diagonal_offset(k, n, m)
     dtype = check_dtype_arg(dtype) or dtypes.default_float()
     rows = iota(dtypes.int32, (n, m), 0)
     cols = iota(dtypes.int32, (n, m), 1)

@@ -68,8 +68,16 @@ def _basic_getitem(x: Any, entries: tuple) -> Any:
                     f"index {i} is out of bounds for axis {dim} with size {size}{errors.where()}"
                 )
             i %= size
-            starts.append(i)
-            limits.append(i + 1)
+            if isinstance(x, Array):
+                # Eager: pass the index to the program as an operand rather than baking it in,
+                # so picking element after element reuses one compiled program (per shape)
+                # instead of compiling one per index value.
+                starts.append(0)
+                limits.append(size)
+                traced.append((dim, np.int32(i)))
+            else:
+                starts.append(i)
+                limits.append(i + 1)
             strides.append(1)
             squeeze_dims.append(dim)
         elif _is_traced_int(entry):
@@ -105,9 +113,11 @@ def _dynamic_pick(x: Any, traced: list[tuple[int, Any]]) -> Any:
     starts: list[Any] = [np.int32(0)] * len(shape)
     sizes = list(shape)
     for dim, index in traced:
-        index = index_to_int32(index)
-        wrapped = ew.select_n(ew.lt(index, np.int32(0)), index, ew.add(index, np.int32(shape[dim])))
-        starts[dim] = wrapped
+        if not isinstance(index, np.int32):  # host indices arrive already wrapped
+            index = index_to_int32(index)
+            size = np.int32(shape[dim])
+            index = ew.select_n(ew.lt(index, np.int32(0)), index, ew.add(index, size))
+        starts[dim] = index
         sizes[dim] = 1
     return dynamic_slice(x, starts, sizes)
 

@@ -475,15 +475,17 @@ def pinv(a: Any, rtol: Any = None, hermitian: bool = False, *, rcond: Any = None
     u, s, vh = svd(a, full_matrices=False)
     if rtol is None:
         rtol = max(m, n) * float(dtypes.finfo(get_aval(s).dtype).eps)
-    cutoff = reductions.max(s, axis=-1, keepdims=True) * _real_scalar(rtol, s)
+    cutoff = reductions.max(s, axis=-1, keepdims=True) * _tolerance(rtol, s)
     inverse = enp.where(enp.greater(s, cutoff), 1.0 / enp.where(enp.greater(s, 0), s, 1.0), 0.0)
     inverse = inverse.astype(get_aval(s).dtype)
     return matmul(_h(vh) * inverse[..., None, :], _h(u))
 
 
-def _real_scalar(value: Any, like: Any) -> Any:
-    """A tolerance (host number, array or traced) in the dtype of the singular values."""
-    return creation.asarray(value).astype(get_aval(like).dtype)
+def _tolerance(value: Any, like: Any) -> Any:
+    """A tolerance (host number, array or traced) in the dtype of the singular values ``like``,
+    with a trailing axis: an array of tolerances holds one per matrix of the batch, so it
+    broadcasts against the batch axes, not against the singular values of one matrix."""
+    return creation.asarray(value).astype(get_aval(like).dtype)[..., None]
 
 
 def matrix_rank(M: Any, rtol: Any = None, *, hermitian: bool = False, tol: Any = None) -> Any:
@@ -496,9 +498,9 @@ def matrix_rank(M: Any, rtol: Any = None, *, hermitian: bool = False, tol: Any =
     s = svdvals(a)
     if tol is None:
         rtol = max(m, n) * float(dtypes.finfo(get_aval(s).dtype).eps) if rtol is None else rtol
-        threshold = reductions.max(s, axis=-1, keepdims=True) * _real_scalar(rtol, s)
+        threshold = reductions.max(s, axis=-1, keepdims=True) * _tolerance(rtol, s)
     else:
-        threshold = _real_scalar(tol, s)
+        threshold = _tolerance(tol, s)
     return reductions.sum(enp.greater(s, threshold), axis=-1, dtype=dtypes.default_int())
 
 

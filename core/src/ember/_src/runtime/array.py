@@ -152,10 +152,14 @@ class Array:
             raise BufferError(
                 f"__dlpack__: can only export to the host CPU (1, 0), not {dl_device}"
             )
-        if max_version is None:
-            # Old consumers can't be told the buffer is read-only: give them their own copy.
+        if max_version is None or tuple(max_version) < (1, 0):
+            # Consumers older than DLPack 1.0 take an unversioned capsule, which can't say the
+            # buffer is read-only: give them their own copy, unless told not to copy.
             if copy is False:
-                raise BufferError("__dlpack__: copy=False needs a consumer of DLPack >= 1.0")
+                raise BufferError(
+                    "__dlpack__(copy=False) needs a DLPack 1.0 consumer (max_version >= (1, 0)): "
+                    "older ones can't be told the buffer is read-only, so they need a copy"
+                )
             return self._value.copy().__dlpack__(stream=stream)
         return self._value.__dlpack__(stream=stream, max_version=max_version, copy=copy)
 
