@@ -6,8 +6,11 @@ of saving the sampled images with matplotlib their sum is recorded. ``print`` re
 arguments, compared with what JAX 0.10.2 printed for the same code and data.
 """
 
+import os
+
 import pytest
 
+import ember
 from tests.ports._util import assert_same
 
 
@@ -144,4 +147,10 @@ EXPECTED = [
 
 @pytest.mark.slow
 def test_mnist_vae_gives_jax_numbers():
+    # XLA takes minutes to compile the evaluation step: ember lowers every threefry call inline
+    # (JAX outlines it as one private function), so the step has ~4x JAX's bit operations. Until
+    # lowering outlines repeated calls, the XLA run is in `tox -e slow`; the reference backend
+    # checks the same numbers in every run.
+    if ember.default_backend() != "reference" and not os.environ.get("EMBER_LONG_PORTS"):
+        pytest.skip("the XLA compile takes minutes (inlined threefry): set EMBER_LONG_PORTS=1")
     assert_same(program(), EXPECTED)
