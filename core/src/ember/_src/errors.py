@@ -174,7 +174,8 @@ def _filter_chain(exc: BaseException, seen: set[int]) -> None:
         filtered, dropped = filter_traceback(exc.__traceback__)
         if dropped and filtered is not None:  # keep an all-internal traceback whole
             exc.__traceback__ = filtered
-            exc.add_note(_FILTER_NOTE.format(n=dropped))
+            if hasattr(exc, "add_note"):  # Python 3.11+; 3.10 prints the filtered frames alone
+                exc.add_note(_FILTER_NOTE.format(n=dropped))
         if exc.__context__ is not None:
             _filter_chain(exc.__context__, seen)
         exc = exc.__cause__
