@@ -24,6 +24,7 @@ LAYERS = [
         "pytree_fastpath",
         "dtypes",
         "source_info",
+        "traceback_filter",
     ],
     ["core"],
     ["ir", "rules", "api_util"],

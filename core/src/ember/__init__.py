@@ -18,7 +18,7 @@ from ember import (
 )
 from ember._src import (
     dispatch as _dispatch,  # installs the eager dispatcher
-    errors as _errors,  # hides internal frames of uncaught errors
+    traceback_filter as _traceback_filter,  # hides internal frames of uncaught errors
 )
 from ember._src.api import (
     ShapeDtypeStruct as ShapeDtypeStruct,
@@ -64,9 +64,9 @@ from ember._src.transforms_extra import (
 
 __version__ = "0.1.0"
 
-_errors.install_traceback_filter()
+_traceback_filter.install_traceback_filter()
 
-del _dispatch, _array_methods, _errors
+del _dispatch, _array_methods, _traceback_filter
 
 # Submodules that are attributes of ``ember`` as in JAX (``import ember; ember.random``) but are
 # imported on first use, so that ``import ember`` does not pay for them.

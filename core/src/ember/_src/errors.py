@@ -10,9 +10,6 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-import types
-
-from ember._src.config import config
 
 _EMBER_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PLUGIN_MARKERS = (os.sep + "ember_plugin_", os.sep + "pluggy" + os.sep)
@@ -113,13 +110,13 @@ def user_frame() -> traceback.FrameSummary | None:
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not _is_internal(filename):
+        if not is_internal_file(filename):
             return traceback.FrameSummary(filename, frame.f_lineno, frame.f_code.co_name)
         frame = frame.f_back
     return None
 
 
-def _is_internal(filename: str) -> bool:
+def is_internal_file(filename: str) -> bool:
     if filename.startswith(_EMBER_ROOT) or filename.startswith("<frozen"):
         return True
     return any(marker in filename for marker in _PLUGIN_MARKERS) or filename.endswith(
@@ -137,67 +134,3 @@ def where() -> str:
 
 def format_frame(frame: traceback.FrameSummary) -> str:
     return f"{frame.filename}:{frame.lineno} in {frame.name}"
-
-
-# --------------------------------------------------------------------------------------------
-# Traceback filtering: an uncaught exception that passed through ember is printed with the
-# user's frames only (the message already names the user's line). config.traceback_filtering
-# = "off" (or EMBER_TRACEBACK_FILTERING=off) prints every frame.
-
-_FILTER_NOTE = (
-    "ember: {n} ember-internal frame(s) hidden from this traceback; set "
-    "EMBER_TRACEBACK_FILTERING=off (or ember.config.update('traceback_filtering', 'off')) "
-    "to show them."
-)
-
-
-def filter_traceback(tb: types.TracebackType | None) -> tuple[types.TracebackType | None, int]:
-    """``tb`` without ember's (and plugins') frames, and how many frames were dropped."""
-    kept: list[types.TracebackType] = []
-    dropped = 0
-    while tb is not None:
-        if _is_internal(tb.tb_frame.f_code.co_filename):
-            dropped += 1
-        else:
-            kept.append(tb)
-        tb = tb.tb_next
-    filtered = None
-    for entry in reversed(kept):
-        filtered = types.TracebackType(filtered, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
-    return filtered, dropped
-
-
-def _filter_chain(exc: BaseException, seen: set[int]) -> None:
-    """Filter ``exc`` and the exceptions it was raised from or during, once each."""
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        filtered, dropped = filter_traceback(exc.__traceback__)
-        if dropped and filtered is not None:  # keep an all-internal traceback whole
-            exc.__traceback__ = filtered
-            if hasattr(exc, "add_note"):  # Python 3.11+; 3.10 prints the filtered frames alone
-                exc.add_note(_FILTER_NOTE.format(n=dropped))
-        if exc.__context__ is not None:
-            _filter_chain(exc.__context__, seen)
-        exc = exc.__cause__
-
-
-def _excepthook(etype: type, value: BaseException, tb: types.TracebackType | None) -> None:
-    if config.traceback_filtering != "off" and value is not None:
-        try:
-            value.__traceback__ = tb
-            _filter_chain(value, set())
-            tb = value.__traceback__
-        except Exception:  # never let the filter hide the real error
-            pass
-    _previous_excepthook(etype, value, tb)
-
-
-_previous_excepthook = sys.excepthook
-
-
-def install_traceback_filter() -> None:
-    """Print uncaught exceptions with ember's internal frames hidden (see above)."""
-    global _previous_excepthook
-    if sys.excepthook is not _excepthook:
-        _previous_excepthook = sys.excepthook
-        sys.excepthook = _excepthook

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import NamedTuple
 
-from ember._src.errors import _is_internal
+from ember._src.errors import is_internal_file
 
 
 class SourceInfo(NamedTuple):
@@ -33,7 +33,7 @@ def current_source_info() -> SourceInfo | None:
         code = frame.f_code
         internal = cache.get(code)
         if internal is None:
-            internal = cache[code] = _is_internal(code.co_filename)
+            internal = cache[code] = is_internal_file(code.co_filename)
         if not internal:
             return SourceInfo(code.co_filename, frame.f_lineno, code.co_name)
         frame = frame.f_back

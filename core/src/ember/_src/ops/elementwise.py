@@ -1205,7 +1205,3 @@ def_zero_jvp(stop_gradient_p)
 def stop_gradient(x: Any) -> Any:
     """``x`` itself, but treated as a constant by differentiation."""
     return stop_gradient_p.bind(x)
-
-
-# Complex math's reference rules and lowerings, registered over the generic ones above.
-from ember._src.ops import complex_math  # noqa: E402, F401

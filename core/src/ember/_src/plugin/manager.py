@@ -360,7 +360,7 @@ def _warn_skipped(platform: PlatformReport) -> None:
 def _user_stacklevel() -> int:
     """The ``stacklevel`` that points a warning at the user's frame (ember's own are skipped)."""
     frame, level = sys._getframe(2), 2
-    while frame is not None and errors._is_internal(frame.f_code.co_filename):
+    while frame is not None and errors.is_internal_file(frame.f_code.co_filename):
         frame, level = frame.f_back, level + 1
     return level
 
