@@ -11,10 +11,6 @@ from ember._src.config import define as define_config_option
 from ember._src.core import Primitive as Primitive, ShapedArray as ShapedArray
 from ember._src.ir import ClosedJaxpr as ClosedJaxpr
 from ember._src.lowering.mlir import RuleContext as RuleContext
-from ember._src.plugin.evaluation import (
-    evaluate_jaxpr as evaluate_jaxpr,
-    reference_rule as reference_rule,
-)
 from ember._src.plugin.hookspecs import hookimpl as hookimpl, hookspec as hookspec
 from ember._src.plugin.manager import collective_registry as collective_registry
 from ember._src.plugin.registries import (
@@ -25,6 +21,10 @@ from ember._src.plugin.spec import (
     PLUGIN_API_VERSION as PLUGIN_API_VERSION,
     ClusterEnvironment as ClusterEnvironment,
     PlatformSpec as PlatformSpec,
+)
+from ember._src.reference.evaluation import (
+    evaluate_jaxpr as evaluate_jaxpr,
+    reference_rule as reference_rule,
 )
 from ember._src.runtime.backend import (
     Backend as Backend,
