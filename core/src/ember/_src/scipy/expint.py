@@ -16,12 +16,16 @@ from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as jnp, manipulation
 from ember._src.numpy.util import prepare_inexact
 from ember._src.ops import special as _special
+from ember._src.ops.control_flow.loops import fori_loop
 from ember._src.ops.custom_derivatives import custom_jvp
 
 _SERIES_TERMS = 25  # E_n(x) for x <= 1
 _FRACTION_TERMS = 60  # E_n(x) for x > 1: relative error below 1e-13 from x = 1 on
 _EI_SERIES_TERMS = 120  # Ei(x) for 0 < x <= 40
 _EI_ASYMPTOTIC_TERMS = 30  # Ei(x) for x > 40
+# The series and fractions run as fori_loops, not unrolled Python loops: unrolled, every program
+# that uses them holds hundreds of copies of the step, which XLA is slow (and once crashed) to
+# compile.
 
 
 def _c(x: Any, value: Any) -> np.ndarray:
@@ -31,24 +35,30 @@ def _c(x: Any, value: Any) -> np.ndarray:
 def _fraction(n: Any, x: Any) -> Any:
     """``E_n(x)`` for ``x > 1`` by the even contraction of its continued fraction:
     ``e^-x / (x + n - 1 n / (x + n + 2 - 2 (n + 1) / (x + n + 4 - ...)))``."""
-    t = x + n + 2 * _FRACTION_TERMS
-    for k in range(_FRACTION_TERMS, 0, -1):
-        t = x + n + 2 * (k - 1) - k * (n + k - 1) / t
+
+    def step(i, t):
+        k = (_FRACTION_TERMS - i).astype(get_aval(x).dtype)  # k = _FRACTION_TERMS .. 1
+        return x + n + 2 * (k - 1) - k * (n + k - 1) / t
+
+    t = fori_loop(0, _FRACTION_TERMS, step, x + n + 2 * _FRACTION_TERMS)
     return jnp.exp(-x) / t
 
 
 def _series(n: Any, x: Any) -> Any:
     """``E_n(x)`` for ``0 < x <= 1``, ``n >= 1``: the term ``k = n - 1`` of the power series
     is replaced by its limit ``(-x)^(n-1) / (n-1)! (psi(n) - log x)``."""
-    total = creation.zeros_like(x)
-    power = creation.ones_like(x)  # (-x)^k / k!
-    for k in range(_SERIES_TERMS):
-        if k:
-            power = power * -x / k
-        regular = jnp.where(n == k + 1, _c(x, 0), power / jnp.where(n == k + 1, 1, k + 1 - n))
-        singular = power * (_special.digamma(n) - jnp.log(x))
-        total = total + jnp.where(n == k + 1, singular, -regular)
-    return total
+    log_part = _special.digamma(n) - jnp.log(x)
+
+    def step(k, carry):
+        total, power = carry  # power = (-x)^k / k!
+        k = k.astype(get_aval(x).dtype)
+        power = jnp.where(k == 0, power, power * -x / jnp.maximum(k, _c(x, 1)))
+        hit = n == k + 1
+        regular = jnp.where(hit, _c(x, 0), power / jnp.where(hit, _c(x, 1), k + 1 - n))
+        return total + jnp.where(hit, power * log_part, -regular), power
+
+    start = (creation.zeros_like(x), creation.ones_like(x))
+    return fori_loop(0, _SERIES_TERMS, step, start)[0]
 
 
 def _expn_impl(n: Any, x: Any) -> Any:
@@ -98,19 +108,27 @@ def exp1(x: Any) -> Any:
 def _ei_positive(x: Any) -> Any:
     """``Ei(x)`` for ``x > 0``: ``gamma + log x + sum x^k / (k k!)`` up to 40, then the
     asymptotic ``e^x / x sum k! / x^k``."""
+    dtype = get_aval(x).dtype
     near = jnp.minimum(x, _c(x, 40))
-    term = creation.ones_like(near)
-    total = creation.zeros_like(near)
-    for k in range(1, _EI_SERIES_TERMS + 1):
+
+    def series_step(k, carry):
+        term, total = carry
+        k = (k + 1).astype(dtype)
         term = term * near / k
-        total = total + term / k
+        return term, total + term / k
+
+    start = (creation.ones_like(near), creation.zeros_like(near))
+    total = fori_loop(0, _EI_SERIES_TERMS, series_step, start)[1]
     series = _c(x, np.euler_gamma) + jnp.log(near) + total
     far = jnp.maximum(x, _c(x, 40))
-    term = creation.ones_like(far)
-    asymptotic = creation.ones_like(far)
-    for k in range(1, _EI_ASYMPTOTIC_TERMS + 1):
-        term = term * k / far
-        asymptotic = asymptotic + term
+
+    def asymptotic_step(k, carry):
+        term, total = carry
+        term = term * (k + 1).astype(dtype) / far
+        return term, total + term
+
+    start = (creation.ones_like(far), creation.ones_like(far))
+    asymptotic = fori_loop(0, _EI_ASYMPTOTIC_TERMS, asymptotic_step, start)[1]
     # e^x / x * sum, with e^x split so the product overflows only when the value does.
     half = jnp.exp(far / 2)
     asymptotic = half * (half / far) * asymptotic

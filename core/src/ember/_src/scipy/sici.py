@@ -17,6 +17,7 @@ import numpy as np
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as jnp
 from ember._src.numpy.util import prepare_inexact
+from ember._src.ops.control_flow.loops import fori_loop
 from ember._src.ops.custom_derivatives import custom_jvp
 
 _SWITCH = 4.0
@@ -115,10 +116,14 @@ def _fresnel_fraction(x: Any) -> tuple[Any, Any]:
     ``erfc(z) = exp(i pi x^2 / 2) / sqrt(pi) / (z + (1/2) / (z + 1 / (z + ...)))``."""
     zr = math.sqrt(math.pi) / 2 * x
     zi = -zr
-    tr, ti = zr, zi
-    for k in range(_FRESNEL_FRACTION_TERMS, 0, -1):
+
+    def step(i, t):  # a loop, not unrolled: 120 inlined steps are slow for XLA to compile
+        tr, ti = t
+        k = (_FRESNEL_FRACTION_TERMS - i).astype(get_aval(x).dtype)  # 120 .. 1
         scale = (k / 2) / (tr * tr + ti * ti)
-        tr, ti = zr + scale * tr, zi - scale * ti
+        return zr + scale * tr, zi - scale * ti
+
+    tr, ti = fori_loop(0, _FRESNEL_FRACTION_TERMS, step, (zr, zi))
     norm = tr * tr + ti * ti
     kr, ki = tr / norm, -ti / norm
     phase = (math.pi / 2) * x * x
