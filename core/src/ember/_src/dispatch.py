@@ -214,6 +214,18 @@ def compile_jaxpr(
 # Eager primitives
 
 _eager_cache: dict[tuple, CompiledComputation] = {}
+# Every XLA CPU executable holds several memory mappings until it is freed, and a process may
+# hold only so many (65530 on Linux by default): a long-lived process that keeps every program
+# it compiled eventually crashes inside the compiler. Past this many entries the oldest one is
+# dropped (on the compile path, so cache hits pay nothing).
+EAGER_CACHE_SIZE = 1024
+
+
+def remember(cache: dict, key: Any, value: Any, limit: int) -> None:
+    """``cache[key] = value``, first dropping the oldest entry when ``cache`` holds ``limit``."""
+    if len(cache) >= limit:
+        del cache[next(iter(cache))]
+    cache[key] = value
 
 
 def single_equation(primitive: Primitive, avals: list[ShapedArray], params: dict) -> ClosedJaxpr:
@@ -255,7 +267,7 @@ def apply_primitive(primitive: Primitive, args: Sequence[Any], params: dict) -> 
             return _multi_device_apply(primitive, args, params)
         donated = params.get("donated_invars")
         compiled = compile_jaxpr(closed, device, primitive.name, donated)
-        _eager_cache[key] = compiled
+        remember(_eager_cache, key, compiled, EAGER_CACHE_SIZE)
     outs = compiled.call_buffers(buffers)
     return outs if primitive.multiple_results else outs[0]
 

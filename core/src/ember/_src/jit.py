@@ -22,6 +22,7 @@ from ember._src.dispatch import (
     compile_jaxpr,
     is_host_scalar,
     mesh_in_jaxpr,
+    remember,
     resolve_device,
     scalar_on_device,
     to_device,
@@ -78,6 +79,11 @@ class _Executable:
 _NOT_CACHED = object()
 _disable_jit = config.reader("disable_jit")
 _enable_x64 = config.reader("enable_x64")
+
+
+# Compiled programs kept per jitted function (oldest dropped first): each holds memory mappings
+# until freed, and a process may hold only so many (see dispatch.EAGER_CACHE_SIZE).
+EXECUTABLES_PER_FUNCTION = 512
 
 
 @functools.lru_cache(maxsize=64)
@@ -238,9 +244,10 @@ class JitFunction:
             if self._trace(statics, in_tree, avals).mesh is not None:
                 return self._call_spmd(leaves, in_tree, statics)
             entry = self._compile(statics, in_tree, avals, device)
-            self._exec_cache[key] = entry
+            remember(self._exec_cache, key, entry, EXECUTABLES_PER_FUNCTION)
             if not statics and in_tree == _flat_args_tree(len(leaves)):
-                self._flat_cache[(avals, device, x64)] = entry
+                flat_key = (avals, device, x64)
+                remember(self._flat_cache, flat_key, entry, EXECUTABLES_PER_FUNCTION)
         return entry.build(entry.compiled.call_buffers(entry.const_buffers + buffers))
 
     def _call_spmd(self, leaves: list[Any], in_tree: PyTreeDef, statics: tuple) -> Any:
@@ -270,9 +277,10 @@ class JitFunction:
                 self._out_leaf_shardings(traced),
                 traced.donated,
             )
-            entry = self._spmd_cache[key] = _SpmdExecutable(compiled, consts, traced.out_tree)
+            entry = _SpmdExecutable(compiled, consts, traced.out_tree)
+            remember(self._spmd_cache, key, entry, EXECUTABLES_PER_FUNCTION)
         if fast_key is not None and all(p is x for p, x in zip(placed, leaves)):
-            self._spmd_fast[fast_key] = entry
+            remember(self._spmd_fast, fast_key, entry, EXECUTABLES_PER_FUNCTION)
         return entry.build(entry.compiled.call(entry.const_arrays + placed))
 
     def _spmd_plan(self, leaves: list[Any], in_tree: PyTreeDef, statics: tuple):
@@ -488,7 +496,7 @@ class Lowered:
         entry = self._fn._exec_cache.get(key)
         if entry is None:
             entry = self._fn._compile(self._statics, self._in_tree, self._avals, self._device)
-            self._fn._exec_cache[key] = entry
+            remember(self._fn._exec_cache, key, entry, EXECUTABLES_PER_FUNCTION)
         return Compiled(self._fn, entry.compiled.executable)
 
 
