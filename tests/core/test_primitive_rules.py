@@ -21,7 +21,7 @@ import ember.numpy as enp
 from ember import lax
 from ember._src import rules
 from ember._src.interpreters.ad_util import add_any_p
-from ember._src.random_gamma import random_gamma_p
+from ember._src.random.gamma import random_gamma_p
 from ember.test_util import check_grads
 
 from .util import assert_close

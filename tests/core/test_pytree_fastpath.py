@@ -9,7 +9,7 @@ import pytest
 
 import ember
 import ember.numpy as enp
-from ember._src.pytree_fastpath import builder, leaf_extractor
+from ember._src.tree.fastpath import builder, leaf_extractor
 from ember.tree_util import tree_flatten, tree_unflatten
 
 Point = namedtuple("Point", "x y")

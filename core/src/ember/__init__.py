@@ -16,11 +16,19 @@ from ember import (
     tree as tree,
     tree_util as tree_util,
 )
-from ember._src import (
-    dispatch as _dispatch,  # installs the eager dispatcher
-    traceback_filter as _traceback_filter,  # hides internal frames of uncaught errors
+from ember._src import traceback_filter as _traceback_filter  # hides internal frames of errors
+from ember._src.config import config as config
+from ember._src.execution import dispatch as _dispatch  # installs the eager dispatcher
+from ember._src.numpy import array_methods as _array_methods  # installs Array operators
+from ember._src.primitives import remat as checkpoint_policies
+from ember._src.primitives.custom_derivatives import (
+    custom_jvp as custom_jvp,
+    custom_vjp as custom_vjp,
 )
-from ember._src.api import (
+from ember._src.primitives.remat import checkpoint as checkpoint, remat as remat
+from ember._src.runtime.array import Array as Array
+from ember._src.runtime.backend import Device as Device
+from ember._src.transforms.api import (
     ShapeDtypeStruct as ShapeDtypeStruct,
     block_until_ready as block_until_ready,
     default_backend as default_backend,
@@ -43,24 +51,17 @@ from ember._src.api import (
     vjp as vjp,
     vmap as vmap,
 )
-from ember._src.config import config as config
-from ember._src.jacobians import hessian as hessian, jacfwd as jacfwd, jacrev as jacrev
-from ember._src.jit import jit as jit
-from ember._src.numpy import array_methods as _array_methods  # installs Array operators
-from ember._src.ops import remat as checkpoint_policies
-from ember._src.ops.custom_derivatives import custom_jvp as custom_jvp, custom_vjp as custom_vjp
-from ember._src.ops.remat import checkpoint as checkpoint, remat as remat
-from ember._src.pmap import pmap as pmap
-from ember._src.runtime.array import Array as Array
-from ember._src.runtime.backend import Device as Device
-from ember._src.shard_map import shard_map as shard_map
-from ember._src.transforms_extra import (
+from ember._src.transforms.custom_gradient import (
     closure_convert as closure_convert,
     custom_gradient as custom_gradient,
     jacobian as jacobian,
     linear_transpose as linear_transpose,
     typeof as typeof,
 )
+from ember._src.transforms.jacobians import hessian as hessian, jacfwd as jacfwd, jacrev as jacrev
+from ember._src.transforms.jit import jit as jit
+from ember._src.transforms.pmap import pmap as pmap
+from ember._src.transforms.shard_map import shard_map as shard_map
 
 __version__ = "0.1.0"
 

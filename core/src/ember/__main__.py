@@ -2,6 +2,6 @@
 
 import sys
 
-from ember._src.doctor import main
+from ember._src.plugin.doctor import main
 
 sys.exit(main())

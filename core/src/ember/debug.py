@@ -1,6 +1,6 @@
 """Debugging helpers (``ember.debug``), as ``jax.debug``."""
 
-from ember._src.sharding_display import (
+from ember._src.sharding.display import (
     sharding_layout_text as sharding_layout_text,
     visualize_array_sharding as visualize_array_sharding,
 )

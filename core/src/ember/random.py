@@ -1,6 +1,39 @@
 """Pseudo-random numbers (``import ember.random``), bit-for-bit those of JAX 0.10."""
 
-from ember._src.random import (
+from ember._src.random.common import (
+    clone as clone,
+    key_impl as key_impl,
+)
+from ember._src.random.continuous import (
+    ball as ball,
+    cauchy as cauchy,
+    chisquare as chisquare,
+    double_sided_maxwell as double_sided_maxwell,
+    f as f,
+    generalized_normal as generalized_normal,
+    lognormal as lognormal,
+    maxwell as maxwell,
+    pareto as pareto,
+    rayleigh as rayleigh,
+    t as t,
+    triangular as triangular,
+    wald as wald,
+    weibull_min as weibull_min,
+)
+from ember._src.random.discrete import (
+    binomial as binomial,
+    geometric as geometric,
+    multinomial as multinomial,
+    poisson as poisson,
+    rademacher as rademacher,
+)
+from ember._src.random.gamma import (
+    beta as beta,
+    dirichlet as dirichlet,
+    gamma as gamma,
+    loggamma as loggamma,
+)
+from ember._src.random.prng import (
     PRNGKey as PRNGKey,
     bernoulli as bernoulli,
     bits as bits,
@@ -22,37 +55,4 @@ from ember._src.random import (
     truncated_normal as truncated_normal,
     uniform as uniform,
     wrap_key_data as wrap_key_data,
-)
-from ember._src.random_continuous import (
-    ball as ball,
-    cauchy as cauchy,
-    chisquare as chisquare,
-    double_sided_maxwell as double_sided_maxwell,
-    f as f,
-    generalized_normal as generalized_normal,
-    lognormal as lognormal,
-    maxwell as maxwell,
-    pareto as pareto,
-    rayleigh as rayleigh,
-    t as t,
-    triangular as triangular,
-    wald as wald,
-    weibull_min as weibull_min,
-)
-from ember._src.random_discrete import (
-    binomial as binomial,
-    geometric as geometric,
-    multinomial as multinomial,
-    poisson as poisson,
-    rademacher as rademacher,
-)
-from ember._src.random_gamma import (
-    beta as beta,
-    dirichlet as dirichlet,
-    gamma as gamma,
-    loggamma as loggamma,
-)
-from ember._src.random_util import (
-    clone as clone,
-    key_impl as key_impl,
 )

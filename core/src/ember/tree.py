@@ -3,7 +3,7 @@
 The same functions as ``ember.tree_util``'s ``tree_*`` ones.
 """
 
-from ember._src.tree_ops import (
+from ember._src.tree.ops import (
     static as static,
     tree_all as all,
     tree_broadcast as broadcast,
@@ -11,7 +11,7 @@ from ember._src.tree_ops import (
     tree_reduce_associative as reduce_associative,
     tree_transpose as transpose,
 )
-from ember._src.tree_util import (
+from ember._src.tree.util import (
     tree_flatten as flatten,
     tree_flatten_with_path as flatten_with_path,
     tree_leaves as leaves,

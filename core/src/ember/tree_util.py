@@ -1,6 +1,6 @@
 """Pytrees: nested containers of arrays (tuples, lists, dicts, registered classes)."""
 
-from ember._src.tree_keys import (
+from ember._src.tree.keys import (
     DictKey as DictKey,
     FlattenedIndexKey as FlattenedIndexKey,
     GetAttrKey as GetAttrKey,
@@ -9,7 +9,7 @@ from ember._src.tree_keys import (
     SequenceKey as SequenceKey,
     keystr as keystr,
 )
-from ember._src.tree_ops import (
+from ember._src.tree.ops import (
     Partial as Partial,
     all_leaves as all_leaves,
     default_registry as default_registry,
@@ -19,7 +19,7 @@ from ember._src.tree_ops import (
     tree_reduce_associative as tree_reduce_associative,
     tree_transpose as tree_transpose,
 )
-from ember._src.tree_util import (
+from ember._src.tree.util import (
     PyTreeDef as PyTreeDef,
     flatten_one_level as flatten_one_level,
     flatten_one_level_with_keys as flatten_one_level_with_keys,

@@ -17,9 +17,9 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
+from ember._src.lax.numeric import Precision, canonical_precision
 from ember._src.numpy import contractions, creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.extras import where
-from ember._src.ops.lax_numeric import Precision, canonical_precision
 
 
 class ResizeMethod(enum.Enum):

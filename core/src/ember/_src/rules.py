@@ -1,17 +1,27 @@
-"""Registration of the rules that give a primitive its meaning.
+"""The one way to define a primitive: ``define_primitive`` makes it together with its rules.
 
-Every primitive registers its rules right beside its definition, through these functions:
+    clamp_p = rules.define_primitive(
+        "clamp",
+        abstract_eval=_clamp_abstract_eval,  # output avals from input avals and params
+        jvp=_clamp_jvp,                      # forward-mode differentiation
+        batch=_clamp_batch,                  # vectorisation (vmap)
+        lowering=_clamp_lowering,            # StableHLO emission
+        reference=_clamp_reference,          # NumPy evaluation (the reference backend)
+    )
 
-- ``def_abstract_eval``: output avals from input avals and params (shape/dtype checking);
-- ``def_jvp``: forward-mode differentiation;
-- ``def_transpose``: transposition of a primitive that is linear in some inputs;
-- ``def_batch``: vectorisation (vmap);
-- ``def_lowering``: StableHLO emission, optionally for one platform only (plugins override
-  rules for their platform through the ``ember_register_lowerings`` hook);
-- ``def_reference``: evaluation with NumPy, used by the built-in ``reference`` backend.
+Rules are written above the call that registers them; a rule that binds its own primitive
+names it as a module global (``clamp_p``), looked up when the rule runs. Optional rules:
+``transpose`` (for primitives linear in some operands), ``partial_eval`` (call-like
+primitives: jit, control flow), ``collective_batch`` (collectives over named axes).
+``lowering`` is one rule for every platform, or ``{None: rule, "cpu": override}``.
 
-Lookups raise ``NotImplementedError`` naming the primitive and the missing rule, because a
-missing rule is a gap in ember, not a user mistake.
+A family of similar primitives (the elementwise ones, the comparisons) calls the same form
+once per member, sharing rules that need to know their primitive through ``per_primitive``:
+``batch=per_primitive(elementwise_batch)`` registers ``elementwise_batch(the_primitive)``.
+
+Plugins override lowerings for their platform through the ``ember_register_lowerings`` hook,
+which calls ``register_lowering``. Lookups raise ``NotImplementedError`` naming the primitive
+and the missing rule, because a missing rule is a gap in ember, not a user mistake.
 """
 
 from __future__ import annotations
@@ -33,6 +43,55 @@ _reference: dict[Primitive, Rule] = {}
 _partial_eval: dict[Primitive, Rule] = {}
 _collective_batch: dict[Primitive, Rule] = {}
 _primitives: dict[str, Primitive] = {}
+
+
+class per_primitive:  # noqa: N801 - used like a function, in define_primitive's arguments
+    """A rule shared by a family of primitives that needs to know which one it serves:
+    ``define_primitive`` registers ``build(primitive)``."""
+
+    __slots__ = ("build",)
+
+    def __init__(self, build: Callable[[Primitive], Rule]):
+        self.build = build
+
+
+def define_primitive(
+    name: str,
+    *,
+    abstract_eval: Rule | per_primitive,
+    jvp: Rule | per_primitive | None = None,
+    transpose: Rule | per_primitive | None = None,
+    batch: Rule | per_primitive | None = None,
+    lowering: Rule | per_primitive | dict[str | None, Rule | per_primitive] | None = None,
+    reference: Rule | per_primitive | None = None,
+    partial_eval: Rule | per_primitive | None = None,
+    collective_batch: Rule | per_primitive | None = None,
+    multiple_results: bool = False,
+) -> Primitive:
+    """A new primitive named ``name``, with its rules registered (see the module docstring)."""
+    if name in _primitives:
+        raise ValueError(f"internal error: a primitive named {name!r} is already defined")
+    primitive = Primitive(name, multiple_results=multiple_results)
+    _primitives[name] = primitive
+
+    def built(rule: Rule | per_primitive) -> Rule:
+        return rule.build(primitive) if isinstance(rule, per_primitive) else rule
+
+    for table, rule in (
+        (_abstract_eval, abstract_eval),
+        (_jvp, jvp),
+        (_transpose, transpose),
+        (_batch, batch),
+        (_reference, reference),
+        (_partial_eval, partial_eval),
+        (_collective_batch, collective_batch),
+    ):
+        if rule is not None:
+            table[primitive] = built(rule)
+    if lowering is not None:
+        per_platform = lowering if isinstance(lowering, dict) else {None: lowering}
+        _lowering[primitive] = {platform: built(r) for platform, r in per_platform.items()}
+    return primitive
 
 
 def _decorator(table: dict[Primitive, Rule], primitive: Primitive):

@@ -2,7 +2,7 @@
 
 import importlib as _importlib
 
-from ember._src.lax_api import (
+from ember._src.lax.composites import (
     approx_max_k as approx_max_k,
     approx_min_k as approx_min_k,
     bessel_i0e as bessel_i0e,
@@ -28,41 +28,7 @@ from ember._src.lax_api import (
     top_k as top_k,
     zeta as zeta,
 )
-from ember._src.numpy.sorting import (
-    lax_cumprod as cumprod,
-    lax_cumsum as cumsum,
-)
-from ember._src.ops.bits import (
-    bitcast_convert_type as bitcast_convert_type,
-    population_count as population_count,
-    shift_left as shift_left,
-    shift_right_arithmetic as shift_right_arithmetic,
-    shift_right_logical as shift_right_logical,
-)
-from ember._src.ops.clamp import clamp as clamp
-from ember._src.ops.collectives import (
-    all_gather as all_gather,
-    all_to_all as all_to_all,
-    axis_index as axis_index,
-    axis_size_of as axis_size,
-    pmax as pmax,
-    pmean as pmean,
-    pmin as pmin,
-    ppermute as ppermute,
-    psum as psum,
-    psum_scatter as psum_scatter,
-)
-from ember._src.ops.control_flow.associative_scan import associative_scan as associative_scan
-from ember._src.ops.control_flow.cond import cond as cond, switch as switch
-from ember._src.ops.control_flow.loops import (
-    fori_loop as fori_loop,
-    while_loop as while_loop,
-)
-from ember._src.ops.control_flow.scan import scan as scan
-from ember._src.ops.conv import (
-    ConvDimensionNumbers as ConvDimensionNumbers,
-)
-from ember._src.ops.conv_api import (
+from ember._src.lax.convolution import (
     ConvGeneralDilatedDimensionNumbers as ConvGeneralDilatedDimensionNumbers,
     conv as conv,
     conv_dimension_numbers as conv_dimension_numbers,
@@ -77,7 +43,92 @@ from ember._src.ops.conv_api import (
     padtype_to_pads as padtype_to_pads,
     reduce_window_shape_tuple as reduce_window_shape_tuple,
 )
-from ember._src.ops.elementwise import (
+from ember._src.lax.numeric import (
+    DotDimensionNumbers as DotDimensionNumbers,
+    Precision as Precision,
+    PrecisionLike as PrecisionLike,
+    RoundingMethod as RoundingMethod,
+    batch_matmul as batch_matmul,
+    clz as clz,
+    dot as dot,
+    exp2 as exp2,
+    mulhi as mulhi,
+    optimization_barrier as optimization_barrier,
+    ragged_dot as ragged_dot,
+    reciprocal as reciprocal,
+    reduce as reduce,
+    reduce_xor as reduce_xor,
+    round as round,
+    square as square,
+)
+from ember._src.lax.slicing import (
+    GatherDimensionNumbers as GatherDimensionNumbers,
+    GatherScatterMode as GatherScatterMode,
+    ScatterDimensionNumbers as ScatterDimensionNumbers,
+    broadcast_shapes as broadcast_shapes,
+    broadcast_to_rank as broadcast_to_rank,
+    broadcasted_iota as broadcasted_iota,
+    collapse as collapse,
+    dynamic_index_in_dim as dynamic_index_in_dim,
+    dynamic_slice as dynamic_slice,
+    dynamic_slice_in_dim as dynamic_slice_in_dim,
+    dynamic_update_index_in_dim as dynamic_update_index_in_dim,
+    dynamic_update_slice as dynamic_update_slice,
+    dynamic_update_slice_in_dim as dynamic_update_slice_in_dim,
+    empty as empty,
+    full as full,
+    full_like as full_like,
+    gather as gather,
+    index_in_dim as index_in_dim,
+    index_take as index_take,
+    scatter as scatter,
+    scatter_add as scatter_add,
+    scatter_apply as scatter_apply,
+    scatter_max as scatter_max,
+    scatter_min as scatter_min,
+    scatter_mul as scatter_mul,
+    scatter_sub as scatter_sub,
+    slice_in_dim as slice_in_dim,
+    split as split,
+    stack as stack,
+    tile as tile,
+    unstack as unstack,
+)
+from ember._src.numpy.sorting import (
+    lax_cumprod as cumprod,
+    lax_cumsum as cumsum,
+)
+from ember._src.primitives.bits import (
+    bitcast_convert_type as bitcast_convert_type,
+    population_count as population_count,
+    shift_left as shift_left,
+    shift_right_arithmetic as shift_right_arithmetic,
+    shift_right_logical as shift_right_logical,
+)
+from ember._src.primitives.clamp import clamp as clamp
+from ember._src.primitives.collectives import (
+    all_gather as all_gather,
+    all_to_all as all_to_all,
+    axis_index as axis_index,
+    axis_size_of as axis_size,
+    pmax as pmax,
+    pmean as pmean,
+    pmin as pmin,
+    ppermute as ppermute,
+    psum as psum,
+    psum_scatter as psum_scatter,
+)
+from ember._src.primitives.control_flow.associative_scan import associative_scan as associative_scan
+from ember._src.primitives.control_flow.cond import cond as cond, switch as switch
+from ember._src.primitives.control_flow.loops import (
+    fori_loop as fori_loop,
+    while_loop as while_loop,
+)
+from ember._src.primitives.control_flow.scan import scan as scan
+from ember._src.primitives.conv import (
+    ConvDimensionNumbers as ConvDimensionNumbers,
+)
+from ember._src.primitives.elementwise import (
     abs as abs,
     acos as acos,
     acosh as acosh,
@@ -130,36 +181,18 @@ from ember._src.ops.elementwise import (
     tan as tan,
     tanh as tanh,
 )
-from ember._src.ops.fft import FftType as FftType, fft as fft
-from ember._src.ops.igamma import (
+from ember._src.primitives.fft import FftType as FftType, fft as fft
+from ember._src.primitives.igamma import (
     igamma as igamma,
     igamma_grad_a as igamma_grad_a,
     igammac as igammac,
     random_gamma_grad as random_gamma_grad,
 )
-from ember._src.ops.lax_numeric import (
-    DotDimensionNumbers as DotDimensionNumbers,
-    Precision as Precision,
-    PrecisionLike as PrecisionLike,
-    RoundingMethod as RoundingMethod,
-    batch_matmul as batch_matmul,
-    clz as clz,
-    dot as dot,
-    exp2 as exp2,
-    mulhi as mulhi,
-    optimization_barrier as optimization_barrier,
-    ragged_dot as ragged_dot,
-    reciprocal as reciprocal,
-    reduce as reduce,
-    reduce_xor as reduce_xor,
-    round as round,
-    square as square,
-)
-from ember._src.ops.precision import (
+from ember._src.primitives.precision import (
     nextafter as nextafter,
     reduce_precision as reduce_precision,
 )
-from ember._src.ops.reduce import (
+from ember._src.primitives.reduce import (
     argmax as argmax,
     argmin as argmin,
     reduce_and as reduce_and,
@@ -168,11 +201,11 @@ from ember._src.ops.reduce import (
     reduce_or as reduce_or,
     reduce_prod as reduce_prod,
 )
-from ember._src.ops.reduce_window import reduce_window as reduce_window
-from ember._src.ops.rng_bit_generator import (
+from ember._src.primitives.reduce_window import reduce_window as reduce_window
+from ember._src.primitives.rng_bit_generator import (
     RandomAlgorithm as RandomAlgorithm,
 )
-from ember._src.ops.shape import (
+from ember._src.primitives.shape import (
     concatenate as concatenate,
     expand_dims as expand_dims,
     pad as pad,
@@ -181,50 +214,17 @@ from ember._src.ops.shape import (
     squeeze as squeeze,
     transpose as transpose,
 )
-from ember._src.ops.slicing import (
-    GatherDimensionNumbers as GatherDimensionNumbers,
-    GatherScatterMode as GatherScatterMode,
-    ScatterDimensionNumbers as ScatterDimensionNumbers,
-    broadcast_shapes as broadcast_shapes,
-    broadcast_to_rank as broadcast_to_rank,
-    broadcasted_iota as broadcasted_iota,
-    collapse as collapse,
-    dynamic_index_in_dim as dynamic_index_in_dim,
-    dynamic_slice as dynamic_slice,
-    dynamic_slice_in_dim as dynamic_slice_in_dim,
-    dynamic_update_index_in_dim as dynamic_update_index_in_dim,
-    dynamic_update_slice as dynamic_update_slice,
-    dynamic_update_slice_in_dim as dynamic_update_slice_in_dim,
-    empty as empty,
-    full as full,
-    full_like as full_like,
-    gather as gather,
-    index_in_dim as index_in_dim,
-    index_take as index_take,
-    scatter as scatter,
-    scatter_add as scatter_add,
-    scatter_apply as scatter_apply,
-    scatter_max as scatter_max,
-    scatter_min as scatter_min,
-    scatter_mul as scatter_mul,
-    scatter_sub as scatter_sub,
-    slice_in_dim as slice_in_dim,
-    split as split,
-    stack as stack,
-    tile as tile,
-    unstack as unstack,
+from ember._src.primitives.sharding_constraint import (
+    with_sharding_constraint as with_sharding_constraint,
 )
-from ember._src.ops.sort import sort as sort, sort_key_val as sort_key_val
-from ember._src.ops.special import (
+from ember._src.primitives.sort import sort as sort, sort_key_val as sort_key_val
+from ember._src.primitives.special import (
     digamma as digamma,
     erf as erf,
     erf_inv as erf_inv,
     erfc as erfc,
     lgamma as lgamma,
     polygamma as polygamma,
-)
-from ember._src.sharding_constraint import (
-    with_sharding_constraint as with_sharding_constraint,
 )
 
 

@@ -1,6 +1,6 @@
 """Lower-level linear algebra (``ember.lax.linalg``), as ``jax.lax.linalg``."""
 
-from ember._src.lax_linalg import (
+from ember._src.lax.linalg import (
     cholesky as cholesky,
     eigh as eigh,
     lu as lu,

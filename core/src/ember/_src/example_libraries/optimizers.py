@@ -30,7 +30,7 @@ from ember._src.numpy import (
     manipulation,
     reductions,
 )
-from ember._src.tree_util import (
+from ember._src.tree.util import (
     register_pytree_node,
     tree_flatten,
     tree_map,

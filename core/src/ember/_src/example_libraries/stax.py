@@ -20,7 +20,14 @@ from typing import Any
 import numpy as np
 
 from ember._src import errors
-from ember._src.lax_api import conv_general_dilated
+from ember._src.lax.composites import conv_general_dilated
+from ember._src.lax.convolution import (
+    conv_general_shape_tuple,
+    conv_transpose,
+    conv_transpose_shape_tuple,
+    padtype_to_pads,
+    reduce_window_shape_tuple,
+)
 from ember._src.nn.functions import (
     elu,
     gelu,
@@ -35,16 +42,9 @@ from ember._src.nn.functions import (
 )
 from ember._src.nn.initializers import glorot_normal, normal, ones, zeros
 from ember._src.numpy import contractions, creation, elementwise as enp, extras, manipulation
-from ember._src.ops import elementwise as lax
-from ember._src.ops.conv_api import (
-    conv_general_shape_tuple,
-    conv_transpose,
-    conv_transpose_shape_tuple,
-    padtype_to_pads,
-    reduce_window_shape_tuple,
-)
-from ember._src.ops.reduce_window import reduce_window
-from ember._src.random import bernoulli, split
+from ember._src.primitives import elementwise as lax
+from ember._src.primitives.reduce_window import reduce_window
+from ember._src.random.prng import bernoulli, split
 
 glorot = glorot_normal
 randn = normal

@@ -20,8 +20,8 @@ from ember._src.numpy import (
     linalg as _linalg,
     manipulation as _manipulation,
 )
-from ember._src.ops.indexing import dynamic_update_slice
-from ember._src.random import (
+from ember._src.primitives.indexing import dynamic_update_slice
+from ember._src.random.prng import (
     normal as _normal,
     truncated_normal as _truncated_normal,
     uniform as _uniform,

@@ -16,9 +16,9 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src.core import Tracer, get_aval
-from ember._src.ops import elementwise as ew
-from ember._src.ops.gather_scatter import GatherDimensionNumbers, gather, gather_fill_value
-from ember._src.ops.shape import (
+from ember._src.primitives import elementwise as ew
+from ember._src.primitives.gather_scatter import GatherDimensionNumbers, gather, gather_fill_value
+from ember._src.primitives.shape import (
     broadcast_to_shape,
     concatenate,
     convert_element_type,

@@ -12,7 +12,7 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import Tracer, get_aval
-from ember._src.jit import jit
+from ember._src.lax import slicing
 from ember._src.numpy import (
     advanced_indexing,
     array_api,
@@ -31,9 +31,9 @@ from ember._src.numpy import (
     statistics,
 )
 from ember._src.numpy.index_update import IndexUpdateHelper
-from ember._src.ops import slicing
-from ember._src.ops.bits import bitcast_convert_type
+from ember._src.primitives.bits import bitcast_convert_type
 from ember._src.runtime.array import Array
+from ember._src.transforms.jit import jit
 
 
 def _swap(fn):

@@ -10,7 +10,6 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.jit import jit
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.sorting import cumsum
 from ember._src.numpy.util import (
@@ -21,7 +20,8 @@ from ember._src.numpy.util import (
     promote_dtypes,
     shape_of,
 )
-from ember._src.ops.shape import convert_element_type, slice_along
+from ember._src.primitives.shape import convert_element_type, slice_along
+from ember._src.transforms.jit import jit
 
 
 def _along(v: Any, axis: int, ndim: int) -> Any:

@@ -10,7 +10,6 @@ import numpy as np
 
 from ember._src import errors
 from ember._src.core import get_aval
-from ember._src.jit import jit
 from ember._src.numpy.manipulation import ravel
 from ember._src.numpy.util import (
     as_operand,
@@ -22,15 +21,16 @@ from ember._src.numpy.util import (
     prepare,
     promote_dtypes,
 )
-from ember._src.ops import elementwise as ew
-from ember._src.ops.linalg import dot_general
-from ember._src.ops.shape import (
+from ember._src.primitives import elementwise as ew
+from ember._src.primitives.linalg import dot_general
+from ember._src.primitives.shape import (
     broadcast_in_dim,
     broadcast_to_shape,
     reduce_sum,
     reshape,
     transpose,
 )
+from ember._src.transforms.jit import jit
 
 
 def _operands(name: str, a: Any, b: Any) -> tuple[Any, Any]:

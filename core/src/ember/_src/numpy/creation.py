@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import core, dispatch, dtypes, errors
+from ember._src import core, dtypes, errors
 from ember._src.core import Tracer, get_aval
+from ember._src.execution import dispatch
 from ember._src.numpy.manipulation import stack
 from ember._src.numpy.util import (
     as_operand,
@@ -18,8 +19,8 @@ from ember._src.numpy.util import (
     promote_to_inexact,
     shape_tuple,
 )
-from ember._src.ops import elementwise as lax
-from ember._src.ops.shape import (
+from ember._src.primitives import elementwise as lax
+from ember._src.primitives.shape import (
     broadcast_in_dim,
     broadcast_to_shape,
     convert_element_type,
@@ -27,7 +28,7 @@ from ember._src.ops.shape import (
     reshape,
 )
 from ember._src.runtime.array import Array
-from ember._src.tree_util import tree_flatten
+from ember._src.tree.util import tree_flatten
 
 
 def asarray(

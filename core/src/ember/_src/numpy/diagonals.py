@@ -20,7 +20,7 @@ from ember._src.numpy import creation, elementwise as enp, manipulation, reducti
 from ember._src.numpy.advanced_indexing import take
 from ember._src.numpy.extras import nonzero
 from ember._src.numpy.util import canonicalize_axis, check_dtype_arg
-from ember._src.ops.shape import iota
+from ember._src.primitives.shape import iota
 
 
 def _static_int(value: Any, what: str) -> int:

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import dispatch, dtypes, errors
+from ember._src import dtypes, errors
+from ember._src.execution import dispatch
 from ember._src.numpy import creation
 from ember._src.runtime.array import Array
 

@@ -9,7 +9,6 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import ShapedArray, Tracer, get_aval
-from ember._src.jit import jit
 from ember._src.numpy.util import (
     as_operand,
     broadcast_args,
@@ -18,8 +17,9 @@ from ember._src.numpy.util import (
     prepare_inexact,
     promote_dtypes,
 )
-from ember._src.ops import elementwise as lax
-from ember._src.ops.shape import broadcast_in_dim
+from ember._src.primitives import elementwise as lax
+from ember._src.primitives.shape import broadcast_in_dim
+from ember._src.transforms.jit import jit
 
 
 def _unary_inexact(lax_fn):

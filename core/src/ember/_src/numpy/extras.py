@@ -31,7 +31,7 @@ from ember._src.numpy.util import (
     promote_to_inexact,
     shape_of,
 )
-from ember._src.ops.shape import (
+from ember._src.primitives.shape import (
     broadcast_in_dim,
     concatenate,
     convert_element_type,

@@ -15,7 +15,6 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.jit import jit
 from ember._src.numpy import creation, elementwise as enp, manipulation
 from ember._src.numpy.util import (
     as_operand,
@@ -25,11 +24,12 @@ from ember._src.numpy.util import (
     promote_to_inexact,
     scalar_like,
 )
-from ember._src.ops import bits
-from ember._src.ops.control_flow.loops import while_loop
-from ember._src.ops.custom_derivatives import custom_jvp
-from ember._src.ops.reduce import reduce_or
-from ember._src.ops.shape import convert_element_type
+from ember._src.primitives import bits
+from ember._src.primitives.control_flow.loops import while_loop
+from ember._src.primitives.custom_derivatives import custom_jvp
+from ember._src.primitives.reduce import reduce_or
+from ember._src.primitives.shape import convert_element_type
+from ember._src.transforms.jit import jit
 
 
 def _real_float(name: str, x: Any) -> Any:

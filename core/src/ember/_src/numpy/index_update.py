@@ -17,8 +17,8 @@ from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy.advanced_indexing import as_operand
 from ember._src.numpy.indexing import getitem
-from ember._src.ops import elementwise as ew
-from ember._src.ops.gather_scatter import (
+from ember._src.primitives import elementwise as ew
+from ember._src.primitives.gather_scatter import (
     ScatterDimensionNumbers,
     scatter_add_p,
     scatter_max_p,
@@ -26,7 +26,7 @@ from ember._src.ops.gather_scatter import (
     scatter_mul_p,
     scatter_p,
 )
-from ember._src.ops.shape import broadcast_to_shape, convert_element_type, iota, reshape
+from ember._src.primitives.shape import broadcast_to_shape, convert_element_type, iota, reshape
 
 
 class IndexUpdateHelper:

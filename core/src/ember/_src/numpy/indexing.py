@@ -15,9 +15,9 @@ import numpy as np
 from ember._src import dtypes, errors
 from ember._src.core import Tracer, get_aval
 from ember._src.numpy.advanced_indexing import advanced_getitem, axes_consumed, is_advanced
-from ember._src.ops import elementwise as ew
-from ember._src.ops.indexing import dynamic_slice, index_to_int32
-from ember._src.ops.shape import reshape, rev, slice_op, squeeze
+from ember._src.primitives import elementwise as ew
+from ember._src.primitives.indexing import dynamic_slice, index_to_int32
+from ember._src.primitives.shape import reshape, rev, slice_op, squeeze
 from ember._src.runtime.array import Array
 
 

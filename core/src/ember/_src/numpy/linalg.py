@@ -20,16 +20,17 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ember._src import dtypes, errors, tree_util
-from ember._src.api import ShapeDtypeStruct, eval_shape, vmap
+from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.jit import jit
 from ember._src.numpy import creation, diagonals, elementwise as enp, manipulation, reductions
 from ember._src.numpy.contractions import matmul
 from ember._src.numpy.sorting import argsort
-from ember._src.ops.control_flow.loops import fori_loop
-from ember._src.ops.custom_derivatives import custom_jvp
-from ember._src.ops.elementwise import stop_gradient
+from ember._src.primitives.control_flow.loops import fori_loop
+from ember._src.primitives.custom_derivatives import custom_jvp
+from ember._src.primitives.elementwise import stop_gradient
+from ember._src.transforms.api import ShapeDtypeStruct, eval_shape, vmap
+from ember._src.transforms.jit import jit
+from ember._src.tree import util as tree_util
 
 # --------------------------------------------------------------------------------------------
 # Results, named as JAX names them (they unpack as tuples and are pytrees like any namedtuple)

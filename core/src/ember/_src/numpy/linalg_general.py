@@ -22,7 +22,6 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
-from ember._src.jit import jit
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.contractions import matmul
 from ember._src.numpy.linalg import (
@@ -41,9 +40,10 @@ from ember._src.numpy.linalg import (
     svdvals,
 )
 from ember._src.numpy.util import dtype_of, promote_dtypes, shape_of
-from ember._src.ops.control_flow.loops import while_loop
-from ember._src.ops.custom_derivatives import custom_jvp
-from ember._src.ops.indexing import dynamic_slice, dynamic_update_slice
+from ember._src.primitives.control_flow.loops import while_loop
+from ember._src.primitives.custom_derivatives import custom_jvp
+from ember._src.primitives.indexing import dynamic_slice, dynamic_update_slice
+from ember._src.transforms.jit import jit
 
 # --------------------------------------------------------------------------------------------
 # Small helpers

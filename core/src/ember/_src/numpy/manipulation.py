@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import core, dispatch, errors
+from ember._src import core, errors
 from ember._src.core import get_aval
+from ember._src.execution import dispatch
 from ember._src.numpy.util import (
     as_operand,
     canonicalize_axes,
@@ -19,7 +20,7 @@ from ember._src.numpy.util import (
     check_no_out,
     promote_dtypes,
 )
-from ember._src.ops import shape as lax
+from ember._src.primitives import shape as lax
 
 
 def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None,

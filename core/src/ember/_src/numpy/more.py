@@ -9,6 +9,7 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import Tracer, get_aval
+from ember._src.lax.numeric import exp2 as lax_exp2
 from ember._src.numpy import (
     creation,
     elementwise as enp,
@@ -20,8 +21,7 @@ from ember._src.numpy import (
 from ember._src.numpy.advanced_indexing import take
 from ember._src.numpy.extras import unique
 from ember._src.numpy.util import broadcast_args, promote_dtypes, promote_to_inexact, shape_of
-from ember._src.ops.bits import bitcast_convert_type
-from ember._src.ops.lax_numeric import exp2 as lax_exp2
+from ember._src.primitives.bits import bitcast_convert_type
 
 
 def _inexact(x: Any) -> Any:

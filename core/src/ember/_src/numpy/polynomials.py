@@ -15,14 +15,14 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
-from ember._src.jit import jit
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.contractions import matmul
 from ember._src.numpy.extras import convolve
 from ember._src.numpy.linalg import inv, svd
 from ember._src.numpy.linalg_general import eigvals
 from ember._src.numpy.util import as_operand, dtype_of, promote_dtypes, promote_to_inexact, shape_of
-from ember._src.ops.shape import convert_element_type
+from ember._src.primitives.shape import convert_element_type
+from ember._src.transforms.jit import jit
 
 
 def _coefficients(name: str, p: Any) -> Any:

@@ -12,7 +12,7 @@ from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation
 from ember._src.numpy.util import as_operand, check_dtype_arg, promote_to_inexact
-from ember._src.ops.shape import convert_element_type
+from ember._src.primitives.shape import convert_element_type
 
 
 def _samples(start: Any, stop: Any, num: Any, endpoint: bool, axis: int) -> Any:

@@ -9,7 +9,6 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.jit import jit
 from ember._src.numpy.elementwise import where as select
 from ember._src.numpy.util import (
     as_operand,
@@ -20,8 +19,9 @@ from ember._src.numpy.util import (
     check_no_out,
     prepare,
 )
-from ember._src.ops import elementwise as ew, reduce as lax_reduce
-from ember._src.ops.shape import broadcast_to_shape, expand_dims, reduce_sum, reshape
+from ember._src.primitives import elementwise as ew, reduce as lax_reduce
+from ember._src.primitives.shape import broadcast_to_shape, expand_dims, reduce_sum, reshape
+from ember._src.transforms.jit import jit
 
 
 def _prepare(a: Any, axis: Any, dtype: Any, name: str, *, upcast_small_ints: bool):

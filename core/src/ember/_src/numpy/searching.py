@@ -21,20 +21,20 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.jit import jit
 from ember._src.numpy import creation, elementwise as enp, reductions
 from ember._src.numpy.advanced_indexing import take
 from ember._src.numpy.util import as_operand, promote_dtypes, shape_of
-from ember._src.ops import elementwise as ew
-from ember._src.ops.control_flow.loops import fori_loop
-from ember._src.ops.shape import (
+from ember._src.primitives import elementwise as ew
+from ember._src.primitives.control_flow.loops import fori_loop
+from ember._src.primitives.shape import (
     broadcast_in_dim,
     concatenate,
     iota,
     reshape,
     rev,
 )
-from ember._src.ops.sort import sort as lax_sort
+from ember._src.primitives.sort import sort as lax_sort
+from ember._src.transforms.jit import jit
 
 _METHODS = ("compare_all", "scan", "scan_unrolled", "sort")
 _INDEX = dtypes.int32

@@ -18,7 +18,6 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
-from ember._src.jit import jit
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.advanced_indexing import take_along_axis
 from ember._src.numpy.contractions import matmul
@@ -35,7 +34,8 @@ from ember._src.numpy.util import (
     scalar_like,
     shape_of,
 )
-from ember._src.ops.shape import broadcast_to_shape, convert_element_type
+from ember._src.primitives.shape import broadcast_to_shape, convert_element_type
+from ember._src.transforms.jit import jit
 
 # --------------------------------------------------------------------------------------------
 # Averages, covariance, correlation

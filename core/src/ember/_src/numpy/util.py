@@ -10,8 +10,8 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src.core import ShapedArray, get_aval
-from ember._src.ops.elementwise import WeakScalar
-from ember._src.ops.shape import broadcast_to_shape, convert_element_type
+from ember._src.primitives.elementwise import WeakScalar
+from ember._src.primitives.shape import broadcast_to_shape, convert_element_type
 
 
 def aval_of(x: Any, name: str) -> ShapedArray:

@@ -13,7 +13,7 @@ import numpy as np
 from ember._src import core, dtypes
 from ember._src.numpy import creation, elementwise as enp
 from ember._src.numpy.float_functions import i0
-from ember._src.ops.shape import convert_element_type
+from ember._src.primitives.shape import convert_element_type
 
 
 def _length(M: Any, name: str) -> int:

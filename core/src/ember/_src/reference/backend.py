@@ -14,8 +14,8 @@ import numpy as np
 
 from ember._src import errors
 from ember._src.core import ShapedArray
+from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.ir import check_result_sizes
-from ember._src.reference.interpreter import evaluate_jaxpr
 from ember._src.runtime.backend import Backend, Computation, Device, Executable
 
 PLATFORM = "reference"

@@ -16,8 +16,8 @@ import numpy as np
 
 from ember._src import rules
 from ember._src.core import Primitive
+from ember._src.interpreters import reference as interpreter
 from ember._src.ir import ClosedJaxpr
-from ember._src.reference import interpreter
 
 
 def reference_rule(primitive: Primitive | str) -> Callable[..., Any]:

@@ -12,9 +12,7 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes, errors
-from ember._src.api import vmap
 from ember._src.core import get_aval
-from ember._src.jit import jit
 from ember._src.numpy import (
     creation,
     dtype_functions,
@@ -26,7 +24,9 @@ from ember._src.numpy import (
 from ember._src.numpy.contractions import matmul
 from ember._src.numpy.extras import where
 from ember._src.numpy.linalg_general import _hessenberg, _schur, _unit_scale
-from ember._src.ops.control_flow.loops import fori_loop
+from ember._src.primitives.control_flow.loops import fori_loop
+from ember._src.transforms.api import vmap
+from ember._src.transforms.jit import jit
 
 # --------------------------------------------------------------------------------------------
 # Helpers

@@ -16,11 +16,12 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
+from ember._src.lax import special as _more
 from ember._src.nn import functions as nn
 from ember._src.numpy import creation, elementwise as jnp, manipulation, more, reductions
 from ember._src.numpy.util import prepare_inexact
-from ember._src.ops import igamma as _igamma, special as _special, special_more as _more
-from ember._src.ops.custom_derivatives import custom_jvp
+from ember._src.primitives import igamma as _igamma, special as _special
+from ember._src.primitives.custom_derivatives import custom_jvp
 
 
 def _c(x: Any, value: float) -> np.ndarray:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ember._src import errors, random
+from ember._src import errors
 from ember._src.core import get_aval
 from ember._src.nn.functions import logsumexp
 from ember._src.numpy import (
@@ -25,8 +25,9 @@ from ember._src.numpy import (
     statistics,
 )
 from ember._src.numpy.util import promote_to_inexact
+from ember._src.random import prng as random
 from ember._src.scipy import ndtr as _ndtr
-from ember._src.tree_util import register_pytree_node_class
+from ember._src.tree.util import register_pytree_node_class
 
 
 def _bandwidth_factor(bw_method: Any, kde: gaussian_kde) -> Any:

@@ -1,0 +1,644 @@
+"""Collectives over named axes: psum, pmean, pmax, pmin, all_gather, psum_scatter, axis_index.
+
+A collective names one or more axes (``axis_name="i"`` or ``("i", "j")``) bound by an
+enclosing ``vmap(axis_name=...)`` (and, with sharding, ``shard_map``). Under ``vmap`` each
+collective is batched by its own rule: the part of it that names the vmap's axis becomes an
+ordinary reduction or reshuffle of the batch axis, and the rest is bound again for the
+enclosing axes. Binding a collective with no enclosing binder of its axis is an
+``UnboundAxisError`` at the user's line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember._src import dtypes, errors, rules
+from ember._src.core import Primitive, ShapedArray, Zero, axis_size, get_aval
+from ember._src.interpreters.batching import not_mapped
+from ember._src.primitives.elementwise import div, mul
+from ember._src.primitives.reduce import reduce_max, reduce_min
+from ember._src.primitives.shape import (
+    bdim_to_front,
+    concatenate,
+    expand_dims,
+    iota,
+    move_axis,
+    reduce_sum,
+    reshape,
+    slice_op,
+    squeeze,
+)
+from ember._src.tree.util import tree_map
+
+psum_p = Primitive("psum")
+pmax_p = Primitive("pmax")
+pmin_p = Primitive("pmin")
+all_gather_p = Primitive("all_gather")
+psum_scatter_p = Primitive("psum_scatter")
+axis_index_p = Primitive("axis_index")
+ppermute_p = Primitive("ppermute")
+all_to_all_p = Primitive("all_to_all")
+
+
+def _names(axis_name: Any) -> tuple:
+    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    for name in names:
+        axis_size(name)  # raises UnboundAxisError at the user's line
+    return names
+
+
+def _total_size(names: tuple) -> int:
+    return int(np.prod([axis_size(n) for n in names], dtype=np.int64))
+
+
+# --------------------------------------------------------------------------------------------
+# The user-facing functions
+
+
+def _no_index_groups(what: str, axis_index_groups: Any) -> None:
+    """Collectives here always span the whole named axis (JAX's shard_map also refuses
+    groups)."""
+    if axis_index_groups is not None:
+        raise NotImplementedError(
+            f"{what}: axis_index_groups={axis_index_groups!r} is not supported; only None"
+            f"{errors.where()}"
+        )
+
+
+def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    """The sum of ``x`` over the named axis (or axes); every member gets the total."""
+    _no_index_groups("psum", axis_index_groups)
+    names = _names(axis_name)
+    return tree_map(lambda leaf: psum_p.bind(leaf, axes=names), x)
+
+
+def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    _no_index_groups("pmean", axis_index_groups)
+    names = _names(axis_name)
+    size = _total_size(names)
+    return tree_map(lambda leaf: div(psum_p.bind(leaf, axes=names), _scalar(size, leaf)), x)
+
+
+def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    _no_index_groups("pmax", axis_index_groups)
+    names = _names(axis_name)
+    return tree_map(lambda leaf: pmax_p.bind(leaf, axes=names), x)
+
+
+def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    _no_index_groups("pmin", axis_index_groups)
+    names = _names(axis_name)
+    return tree_map(lambda leaf: pmin_p.bind(leaf, axes=names), x)
+
+
+def all_gather(
+    x: Any,
+    axis_name: Any,
+    *,
+    axis_index_groups: Any = None,
+    axis: int = 0,
+    tiled: bool = False,
+    to: str = "varying",
+) -> Any:
+    """Every member's ``x``, stacked along a new axis ``axis`` (concatenated if ``tiled``)."""
+    _no_index_groups("all_gather", axis_index_groups)
+    if to != "varying":
+        raise NotImplementedError(
+            f"all_gather: to={to!r} is not supported; only to='varying'{errors.where()}"
+        )
+    names = _names(axis_name)
+    if len(names) > 1:
+        # Over several axes the members are ordered major axis first: gather the minor axis,
+        # then the rest around it (tiled, so the pieces stay in that order), then stack.
+        if not tiled:  # stacked: a new axis of size one, then gathered as tiles
+            x = tree_map(lambda leaf: expand_dims(leaf, (axis % (get_aval(leaf).ndim + 1),)), x)
+        gathered = all_gather(x, names[-1], axis=axis, tiled=True)
+        return all_gather(gathered, names[:-1], axis=axis, tiled=True)
+    size = axis_size(names[0])
+
+    def one(leaf: Any) -> Any:
+        ndim = np.ndim(leaf) if not hasattr(leaf, "aval") else leaf.aval.ndim
+        where = axis % (ndim + (0 if tiled else 1))
+        return all_gather_p.bind(leaf, axes=names, axis=where, tiled=bool(tiled), size=size)
+
+    return tree_map(one, x)
+
+
+def all_to_all(
+    x: Any,
+    axis_name: Any,
+    split_axis: int,
+    concat_axis: int,
+    *,
+    axis_index_groups: Any = None,
+    tiled: bool = False,
+) -> Any:
+    """Member j gets part j of every member's ``x`` (split along ``split_axis``), stacked
+    along ``concat_axis`` in member order (concatenated if ``tiled``)."""
+    _no_index_groups("all_to_all", axis_index_groups)
+    (name,) = _names(axis_name)
+    size = axis_size(name)
+
+    def one(leaf: Any) -> Any:
+        aval = get_aval(leaf)
+        split = split_axis % aval.ndim
+        concat = concat_axis % (aval.ndim if tiled else aval.ndim)
+        have = aval.shape[split]
+        if (tiled and have % size) or (not tiled and have != size):
+            need = f"a multiple of {size}" if tiled else f"{size}"
+            raise ValueError(
+                f"all_to_all: split_axis {split} of {aval.str_short()} has size {have}; it must "
+                f"be {need} (the size of axis {name!r}){errors.where()}"
+            )
+        return all_to_all_p.bind(
+            leaf, axes=(name,), split_axis=split, concat_axis=concat, tiled=bool(tiled), size=size
+        )
+
+    return tree_map(one, x)
+
+
+def psum_scatter(
+    x: Any,
+    axis_name: Any,
+    *,
+    scatter_dimension: int = 0,
+    axis_index_groups: Any = None,
+    tiled: bool = False,
+) -> Any:
+    """``psum`` whose result is split along ``scatter_dimension``: member k keeps part k."""
+    _no_index_groups("psum_scatter", axis_index_groups)
+    names = _names(axis_name)
+    if len(names) > 1:
+        # Member (i, j) keeps part i * size_j + j: scatter over the major axes, then the rest.
+        # Untiled, the dimension holds one part per member: scattered as tiles of size one.
+        major = psum_scatter(x, names[:-1], scatter_dimension=scatter_dimension, tiled=True)
+        out = psum_scatter(major, names[-1], scatter_dimension=scatter_dimension, tiled=True)
+        if tiled:
+            return out
+        return tree_map(lambda leaf: squeeze(leaf, (scatter_dimension % get_aval(leaf).ndim,)), out)
+    size = axis_size(names[0])
+    return tree_map(
+        lambda leaf: psum_scatter_p.bind(
+            leaf, axes=names, dimension=scatter_dimension, tiled=bool(tiled), size=size
+        ),
+        x,
+    )
+
+
+def axis_index(axis_name: Any) -> Any:
+    """This member's position along the named axis, as an int32 scalar."""
+    (name,) = _names(axis_name)
+    return axis_index_p.bind(axes=(name,))
+
+
+def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
+    """Send member ``src``'s ``x`` to member ``dst`` for each ``(src, dst)`` in ``perm``;
+    members that receive nothing get zeros."""
+    (name,) = _names(axis_name)
+    size = axis_size(name)
+    pairs = tuple((int(s), int(d)) for s, d in perm)
+    for src, dst in pairs:
+        if not (0 <= src < size and 0 <= dst < size):
+            raise ValueError(
+                f"ppermute: pair ({src}, {dst}) is outside axis {name!r} of size {size}"
+                f"{errors.where()}"
+            )
+    if len({s for s, _ in pairs}) != len(pairs) or len({d for _, d in pairs}) != len(pairs):
+        raise ValueError(f"ppermute: {pairs} sends from or to a member twice{errors.where()}")
+    return tree_map(lambda leaf: ppermute_p.bind(leaf, axes=(name,), perm=pairs), x)
+
+
+def axis_size_of(axis_name: Any) -> int:
+    """The size of the named axis (``lax.axis_size``)."""
+    return _total_size(_names(axis_name))
+
+
+def _scalar(value: int, like: Any) -> Any:
+    dtype = like.dtype if hasattr(like, "dtype") else np.result_type(like)
+    return np.asarray(value, dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# Abstract evaluation and differentiation
+
+
+def _same(x: ShapedArray, **params: Any) -> ShapedArray:
+    return x
+
+
+for _p in (psum_p, pmax_p, pmin_p, ppermute_p):
+    rules.def_abstract_eval(_p)(_same)
+
+
+@rules.def_abstract_eval(all_gather_p)
+def _all_gather_abstract_eval(x, *, axes, axis, tiled, size):
+    shape = list(x.shape)
+    if tiled:
+        shape[axis] *= size
+    else:
+        shape.insert(axis, size)
+    return x.update(shape=tuple(shape))
+
+
+@rules.def_abstract_eval(psum_scatter_p)
+def _psum_scatter_abstract_eval(x, *, axes, dimension, tiled, size):
+    shape = list(x.shape)
+    if tiled:
+        if shape[dimension] % size:
+            raise errors.EmberTypeError(
+                f"psum_scatter: dimension {dimension} of {x.str_short()} is not divisible by the "
+                f"axis size {size}{errors.where()}"
+            )
+        shape[dimension] //= size
+    else:
+        if shape[dimension] != size:
+            raise errors.EmberTypeError(
+                f"psum_scatter: dimension {dimension} of {x.str_short()} must equal the axis "
+                f"size {size} (or pass tiled=True){errors.where()}"
+            )
+        del shape[dimension]
+    return x.update(shape=tuple(shape))
+
+
+@rules.def_abstract_eval(axis_index_p)
+def _axis_index_abstract_eval(*, axes):
+    return ShapedArray((), dtypes.int32)
+
+
+def _linear_collective(primitive: Primitive) -> None:
+    @rules.def_jvp(primitive)
+    def _jvp(primals, tangents, **params):
+        (t,) = tangents
+        out = primitive.bind(*primals, **params)
+        return out, t if type(t) is Zero else primitive.bind(t, **params)
+
+
+_linear_collective(psum_p)
+_linear_collective(all_gather_p)
+_linear_collective(psum_scatter_p)
+_linear_collective(ppermute_p)
+_linear_collective(all_to_all_p)
+
+
+@rules.def_abstract_eval(all_to_all_p)
+def _all_to_all_abstract_eval(x, *, axes, split_axis, concat_axis, tiled, size):
+    shape = list(x.shape)
+    if tiled:
+        shape[split_axis] //= size
+        shape[concat_axis] *= size
+    else:
+        del shape[split_axis]
+        shape.insert(concat_axis, size)
+    return x.update(shape=tuple(shape))
+
+
+@rules.def_transpose(all_to_all_p)
+def _all_to_all_transpose(ct, x, *, axes, split_axis, concat_axis, tiled, size):
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    return [
+        all_to_all_p.bind(
+            ct, axes=axes, split_axis=concat_axis, concat_axis=split_axis, tiled=tiled, size=size
+        )
+    ]
+
+
+@rules.def_transpose(ppermute_p)
+def _ppermute_transpose(ct, x, *, axes, perm):
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    return [ppermute_p.bind(ct, axes=axes, perm=tuple((d, s) for s, d in perm))]
+
+
+@rules.def_transpose(psum_p)
+def _psum_transpose(ct, x, *, axes):
+    return [ct if type(ct) is Zero else psum_p.bind(ct, axes=axes)]
+
+
+@rules.def_transpose(all_gather_p)
+def _all_gather_transpose(ct, x, *, axes, axis, tiled, size):
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    return [psum_scatter_p.bind(ct, axes=axes, dimension=axis, tiled=tiled, size=size)]
+
+
+@rules.def_transpose(psum_scatter_p)
+def _psum_scatter_transpose(ct, x, *, axes, dimension, tiled, size):
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    return [all_gather_p.bind(ct, axes=axes, axis=dimension, tiled=tiled, size=size)]
+
+
+# --------------------------------------------------------------------------------------------
+# Batching: the part that names this vmap's axis acts on the batch axis
+
+
+def _split_axes(axes: tuple, name: Any) -> tuple[bool, tuple]:
+    return name in axes, tuple(a for a in axes if a != name)
+
+
+def _reduction_batch(primitive: Primitive, reduce, unbatched):
+    @rules.def_collective_batch(primitive)
+    def _batch(axis_name, size, vals, dims, *, axes):
+        (x,), (d,) = vals, dims
+        mine, rest = _split_axes(axes, axis_name)
+        if not mine:
+            return primitive.bind(x, axes=axes), d
+        out = unbatched(x, size) if d is not_mapped else reduce(x, (d,))
+        if rest:
+            out = primitive.bind(out, axes=rest)
+        return out, not_mapped
+
+
+_reduction_batch(psum_p, reduce_sum, lambda x, size: mul(x, _scalar(size, x)))
+_reduction_batch(pmax_p, reduce_max, lambda x, size: x)
+_reduction_batch(pmin_p, reduce_min, lambda x, size: x)
+
+
+@rules.def_collective_batch(all_gather_p)
+def _all_gather_batch(axis_name, vmap_size, vals, dims, *, axes, axis, tiled, size):
+    (x,), (d,) = vals, dims
+    if axis_name not in axes:  # gather along the shifted axis, the batch axis in front
+        if d is not_mapped:
+            return all_gather_p.bind(x, axes=axes, axis=axis, tiled=tiled, size=size), d
+        x = move_axis(x, d, 0)
+        return all_gather_p.bind(x, axes=axes, axis=axis + 1, tiled=tiled, size=size), 0
+    x = bdim_to_front(x, d, vmap_size)  # (members, *shape): every member sees all of them
+    gathered = move_axis(x, 0, axis)
+    if tiled:  # merge the members' axis into the one after it
+        shape = list(get_aval(gathered).shape)
+        merged = shape[:axis] + [shape[axis] * shape[axis + 1]] + shape[axis + 2 :]
+        gathered = reshape(gathered, tuple(merged))
+    return gathered, not_mapped
+
+
+@rules.def_collective_batch(psum_scatter_p)
+def _psum_scatter_batch(axis_name, vmap_size, vals, dims, *, axes, dimension, tiled, size):
+    (x,), (d,) = vals, dims
+    if axis_name not in axes:
+        if d is not_mapped:
+            out = psum_scatter_p.bind(x, axes=axes, dimension=dimension, tiled=tiled, size=size)
+            return out, d
+        x = move_axis(x, d, 0)
+        out = psum_scatter_p.bind(x, axes=axes, dimension=dimension + 1, tiled=tiled, size=size)
+        return out, 0
+    total = reduce_sum(x, (d,)) if d is not not_mapped else mul(x, _scalar(vmap_size, x))
+    if tiled:  # split `dimension` into (members, part) and hand part k to member k
+        shape = list(get_aval(total).shape)
+        parts = [vmap_size, shape[dimension] // vmap_size]
+        total = reshape(total, tuple(shape[:dimension] + parts + shape[dimension + 1 :]))
+    return total, dimension
+
+
+@rules.def_collective_batch(axis_index_p)
+def _axis_index_batch(axis_name, size, vals, dims, *, axes):
+    if axis_name not in axes:
+        return axis_index_p.bind(axes=axes), not_mapped
+    return iota(dtypes.int32, (size,), 0), 0
+
+
+@rules.def_collective_batch(ppermute_p)
+def _ppermute_batch(axis_name, size, vals, dims, *, axes, perm):
+    (x,), (d,) = vals, dims
+    if axis_name not in axes:
+        return ppermute_p.bind(x, axes=axes, perm=perm), d
+    x = bdim_to_front(x, d, size)
+    # Member dst takes member src's value; members nobody sends to get zeros.
+    sources = dict((dst, src) for src, dst in perm)
+    parts = [
+        _member(x, sources[i]) if i in sources else mul(_member(x, 0), _scalar(0, x))
+        for i in range(size)
+    ]
+    return concatenate([expand_dims(p, (0,)) for p in parts], 0), 0
+
+
+def _all_to_all_stacked(stacked: Any, split_axis: int, concat_axis: int) -> Any:
+    """Non-tiled all_to_all of every member at once (members on axis 0): member j's result is
+    part j of each member, so the split axis becomes the member axis and the members go to the
+    concat axis."""
+    out = move_axis(stacked, split_axis + 1, 0)
+    return move_axis(out, 1, concat_axis + 1)
+
+
+@rules.def_collective_batch(all_to_all_p)
+def _all_to_all_batch(axis_name, vmap_size, vals, dims, *, split_axis, concat_axis, **params):
+    (x,), (d,) = vals, dims
+    axes, tiled = params["axes"], params["tiled"]
+    if axis_name not in axes:
+        if d is not_mapped:
+            return all_to_all_p.bind(x, split_axis=split_axis, concat_axis=concat_axis, **params), d
+        x = move_axis(x, d, 0)
+        out = all_to_all_p.bind(x, split_axis=split_axis + 1, concat_axis=concat_axis + 1, **params)
+        return out, 0
+    x = bdim_to_front(x, d, vmap_size)
+    if not tiled:
+        return _all_to_all_stacked(x, split_axis, concat_axis), 0
+    # Tiled: split the split axis into (members, part), exchange, then merge the members into
+    # the concat axis (member-major, as concatenation orders them).
+    shape = list(get_aval(x).shape)
+    s = split_axis + 1
+    split_shape = shape[:s] + [vmap_size, shape[s] // vmap_size] + shape[s + 1 :]
+    exchanged = _all_to_all_stacked(reshape(x, tuple(split_shape)), split_axis, concat_axis)
+    shape = list(get_aval(exchanged).shape)
+    c = concat_axis + 1
+    merged = shape[:c] + [shape[c] * shape[c + 1]] + shape[c + 2 :]
+    return reshape(exchanged, tuple(merged)), 0
+
+
+def _member(x: Any, i: int) -> Any:
+    shape = get_aval(x).shape
+    start = [i] + [0] * (len(shape) - 1)
+    limit = [i + 1, *shape[1:]]
+    return reshape(slice_op(x, start, limit), shape[1:])
+
+
+def _unbound(name: str):
+    """Lowering and reference rules: a collective left over after batching is unbound."""
+
+    def rule(*args, axes, **params):
+        raise errors.UnboundAxisError(
+            f"{name} over axis {axes} is being run outside any vmap or shard_map binding it"
+        )
+
+    return rule
+
+
+for _p in (
+    psum_p,
+    pmax_p,
+    pmin_p,
+    all_gather_p,
+    psum_scatter_p,
+    axis_index_p,
+    ppermute_p,
+    all_to_all_p,
+):
+    rules.def_reference(_p)(_unbound(_p.name))
+
+
+# --------------------------------------------------------------------------------------------
+# Lowering inside a shard_map: StableHLO collectives over the mesh's device groups
+
+
+def device_groups(mesh: Any, axes: tuple) -> np.ndarray:
+    """(groups, members): positions of devices that differ only along ``axes``, members
+    ordered by their coordinates on ``axes`` (the first axis major)."""
+    names = list(mesh.axis_names)
+    positions = np.arange(mesh.size).reshape(mesh.axis_sizes)
+    others = [i for i, n in enumerate(names) if n not in axes]
+    order = others + [names.index(a) for a in axes]
+    members = int(np.prod([mesh.axis_size(a) for a in axes], dtype=np.int64))
+    return np.transpose(positions, order).reshape(-1, members)
+
+
+def _dense_i64(array: np.ndarray) -> str:
+    rows = ", ".join("[" + ", ".join(str(int(v)) for v in row) + "]" for row in array)
+    shape = "x".join(str(n) for n in array.shape)
+    return f"dense<[{rows}]> : tensor<{shape}xi64>"
+
+
+def _collective_attrs(ctx, axes: tuple, groups: bool = True) -> dict[str, str]:
+    mesh = ctx.module.mesh
+    if mesh is None:
+        raise errors.UnboundAxisError(
+            f"collective over {axes} outside any vmap or shard_map binding it"
+        )
+    attrs = {
+        "channel_handle": f"#stablehlo.channel_handle<handle = {ctx.module.next_channel()}, "
+        f"type = 1>"
+    }
+    if groups:
+        attrs["replica_groups"] = _dense_i64(device_groups(mesh, axes))
+        attrs["use_global_device_ids"] = "unit"
+    return attrs
+
+
+def _combiner(ctx, dtype, op: str) -> str:
+    scalar = ShapedArray((), dtype)
+    return ctx.region([scalar, scalar], lambda c, a, b: [c.op(op, [a, b], scalar)])
+
+
+def _implemented_by_plugin(collective: str, **extra: Any):
+    """Wrap the StableHLO lowering of ``collective``: a platform whose plugin declared its own
+    implementation (``ember_register_collectives``) gets that implementation's ``lower``
+    instead, called with the device groups the collective runs over."""
+
+    def wrap(standard):
+        def lower(ctx, *operands, **params):
+            implementation = ctx.module.collective_implementation(collective)
+            if implementation == "xla":
+                return standard(ctx, *operands, **params)
+            groups = device_groups(ctx.module.mesh, params["axes"])
+            return implementation.lower(
+                ctx, *operands, collective=collective, device_groups=groups, **extra, **params
+            )
+
+        return lower
+
+    return wrap
+
+
+def _all_reduce_lowering(op: str):
+    def lower(ctx, x, *, axes):
+        aval = ctx.avals_out[0]
+        region = _combiner(ctx, aval.dtype, op)
+        return ctx.op(
+            "stablehlo.all_reduce", [x], aval, _collective_attrs(ctx, axes), regions=[region]
+        )
+
+    return lower
+
+
+for _p, _op, _reduction in (
+    (psum_p, "stablehlo.add", "sum"),
+    (pmax_p, "stablehlo.maximum", "max"),
+    (pmin_p, "stablehlo.minimum", "min"),
+):
+    _rule = _implemented_by_plugin("all_reduce", reduction=_reduction)(_all_reduce_lowering(_op))
+    rules.def_lowering(_p)(_rule)
+
+
+@rules.def_lowering(all_gather_p)
+@_implemented_by_plugin("all_gather")
+def _all_gather_lowering(ctx, x, *, axes, axis, tiled, size):
+    aval = ctx.avals_in[0]
+    if not tiled:
+        shape = list(aval.shape)
+        shape.insert(axis, 1)
+        aval = aval.update(shape=tuple(shape))
+        x = ctx.op("stablehlo.reshape", [x], aval)
+    attrs = {"all_gather_dim": f"{axis} : i64", **_collective_attrs(ctx, axes)}
+    return ctx.op("stablehlo.all_gather", [x], ctx.avals_out[0], attrs)
+
+
+@rules.def_lowering(psum_scatter_p)
+@_implemented_by_plugin("reduce_scatter")
+def _psum_scatter_lowering(ctx, x, *, axes, dimension, tiled, size):
+    aval = ctx.avals_in[0]
+    shape = list(aval.shape)
+    shape[dimension] //= size
+    scattered = aval.update(shape=tuple(shape))
+    attrs = {"scatter_dimension": f"{dimension} : i64", **_collective_attrs(ctx, axes)}
+    region = _combiner(ctx, aval.dtype, "stablehlo.add")
+    out = ctx.op("stablehlo.reduce_scatter", [x], scattered, attrs, regions=[region])
+    if not tiled:
+        out = ctx.op("stablehlo.reshape", [out], ctx.avals_out[0])
+    return out
+
+
+@rules.def_lowering(axis_index_p)
+def _axis_index_lowering(ctx, *, axes):
+    (name,) = axes
+    mesh = ctx.module.mesh
+    if mesh is None:
+        raise errors.UnboundAxisError(f"axis_index({name!r}) outside any shard_map binding it")
+    names = list(mesh.axis_names)
+    stride = int(np.prod(mesh.axis_sizes[names.index(name) + 1 :], dtype=np.int64))
+    u32 = ShapedArray((), np.dtype(np.uint32))
+    pid = ctx.op("stablehlo.partition_id", [], u32)
+    out = ctx.avals_out[0]
+    index = ctx.convert(pid, out)
+    if stride > 1:
+        index = ctx.op("stablehlo.divide", [index, ctx.constant(stride, out)], out)
+    return ctx.op("stablehlo.remainder", [index, ctx.constant(mesh.axis_size(name), out)], out)
+
+
+@rules.def_lowering(ppermute_p)
+@_implemented_by_plugin("collective_permute")
+def _ppermute_lowering(ctx, x, *, axes, perm):
+    mesh = ctx.module.mesh
+    attrs = _collective_attrs(ctx, axes, groups=False)
+    pairs = [(group[src], group[dst]) for group in device_groups(mesh, axes) for src, dst in perm]
+    attrs["source_target_pairs"] = _dense_i64(np.array(pairs, dtype=np.int64).reshape(-1, 2))
+    return ctx.op("stablehlo.collective_permute", [x], ctx.avals_out[0], attrs)
+
+
+@rules.def_lowering(all_to_all_p)
+@_implemented_by_plugin("all_to_all")
+def _all_to_all_lowering(ctx, x, *, axes, split_axis, concat_axis, tiled, size):
+    aval = ctx.avals_in[0]
+    split, concat = split_axis, concat_axis
+    if not tiled:  # exchange along a new unit axis at the concat position, then drop `split`
+        at = concat if concat <= split else concat + 1
+        shape = list(aval.shape)
+        shape.insert(at, 1)
+        aval = aval.update(shape=tuple(shape))
+        x = ctx.op("stablehlo.reshape", [x], aval)
+        split, concat = (split + 1 if at <= split else split), at
+    shape = list(aval.shape)
+    shape[split] //= size
+    shape[concat] *= size
+    exchanged = aval.update(shape=tuple(shape))
+    attrs = {
+        "split_dimension": f"{split} : i64",
+        "concat_dimension": f"{concat} : i64",
+        "split_count": f"{size} : i64",
+        **_collective_attrs(ctx, axes),
+    }
+    del attrs["use_global_device_ids"]  # all_to_all's replica groups are device ids already
+    out = ctx.op("stablehlo.all_to_all", [x], exchanged, attrs)
+    if not tiled:
+        out = ctx.op("stablehlo.reshape", [out], ctx.avals_out[0])
+    return out

@@ -1,0 +1,113 @@
+"""What every control-flow primitive shares: tracing user functions into branch/body jaxprs,
+checking their types, and reading the user's structures."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ember._src import errors
+from ember._src.core import ShapedArray, get_aval
+from ember._src.ir import ClosedJaxpr, Jaxpr, Var
+from ember._src.primitives.jaxpr_transforms import trace_const_free
+from ember._src.tree.util import PyTreeDef, tree_flatten, tree_unflatten
+
+ControlFlowTypeError = errors.ControlFlowTypeError  # defined with the other public errors
+
+
+def trace_function(
+    fun: Callable[..., Any],
+    in_tree: PyTreeDef,
+    in_avals: Sequence[ShapedArray],
+    name: str,
+) -> tuple[list[Any], ClosedJaxpr, PyTreeDef]:
+    """Trace ``fun`` (taking the pytree ``in_tree``) to a const-free jaxpr.
+
+    Returns (captured values, jaxpr taking them first, the output's tree structure).
+    """
+    out_trees: list[PyTreeDef] = []
+
+    def flat(*leaves: Any) -> list[Any]:
+        out = fun(*tree_unflatten(in_tree, leaves))
+        out_leaves, out_tree = tree_flatten(out)
+        out_trees.append(out_tree)
+        return out_leaves
+
+    consts, closed = trace_const_free(flat, in_avals, name)
+    return consts, closed, out_trees[0]
+
+
+def flatten_operands(operands: Any, what: str) -> tuple[list[Any], PyTreeDef, list[ShapedArray]]:
+    leaves, tree = tree_flatten(operands)
+    avals = []
+    for i, leaf in enumerate(leaves):
+        try:
+            avals.append(get_aval(leaf))
+        except errors.EmberTypeError:
+            raise errors.EmberTypeError(
+                f"{what}: leaf #{i} of the operands is a {type(leaf).__name__}, not an array"
+                f"{errors.where()}"
+            ) from None
+    return leaves, tree, avals
+
+
+def with_leading_inputs(closed: ClosedJaxpr, avals: Sequence[ShapedArray]) -> ClosedJaxpr:
+    """``closed`` taking extra, unused leading inputs of ``avals`` (to line up signatures)."""
+    if not avals:
+        return closed
+    jaxpr = closed.jaxpr
+    unused = [Var(a) for a in avals]
+    return ClosedJaxpr(
+        Jaxpr([], [*unused, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info),
+        list(closed.consts),
+    )
+
+
+def with_inputs_at(closed: ClosedJaxpr, position: int, avals: Sequence[ShapedArray]) -> ClosedJaxpr:
+    """``closed`` with extra unused inputs of ``avals`` inserted before input ``position``."""
+    if not avals:
+        return closed
+    jaxpr = closed.jaxpr
+    unused = [Var(a) for a in avals]
+    invars = [*jaxpr.invars[:position], *unused, *jaxpr.invars[position:]]
+    return ClosedJaxpr(
+        Jaxpr([], invars, jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info), list(closed.consts)
+    )
+
+
+def describe_avals(avals: Sequence[ShapedArray]) -> str:
+    return "(" + ", ".join(a.str_short() for a in avals) + ")"
+
+
+def same_types(a: Sequence[ShapedArray], b: Sequence[ShapedArray]) -> bool:
+    """Equal shapes and dtypes; weak typing may differ (it is joined, as in JAX)."""
+    return len(a) == len(b) and all(x.shape == y.shape and x.dtype == y.dtype for x, y in zip(a, b))
+
+
+def join_weak_types(*aval_lists: Sequence[ShapedArray]) -> list[ShapedArray]:
+    """Per position: weakly typed only if weakly typed in every list."""
+    return [
+        avals[0].update(weak_type=all(a.weak_type for a in avals)) for avals in zip(*aval_lists)
+    ]
+
+
+def permute_jaxpr(
+    closed: ClosedJaxpr, in_order: Sequence[int], out_order: Sequence[int]
+) -> ClosedJaxpr:
+    """``closed`` with its inputs and outputs reordered: new input k is old ``in_order[k]``."""
+    jaxpr = closed.jaxpr
+    invars = [jaxpr.invars[i] for i in in_order]
+    outvars = [jaxpr.outvars[i] for i in out_order]
+    return ClosedJaxpr(
+        Jaxpr(jaxpr.constvars, invars, outvars, jaxpr.eqns, jaxpr.debug_info), list(closed.consts)
+    )
+
+
+def split_list(values: Sequence[Any], sizes: Sequence[int]) -> list[list[Any]]:
+    """``values`` cut into consecutive pieces of ``sizes`` (the rest is the last piece)."""
+    pieces, start = [], 0
+    for size in sizes:
+        pieces.append(list(values[start : start + size]))
+        start += size
+    pieces.append(list(values[start:]))
+    return pieces

@@ -1,0 +1,545 @@
+"""``scan``: a loop with a carry, over the leading axis of its inputs, stacking its outputs.
+
+The ``scan`` primitive's operands are ``consts`` (loop-invariant values), the initial
+``carry`` and the stacked ``xs``; its const-free ``jaxpr`` maps (consts, carry, x) to
+(carry, y). ``fori_loop`` with static bounds and ``map`` are scans, so reverse-mode
+differentiation works through them. Partial evaluation stacks the residuals each iteration
+needs as extra outputs, except residuals that are the loop's own consts (weights, typically),
+which are passed through unstacked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ember._src import dtypes, errors, rules
+from ember._src.core import (
+    Primitive,
+    ShapedArray,
+    Zero,
+    get_aval,
+    set_current_trace,
+    tangent_aval,
+)
+from ember._src.interpreters.ad import is_undefined
+from ember._src.interpreters.ad_util import add_tangents, instantiate, zeros
+from ember._src.interpreters.batching import not_mapped
+from ember._src.interpreters.eval import eval_jaxpr
+from ember._src.interpreters.partial_eval import PartialEvalTrace, merge, partial_eval_jaxpr
+from ember._src.interpreters.reference import evaluate_jaxpr
+from ember._src.ir import ClosedJaxpr, Jaxpr, Var
+from ember._src.lowering.mlir import i64_array
+from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src.primitives.control_flow.common import (
+    ControlFlowTypeError,
+    describe_avals,
+    flatten_operands,
+    permute_jaxpr,
+    split_list,
+    trace_function,
+)
+from ember._src.primitives.jaxpr_transforms import (
+    batch_jaxpr,
+    fixpoint,
+    hoist_consts,
+    jvp_jaxpr,
+    materialize_cts,
+    trace_const_free,
+    transpose_jaxpr,
+)
+from ember._src.primitives.shape import bdim_to_front, convert_element_type, move_axis
+from ember._src.tree.util import tree_flatten, tree_unflatten
+
+scan_p = Primitive("scan", multiple_results=True)
+
+# --------------------------------------------------------------------------------------------
+# The user-facing function
+
+
+def scan(
+    f: Callable[[Any, Any], tuple[Any, Any]],
+    init: Any,
+    xs: Any = None,
+    length: int | None = None,
+    reverse: bool = False,
+    unroll: int | bool = 1,
+    _split_transpose: bool = False,
+) -> tuple[Any, Any]:
+    """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; return (carry, ys).
+
+    Like ``jax.lax.scan``: ``xs`` and the ``ys`` are pytrees of arrays stacked along axis 0;
+    ``length`` is needed only when ``xs`` is None; ``reverse`` scans from the end.
+    """
+    if not callable(f):
+        raise errors.EmberTypeError(f"scan: f must be callable{errors.where()}")
+    if _split_transpose:
+        raise NotImplementedError(
+            f"scan: _split_transpose=True (an experimental JAX option) is not supported"
+            f"{errors.where()}"
+        )
+    x_leaves, x_tree, x_avals = flatten_operands(xs, "scan xs")
+    length = _scan_length(x_avals, length)
+    carry_leaves, carry_tree, carry_avals = flatten_operands(init, "scan init")
+    slice_avals = [ShapedArray(a.shape[1:], a.dtype, a.weak_type) for a in x_avals]
+    unroll = int(unroll) if not isinstance(unroll, bool) else (length if unroll else 1)
+
+    def body(carry: Any, x: Any) -> Any:
+        out = f(carry, x)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise ControlFlowTypeError(
+                f"scan: f must return a pair (carry, y), got {type(out).__name__}{errors.where()}"
+            )
+        return out
+
+    in_tree = tree_flatten((init, xs))[1]
+    n_carry = len(carry_avals)
+    for _ in range(2):  # a second trace only when weak types of the carry had to be settled
+        consts, jaxpr, out_tree = trace_function(
+            body, in_tree, [*carry_avals, *slice_avals], "scan_body"
+        )
+        out_carry_tree, y_tree = _out_trees(out_tree)
+        if out_carry_tree != carry_tree:
+            raise ControlFlowTypeError(
+                f"scan: f must return a carry with the structure of init ({carry_tree}), got "
+                f"{out_carry_tree}{errors.where()}"
+            )
+        settled = settle_weak_types(carry_avals, jaxpr.out_avals[:n_carry], "scan")
+        if settled == list(carry_avals):
+            break
+        carry_avals = settled
+        carry_leaves = [
+            convert_element_type(x, a.dtype, a.weak_type) for x, a in zip(carry_leaves, settled)
+        ]
+    outs = scan_p.bind(
+        *consts,
+        *carry_leaves,
+        *x_leaves,
+        jaxpr=jaxpr,
+        length=length,
+        reverse=bool(reverse),
+        num_consts=len(consts),
+        num_carry=n_carry,
+        unroll=max(1, unroll),
+    )
+    return tree_unflatten(carry_tree, outs[:n_carry]), tree_unflatten(y_tree, outs[n_carry:])
+
+
+def _out_trees(out_tree):
+    if out_tree.node is not tuple or len(out_tree.subtrees) != 2:
+        raise ControlFlowTypeError(f"scan: f must return a pair (carry, y){errors.where()}")
+    return out_tree.subtrees[0], out_tree.subtrees[1]
+
+
+def _scan_length(x_avals: Sequence[ShapedArray], length: int | None) -> int:
+    lengths = set()
+    for a in x_avals:
+        if not a.shape:
+            raise ControlFlowTypeError(
+                f"scan: every leaf of xs needs a leading axis to scan over, got a scalar"
+                f"{errors.where()}"
+            )
+        lengths.add(a.shape[0])
+    if length is not None:
+        length = int(length)
+        if lengths and lengths != {length}:
+            raise ControlFlowTypeError(
+                f"scan: length={length} disagrees with the leading axes of xs {sorted(lengths)}"
+                f"{errors.where()}"
+            )
+        return length
+    if not lengths:
+        raise ControlFlowTypeError(f"scan: with xs=None, pass length{errors.where()}")
+    if len(lengths) > 1:
+        raise ControlFlowTypeError(
+            f"scan: the leaves of xs have different leading axes {sorted(lengths)}{errors.where()}"
+        )
+    return lengths.pop()
+
+
+def settle_weak_types(
+    carry_in: Sequence[ShapedArray], carry_out: Sequence[ShapedArray], what: str
+) -> list[ShapedArray]:
+    """Check the body keeps the carry's types; a weakly typed init takes the body's type."""
+    settled = []
+    for i, (a, b) in enumerate(zip(carry_in, carry_out)):
+        if a.weak_type and a.shape == b.shape and a.dtype != b.dtype:
+            settled.append(b)  # as JAX: a Python-scalar init takes the body's dtype
+            continue
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise ControlFlowTypeError(
+                f"{what}: the carry must keep its type, but leaf #{i} enters as {a.str_short()} "
+                f"and leaves as {b.str_short()} (carry in {describe_avals(carry_in)}, out "
+                f"{describe_avals(carry_out)}){errors.where()}"
+            )
+        settled.append(a if a.weak_type == b.weak_type or not a.weak_type else b)
+    return settled
+
+
+# --------------------------------------------------------------------------------------------
+# Abstract evaluation, reference, lowering
+
+
+def _split_operands(args, num_consts, num_carry):
+    consts, carry, xs = split_list(args, [num_consts, num_carry])
+    return consts, carry, xs
+
+
+@rules.def_abstract_eval(scan_p)
+def _scan_abstract_eval(*avals, jaxpr, length, reverse, num_consts, num_carry, unroll):
+    _, carry, xs = _split_operands(avals, num_consts, num_carry)
+    for a in xs:
+        if not a.shape or a.shape[0] != length:
+            raise errors.EmberTypeError(f"scan: xs leaf {a.str_short()} has no axis of {length}")
+    out = jaxpr.out_avals
+    ys = [ShapedArray((length, *a.shape), a.dtype, a.weak_type) for a in out[num_carry:]]
+    return [*out[:num_carry], *ys]
+
+
+@rules.def_reference(scan_p)
+def _scan_reference(*args, jaxpr, length, reverse, num_consts, num_carry, unroll):
+    consts, carry, xs = _split_operands(args, num_consts, num_carry)
+    ys_per_step = []
+    order = range(length - 1, -1, -1) if reverse else range(length)
+    for i in order:
+        outs = evaluate_jaxpr(jaxpr, [*consts, *carry, *[x[i] for x in xs]])
+        carry, ys = outs[:num_carry], outs[num_carry:]
+        ys_per_step.append(ys)
+    if reverse:
+        ys_per_step.reverse()
+    y_avals = jaxpr.out_avals[num_carry:]
+    stacked = [
+        np.stack([step[k] for step in ys_per_step]) if length else np.zeros((0, *a.shape), a.dtype)
+        for k, a in enumerate(y_avals)
+    ]
+    return [*carry, *stacked]
+
+
+_I32 = ShapedArray((), dtypes.int32)
+_BOOL = ShapedArray((), dtypes.bool_)
+
+
+@rules.def_lowering(scan_p)
+def _scan_lowering(ctx, *operands, jaxpr, length, reverse, num_consts, num_carry, unroll):
+    consts, carry, xs = _split_operands(operands, num_consts, num_carry)
+    x_avals = ctx.avals_in[num_consts + num_carry :]
+    out_avals = list(ctx.avals_out)
+    carry_avals, ys_avals = out_avals[:num_carry], out_avals[num_carry:]
+    ys_init = [ctx.full(0, a) for a in ys_avals]
+    if length == 0:
+        # No iteration runs; the body is not even emitted, since slicing one row out of a
+        # zero-length xs would not type-check.
+        return [*carry, *ys_init]
+    loop_avals = [_I32, *carry_avals, *ys_avals]
+
+    def cond_region(c, i, *_rest):
+        limit = c.constant(length, _I32)
+        return [c.op("stablehlo.compare", [i, limit], _BOOL, _compare("LT"))]
+
+    def body_region(c, i, *state):
+        loop_carry, ys = state[:num_carry], state[num_carry:]
+        index = i
+        if reverse:
+            last = c.constant(length - 1, _I32)
+            index = c.op("stablehlo.subtract", [last, i], _I32)
+        zero = c.constant(0, _I32)
+        x_slices = [_index_leading(c, x, a, index, zero) for x, a in zip(xs, x_avals)]
+        outs = lower_jaxpr_inline(c, jaxpr.jaxpr, [], [*consts, *loop_carry, *x_slices])
+        new_carry, y_vals = outs[:num_carry], outs[num_carry:]
+        new_ys = [
+            _update_leading(c, buf, y, a, index, zero) for buf, y, a in zip(ys, y_vals, ys_avals)
+        ]
+        one = c.constant(1, _I32)
+        return [c.op("stablehlo.add", [i, one], _I32), *new_carry, *new_ys]
+
+    start = ctx.constant(0, _I32)
+    regions = [ctx.region(loop_avals, cond_region), ctx.region(loop_avals, body_region)]
+    results = ctx.op("stablehlo.while", [start, *carry, *ys_init], loop_avals, regions=regions)
+    return results[1:]
+
+
+def _compare(direction: str) -> dict[str, str]:
+    return {"comparison_direction": f"#stablehlo<comparison_direction {direction}>"}
+
+
+def _index_leading(ctx, x: str, aval: ShapedArray, index: str, zero: str) -> str:
+    """``x[index]`` for a traced index into the leading axis."""
+    row = ShapedArray((1, *aval.shape[1:]), aval.dtype)
+    starts = [index] + [zero] * (len(aval.shape) - 1)
+    sliced = ctx.op(
+        "stablehlo.dynamic_slice", [x, *starts], row, {"slice_sizes": i64_array(row.shape)}
+    )
+    return ctx.op("stablehlo.reshape", [sliced], ShapedArray(aval.shape[1:], aval.dtype))
+
+
+def _update_leading(ctx, buf: str, y: str, aval: ShapedArray, index: str, zero: str) -> str:
+    """``buf`` with ``buf[index] = y``."""
+    row = ShapedArray((1, *aval.shape[1:]), aval.dtype)
+    reshaped = ctx.op("stablehlo.reshape", [y], row)
+    starts = [index] + [zero] * (len(aval.shape) - 1)
+    return ctx.op("stablehlo.dynamic_update_slice", [buf, reshaped, *starts], aval)
+
+
+# --------------------------------------------------------------------------------------------
+# Forward mode
+
+
+@rules.def_jvp(scan_p)
+def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carry, unroll):
+    n_x = len(primals) - num_consts - num_carry
+    nonzero = [type(t) is not Zero for t in tangents]
+    const_nz, init_nz, xs_nz = split_list(nonzero, [num_consts, num_carry])
+    carry_nz = fixpoint(
+        lambda cnz: jvp_jaxpr(jaxpr, [*const_nz, *cnz, *xs_nz])[2][:num_carry], init_nz
+    )
+    n_y = len(jaxpr.out_avals) - num_carry
+    jconsts, jj, out_nz = jvp_jaxpr(
+        jaxpr, [*const_nz, *carry_nz, *xs_nz], [*carry_nz, *([False] * n_y)]
+    )
+    ys_nz = out_nz[num_carry:]
+    # jj's inputs: jconsts, consts, carry, xs, then the live tangents of each group.
+    n_j, n_ct, n_kt = len(jconsts), sum(const_nz), sum(carry_nz)
+    base = n_j + num_consts + num_carry + n_x
+    groups = _ranges(
+        [n_j, num_consts, num_carry, n_x, n_ct, n_kt, len(jj.in_avals) - base - n_ct - n_kt]
+    )
+    j_consts, p_consts, p_carry, p_xs, t_consts, t_carry, t_xs = groups
+    in_order = [*j_consts, *p_consts, *t_consts, *p_carry, *t_carry, *p_xs, *t_xs]
+    # jj's outputs: carry, ys, then live carry tangents and live ys tangents.
+    n_kt_out, n_yt = sum(carry_nz), sum(ys_nz)
+    o_carry, o_ys, o_kt, o_yt = _ranges([num_carry, n_y, n_kt_out, n_yt])
+    out_order = [*o_carry, *o_kt, *o_ys, *o_yt]
+    body = permute_jaxpr(jj, in_order, out_order)
+
+    consts, carry, xs = split_list(primals, [num_consts, num_carry])
+    t_const_vals, t_init, t_x_vals = split_list(tangents, [num_consts, num_carry])
+    live_ct = [t for t in t_const_vals if type(t) is not Zero]
+    live_kt = [instantiate(t) for t, nz in zip(t_init, carry_nz) if nz]
+    live_xt = [t for t in t_x_vals if type(t) is not Zero]
+    outs = scan_p.bind(
+        *jconsts,
+        *consts,
+        *live_ct,
+        *carry,
+        *live_kt,
+        *xs,
+        *live_xt,
+        jaxpr=body,
+        length=length,
+        reverse=reverse,
+        num_consts=n_j + num_consts + len(live_ct),
+        num_carry=num_carry + len(live_kt),
+        unroll=unroll,
+    )
+    carry_out, kt_out, ys_out, yt_out = split_list(outs, [num_carry, n_kt_out, n_y])
+    carry_avals, y_avals = jaxpr.out_avals[:num_carry], jaxpr.out_avals[num_carry:]
+    carry_zero = [Zero(tangent_aval(a)) for a, nz in zip(carry_avals, carry_nz) if not nz]
+    ys_zero = [
+        Zero(tangent_aval(ShapedArray((length, *a.shape), a.dtype)))
+        for a, nz in zip(y_avals, ys_nz)
+        if not nz
+    ]
+    tangents_out = [*merge(carry_nz, carry_zero, kt_out), *merge(ys_nz, ys_zero, yt_out)]
+    return [*carry_out, *ys_out], tangents_out
+
+
+def _ranges(sizes: Sequence[int]) -> list[list[int]]:
+    out, start = [], 0
+    for size in sizes:
+        out.append(list(range(start, start + size)))
+        start += size
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Partial evaluation (the forward half of reverse mode)
+
+
+def _scan_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) -> Any:
+    jaxpr, length = params["jaxpr"], params["length"]
+    num_consts, num_carry = params["num_consts"], params["num_carry"]
+    unknowns = [trace.owns(x) for x in args]
+    const_uk, init_uk, xs_uk = split_list(unknowns, [num_consts, num_carry])
+    carry_uk = fixpoint(
+        lambda cu: partial_eval_jaxpr(jaxpr, [*const_uk, *cu, *xs_uk]).out_unknowns[:num_carry],
+        init_uk,
+    )
+    n_y = len(jaxpr.out_avals) - num_carry
+    split = partial_eval_jaxpr(jaxpr, [*const_uk, *carry_uk, *xs_uk], [*carry_uk, *([False] * n_y)])
+    ys_uk = split.out_unknowns[num_carry:]
+    consts, carry, xs = split_list(args, [num_consts, num_carry])
+    known_consts = [x for x, u in zip(consts, const_uk) if not u]
+    known_carry = [x for x, u in zip(carry, carry_uk) if not u]
+    known_xs = [x for x, u in zip(xs, xs_uk) if not u]
+
+    kconsts, known = hoist_consts(split.known)
+    n_known_out = len(known.out_avals) - split.num_residuals
+    n_const_inputs = len(kconsts) + len(known_consts)
+    const_values = [*kconsts, *known_consts]
+    # A residual that is one of the known part's const inputs is loop-invariant: pass it
+    # through unstacked instead of saving a copy per iteration.
+    invariant, stacked = [], []
+    positions = {id(v): i for i, v in enumerate(known.jaxpr.invars[:n_const_inputs])}
+    for k, var in enumerate(known.jaxpr.outvars[n_known_out:]):
+        where = positions.get(id(var)) if type(var) is Var else None
+        (invariant if where is not None else stacked).append((k, where))
+    known_jaxpr = known.jaxpr
+    kept_out = [*known_jaxpr.outvars[:n_known_out]]
+    kept_out += [known_jaxpr.outvars[n_known_out + k] for k, _ in stacked]
+    known_body = ClosedJaxpr(
+        Jaxpr([], known_jaxpr.invars, kept_out, known_jaxpr.eqns, known_jaxpr.debug_info), []
+    )
+    with set_current_trace(trace.parent):
+        known_outs = scan_p.bind(
+            *const_values,
+            *known_carry,
+            *known_xs,
+            jaxpr=known_body,
+            length=length,
+            reverse=params["reverse"],
+            num_consts=n_const_inputs,
+            num_carry=len(known_carry),
+            unroll=params["unroll"],
+        )
+    n_kc = len(known_carry)
+    known_carry_out = known_outs[:n_kc]
+    known_ys = known_outs[n_kc:n_known_out]
+    stacked_res = known_outs[n_known_out:]
+    invariant_res = [const_values[where] for _, where in invariant]
+
+    # The unknown body takes (residuals, unknown consts, unknown carry, unknown xs); reorder
+    # its inputs to (invariant residuals, unknown consts | carry | stacked residuals, xs).
+    n_res = split.num_residuals
+    n_uc = sum(const_uk)
+    n_ucarry = sum(carry_uk)
+    res_idx = list(range(n_res))
+    uc_idx = list(range(n_res, n_res + n_uc))
+    ucarry_idx = list(range(n_res + n_uc, n_res + n_uc + n_ucarry))
+    ux_idx = list(range(n_res + n_uc + n_ucarry, len(split.unknown.in_avals)))
+    in_order = [
+        *[res_idx[k] for k, _ in invariant],
+        *uc_idx,
+        *ucarry_idx,
+        *[res_idx[k] for k, _ in stacked],
+        *ux_idx,
+    ]
+    unknown_body = permute_jaxpr(split.unknown, in_order, list(range(len(split.unknown.out_avals))))
+    unknown_consts = [x for x, u in zip(consts, const_uk) if u]
+    unknown_carry = [x for x, u in zip(carry, carry_uk) if u]
+    unknown_xs = [x for x, u in zip(xs, xs_uk) if u]
+    unknown_outs = trace.stage(
+        scan_p,
+        [*invariant_res, *unknown_consts, *unknown_carry, *stacked_res, *unknown_xs],
+        {
+            **params,
+            "jaxpr": unknown_body,
+            "num_consts": len(invariant_res) + len(unknown_consts),
+            "num_carry": len(unknown_carry),
+        },
+    )
+    carry_out = merge(carry_uk, known_carry_out, unknown_outs[:n_ucarry])
+    ys_out = merge(ys_uk, known_ys, unknown_outs[n_ucarry:])
+    return [*carry_out, *ys_out]
+
+
+rules.def_partial_eval(scan_p)(_scan_partial_eval)
+
+
+# --------------------------------------------------------------------------------------------
+# Transposition
+
+
+@rules.def_transpose(scan_p)
+def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, unroll):
+    consts, carry, xs = split_list(args, [num_consts, num_carry])
+    const_lin = [is_undefined(x) for x in consts]
+    xs_lin = [is_undefined(x) for x in xs]
+    # The carry is linear even where its initial value is known (a materialised zero
+    # tangent): its cotangent is computed all the same, and dropped for such inputs.
+    res_consts = [x for x in consts if not is_undefined(x)]
+    res_xs = [x for x in xs if not is_undefined(x)]
+    lin_const_avals = [x.aval for x in consts if is_undefined(x)]
+    tconsts, tj = transpose_jaxpr(jaxpr, [*const_lin, *([True] * num_carry), *xs_lin])
+    n_t, n_rc, n_acc = len(tconsts), len(res_consts), len(lin_const_avals)
+
+    def body(*args):
+        t_c, r_c, acc, ct_carry, r_x, ct_y = split_list(
+            args, [n_t, n_rc, n_acc, num_carry, len(res_xs)]
+        )
+        outs = eval_jaxpr(tj.jaxpr, [], *t_c, *r_c, *r_x, *ct_carry, *ct_y)
+        ct_lin_consts, ct_carry_in, ct_lin_xs = split_list(outs, [n_acc, num_carry])
+        summed = [add_tangents(a, b) for a, b in zip(acc, ct_lin_consts)]
+        return [*summed, *ct_carry_in, *ct_lin_xs]
+
+    carry_avals = jaxpr.out_avals[:num_carry]
+    y_avals = jaxpr.out_avals[num_carry:]
+    body_avals = [
+        *[get_aval(c) for c in tconsts],
+        *[get_aval(c) for c in res_consts],
+        *[tangent_aval(a) for a in lin_const_avals],
+        *[tangent_aval(a) for a in carry_avals],
+        *[ShapedArray(get_aval(x).shape[1:], get_aval(x).dtype) for x in res_xs],
+        *[tangent_aval(a) for a in y_avals],
+    ]
+    bconsts, transposed = trace_const_free(body, body_avals, "scan_transpose")
+    ct_carry, ct_ys = split_list(materialize_cts(cts), [num_carry])
+    outs = scan_p.bind(
+        *bconsts,
+        *tconsts,
+        *res_consts,
+        *[zeros(tangent_aval(a)) for a in lin_const_avals],
+        *ct_carry,
+        *res_xs,
+        *ct_ys,
+        jaxpr=transposed,
+        length=length,
+        reverse=not reverse,
+        num_consts=len(bconsts) + n_t + n_rc,
+        num_carry=n_acc + num_carry,
+        unroll=unroll,
+    )
+    ct_consts, ct_init, ct_xs = split_list(outs, [n_acc, num_carry])
+    return [
+        *merge(const_lin, [None] * n_rc, ct_consts),
+        *[ct if is_undefined(x) else None for x, ct in zip(carry, ct_init)],
+        *merge(xs_lin, [None] * len(res_xs), ct_xs),
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Batching
+
+
+@rules.def_batch(scan_p)
+def _scan_batch(vals, dims, *, jaxpr, length, reverse, num_consts, num_carry, unroll):
+    size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
+    batched = [d is not not_mapped for d in dims]
+    const_b, init_b, xs_b = split_list(batched, [num_consts, num_carry])
+    carry_b = fixpoint(
+        lambda cb: batch_jaxpr(jaxpr, [*const_b, *cb, *xs_b], size)[2][:num_carry], init_b
+    )
+    n_y = len(jaxpr.out_avals) - num_carry
+    bconsts, body, out_b = batch_jaxpr(
+        jaxpr, [*const_b, *carry_b, *xs_b], size, [*carry_b, *([False] * n_y)]
+    )
+    consts, carry, xs = split_list(list(zip(vals, dims)), [num_consts, num_carry])
+    consts = [v if d is not_mapped else move_axis(v, d, 0) for v, d in consts]
+    carry = [bdim_to_front(v, d, size) if b else v for (v, d), b in zip(carry, carry_b)]
+    xs = [v if d is not_mapped else move_axis(v, d, 1) for v, d in xs]
+    outs = scan_p.bind(
+        *bconsts,
+        *consts,
+        *carry,
+        *xs,
+        jaxpr=body,
+        length=length,
+        reverse=reverse,
+        num_consts=len(bconsts) + num_consts,
+        num_carry=num_carry,
+        unroll=unroll,
+    )
+    out_dims = [0 if b else not_mapped for b in carry_b]
+    out_dims += [1 if b else not_mapped for b in out_b[num_carry:]]
+    return outs, out_dims

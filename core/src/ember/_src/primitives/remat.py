@@ -1,0 +1,265 @@
+"""``checkpoint`` (``remat``): trade compute for memory in reverse-mode differentiation.
+
+A checkpointed function is one ``remat`` primitive call. Its partial-evaluation rule is the
+point of it: instead of saving every intermediate value the backward pass needs, the forward
+(known) part saves only the values the *policy* calls saveable, and the backward (unknown)
+part recomputes the rest from the saved values and the inputs. The staged backward part is
+itself a ``remat`` call, lowered behind an optimisation barrier so XLA cannot merge the
+recomputation back into the forward pass.
+
+Policies (``ember.checkpoint_policies``) decide per equation, as in JAX:
+``nothing_saveable`` (the default), ``everything_saveable``, ``dots_saveable`` and
+``dots_with_no_batch_dims_saveable``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ember._src import errors, rules
+from ember._src.core import Primitive, Zero, get_aval, set_current_trace, tangent_aval
+from ember._src.interpreters.ad import is_undefined
+from ember._src.interpreters.batching import not_mapped
+from ember._src.interpreters.eval import eval_jaxpr
+from ember._src.interpreters.partial_eval import (
+    PartialEvalTrace,
+    dce_jaxpr,
+    merge,
+    partial_eval_jaxpr,
+)
+from ember._src.interpreters.reference import evaluate_jaxpr
+from ember._src.ir import ClosedJaxpr, Eqn, Jaxpr, Var
+from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src.primitives.control_flow.common import flatten_operands, trace_function
+from ember._src.primitives.jaxpr_transforms import (
+    batch_jaxpr,
+    jvp_jaxpr,
+    materialize_cts,
+    trace_const_free,
+    transpose_jaxpr,
+)
+from ember._src.primitives.linalg import dot_general_p
+from ember._src.primitives.shape import move_axis
+from ember._src.transforms.arguments import normalize_argnums
+from ember._src.tree.util import tree_unflatten
+
+remat_p = Primitive("remat", multiple_results=True)
+
+# --------------------------------------------------------------------------------------------
+# Policies: (primitive, *input avals, **params) -> may this equation's output be saved?
+
+
+def everything_saveable(primitive: Primitive, *avals: Any, **params: Any) -> bool:
+    return True
+
+
+def nothing_saveable(primitive: Primitive, *avals: Any, **params: Any) -> bool:
+    return False
+
+
+def dots_saveable(primitive: Primitive, *avals: Any, **params: Any) -> bool:
+    return primitive is dot_general_p
+
+
+def dots_with_no_batch_dims_saveable(primitive: Primitive, *avals: Any, **params: Any) -> bool:
+    if primitive is not dot_general_p:
+        return False
+    (_, _), (lhs_batch, rhs_batch) = params["dimension_numbers"]
+    return not lhs_batch and not rhs_batch
+
+
+# --------------------------------------------------------------------------------------------
+# The user-facing decorator
+
+
+def checkpoint(
+    fun: Callable[..., Any],
+    *,
+    prevent_cse: bool = True,
+    policy: Callable[..., bool] | None = None,
+    static_argnums: int | Sequence[int] = (),
+) -> Callable[..., Any]:
+    """``fun``, recomputed in the backward pass instead of storing its intermediates."""
+    policy = policy or nothing_saveable
+    if not callable(policy):
+        raise errors.EmberTypeError(
+            f"checkpoint: policy must be callable, got {policy!r}{errors.where()}"
+        )
+
+    @functools.wraps(fun)
+    def remat_fun(*args: Any, **kwargs: Any) -> Any:
+        static = set(normalize_argnums(static_argnums, len(args), "static_argnums"))
+        dynamic = tuple(a for i, a in enumerate(args) if i not in static)
+        leaves, in_tree, avals = flatten_operands((dynamic, kwargs), "checkpoint")
+
+        def call(dyn: tuple, kw: dict) -> Any:
+            it = iter(dyn)
+            return fun(*[args[i] if i in static else next(it) for i in range(len(args))], **kw)
+
+        consts, jaxpr, out_tree = trace_function(call, in_tree, avals, _name(fun))
+        outs = remat_p.bind(
+            *consts, *leaves, jaxpr=jaxpr, policy=policy, prevent_cse=bool(prevent_cse)
+        )
+        return tree_unflatten(out_tree, outs)
+
+    return remat_fun
+
+
+def _name(fun: Any) -> str:
+    return getattr(fun, "__name__", "checkpointed")
+
+
+remat = checkpoint
+
+# --------------------------------------------------------------------------------------------
+# Evaluation, lowering, jvp, batching, transpose
+
+
+@rules.def_abstract_eval(remat_p)
+def _remat_abstract_eval(*avals, jaxpr, policy, prevent_cse):
+    return jaxpr.out_avals
+
+
+@rules.def_reference(remat_p)
+def _remat_reference(*args, jaxpr, policy, prevent_cse):
+    return evaluate_jaxpr(jaxpr, args)
+
+
+@rules.def_lowering(remat_p)
+def _remat_lowering(ctx, *args, jaxpr, policy, prevent_cse):
+    if prevent_cse and args:
+        # A barrier on the inputs: XLA may not fold this (re)computation into another copy.
+        args = ctx.op("stablehlo.optimization_barrier", list(args), list(ctx.avals_in))
+    return lower_jaxpr_inline(ctx, jaxpr.jaxpr, [], list(args))
+
+
+@rules.def_jvp(remat_p)
+def _remat_jvp(primals, tangents, *, jaxpr, policy, prevent_cse):
+    nonzero = [type(t) is not Zero for t in tangents]
+    consts, jvp, out_nz = jvp_jaxpr(jaxpr, nonzero)
+    live = [t for t in tangents if type(t) is not Zero]
+    outs = remat_p.bind(*consts, *primals, *live, jaxpr=jvp, policy=policy, prevent_cse=prevent_cse)
+    n = len(jaxpr.out_avals)
+    zeros = [Zero(tangent_aval(a)) for a, nz in zip(jaxpr.out_avals, out_nz) if not nz]
+    return outs[:n], merge(out_nz, zeros, outs[n:])
+
+
+@rules.def_batch(remat_p)
+def _remat_batch(vals, dims, *, jaxpr, policy, prevent_cse):
+    size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
+    fronts = [v if d is not_mapped else move_axis(v, d, 0) for v, d in zip(vals, dims)]
+    consts, batched, out_b = batch_jaxpr(jaxpr, [d is not not_mapped for d in dims], size)
+    outs = remat_p.bind(*consts, *fronts, jaxpr=batched, policy=policy, prevent_cse=prevent_cse)
+    return outs, [0 if b else not_mapped for b in out_b]
+
+
+@rules.def_transpose(remat_p)
+def _remat_transpose(cts, *args, jaxpr, policy, prevent_cse):
+    linear = [is_undefined(x) for x in args]
+    residuals = [x for x in args if not is_undefined(x)]
+    consts, transposed = transpose_jaxpr(jaxpr, linear)
+    outs = remat_p.bind(
+        *consts,
+        *residuals,
+        *materialize_cts(cts),
+        jaxpr=transposed,
+        policy=policy,
+        prevent_cse=prevent_cse,
+    )
+    return merge(linear, [None] * len(residuals), outs)
+
+
+# --------------------------------------------------------------------------------------------
+# Partial evaluation: save what the policy allows, recompute the rest in the backward pass
+
+
+def _remat_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) -> Any:
+    """Split the call into a forward part run now and a backward part staged for later.
+
+    The split itself is ordinary partial evaluation of the body, so loops, conds and nested
+    checkpoints inside it split by their own rules (a loop carrying primal and tangent values
+    together must not be staged whole: its primal half would then look linear). The policy
+    then decides which of the forward part's residuals are saved; the rest are recomputed at
+    the start of the backward part from the known inputs and the saved values.
+    """
+    closed: ClosedJaxpr = params["jaxpr"]
+    unknown_in = [trace.owns(x) for x in args]
+    split = partial_eval_jaxpr(closed, unknown_in)
+    known_args = [a for a, u in zip(args, unknown_in) if not u]
+    unknown_args = [a for a, u in zip(args, unknown_in) if u]
+    if not any(split.out_unknowns):
+        with set_current_trace(trace.parent):
+            return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+    known = split.known.jaxpr
+    n_known_out = len(known.outvars) - split.num_residuals
+    known_outs, residuals = known.outvars[:n_known_out], known.outvars[n_known_out:]
+    saved, recomputed = _choose_saved(residuals, known.eqns, params["policy"])
+
+    # The forward part: the known outputs, plus the values saved for the backward part.
+    forward = dce_jaxpr(
+        Jaxpr(known.constvars, known.invars, [*known_outs, *saved], known.eqns, "remat_fwd")
+    )
+    with set_current_trace(trace.parent):
+        forward_vals = eval_jaxpr(forward, split.known.consts, *known_args)
+    known_results, saved_vals = forward_vals[:n_known_out], forward_vals[n_known_out:]
+
+    # The backward part: recompute the residuals that were not saved, then the unknown part.
+    recompute = dce_jaxpr(
+        Jaxpr(
+            known.constvars,
+            [*known.invars, *saved],
+            residuals,
+            [e for e in known.eqns if id(e) in recomputed],
+            "remat_recompute",
+        )
+    )
+    unknown = split.unknown
+
+    def backward(*xs: Any) -> list[Any]:
+        n_in, n_saved = len(known.invars), len(saved)
+        res = eval_jaxpr(recompute, split.known.consts, *xs[: n_in + n_saved])
+        return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[n_in + n_saved :])
+
+    in_avals = [v.aval for v in (*known.invars, *saved)] + [get_aval(a) for a in unknown_args]
+    consts, backward_jaxpr = trace_const_free(backward, in_avals, "remat")
+    staged = trace.stage(
+        remat_p,
+        [*consts, *known_args, *saved_vals, *unknown_args],
+        {**params, "jaxpr": backward_jaxpr},
+    )
+    return merge(split.out_unknowns, known_results, staged)
+
+
+rules.def_partial_eval(remat_p)(_remat_partial_eval)
+
+
+def _choose_saved(
+    needed: Sequence[Any], eqns: Sequence[Eqn], policy: Callable[..., bool]
+) -> tuple[list[Var], set[int]]:
+    """Which forward values to save (policy permitting) and which equations to recompute.
+
+    Walks back from the values the backward part ``needed``: a value the policy lets us save
+    is saved; otherwise its equation is recomputed, and what that equation reads is
+    considered in turn. Inputs of the function need neither.
+    """
+    producer = {id(v): eqn for eqn in eqns for v in eqn.outvars}
+    saved: list[Var] = []
+    saved_ids: set[int] = set()
+    recomputed: set[int] = set()
+    pending = [v for v in needed if type(v) is Var]
+    while pending:
+        var = pending.pop()
+        eqn = producer.get(id(var))
+        if eqn is None or id(var) in saved_ids or id(eqn) in recomputed:
+            continue  # an input of the function, or already handled
+        avals = [v.aval for v in eqn.invars]
+        if policy(eqn.primitive, *avals, **eqn.params):
+            saved.append(var)
+            saved_ids.add(id(var))
+        else:
+            recomputed.add(id(eqn))
+            pending.extend(v for v in eqn.invars if type(v) is Var)
+    return saved, recomputed
