@@ -209,7 +209,14 @@ class Prepared:
 
     __slots__ = ("computation", "where", "out_shardings", "keep_in", "outvars")
 
-    def __init__(self, computation, where, out_shardings, keep_in, outvars):
+    def __init__(
+        self,
+        computation: Computation,
+        where: Device | Mesh,
+        out_shardings: list[Sharding | None],
+        keep_in: list[int] | None,
+        outvars: list[Any],
+    ):
         self.computation = computation
         self.where = where
         self.out_shardings = out_shardings
@@ -278,9 +285,7 @@ def compile_prepared(prepared: Prepared) -> Program:
         out_shardings = [SingleDeviceSharding(where)] * len(computation.out_avals)
     if prepared.keep_in is None:
         return Program(computation, executable, out_shardings)
-    return Float0Program(
-        computation, executable, out_shardings, prepared.keep_in, prepared.outvars
-    )
+    return Float0Program(computation, executable, out_shardings, prepared.keep_in, prepared.outvars)
 
 
 def compile_program(

@@ -24,7 +24,6 @@ from ember._src.execution import placement
 from ember._src.execution.compiled import Program, compile_program, mesh_in_jaxpr, remember
 from ember._src.ir import ClosedJaxpr, Eqn, Jaxpr, Var
 from ember._src.runtime.array import Array
-from ember._src.sharding.mesh import Mesh
 from ember._src.sharding.shardings import Sharding
 
 _cache: dict[tuple, Program] = {}
@@ -60,6 +59,8 @@ def apply_primitive(primitive: Primitive, args: Sequence[Any], params: dict) -> 
         sharding = x._sharding
         buffers.append(x._buffer)
         avals.append(x.aval)
+    if sharding is None:  # no operands: the default device
+        sharding = placement.default_sharding()
     try:
         program = _cache.get((primitive, tuple(params.items()), tuple(avals), sharding))
     except TypeError:
@@ -75,37 +76,54 @@ def apply_primitive(primitive: Primitive, args: Sequence[Any], params: dict) -> 
 def _apply_placing(primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
     """Place the operands where the primitive runs, then find or compile its program."""
     name = primitive.name
-    avals = tuple(get_aval(x) for x in args)
     rule = _layout_rules.get(primitive)
     wanted, out_shardings = rule(**params) if rule is not None else (None, None)
-    closed = None
     if wanted is not None:
-        where = placement.mesh_of(wanted, args, name)
+        mesh = placement.mesh_of(wanted, args, name)
     else:
         wanted = [None] * len(args)
-        where = placement.common_device(args, name)
-        if where is None:  # an operand spans several devices
-            where = placement.mesh_of((), args, name)
-        else:
-            closed = single_equation(primitive, list(avals), params)
-            where = mesh_in_jaxpr(closed.jaxpr) or where  # e.g. a jit call of a shard_map
-    if isinstance(where, Mesh):
-        placed, _ = placement.place_arguments(args, wanted, where, name)
-    else:
-        placed = placement.place_on_device(args, where)
-    layout = placement.layout_of(placed, where)
-    key = (primitive, tuple(params.items()), avals, layout)
-    try:
-        program = _cache.get(key)
-    except TypeError:
-        raise TypeError(f"internal error: unhashable parameters of {name}: {params}") from None
+        target = placement.common_sharding(args, name)
+        if target is None:  # an operand spans several devices
+            mesh = placement.mesh_of((), args, name)
+        else:  # one device: the common case, looked up before anything is traced
+            placed = placement.place_on_device(args, target)
+            avals = _avals(args, placed)
+            key = (primitive, tuple(params.items()), avals, target)
+            program = _lookup(key, name, params)
+            if program is None:
+                closed = single_equation(primitive, list(avals), params)
+                mesh = mesh_in_jaxpr(closed.jaxpr)  # e.g. a jit call of a shard_map
+                if mesh is None:
+                    donated = params.get("donated_invars")
+                    program = compile_program(closed, name, target.device, donated_invars=donated)
+                    remember(_cache, key, program, EAGER_CACHE_SIZE)
+            if program is not None:
+                return _run(primitive, program, placed)
+    placed, _ = placement.place_arguments(args, wanted, mesh, name)
+    avals = _avals(args, placed)
+    key = (primitive, tuple(params.items()), avals, placement.layout_of(placed, mesh))
+    program = _lookup(key, name, params)
     if program is None:
-        if closed is None:
-            closed = single_equation(primitive, list(avals), params)
+        closed = single_equation(primitive, list(avals), params)
         in_shardings = [None if p is None else p._sharding for p in placed]
         donated = params.get("donated_invars")
-        program = compile_program(closed, name, where, in_shardings, out_shardings, donated)
+        program = compile_program(closed, name, mesh, in_shardings, out_shardings, donated)
         remember(_cache, key, program, EAGER_CACHE_SIZE)
+    return _run(primitive, program, placed)
+
+
+def _avals(args: Sequence[Any], placed: Sequence[Any]) -> tuple[ShapedArray, ...]:
+    return tuple(get_aval(x) if p is None else p.aval for x, p in zip(args, placed))
+
+
+def _lookup(key: tuple, name: str, params: dict) -> Program | None:
+    try:
+        return _cache.get(key)
+    except TypeError:
+        raise TypeError(f"internal error: unhashable parameters of {name}: {params}") from None
+
+
+def _run(primitive: Primitive, program: Program, placed: Sequence[Any]) -> Any:
     outs = program.call_buffers([None if p is None else p._buffer for p in placed])
     return outs if primitive.multiple_results else outs[0]
 
@@ -113,4 +131,3 @@ def _apply_placing(primitive: Primitive, args: Sequence[Any], params: dict) -> A
 def clear_caches() -> None:
     _cache.clear()
     placement.clear_caches()
-

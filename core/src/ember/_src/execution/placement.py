@@ -38,6 +38,10 @@ def default_device() -> Device:
     return manager.default_backend().local_devices()[0]
 
 
+def default_sharding() -> SingleDeviceSharding:
+    return SingleDeviceSharding(default_device())
+
+
 def resolve_device(device: Any, what: str) -> Any:
     """``device`` (None, a Device, or a sharding) as a Device, a Sharding or None; any other
     value (a name such as "gpu:0", an int) is a ValueError naming it and what is accepted."""
@@ -89,25 +93,33 @@ def to_device(value: Any, device: Device) -> Array:
 def common_device(args: Sequence[Any], what: str) -> Device | None:
     """The device every committed Array in ``args`` lives on (error if they disagree), or None
     if one of them spans several devices (the call then runs over a mesh)."""
-    device = None
+    sharding = common_sharding(args, what)
+    return None if sharding is None else sharding.device
+
+
+def common_sharding(args: Sequence[Any], what: str) -> SingleDeviceSharding | None:
+    """``common_device``'s answer as that device's sharding."""
+    sharding = None
     for x in args:
         if type(x) is Array:
-            sharding = x._sharding
-            if type(sharding) is not SingleDeviceSharding:
+            if type(x._sharding) is not SingleDeviceSharding:
                 return None
-            if device is None:
-                device = sharding.device
-            elif sharding.device != device:
+            if sharding is None:
+                sharding = x._sharding
+            elif x._sharding is not sharding:
                 raise ValueError(
-                    f"{what} got arrays committed to different devices: {device!r} and "
-                    f"{sharding.device!r}; move them with ember.device_put first{errors.where()}"
+                    f"{what} got arrays committed to different devices: {sharding.device!r} and "
+                    f"{x._sharding.device!r}; move them with ember.device_put first"
+                    f"{errors.where()}"
                 )
-    return device if device is not None else default_device()
+    return sharding if sharding is not None else default_sharding()
 
 
-def place_on_device(args: Sequence[Any], device: Device) -> list[Any]:
-    """Every argument on ``device`` (float0 values, which carry no data, as None)."""
-    target = SingleDeviceSharding(device)
+def place_on_device(args: Sequence[Any], target: SingleDeviceSharding | Device) -> list[Any]:
+    """Every argument on one device (float0 values, which carry no data, as None)."""
+    if not isinstance(target, SingleDeviceSharding):
+        target = SingleDeviceSharding(target)
+    device = target.device
     placed = []
     for x in args:
         if type(x) is not Array or x._sharding is not target:

@@ -211,9 +211,7 @@ class JitFunction:
         for i, x in enumerate(args):
             if i in self._static_positions:
                 statics.append((type(x), x))
-            elif type(x) is not Array or (
-                        sharding is not None and x._sharding is not sharding
-                    ):
+            elif type(x) is not Array or (sharding is not None and x._sharding is not sharding):
                 return None, []
             else:
                 sharding = x._sharding
@@ -231,6 +229,20 @@ class JitFunction:
     ) -> tuple[_Executable, list[Any]]:
         """The compiled program for these arguments, and their buffers, placed as it takes
         them."""
+        # Arrays already together on one layout: their key is known without placing them.
+        sharding = self._sharding
+        buffers = []
+        avals = []
+        for x in leaves:
+            if type(x) is not Array or (sharding is not None and x._sharding is not sharding):
+                break
+            sharding = x._sharding
+            avals.append(x.aval)
+            buffers.append(x._buffer)
+        else:
+            entry = self._exec_cache.get((statics, in_tree, tuple(avals), sharding, _enable_x64()))
+            if entry is not None:
+                return entry, buffers
         avals = tuple(leaf_aval(x, self._label(i)) for i, x in enumerate(leaves))
         traced = self._trace(statics, in_tree, avals)
         where, wanted = self._where(traced, leaves, in_tree)
