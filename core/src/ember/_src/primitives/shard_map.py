@@ -355,7 +355,6 @@ def _partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) ->
     return merge(split.out_unknowns, known_outs[:n_known], unknown_outs)
 
 
-
 # -- batching ----------------------------------------------------------------------------------
 
 
