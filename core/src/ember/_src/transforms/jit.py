@@ -85,6 +85,28 @@ _enable_x64 = config.reader("enable_x64")
 EXECUTABLES_PER_FUNCTION = 512
 
 
+def arrays_layout(values: Sequence[Any], sharding: Any) -> tuple | None:
+    """(layout, avals, buffers) of ``values`` when all are Arrays, else None. The layout is
+    what ``placement.layout_of`` names: the one sharding they share (``sharding``, when given,
+    counting as the first), else the tuple of their shardings; either way a cache key that
+    matches exactly the programs taking these buffers as they are."""
+    mixed = False
+    buffers = []
+    avals = []
+    for x in values:
+        if type(x) is not Array:
+            return None
+        if x._sharding is not sharding:
+            if sharding is None:
+                sharding = x._sharding
+            else:
+                mixed = True
+        avals.append(x.aval)
+        buffers.append(x._buffer)
+    layout = tuple(x._sharding for x in values) if mixed else sharding
+    return layout, tuple(avals), buffers
+
+
 class JitFunction:
     """The callable returned by ``ember.jit``."""
 
@@ -155,20 +177,24 @@ class JitFunction:
         fast_key = None
         if at_top and not kwargs:
             if not self._has_statics:
-                # The fast path: every argument an Array, all sharing one sharding.
+                # The fast path: every argument an Array (``arrays_layout``, inlined here).
                 sharding = self._sharding
+                mixed = False
                 buffers = []
                 avals = []
                 for x in args:
-                    if type(x) is not Array or (
-                        sharding is not None and x._sharding is not sharding
-                    ):
+                    if type(x) is not Array:
                         break
-                    sharding = x._sharding
+                    if x._sharding is not sharding:
+                        if sharding is None:
+                            sharding = x._sharding
+                        else:
+                            mixed = True
                     avals.append(x.aval)
                     buffers.append(x._buffer)
                 else:
-                    fast_key = (tuple(avals), sharding, _enable_x64())
+                    layout = tuple(x._sharding for x in args) if mixed else sharding
+                    fast_key = (tuple(avals), layout, _enable_x64())
                     entry = self._fast.get(fast_key)
                     if entry is not None:
                         return entry.run(buffers)
@@ -229,18 +255,11 @@ class JitFunction:
     ) -> tuple[_Executable, list[Any]]:
         """The compiled program for these arguments, and their buffers, placed as it takes
         them."""
-        # Arrays already together on one layout: their key is known without placing them.
-        sharding = self._sharding
-        buffers = []
-        avals = []
-        for x in leaves:
-            if type(x) is not Array or (sharding is not None and x._sharding is not sharding):
-                break
-            sharding = x._sharding
-            avals.append(x.aval)
-            buffers.append(x._buffer)
-        else:
-            entry = self._exec_cache.get((statics, in_tree, tuple(avals), sharding, _enable_x64()))
+        # Arrays only: their key is known without placing them.
+        arrays = arrays_layout(leaves, self._sharding)
+        if arrays is not None:
+            layout, avals, buffers = arrays
+            entry = self._exec_cache.get((statics, in_tree, avals, layout, _enable_x64()))
             if entry is not None:
                 return entry, buffers
         avals = tuple(leaf_aval(x, self._label(i)) for i, x in enumerate(leaves))
