@@ -5,9 +5,9 @@ A jitted function keeps three tables:
 - the *trace cache*: (static arguments, argument structure, abstract values) -> jaxpr;
 - the *executable cache*: the same plus the arguments' layout (their one sharding, or the
   tuple of them) -> a compiled program (``execution.compiled``), consts already placed;
-- the *fast path*: a positional call of Arrays sharing one sharding, keyed by its static
-  values, abstract values and that sharding -> an entry of the executable cache, so that such
-  a call is one loop over the arguments, one dictionary lookup and one execute.
+- the *fast path*: a positional call of Arrays, keyed by its static values, abstract values
+  and the Arrays' layout -> an entry of the executable cache taking them as they are, so that
+  such a call is one loop over the arguments, one dictionary lookup and one execute.
 
 Anything else (pytrees, kwargs, host values, arrays to move) takes the general path: flatten
 (through a straight-line extractor of the last argument structure, when it fits), decide where
