@@ -7,7 +7,8 @@ lower ones:
     <- execution <- primitives <- transforms <- lax <- numpy <- libraries
 
 (``sharding`` is part of the runtime layer; the reference backend is a plugin; the libraries
-are random, nn, scipy, image and the rest of what users import above ember.numpy.)
+are random, nn, scipy, image and the rest of what users import above ember.numpy; ``assembly``,
+which wires the few calls up the chain, sits at the top.)
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ LAYERS = [
     ["transforms"],
     ["lax"],
     ["numpy"],
-    ["random", "nn", "scipy", "image", "test_util", "example_libraries"],  # libraries
+    ["random", "nn", "scipy", "image", "test_util", "example_libraries", "assembly"],  # libraries
 ]
 
 # Upward imports being removed by the rebuild: each entry is (module, imported module). This

@@ -53,10 +53,10 @@ def test_jit_partitions_and_reports_output_layouts(mesh, rng):
         assert out.sharding.spec in (P("data", "model"), P("data"))
     # Same layouts again: no new compile.
     f(xs, ws)
-    assert len(f._spmd_cache) == 1
+    assert len(f._exec_cache) == 1
     # Another layout: one more.
     f(ember.device_put(x, NamedSharding(mesh, P())), ws)
-    assert len(f._spmd_cache) == 2
+    assert len(f._exec_cache) == 2
 
 
 def test_in_and_out_shardings(mesh, rng):

@@ -16,10 +16,25 @@ from ember import (
     tree as tree,
     tree_util as tree_util,
 )
-from ember._src import traceback_filter as _traceback_filter  # hides internal frames of errors
+from ember._src import (
+    assembly as _assembly,  # wires the lower layers' calls up (see its docstring)
+    traceback_filter as _traceback_filter,  # hides internal frames of errors
+)
 from ember._src.config import config as config
-from ember._src.execution import dispatch as _dispatch  # installs the eager dispatcher
-from ember._src.numpy import array_methods as _array_methods  # installs Array operators
+from ember._src.execution.devices import (
+    block_until_ready as block_until_ready,
+    default_backend as default_backend,
+    device_count as device_count,
+    device_get as device_get,
+    device_put as device_put,
+    devices as devices,
+    local_device_count as local_device_count,
+    local_devices as local_devices,
+    make_array_from_callback as make_array_from_callback,
+    make_array_from_single_device_arrays as make_array_from_single_device_arrays,
+    make_mesh as make_mesh,
+    process_index as process_index,
+)
 from ember._src.primitives import remat as checkpoint_policies
 from ember._src.primitives.custom_derivatives import (
     custom_jvp as custom_jvp,
@@ -28,28 +43,12 @@ from ember._src.primitives.custom_derivatives import (
 from ember._src.primitives.remat import checkpoint as checkpoint, remat as remat
 from ember._src.runtime.array import Array as Array
 from ember._src.runtime.backend import Device as Device
-from ember._src.transforms.api import (
-    ShapeDtypeStruct as ShapeDtypeStruct,
-    block_until_ready as block_until_ready,
-    default_backend as default_backend,
-    device_count as device_count,
-    device_get as device_get,
-    device_put as device_put,
-    devices as devices,
-    eval_shape as eval_shape,
+from ember._src.transforms.autodiff import (
     grad as grad,
     jvp as jvp,
     linearize as linearize,
-    local_device_count as local_device_count,
-    local_devices as local_devices,
-    make_array_from_callback as make_array_from_callback,
-    make_array_from_single_device_arrays as make_array_from_single_device_arrays,
-    make_jaxpr as make_jaxpr,
-    make_mesh as make_mesh,
-    process_index as process_index,
     value_and_grad as value_and_grad,
     vjp as vjp,
-    vmap as vmap,
 )
 from ember._src.transforms.custom_gradient import (
     closure_convert as closure_convert,
@@ -62,12 +61,18 @@ from ember._src.transforms.jacobians import hessian as hessian, jacfwd as jacfwd
 from ember._src.transforms.jit import jit as jit
 from ember._src.transforms.pmap import pmap as pmap
 from ember._src.transforms.shard_map import shard_map as shard_map
+from ember._src.transforms.staging import (
+    ShapeDtypeStruct as ShapeDtypeStruct,
+    eval_shape as eval_shape,
+    make_jaxpr as make_jaxpr,
+)
+from ember._src.transforms.vmap import vmap as vmap
 
 __version__ = "0.1.0"
 
 _traceback_filter.install_traceback_filter()
 
-del _dispatch, _array_methods, _traceback_filter
+del _assembly, _traceback_filter
 
 # Submodules that are attributes of ``ember`` as in JAX (``import ember; ember.random``) but are
 # imported on first use, so that ``import ember`` does not pay for them.

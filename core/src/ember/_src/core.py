@@ -228,7 +228,8 @@ _eager_dispatcher: Callable[[Primitive, Sequence[Any], dict], Any] = _no_dispatc
 
 
 def set_eager_dispatcher(dispatcher: Callable[[Primitive, Sequence[Any], dict], Any]) -> None:
-    """Install the function that runs a primitive eagerly (set once by ember's runtime)."""
+    """Install the function that runs a primitive eagerly: execution's ``apply_primitive``,
+    set once by ``ember._src.assembly`` (core sits below execution and cannot import it)."""
     global _eager_dispatcher
     _eager_dispatcher = dispatcher
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ember._src import dtypes
 from ember._src.core import get_aval
-from ember._src.transforms.api import jvp, vjp
+from ember._src.transforms.autodiff import jvp, vjp
 from ember._src.tree.util import tree_flatten, tree_map, tree_unflatten
 
 _DEFAULT_EPS = {np.dtype(np.float16): 1e-1, np.dtype(np.float32): 1e-3, np.dtype(np.float64): 1e-5}

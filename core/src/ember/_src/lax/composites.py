@@ -38,8 +38,9 @@ from ember._src.primitives.shape import (
     transpose,
 )
 from ember._src.primitives.sharding_constraint import laid_out as _laid_out
-from ember._src.transforms import api
+from ember._src.transforms import autodiff
 from ember._src.transforms.jit import jit
+from ember._src.transforms.vmap import vmap
 from ember._src.tree.util import tree_flatten, tree_map, tree_unflatten
 
 
@@ -187,7 +188,7 @@ def custom_linear_solve(
 
     def tangent(apply, run, consts, tangents, x):
         consts_dot, b_dot = tangents
-        _, a_dot_x = api.jvp(lambda c: apply(c, x), (consts,), (consts_dot,))
+        _, a_dot_x = autodiff.jvp(lambda c: apply(c, x), (consts,), (consts_dot,))
         x_dot = run(consts, tree_map(lambda u, v: u - v, b_dot, a_dot_x))
         return x_dot[0] if has_aux else x_dot
 
@@ -210,8 +211,8 @@ def custom_root(
 
     def tangent(apply, run, consts, tangents, x):
         consts_dot, _ = tangents
-        _, f_dot = api.jvp(lambda c: apply(c, x), (consts,), (consts_dot,))
-        _, linear = api.linearize(lambda y: apply(consts, y), x)
+        _, f_dot = autodiff.jvp(lambda c: apply(c, x), (consts,), (consts_dot,))
+        _, linear = autodiff.linearize(lambda y: apply(consts, y), x)
         return tree_map(lambda t: -t, tangent_solve(linear, f_dot))
 
     solver = _implicit_solve("custom_root f", f, initial_guess, solve, has_aux, tangent)
@@ -310,7 +311,7 @@ def map(f: Callable[[Any], Any], xs: Any, *, batch_size: int | None = None) -> A
         return _map(f, xs)
     length = get_aval(leaves[0]).shape[0]
     full = (length // batch_size) * batch_size
-    batched_f = api.vmap(f)
+    batched_f = vmap(f)
     pieces = []
     if full:
         chunks = tree_map(lambda x: _chunked(slice_in_dim(x, 0, full), batch_size), xs)

@@ -13,8 +13,8 @@ from ember._src.numpy import creation, elementwise as enp, linalg as nla, manipu
 from ember._src.numpy.extras import where
 from ember._src.primitives.control_flow.loops import fori_loop
 from ember._src.scipy import linalg as sla
-from ember._src.transforms.api import vmap
 from ember._src.transforms.jit import jit
+from ember._src.transforms.vmap import vmap
 
 
 def cholesky(x: Any, *, symmetrize_input: bool = True) -> Any:

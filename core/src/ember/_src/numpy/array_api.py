@@ -15,7 +15,7 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
-from ember._src.execution import dispatch
+from ember._src.execution import placement
 from ember._src.numpy import creation, dlpack, elementwise, manipulation
 from ember._src.numpy.extras import unique
 from ember._src.numpy.sorting import cumprod, cumsum
@@ -124,7 +124,7 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> A
 
 
 def _device(device: Any) -> Any:
-    return dispatch.resolve_device(device, "device")
+    return placement.resolve_device(device, "device")
 
 
 # --------------------------------------------------------------------------------------------
@@ -284,7 +284,7 @@ class ArrayNamespaceInfo:
         return {"boolean indexing": True, "data-dependent shapes": False, "max dimensions": 64}
 
     def default_device(self) -> Any:
-        return dispatch.default_device()
+        return placement.default_device()
 
     def devices(self) -> list[Any]:
         return list(manager.default_backend().devices())

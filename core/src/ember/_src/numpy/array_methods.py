@@ -289,6 +289,7 @@ def _array_namespace(self: Any, /, *, api_version: str | None = None) -> Any:
 
 
 def install(cls: type) -> None:
+    """Give ``cls`` (Array or Tracer) its operators and methods (called by ``assembly``)."""
     for name, fn in _BINARY.items():
         setattr(cls, f"__{name}__", _defer(fn))
         setattr(cls, f"__r{name}__", _defer(_swap(fn)))
@@ -300,8 +301,5 @@ def install(cls: type) -> None:
     cls.at = property(IndexUpdateHelper, doc="Functional updates: x.at[idx].set(v), .add(v), ...")
     # Defining __eq__ would otherwise make instances unhashable implicitly; keep that explicit.
     cls.__hash__ = Tracer.__hash__ if cls is Tracer else None
-
-
-install(Array)
-install(Tracer)
-Array.__iter__ = _array_iter
+    if cls is Array:  # concrete rows are read in blocks (see _iter_rows)
+        cls.__iter__ = _array_iter

@@ -10,7 +10,7 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src.core import Tracer, get_aval
-from ember._src.execution import dispatch
+from ember._src.execution import placement
 from ember._src.numpy.manipulation import stack
 from ember._src.numpy.util import (
     as_operand,
@@ -73,7 +73,7 @@ def asarray(
             else np.asarray(a, dtypes.python_scalar_dtype(a))
         )
     target = device if device is not None else None
-    return dispatch.device_put_numpy(host, _device_of(target), weak_type=weak)
+    return placement.device_put_numpy(host, _device_of(target), weak_type=weak)
 
 
 def asarray_inexact(x: Any) -> Any:
@@ -84,7 +84,7 @@ def asarray_inexact(x: Any) -> Any:
 
 
 def _device_of(device: Any) -> Any:
-    return dispatch.resolve_device(device, "device")
+    return placement.resolve_device(device, "device")
 
 
 def _place(x: Any, device: Any) -> Any:
@@ -92,7 +92,7 @@ def _place(x: Any, device: Any) -> Any:
     device = _device_of(device)  # checked even for tracers: a bad device is a bad call
     if device is None or not isinstance(x, Array):
         return x
-    return dispatch.to_device(x, device)
+    return placement.to_device(x, device)
 
 
 def array(object: Any, dtype: Any = None, copy: bool = True, ndmin: int = 0) -> Any:

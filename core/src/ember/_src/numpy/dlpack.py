@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes, errors
-from ember._src.execution import dispatch
+from ember._src.execution import placement
 from ember._src.numpy import creation
 from ember._src.runtime.array import Array
 
@@ -39,7 +39,7 @@ def import_array(x: Any, device: Any, copy: bool | None) -> Any:
     if isinstance(x, Array):
         if device is None:
             return x
-        return dispatch.to_device(x, dispatch.resolve_device(device, "device"))
+        return placement.to_device(x, placement.resolve_device(device, "device"))
     _check_importable(x)
     host = np.from_dlpack(x, copy=copy)
     if not is_supported_dtype(host.dtype):

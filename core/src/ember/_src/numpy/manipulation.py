@@ -10,7 +10,7 @@ import numpy as np
 
 from ember._src import core, errors
 from ember._src.core import get_aval
-from ember._src.execution import dispatch
+from ember._src.execution import placement
 from ember._src.numpy.util import (
     as_operand,
     canonicalize_axes,
@@ -266,7 +266,7 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> A
     out = lax.convert_element_type(as_operand(x), dtype)
     if device is None or isinstance(out, core.Tracer):
         return out
-    return dispatch.to_device(out, dispatch.resolve_device(device, "astype's device"))
+    return placement.to_device(out, placement.resolve_device(device, "astype's device"))
 
 
 def flip(m: Any, axis: Any = None) -> Any:

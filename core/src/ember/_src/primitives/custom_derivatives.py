@@ -32,7 +32,7 @@ from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.lowering.module import LoweringError, lower_jaxpr_inline
 from ember._src.primitives.jaxpr_transforms import batch_jaxpr, trace_const_free
 from ember._src.primitives.shape import bdim_to_front
-from ember._src.tree.util import PyTreeDef, tree_flatten, tree_map, tree_unflatten
+from ember._src.tree.util import PyTreeDef, flatten_fun, tree_flatten, tree_map, tree_unflatten
 
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
 custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
@@ -91,16 +91,9 @@ class _CustomFunction:
         key = _cache_key(in_tree, avals, nondiff)
         if key is not None and key in self._cache:
             return self._cache[key][0], leaves
-        out_trees: list[PyTreeDef] = []
-
-        def flat(*xs: Any) -> list[Any]:
-            call_args = _merge_args(len(args), nondiff, tree_unflatten(in_tree, xs))
-            out_leaves, out_tree = tree_flatten(self.fun(*call_args))
-            out_trees.append(out_tree)
-            return out_leaves
-
+        flat = flatten_fun(lambda *xs: self.fun(*_merge_args(len(args), nondiff, xs)), in_tree)
         consts, jaxpr = trace_const_free(flat, avals, getattr(self, "__name__", self.kind))
-        traced = _Traced(consts, jaxpr, in_tree, out_trees[0], nondiff)
+        traced = _Traced(consts, jaxpr, in_tree, flat.out_tree, nondiff)
         if key is not None and not any(isinstance(c, Tracer) for c in consts):
             self._cache[key] = (traced, None)
         return traced, leaves

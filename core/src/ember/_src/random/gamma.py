@@ -49,8 +49,8 @@ from ember._src.random.prng import (
     _uniform,
     with_out_sharding,
 )
-from ember._src.transforms.api import vmap
 from ember._src.transforms.jit import jit
+from ember._src.transforms.vmap import vmap
 
 # --------------------------------------------------------------------------------------------
 # One sample

@@ -1,9 +1,11 @@
 """``ember.Array``: an immutable array living on a device.
 
-An Array wraps one backend buffer with its abstract value (shape, dtype, weak type) and where
-it lives: one device, or (for an array laid out over several devices) its ``Sharding``, the
-buffer then being the backend's multi-device buffer. Arithmetic operators and array methods
-are installed by ember's NumPy layer; this module holds what needs the concrete value.
+An Array wraps one backend buffer with its abstract value (shape, dtype, weak type) and its
+``Sharding``: every array is sharded, an array on one device by that device's (interned)
+``SingleDeviceSharding``. The buffer holds the shards this process owns (for a multi-device
+array, the backend's multi-device buffer). Arithmetic operators and array methods come from
+ember's NumPy layer (wired in by ``ember._src.assembly``); this module holds what needs the
+concrete value.
 """
 
 from __future__ import annotations
@@ -21,16 +23,15 @@ from ember._src.sharding.shardings import Sharding, SingleDeviceSharding
 class Array:
     """An n-dimensional array on a device (the result of every ember computation)."""
 
-    __slots__ = ("aval", "_buffer", "_device", "_host", "__weakref__")
+    __slots__ = ("aval", "_buffer", "_sharding", "_host", "__weakref__")
     __array_priority__ = 100
 
-    def __init__(self, aval: ShapedArray, buffer: Any, device: Device | Sharding):
+    def __init__(self, aval: ShapedArray, buffer: Any, sharding: Sharding):
         self.aval = aval
         self._buffer = buffer
-        # A Device, or the Sharding of an array spread over several devices. Single-device
-        # arrays are the fast path everywhere, which compares ``_device`` by identity; a
-        # Sharding here never matches a Device, so multi-device arrays take the general path.
-        self._device = device
+        # Single-device shardings are interned, so the hot paths (eager dispatch, jit's fast
+        # path) compare ``_sharding`` by identity.
+        self._sharding = sharding
         self._host: np.ndarray | None = None
 
     # -- metadata -------------------------------------------------------------------------------
@@ -51,16 +52,16 @@ class Array:
 
     @property
     def sharding(self) -> Sharding:
-        where = self._device
-        return where if isinstance(where, Sharding) else SingleDeviceSharding(where)
+        return self._sharding
 
     @property
     def device(self) -> Device | Sharding:
         """The device of a single-device array; the sharding of a multi-device one (as JAX)."""
-        return self._device
+        sharding = self._sharding
+        return sharding.device if type(sharding) is SingleDeviceSharding else sharding
 
     def devices(self) -> set[Device]:
-        return self.sharding.device_set
+        return self._sharding.device_set
 
     @property
     def is_fully_replicated(self) -> bool:
@@ -72,20 +73,20 @@ class Array:
 
     @property
     def _backend(self) -> Any:
-        return self._device.backend
+        return self._sharding.backend
 
     @property
     def addressable_shards(self) -> list[Shard]:
         """One ``Shard`` (device, index, data) per device holding a piece of this array."""
         self._check_alive()
-        where = self._device
-        if not isinstance(where, Sharding):
-            return [Shard(where, tuple(slice(None) for _ in self.shape), self)]
+        where = self._sharding
+        if type(where) is SingleDeviceSharding:
+            return [Shard(where.device, tuple(slice(None) for _ in self.shape), self)]
         indices = where.addressable_devices_indices_map(self.shape)
         pieces = where.backend.shard_buffers(self._buffer, self.aval, where)
         shard_aval = self.aval.update(shape=where.shard_shape(self.shape))
         return [
-            Shard(device, indices[device], Array(shard_aval, piece, device))
+            Shard(device, indices[device], Array(shard_aval, piece, SingleDeviceSharding(device)))
             for device, piece in zip(where.device_list, pieces)
         ]
 
@@ -103,10 +104,11 @@ class Array:
     def _value(self) -> np.ndarray:
         if self._host is None:
             self._check_alive()
-            if isinstance(self._device, Sharding):
-                host = self._assemble_on_host()
+            sharding = self._sharding
+            if type(sharding) is SingleDeviceSharding:
+                host = sharding.device.backend.buffer_to_numpy(self._buffer)
             else:
-                host = self._device.backend.buffer_to_numpy(self._buffer)
+                host = self._assemble_on_host()
             if host.dtype != self.aval.dtype:
                 host = host.astype(self.aval.dtype)
             host = np.asarray(host)
@@ -123,7 +125,7 @@ class Array:
         return host
 
     def _check_alive(self) -> None:
-        if self._buffer is None or self._device.backend.is_deleted(self._buffer):
+        if self._buffer is None or self._sharding.backend.is_deleted(self._buffer):
             raise RuntimeError(f"Array {self.aval.str_short()} has been deleted or donated")
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -143,9 +145,9 @@ class Array:
         copy: bool | None = None,
     ) -> Any:
         """A DLPack capsule of this array's data in host memory (CPU and reference arrays)."""
-        if isinstance(self._device, Sharding) or self._device.platform not in ("cpu", "reference"):
+        if not self._on_host_memory():
             raise BufferError(
-                f"__dlpack__ of an array on {self._device!r} is not supported; "
+                f"__dlpack__ of an array on {self.device!r} is not supported; "
                 f"move it to the host with ember.device_get first"
             )
         if dl_device is not None and tuple(int(d) for d in dl_device) != (1, 0):
@@ -164,9 +166,16 @@ class Array:
         return self._value.__dlpack__(stream=stream, max_version=max_version, copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        if isinstance(self._device, Sharding) or self._device.platform not in ("cpu", "reference"):
-            raise BufferError(f"__dlpack_device__ of an array on {self._device!r}: not the host")
+        if not self._on_host_memory():
+            raise BufferError(f"__dlpack_device__ of an array on {self.device!r}: not the host")
         return (1, 0)  # kDLCPU
+
+    def _on_host_memory(self) -> bool:
+        sharding = self._sharding
+        return type(sharding) is SingleDeviceSharding and sharding.device.platform in (
+            "cpu",
+            "reference",
+        )
 
     def item(self, *args: Any) -> Any:
         return self._value.item(*args)
@@ -183,7 +192,7 @@ class Array:
 
     def block_until_ready(self) -> Array:
         self._check_alive()
-        self._device.backend.block_until_ready([self._buffer])
+        self._sharding.backend.block_until_ready([self._buffer])
         return self
 
     def is_ready(self) -> bool:
@@ -191,12 +200,12 @@ class Array:
 
     def delete(self) -> None:
         if self._buffer is not None:
-            self._device.backend.delete(self._buffer)
+            self._sharding.backend.delete(self._buffer)
         self._buffer = None
         self._host = None
 
     def is_deleted(self) -> bool:
-        return self._buffer is None or self._device.backend.is_deleted(self._buffer)
+        return self._buffer is None or self._sharding.backend.is_deleted(self._buffer)
 
     def copy_to_host_async(self) -> None:
         self._value  # noqa: B018 - reading caches the host copy
@@ -307,7 +316,8 @@ _host_to_device = _no_runtime
 
 
 def set_host_to_device(put) -> None:
-    """Install the host-to-device transfer used to unpickle Arrays (set by the runtime)."""
+    """Install the host-to-device transfer used to unpickle Arrays (``ember._src.assembly``
+    sets execution's ``device_put_numpy``)."""
     global _host_to_device
     _host_to_device = put
 

@@ -25,8 +25,8 @@ from ember._src.numpy.contractions import matmul
 from ember._src.numpy.extras import where
 from ember._src.numpy.linalg_general import _hessenberg, _schur, _unit_scale
 from ember._src.primitives.control_flow.loops import fori_loop
-from ember._src.transforms.api import vmap
 from ember._src.transforms.jit import jit
+from ember._src.transforms.vmap import vmap
 
 # --------------------------------------------------------------------------------------------
 # Helpers

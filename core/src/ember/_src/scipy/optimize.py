@@ -21,7 +21,7 @@ from ember._src.numpy import creation, elementwise as enp, linalg as nla
 from ember._src.numpy.contractions import matmul, vdot
 from ember._src.numpy.extras import where
 from ember._src.primitives.control_flow.loops import while_loop
-from ember._src.transforms.api import value_and_grad
+from ember._src.transforms.autodiff import value_and_grad
 
 _C1, _C2 = 1e-4, 0.9  # sufficient decrease and curvature constants of the Wolfe conditions
 

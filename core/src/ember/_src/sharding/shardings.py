@@ -2,7 +2,8 @@
 
 Every ``ember.Array`` carries a sharding; an array on one device has a
 ``SingleDeviceSharding``. Shardings compare and hash by value so that caches keyed on them
-(jit's executable cache) hit whenever the layout is the same.
+(jit's executable cache) hit whenever the layout is the same; single-device shardings are
+interned, so for them value is identity.
 """
 
 from __future__ import annotations
@@ -64,13 +65,28 @@ class Sharding:
 
 
 class SingleDeviceSharding(Sharding):
-    """All of the array on one device."""
+    """All of the array on one device.
+
+    Interned: ``SingleDeviceSharding(device)`` is the same object every time (one per device
+    and memory kind), so equality is identity and the runtime's hot paths (eager dispatch,
+    jit's fast path) compare and hash these by identity, as cheaply as the device itself.
+    """
 
     __slots__ = ("_device", "_memory_kind")
+    _interned: dict[tuple, SingleDeviceSharding] = {}
 
-    def __init__(self, device: Device, *, memory_kind: str | None = None):
-        self._device = device
-        self._memory_kind = memory_kind
+    def __new__(cls, device: Device, *, memory_kind: str | None = None) -> SingleDeviceSharding:
+        key = (device, memory_kind)
+        sharding = cls._interned.get(key)
+        if sharding is None:
+            sharding = object.__new__(cls)
+            sharding._device = device
+            sharding._memory_kind = memory_kind
+            sharding = cls._interned.setdefault(key, sharding)
+        return sharding
+
+    def __reduce__(self) -> Any:
+        return (_single_device_sharding, (self._device, self._memory_kind))
 
     @property
     def device(self) -> Device:
@@ -85,6 +101,10 @@ class SingleDeviceSharding(Sharding):
         return [self._device]
 
     @property
+    def backend(self) -> Any:
+        return self._device.backend
+
+    @property
     def is_fully_replicated(self) -> bool:
         return True
 
@@ -97,18 +117,12 @@ class SingleDeviceSharding(Sharding):
     def addressable_devices_indices_map(self, global_shape: tuple[int, ...]) -> dict[Device, Any]:
         return {self._device: tuple(slice(None) for _ in global_shape)}
 
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, SingleDeviceSharding)
-            and other._device == self._device
-            and other._memory_kind == self._memory_kind
-        )
-
-    def __hash__(self) -> int:
-        return hash((SingleDeviceSharding, self._device, self._memory_kind))
-
     def __repr__(self) -> str:
         return f"SingleDeviceSharding(device={self._device!r})"
+
+
+def _single_device_sharding(device: Device, memory_kind: str | None) -> SingleDeviceSharding:
+    return SingleDeviceSharding(device, memory_kind=memory_kind)
 
 
 # --------------------------------------------------------------------------------------------

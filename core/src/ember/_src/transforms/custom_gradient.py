@@ -26,6 +26,7 @@ from ember._src.transforms.jacobians import jacrev
 from ember._src.tree.ops import Partial
 from ember._src.tree.util import (
     PyTreeDef,
+    flatten_fun,
     register_pytree_node,
     tree_flatten,
     tree_structure,
@@ -49,15 +50,9 @@ def _name(fun: Any) -> str:
 def _trace_flat(fun: Callable[..., Any], in_tree: PyTreeDef, avals: list, name: str):
     """Stage ``fun`` (taking the pytree ``in_tree`` of arguments) to a jaxpr; also return the
     structure of its output."""
-    out_trees: list[PyTreeDef] = []
-
-    def flat(*leaves: Any) -> list[Any]:
-        out_leaves, out_tree = tree_flatten(fun(*tree_unflatten(in_tree, leaves)))
-        out_trees.append(out_tree)
-        return out_leaves
-
+    flat = flatten_fun(fun, in_tree)
     closed = trace_to_jaxpr(flat, avals, name=name)
-    return closed, out_trees[0]
+    return closed, flat.out_tree
 
 
 # --------------------------------------------------------------------------------------------

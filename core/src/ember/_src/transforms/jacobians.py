@@ -16,8 +16,9 @@ import numpy as np
 from ember._src import dtypes, errors
 from ember._src.core import ShapedArray, get_aval
 from ember._src.primitives.shape import broadcast_to_shape, convert_element_type, reshape
-from ember._src.transforms.api import jvp, vjp, vmap
 from ember._src.transforms.arguments import check_output_dtype, leaf_aval, normalize_argnums
+from ember._src.transforms.autodiff import jvp, vjp
+from ember._src.transforms.vmap import vmap
 from ember._src.tree.util import PyTreeDef, tree_flatten, tree_unflatten
 
 

@@ -1,9 +1,18 @@
 """``jit``: trace once per argument signature, compile with XLA, call the executable.
 
-A jitted function keeps two caches. The *trace cache* maps (static arguments, argument
-structure, abstract values) to a jaxpr; the *executable cache* adds the device and maps to a
-compiled executable, ready to be called with device buffers. At the top level (no enclosing
-transformation) a call is a tree flatten, one dictionary lookup and one execute; under a
+A jitted function keeps three tables:
+
+- the *trace cache*: (static arguments, argument structure, abstract values) -> jaxpr;
+- the *executable cache*: the same plus the arguments' layout (their one sharding, or the
+  tuple of them) -> a compiled program (``execution.compiled``), consts already placed;
+- the *fast path*: a positional call of Arrays, keyed by its static values, abstract values
+  and the Arrays' layout -> an entry of the executable cache taking them as they are, so that
+  such a call is one loop over the arguments, one dictionary lookup and one execute.
+
+Anything else (pytrees, kwargs, host values, arrays to move) takes the general path: flatten
+(through a straight-line extractor of the last argument structure, when it fits), decide where
+the program runs (one device, or a mesh named by in_shardings, by the arguments' layouts or by
+a shard_map inside), place the arguments there, then look up or compile the program. Under a
 transformation the jaxpr is bound as a ``jit`` equation so the transformation applies to it.
 """
 
@@ -13,31 +22,27 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ember._src import core, dtypes
+from ember._src import core
 from ember._src.config import config
-from ember._src.execution import spmd
-from ember._src.execution.dispatch import (
-    CompiledComputation,
-    common_device,
-    compile_jaxpr,
-    is_host_scalar,
+from ember._src.execution import placement
+from ember._src.execution.compiled import (
+    Program,
+    compile_prepared,
     mesh_in_jaxpr,
+    prepare,
     remember,
-    resolve_device,
-    scalar_on_device,
-    to_device,
-    without_float0,
 )
 from ember._src.interpreters.partial_eval import dce_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr
-from ember._src.lowering.module import lower_module
 from ember._src.primitives.call import jit_call
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Device
+from ember._src.sharding.mesh import Mesh
+from ember._src.sharding.shardings import NamedSharding, PartitionSpec, SingleDeviceSharding
 from ember._src.transforms.arguments import HashableStatic, leaf_aval, static_names_to_nums
 from ember._src.tree.fastpath import builder, leaf_extractor
-from ember._src.tree.util import PyTreeDef, tree_flatten, tree_unflatten
+from ember._src.tree.util import PyTreeDef, flatten_fun, tree_flatten, tree_unflatten
 
 
 class _Traced:
@@ -54,43 +59,52 @@ class _Traced:
         self.mesh = mesh_in_jaxpr(jaxpr.jaxpr)
 
 
-class _SpmdExecutable:
-    """A compiled entry of the SPMD cache, with its consts already laid out on the mesh."""
-
-    __slots__ = ("compiled", "const_arrays", "build")
-
-    def __init__(self, compiled: spmd.SpmdComputation, const_arrays: list[Array], out_tree):
-        self.compiled = compiled
-        self.const_arrays = const_arrays
-        self.build = builder(out_tree)
-
-
 class _Executable:
-    """A compiled entry of the executable cache, with its consts already on the device."""
+    """An entry of the executable cache: a program with its consts already placed."""
 
-    __slots__ = ("compiled", "const_buffers", "out_tree", "build")
+    __slots__ = ("program", "const_buffers", "layout", "build")
 
-    def __init__(self, compiled: CompiledComputation, const_buffers: list[Any], out_tree):
-        self.compiled = compiled
+    def __init__(self, program: Program, const_buffers: list[Any], layout: Any, out_tree):
+        self.program = program
         self.const_buffers = const_buffers
-        self.out_tree = out_tree
+        self.layout = layout  # the arguments' layout it was compiled for (see placement)
         self.build = builder(out_tree)  # tree_unflatten, specialised to out_tree
 
+    def run(self, buffers: list[Any]) -> Any:
+        if self.const_buffers:
+            buffers = self.const_buffers + buffers
+        return self.build(self.program.call_buffers(buffers))
 
-_NOT_CACHED = object()
+
 _disable_jit = config.reader("disable_jit")
 _enable_x64 = config.reader("enable_x64")
 
 
 # Compiled programs kept per jitted function (oldest dropped first): each holds memory mappings
-# until freed, and a process may hold only so many (see dispatch.EAGER_CACHE_SIZE).
+# until freed, and a process may hold only so many (see execution.compiled.remember).
 EXECUTABLES_PER_FUNCTION = 512
 
 
-@functools.lru_cache(maxsize=64)
-def _flat_args_tree(n: int) -> PyTreeDef:
-    """The tree of ``(args, kwargs)`` for ``n`` positional array arguments and no kwargs."""
-    return tree_flatten((tuple(range(n)), {}))[1]
+def arrays_layout(values: Sequence[Any], sharding: Any) -> tuple | None:
+    """(layout, avals, buffers) of ``values`` when all are Arrays, else None. The layout is
+    what ``placement.layout_of`` names: the one sharding they share (``sharding``, when given,
+    counting as the first), else the tuple of their shardings; either way a cache key that
+    matches exactly the programs taking these buffers as they are."""
+    mixed = False
+    buffers = []
+    avals = []
+    for x in values:
+        if type(x) is not Array:
+            return None
+        if x._sharding is not sharding:
+            if sharding is None:
+                sharding = x._sharding
+            else:
+                mixed = True
+        avals.append(x.aval)
+        buffers.append(x._buffer)
+    layout = tuple(x._sharding for x in values) if mixed else sharding
+    return layout, tuple(avals), buffers
 
 
 class JitFunction:
@@ -120,24 +134,26 @@ class JitFunction:
             if position not in self._static_argnums:
                 self._static_argnums += (position,)
         self._donate_argnums = _as_tuple(donate_argnums)
-        self._device = resolve_device(device, "jit's device")
+        self._device = placement.resolve_device(device, "jit's device")
+        # The layout every argument must have when jit(device=...) names one device.
+        self._sharding = (
+            SingleDeviceSharding(self._device) if isinstance(self._device, Device) else None
+        )
         self._inline = inline
         self._in_shardings = in_shardings
         self._out_shardings = out_shardings
         self._always_spmd = in_shardings is not None or out_shardings is not None
-        self._spmd_cache: dict[tuple, _SpmdExecutable] = {}
-        self._spmd_fast: dict[tuple, _SpmdExecutable] = {}  # keyed by the arrays' layouts
         self._has_statics = bool(self._static_argnums or self._static_argnames)
-        # Calls passing static values by position (no keywords): executables by those raw
-        # values, so ember.numpy's compiled composites skip splitting and flattening.
+        # Calls passing static values by position (no keywords) can take the fast path, keyed
+        # by those raw values, so ember.numpy's compiled composites skip splitting/flattening.
         self._static_positions = frozenset(self._static_argnums)
         self._positional_statics_ok = self._has_statics and all(
             n >= 0 for n in self._static_argnums
         )
-        self._static_fast: dict[tuple, _Executable] = {}
         self._trace_cache: dict[tuple, _Traced] = {}
         self._exec_cache: dict[tuple, _Executable] = {}
-        self._flat_cache: dict[tuple, _Executable] = {}  # _call_flat_arrays' view of it
+        self._fast: dict[tuple, _Executable] = {}
+        # Flattening shortcut: straight-line leaf extraction for the last argument structure.
         self._last_in_tree: PyTreeDef | None = None
         self._last_extractor: Callable[[Any], list[Any] | None] | None = None
 
@@ -158,154 +174,159 @@ class JitFunction:
         at_top = core.eval_trace_is_current()
         if self._inline and not at_top:  # under a trace, just trace the body in place
             return self._fun(*args, **kwargs)
-        if at_top and not kwargs and self._positional_statics_ok:
-            fast_key = self._static_key(args)
-            if fast_key is not None:
-                entry = self._static_fast.get(fast_key)
-                if entry is not None:
-                    buffers = [
-                        x._buffer for i, x in enumerate(args) if i not in self._static_positions
-                    ]
-                    return entry.build(entry.compiled.call_buffers(entry.const_buffers + buffers))
+        fast_key = None
+        if at_top and not kwargs:
+            if not self._has_statics:
+                # The fast path: every argument an Array (``arrays_layout``, inlined here).
+                sharding = self._sharding
+                mixed = False
+                buffers = []
+                avals = []
+                for x in args:
+                    if type(x) is not Array:
+                        break
+                    if x._sharding is not sharding:
+                        if sharding is None:
+                            sharding = x._sharding
+                        else:
+                            mixed = True
+                    avals.append(x.aval)
+                    buffers.append(x._buffer)
+                else:
+                    layout = tuple(x._sharding for x in args) if mixed else sharding
+                    fast_key = (tuple(avals), layout, _enable_x64())
+                    entry = self._fast.get(fast_key)
+                    if entry is not None:
+                        return entry.run(buffers)
+            elif self._positional_statics_ok:
+                fast_key, buffers = self._static_fast_key(args)
+                if fast_key is not None:
+                    entry = self._fast.get(fast_key)
+                    if entry is not None:
+                        return entry.run(buffers)
+        if at_top:
+            leaves = None
+            if not kwargs and not self._has_statics and self._last_extractor is not None:
+                leaves = self._last_extractor((args, kwargs))
+                in_tree, statics = self._last_in_tree, ()
+            if leaves is None:
                 dynamic, statics = self._split(args, kwargs)
                 leaves, in_tree = tree_flatten(dynamic)
-                out = self._call_top_level(leaves, in_tree, statics)
-                # The executable the general path cached for exactly these arguments (none
-                # when the call went over a mesh): found by its own key, not by "the last one",
-                # which another thread may have replaced meanwhile.
-                _, _, avals, device, x64 = fast_key
-                entry = self._exec_cache.get((statics, in_tree, avals, device, x64))
-                if entry is not None:
-                    self._static_fast[fast_key] = entry
-                return out
-        if at_top and not kwargs and not self._has_statics:
-            outs = self._call_flat_arrays(args)
-            if outs is not _NOT_CACHED:
-                return outs
-            # Arguments shaped like last time's: take their leaves without flattening.
-            extract = self._last_extractor
-            if extract is not None:
-                leaves = extract((args, kwargs))
-                if leaves is not None:
-                    return self._call_top_level(leaves, self._last_in_tree, ())
+                if not statics and in_tree is not self._last_in_tree:
+                    self._last_in_tree = in_tree
+                    self._last_extractor = leaf_extractor(in_tree)
+            entry, buffers = self._executable_for(leaves, in_tree, statics)
+            if fast_key is not None and entry.layout == fast_key[-2]:
+                # Arrays already laid out as the program takes them: next time, straight in.
+                remember(self._fast, fast_key, entry, EXECUTABLES_PER_FUNCTION)
+            return entry.run(buffers)
         dynamic, statics = self._split(args, kwargs)
         leaves, in_tree = tree_flatten(dynamic)
-        if at_top:
-            if not statics and in_tree is not self._last_in_tree:
-                self._last_in_tree = in_tree
-                self._last_extractor = leaf_extractor(in_tree)
-            return self._call_top_level(leaves, in_tree, statics)
         avals = tuple(leaf_aval(x, self._label(i)) for i, x in enumerate(leaves))
         traced = self._trace(statics, in_tree, avals)
         outs = jit_call([*traced.consts, *leaves], traced.jaxpr, self._name, traced.donated)
         return tree_unflatten(traced.out_tree, outs)
 
-    def _static_key(self, args: tuple) -> tuple | None:
-        """The fast-path key of a call of Arrays on one device and hashable static values by
-        position; None when the call is not of that kind."""
-        device = self._device
+    def _static_fast_key(self, args: tuple) -> tuple[tuple | None, list[Any]]:
+        """The fast-path key of a call of Arrays sharing one sharding and hashable static
+        values by position, with the Arrays' buffers; (None, []) for any other call."""
+        sharding = self._sharding
         statics = []
         avals = []
+        buffers = []
         for i, x in enumerate(args):
             if i in self._static_positions:
                 statics.append((type(x), x))
-            elif type(x) is not Array or (device is not None and x._device is not device):
-                return None
+            elif type(x) is not Array or (sharding is not None and x._sharding is not sharding):
+                return None, []
             else:
-                device = x._device
+                sharding = x._sharding
                 avals.append(x.aval)
-        key = (len(args), tuple(statics), tuple(avals), device, _enable_x64())
+                buffers.append(x._buffer)
+        key = (len(args), tuple(statics), tuple(avals), sharding, _enable_x64())
         try:
             hash(key)
         except TypeError:  # an unhashable static value: the general path explains
-            return None
-        return key
+            return None, []
+        return key, buffers
 
-    def _call_top_level(self, leaves: list[Any], in_tree: PyTreeDef, statics: tuple) -> Any:
-        device = self._device or common_device(leaves, self._name)
-        if device is None or self._always_spmd:
-            return self._call_spmd(leaves, in_tree, statics)
-        buffers = []
-        avals = []
-        for i, x in enumerate(leaves):
-            if type(x) is not Array or x._device is not device:
-                aval = leaf_aval(x, self._label(i))
-                if aval.dtype == dtypes.float0:  # no data: the program does not take it
-                    buffers.append(None)
-                    avals.append(aval)
-                    continue
-                x = scalar_on_device(x, device) if is_host_scalar(x) else to_device(x, device)
-            buffers.append(x._buffer)
-            avals.append(x.aval)
-        avals = tuple(avals)
-        x64 = _enable_x64()
-        key = (statics, in_tree, avals, device, x64)
+    def _executable_for(
+        self, leaves: list[Any], in_tree: PyTreeDef, statics: tuple
+    ) -> tuple[_Executable, list[Any]]:
+        """The compiled program for these arguments, and their buffers, placed as it takes
+        them."""
+        # Arrays only: their key is known without placing them.
+        arrays = arrays_layout(leaves, self._sharding)
+        if arrays is not None:
+            layout, avals, buffers = arrays
+            entry = self._exec_cache.get((statics, in_tree, avals, layout, _enable_x64()))
+            if entry is not None:
+                return entry, buffers
+        avals = tuple(leaf_aval(x, self._label(i)) for i, x in enumerate(leaves))
+        traced = self._trace(statics, in_tree, avals)
+        where, wanted = self._where(traced, leaves, in_tree)
+        if isinstance(where, Mesh):
+            placed, _ = placement.place_arguments(leaves, wanted, where, f"jit({self._name})")
+        else:
+            placed = placement.place_on_device(leaves, where)
+        layout = placement.layout_of(placed, where)
+        key = (statics, in_tree, avals, layout, _enable_x64())
         entry = self._exec_cache.get(key)
         if entry is None:
-            if self._trace(statics, in_tree, avals).mesh is not None:
-                return self._call_spmd(leaves, in_tree, statics)
-            entry = self._compile(statics, in_tree, avals, device)
+            in_shardings = [None if p is None else p._sharding for p in placed]
+            prepared = self._prepare(traced, where, in_shardings)
+            entry = self._compile(traced, where, prepared, layout)
             remember(self._exec_cache, key, entry, EXECUTABLES_PER_FUNCTION)
-            if not statics and in_tree == _flat_args_tree(len(leaves)):
-                flat_key = (avals, device, x64)
-                remember(self._flat_cache, flat_key, entry, EXECUTABLES_PER_FUNCTION)
-        return entry.build(entry.compiled.call_buffers(entry.const_buffers + buffers))
+        return entry, [None if p is None else p._buffer for p in placed]
 
-    def _call_spmd(self, leaves: list[Any], in_tree: PyTreeDef, statics: tuple) -> Any:
-        """A call over a device mesh: arguments laid out, one SPMD program compiled per
-        layout of the arguments."""
-        # Arrays already laid out as last time: straight to the compiled program.
-        try:
-            fast_key = (statics, in_tree, tuple((x.aval, x._device) for x in leaves))
-            entry = self._spmd_fast.get(fast_key)
-        except (AttributeError, TypeError):  # host values among the arguments
-            fast_key = entry = None
-        if entry is not None:
-            return entry.build(entry.compiled.call(entry.const_arrays + leaves))
-        traced, mesh, wanted = self._spmd_plan(leaves, in_tree, statics)
-        placed, layouts = spmd.place_arguments(leaves, wanted, mesh, f"jit({self._name})")
-        avals = tuple(x.aval for x in placed)
-        key = (statics, in_tree, avals, spmd.layouts_key(avals, layouts), _enable_x64())
-        entry = self._spmd_cache.get(key)
-        if entry is None:
-            replicated = spmd.NamedSharding(mesh, spmd.PartitionSpec())
-            consts = [spmd.put(c, replicated) for c in traced.consts]
-            compiled = spmd.compile_spmd(
-                traced.jaxpr,
-                mesh,
-                f"jit_{self._name}",
-                [replicated] * len(consts) + layouts,
-                self._out_leaf_shardings(traced),
-                traced.donated,
-            )
-            entry = _SpmdExecutable(compiled, consts, traced.out_tree)
-            remember(self._spmd_cache, key, entry, EXECUTABLES_PER_FUNCTION)
-        if fast_key is not None and all(p is x for p, x in zip(placed, leaves)):
-            remember(self._spmd_fast, fast_key, entry, EXECUTABLES_PER_FUNCTION)
-        return entry.build(entry.compiled.call(entry.const_arrays + placed))
-
-    def _spmd_plan(self, leaves: list[Any], in_tree: PyTreeDef, statics: tuple):
-        """(traced program, mesh, the sharding asked for each argument or None)."""
+    def _where(self, traced: _Traced, leaves: list[Any], in_tree: PyTreeDef):
+        """Where the program runs (a Device or a Mesh), and the sharding asked for each
+        argument (None: as it is)."""
+        if not self._always_spmd:
+            device = self._device or placement.common_device(leaves, self._name)
+            if device is not None and traced.mesh is None:
+                return device, None
         name = self._name
-        index_tree = tree_unflatten(in_tree, range(len(leaves)))
         wanted = [None] * len(leaves)
         if self._in_shardings is not None:
-            args_indices = index_tree[0]
             prefix = self._in_shardings
             if isinstance(prefix, list):
                 prefix = tuple(prefix)
-            wanted[: in_tree.subtrees[0].num_leaves] = spmd.broadcast_prefix(
-                prefix, args_indices, in_tree.subtrees[0].num_leaves, f"jit({name}) in_shardings"
+            n_args = in_tree.subtrees[0].num_leaves
+            index_tree = tree_unflatten(in_tree, range(len(leaves)))
+            wanted[:n_args] = placement.broadcast_prefix(
+                prefix, index_tree[0], n_args, f"jit({name}) in_shardings"
             )
-        avals = tuple(leaf_aval(x, self._label(i)) for i, x in enumerate(leaves))
-        traced = self._trace(statics, in_tree, avals)
-        mesh = spmd.mesh_of(wanted, leaves, f"jit({name})") or traced.mesh
+        mesh = placement.mesh_of(wanted, leaves, f"jit({name})") or traced.mesh
         if mesh is None:
             out_sh = self._out_leaf_shardings(traced)
-            mesh = spmd.mesh_of(out_sh, (), f"jit({name})")
+            mesh = placement.mesh_of(out_sh, (), f"jit({name})")
         if mesh is None:
             raise ValueError(f"jit({name}): shardings were given but name no mesh")
-        return traced, mesh, wanted
+        return mesh, wanted
+
+    def _prepare(self, traced: _Traced, where: Device | Mesh, in_shardings: list[Any]):
+        """The computation of ``traced`` for ``where``, its consts leading the arguments."""
+        if isinstance(where, Mesh):
+            replicated = NamedSharding(where, PartitionSpec())
+            in_shardings = [replicated] * len(traced.consts) + in_shardings
+            out_shardings = self._out_leaf_shardings(traced)
+        else:
+            in_shardings = out_shardings = None
+        return prepare(
+            traced.jaxpr, f"jit_{self._name}", where, in_shardings, out_shardings, traced.donated
+        )
+
+    def _compile(self, traced: _Traced, where: Device | Mesh, prepared, layout) -> _Executable:
+        program = compile_prepared(prepared)
+        if isinstance(where, Mesh):
+            replicated = NamedSharding(where, PartitionSpec())
+            consts = [placement.put(c, replicated) for c in traced.consts]
+        else:
+            consts = placement.place_on_device(traced.consts, where)
+        # float0 consts (tangents of integers) carry no data: the program does not take them.
+        const_buffers = [None if c is None else c._buffer for c in consts]
+        return _Executable(program, const_buffers, layout, traced.out_tree)
 
     def _out_leaf_shardings(self, traced: _Traced) -> list[Any]:
         count = traced.out_tree.num_leaves
@@ -315,35 +336,9 @@ class JitFunction:
         if isinstance(prefix, list):
             prefix = tuple(prefix)
         indices = tree_unflatten(traced.out_tree, range(count))
-        return spmd.broadcast_prefix(prefix, indices, count, f"jit({self._name}) out_shardings")
-
-    def _call_flat_arrays(self, args: tuple) -> Any:
-        """The common call, every argument an Array on one device: no pytree flattening."""
-        device = self._device
-        avals = []
-        buffers = []
-        for x in args:
-            if type(x) is not Array or (device is not None and x._device is not device):
-                return _NOT_CACHED
-            device = x._device
-            avals.append(x.aval)
-            buffers.append(x._buffer)
-        entry = self._flat_cache.get((tuple(avals), device, _enable_x64()))
-        if entry is None:
-            return _NOT_CACHED
-        if entry.const_buffers:
-            buffers = entry.const_buffers + buffers
-        return entry.build(entry.compiled.call_buffers(buffers))
-
-    def _compile(self, statics: tuple, in_tree: PyTreeDef, avals: tuple, device: Device):
-        traced = self._trace(statics, in_tree, avals)
-        compiled = compile_jaxpr(traced.jaxpr, device, f"jit_{self._name}", traced.donated)
-        # float0 consts (tangents of integers) carry no data: the program does not take them.
-        const_buffers = [
-            None if core.get_aval(c).dtype == dtypes.float0 else to_device(c, device)._buffer
-            for c in traced.consts
-        ]
-        return _Executable(compiled, const_buffers, traced.out_tree)
+        return placement.broadcast_prefix(
+            prefix, indices, count, f"jit({self._name}) out_shardings"
+        )
 
     # -- tracing --------------------------------------------------------------------------------
 
@@ -380,23 +375,19 @@ class JitFunction:
         traced = self._trace_cache.get(key)
         if traced is not None:
             return traced
-        out_trees: list[PyTreeDef] = []
 
-        def flat_fun(*leaves: Any) -> list[Any]:
-            dyn_args, dyn_kwargs = tree_unflatten(in_tree, leaves)
+        def call(dyn_args: tuple, dyn_kwargs: dict) -> Any:
             args, kwargs = self._merge(dyn_args, dyn_kwargs, statics)
-            out = self._fun(*args, **kwargs)
-            out_leaves, out_tree = tree_flatten(out)
-            out_trees.append(out_tree)
-            return out_leaves
+            return self._fun(*args, **kwargs)
 
+        flat_fun = flatten_fun(call, in_tree)
         closed = trace_to_jaxpr(flat_fun, avals, name=self._name)
         jaxpr = dce_jaxpr(closed.jaxpr)
         hoisted = Jaxpr(
             [], [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns, self._name
         )
         donated = (False,) * len(closed.consts) + self._donated_leaves(in_tree, statics)
-        traced = _Traced(ClosedJaxpr(hoisted, []), list(closed.consts), out_trees[0], donated)
+        traced = _Traced(ClosedJaxpr(hoisted, []), list(closed.consts), flat_fun.out_tree, donated)
         self._trace_cache[key] = traced
         return traced
 
@@ -428,22 +419,12 @@ class JitFunction:
         dynamic, statics = self._split(args, kwargs)
         leaves, in_tree = tree_flatten(dynamic)
         avals = tuple(leaf_aval(x, self._label(i)) for i, x in enumerate(leaves))
-        device = self._device or common_device([x for x in leaves if type(x) is Array], self._name)
-        spmd_text = None
-        if device is None or self._always_spmd or self._trace(statics, in_tree, avals).mesh:
-            traced, mesh, wanted = self._spmd_plan(leaves, in_tree, statics)
-            layouts = spmd.argument_layouts(leaves, wanted, mesh, f"jit({self._name})")
-            replicated = spmd.NamedSharding(mesh, spmd.PartitionSpec())
-            spmd_text = spmd.spmd_computation(
-                traced.jaxpr,
-                mesh,
-                f"jit_{self._name}",
-                [replicated] * len(traced.consts) + layouts,
-                self._out_leaf_shardings(traced),
-                traced.donated,
-            )
-            device = mesh.device_list[0]
-        return Lowered(self, statics, in_tree, avals, device, spmd_text)
+        traced = self._trace(statics, in_tree, avals)
+        where, wanted = self._where(traced, leaves, in_tree)
+        in_shardings = None
+        if isinstance(where, Mesh):
+            in_shardings = placement.argument_layouts(leaves, wanted, where, f"jit({self._name})")
+        return Lowered(self, traced, self._prepare(traced, where, in_shardings))
 
     def trace(self, *args: Any, **kwargs: Any) -> ClosedJaxpr:
         dynamic, statics = self._split(args, kwargs)
@@ -454,22 +435,16 @@ class JitFunction:
     def clear_cache(self) -> None:
         self._trace_cache.clear()
         self._exec_cache.clear()
-        self._flat_cache.clear()
-        self._spmd_cache.clear()
-        self._spmd_fast.clear()
+        self._fast.clear()
 
 
 class Lowered:
     """A jitted function lowered for one argument signature."""
 
-    def __init__(self, fn: JitFunction, statics, in_tree, avals, device: Device, spmd_program=None):
+    def __init__(self, fn: JitFunction, traced: _Traced, prepared: Any):
         self._fn = fn
-        self._spmd = spmd_program  # the Computation of an SPMD program over a mesh
-        self._statics = statics
-        self._in_tree = in_tree
-        self._avals = avals
-        self._device = device
-        self._traced = fn._trace(statics, in_tree, avals)
+        self._traced = traced
+        self._prepared = prepared  # the computation, for one device or over a mesh
 
     @property
     def jaxpr(self) -> ClosedJaxpr:
@@ -477,28 +452,12 @@ class Lowered:
 
     def as_text(self, platform: str | None = None) -> str:
         """The StableHLO module, as MLIR text, for ``platform`` (default: the device's)."""
-        if self._spmd is not None:
-            return self._spmd.as_text(platform or self._device.platform)
-        jaxpr, donated = self._traced.jaxpr, self._traced.donated
-        stripped = without_float0(jaxpr, self._fn._name, donated)
-        if stripped is not None:  # float0 inputs and outputs are not part of the program
-            jaxpr, donated = stripped[0], stripped[1]
-        return lower_module(
-            jaxpr,
-            platform=platform or self._device.platform,
-            name=f"jit_{self._fn._name}",
-            donated_invars=donated,
-        )
+        computation = self._prepared.computation
+        return computation.as_text(platform or computation.devices[0].platform)
 
     def compile(self) -> Compiled:
-        if self._spmd is not None:  # compiled for inspection; calls go through the jit cache
-            return Compiled(self._fn, self._device.backend.compile(self._spmd))
-        key = (self._statics, self._in_tree, self._avals, self._device)
-        entry = self._fn._exec_cache.get(key)
-        if entry is None:
-            entry = self._fn._compile(self._statics, self._in_tree, self._avals, self._device)
-            remember(self._fn._exec_cache, key, entry, EXECUTABLES_PER_FUNCTION)
-        return Compiled(self._fn, entry.compiled.executable)
+        """Compiled for inspection; calls go through the jitted function and its caches."""
+        return Compiled(self._fn, compile_prepared(self._prepared).executable)
 
 
 class Compiled:

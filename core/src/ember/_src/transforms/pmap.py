@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 
 from ember._src import errors
+from ember._src.execution.devices import devices as all_devices
 from ember._src.primitives.shape import expand_dims, move_axis, squeeze
 from ember._src.sharding.mesh import Mesh
 from ember._src.sharding.shardings import PartitionSpec
-from ember._src.transforms.api import devices as all_devices
 from ember._src.transforms.arguments import flatten_axes, leaf_aval
 from ember._src.transforms.jit import jit
 from ember._src.transforms.shard_map import shard_map
-from ember._src.tree.util import tree_flatten, tree_unflatten
+from ember._src.tree.util import flatten_fun, tree_flatten, tree_unflatten
 
 _ANONYMOUS = "_pmap_axis"
 
@@ -65,23 +65,24 @@ def pmap(
             )
         mesh = Mesh(np.array(pool[:size], dtype=object), (name,))
         fronts = [x if d is None else move_axis(x, d, 0) for x, d in zip(leaves, dims)]
-        out_trees = []
+
+        def call(*dynamic_args: Any) -> Any:
+            rebuilt = list(dynamic_args)
+            for i in sorted(static_args):
+                rebuilt.insert(i, static_args[i])
+            return fun(*rebuilt)
+
+        flat_fun = flatten_fun(call, tree, keep_output=True)
 
         def per_device(*blocks: Any) -> list[Any]:
             xs = [b if d is None else squeeze(b, (0,)) for b, d in zip(blocks, dims)]
-            rebuilt = list(tree_unflatten(tree, xs))
-            for i in sorted(static_args):
-                rebuilt.insert(i, static_args[i])
-            out = fun(*rebuilt)
-            out_leaves, out_tree = tree_flatten(out)
-            out_trees.append((out, out_tree))
-            return [expand_dims(o, (0,)) for o in out_leaves]
+            return [expand_dims(o, (0,)) for o in flat_fun(*xs)]
 
         specs = [PartitionSpec() if d is None else PartitionSpec(name) for d in dims]
         outs = shard_map(
             per_device, mesh=mesh, in_specs=tuple(specs), out_specs=PartitionSpec(name)
         )(*fronts)
-        out_value, out_tree = out_trees[0]
+        out_value, out_tree = flat_fun.output, flat_fun.out_tree
         wanted = flatten_axes("pmap out_axes", out_tree, out_axes, out_value)
         results = []
         for o, w in zip(outs, wanted):

@@ -7,133 +7,27 @@
 every device along that axis; ``check_rep`` verifies this from the program (only collectives
 over an axis make a value equal across it).
 
-It is one primitive, ``shard_map``, whose body is the per-device jaxpr. It lowers to Shardy's
-``sdy.manual_computation`` (the collectives inside lower to StableHLO collectives over the
-mesh's device groups). Backends that interpret jaxprs (the reference) run it as nested vmaps
-over the mesh axes, which is the same computation, device by device.
+The per-device function is traced into the ``shard_map`` primitive
+(``primitives/shard_map.py``, with its rules). Called eagerly, the mapped function is
+compiled by ``jit`` as one program over the mesh.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from ember._src import core, errors, rules
-from ember._src.core import Primitive, ShapedArray, Zero, extend_axis_env, get_aval, tangent_aval
-from ember._src.execution import spmd
-from ember._src.execution.dispatch import single_equation
-from ember._src.interpreters.ad import UndefinedPrimal, backward_pass, is_undefined
-from ember._src.interpreters.ad_util import instantiate
-from ember._src.interpreters.batching import not_mapped
-from ember._src.interpreters.eval import eval_jaxpr
-from ember._src.interpreters.partial_eval import PartialEvalTrace, merge, partial_eval_jaxpr
-from ember._src.interpreters.reference import evaluate_jaxpr
+from ember._src import core, errors
+from ember._src.core import get_aval
 from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.ir import ClosedJaxpr
-from ember._src.lowering.module import lower_jaxpr_inline
 from ember._src.primitives import collectives
-from ember._src.primitives.jaxpr_transforms import (
-    batch_jaxpr,
-    cached,
-    hoist_consts,
-    jvp_jaxpr,
-    trace_const_free,
-)
-from ember._src.primitives.shape import (
-    broadcast_in_dim,
-    expand_dims,
-    move_axis,
-    reshape,
-    slice_op,
-    squeeze,
-    transpose,
-)
+from ember._src.primitives.jaxpr_transforms import hoist_consts
+from ember._src.primitives.shard_map import mesh_axes, shard_aval, shard_map_p, unmentioned
 from ember._src.sharding.mesh import Mesh, current_mesh
 from ember._src.sharding.shardings import NamedSharding, PartitionSpec
-from ember._src.transforms.api import vmap
 from ember._src.transforms.jit import jit
-from ember._src.tree.util import _flatten_up_to, tree_flatten, tree_unflatten
-
-
-class _ShardMapPrimitive(Primitive):
-    """Bound eagerly (outside any trace), a shard_map runs as its own SPMD program over its
-    mesh, its operands laid out by ``in_specs``; under a trace it is an equation as usual."""
-
-    def bind(self, *args: Any, **params: Any) -> Any:
-        if core.eval_trace_is_current():
-            return _run_eagerly(args, params)
-        return super().bind(*args, **params)
-
-
-shard_map_p = _ShardMapPrimitive("shard_map", multiple_results=True)
-_eager_cache: dict[tuple, spmd.SpmdComputation] = {}
-
-
-def _run_eagerly(args: Sequence[Any], params: dict) -> list[Any]:
-    mesh = params["mesh"]
-    in_shardings = [NamedSharding(mesh, s) for s in params["in_specs"]]
-    placed = [spmd.put(x, s, "shard_map") for x, s in zip(args, in_shardings)]
-    avals = tuple(x.aval for x in placed)
-    key = (params["jaxpr"], params["in_specs"], params["out_specs"], mesh, avals)
-    compiled = _eager_cache.get(key)
-    if compiled is None:
-        closed = single_equation(shard_map_p, list(avals), params)
-        out_shardings = [NamedSharding(mesh, s) for s in params["out_specs"]]
-        compiled = spmd.compile_spmd(closed, mesh, "shard_map", in_shardings, out_shardings)
-        if len(_eager_cache) > 256:
-            _eager_cache.clear()
-        _eager_cache[key] = compiled
-    return compiled.call(placed)
-
-
-# --------------------------------------------------------------------------------------------
-# Shapes: global <-> per-device
-
-
-def _factor(mesh: Mesh, spec: PartitionSpec, dim: int) -> int:
-    return math.prod(mesh.axis_size(a) for a in spec.axes_of(dim))
-
-
-def shard_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray, what: str) -> ShapedArray:
-    if len(spec) > aval.ndim:
-        raise ValueError(
-            f"{what}: spec {spec} has {len(spec)} entries for an array {aval.str_short()} of rank "
-            f"{aval.ndim}{errors.where()}"
-        )
-    shape = []
-    for d, size in enumerate(aval.shape):
-        factor = _factor(mesh, spec, d)
-        if size % factor:
-            raise ValueError(
-                f"{what}: dimension {d} of {aval.str_short()} (size {size}) is not divisible by "
-                f"mesh axes {spec.axes_of(d)} of total size {factor}{errors.where()}"
-            )
-        shape.append(size // factor)
-    return aval.update(shape=tuple(shape))
-
-
-def global_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray) -> ShapedArray:
-    shape = tuple(s * _factor(mesh, spec, d) for d, s in enumerate(aval.shape))
-    return aval.update(shape=shape)
-
-
-def _unmentioned(mesh: Mesh, spec: PartitionSpec) -> tuple[str, ...]:
-    used = {a for d in range(len(spec)) for a in spec.axes_of(d)}
-    return tuple(a for a in mesh.axis_names if a not in used)
-
-
-def _check_spec(mesh: Mesh, spec: Any, what: str) -> PartitionSpec:
-    if not isinstance(spec, PartitionSpec):
-        raise errors.EmberTypeError(
-            f"{what}: expected a PartitionSpec, got {spec!r}{errors.where()}"
-        )
-    NamedSharding(mesh, spec)  # names an axis the mesh lacks, or one twice: a clear error
-    return spec
-
-
-# --------------------------------------------------------------------------------------------
-# The user-facing function
+from ember._src.tree.util import flatten_fun, flatten_up_to, tree_flatten, tree_unflatten
 
 
 def shard_map(
@@ -161,18 +55,11 @@ def shard_map(
             shard_aval(the_mesh, s, a, f"shard_map({name}) argument #{i}")
             for i, (s, a) in enumerate(zip(specs, avals))
         ]
-        out_trees = []
-
-        def body(*shards: Any) -> list[Any]:
-            out = f(*tree_unflatten(in_tree, shards))
-            out_leaves, out_tree = tree_flatten(out)
-            out_trees.append((out, out_tree))
-            return out_leaves
-
-        with _mesh_axes(the_mesh):
+        body = flatten_fun(f, in_tree, keep_output=True)
+        with mesh_axes(the_mesh):
             closed = trace_to_jaxpr(body, per_device, name=f"shard_map_{name}")
         consts, jaxpr = hoist_consts(closed)
-        out_value, out_tree = out_trees[0]
+        out_value, out_tree = body.output, body.out_tree
         o_specs = _spec_leaves(
             out_specs, out_value, out_tree.num_leaves, the_mesh, "shard_map out_specs"
         )
@@ -200,6 +87,15 @@ def shard_map(
     return wrapped
 
 
+def _check_spec(mesh: Mesh, spec: Any, what: str) -> PartitionSpec:
+    if not isinstance(spec, PartitionSpec):
+        raise errors.EmberTypeError(
+            f"{what}: expected a PartitionSpec, got {spec!r}{errors.where()}"
+        )
+    NamedSharding(mesh, spec)  # names an axis the mesh lacks, or one twice: a clear error
+    return spec
+
+
 def _spec_leaves(specs: Any, values: Any, count: int, mesh: Mesh, what: str) -> list:
     def is_leaf(x: Any) -> bool:
         return x is None or isinstance(x, PartitionSpec)
@@ -209,7 +105,7 @@ def _spec_leaves(specs: Any, values: Any, count: int, mesh: Mesh, what: str) -> 
         return [_check_spec(mesh, spec, what)] * count
     prefix, treedef = tree_flatten(specs, is_leaf=is_leaf)
     try:
-        subtrees = _flatten_up_to(treedef, values, 1)
+        subtrees = flatten_up_to(treedef, values, 1)
     except ValueError as err:
         raise ValueError(f"{what} do not match the values' structure: {err}") from None
     out = []
@@ -219,21 +115,6 @@ def _spec_leaves(specs: Any, values: Any, count: int, mesh: Mesh, what: str) -> 
     if len(out) != count:
         raise ValueError(f"{what}: {len(out)} specs for {count} values{errors.where()}")
     return out
-
-
-class _mesh_axes:  # noqa: N801 - a context manager used like a function
-    """Bind every mesh axis as a named axis while tracing the per-device function."""
-
-    def __init__(self, mesh: Mesh):
-        self.frames = [extend_axis_env(n, s) for n, s in mesh.shape.items()]
-
-    def __enter__(self) -> None:
-        for frame in self.frames:
-            frame.__enter__()
-
-    def __exit__(self, *exc: Any) -> None:
-        for frame in reversed(self.frames):
-            frame.__exit__(*exc)
 
 
 # --------------------------------------------------------------------------------------------
@@ -277,9 +158,9 @@ def _replicated_axes(jaxpr: ClosedJaxpr, mesh: Mesh, in_rep: list[frozenset]) ->
 
 
 def _check_replication(jaxpr, mesh, in_specs, out_specs) -> None:
-    in_rep = [frozenset(_unmentioned(mesh, s)) for s in in_specs]
+    in_rep = [frozenset(unmentioned(mesh, s)) for s in in_specs]
     for i, (rep, spec) in enumerate(zip(_replicated_axes(jaxpr, mesh, in_rep), out_specs)):
-        missing = [a for a in _unmentioned(mesh, spec) if a not in rep]
+        missing = [a for a in unmentioned(mesh, spec) if a not in rep]
         if missing:
             raise ValueError(
                 f"shard_map output #{i} has out_specs {spec}, which says it is the same on every "
@@ -287,276 +168,3 @@ def _check_replication(jaxpr, mesh, in_specs, out_specs) -> None:
                 f"(psum/all_gather), name the axes in out_specs, or pass check_rep=False"
                 f"{errors.where()}"
             )
-
-
-# --------------------------------------------------------------------------------------------
-# Rules
-
-
-@rules.def_abstract_eval(shard_map_p)
-def _abstract_eval(*avals, jaxpr, mesh, in_specs, out_specs):
-    return [global_aval(mesh, s, a) for s, a in zip(out_specs, jaxpr.out_avals)]
-
-
-def _sdy_specs(specs: Sequence[PartitionSpec], avals: Sequence[ShapedArray], mesh: Mesh) -> str:
-    parts = [
-        NamedSharding(mesh, s).sdy_sharding(a.ndim)[len("#sdy.sharding") :]
-        for s, a in zip(specs, avals)
-    ]
-    return "#sdy.sharding_per_value<[" + ", ".join(parts) + "]>"
-
-
-@rules.def_lowering(shard_map_p)
-def _lowering(ctx, *operands, jaxpr, mesh, in_specs, out_specs):
-    ctx.module.require_mesh(mesh, "shard_map")
-    axes = ", ".join(f'"{a}"' for a in mesh.axis_names)
-    attrs = {
-        "in_shardings": _sdy_specs(in_specs, ctx.avals_in, mesh),
-        "out_shardings": _sdy_specs(out_specs, ctx.avals_out, mesh),
-        "manual_axes": f"#sdy<manual_axes{{{axes}}}>",
-    }
-
-    def body(c, *block_args):
-        return lower_jaxpr_inline(c, jaxpr.jaxpr, [], block_args)
-
-    region = ctx.region(jaxpr.in_avals, body, terminator="sdy.return")
-    return ctx.op("sdy.manual_computation", list(operands), list(ctx.avals_out), attrs, [region])
-
-
-# -- running it as nested vmaps (the reference backend) ----------------------------------------
-
-
-def _to_blocks(x: Any, mesh: Mesh, spec: PartitionSpec) -> Any:
-    """Global ``x`` as (*mesh.axis_sizes, *block): every device's block, by mesh position."""
-    aval = get_aval(x)
-    shape, where = [], {}
-    for d, size in enumerate(aval.shape):
-        for a in spec.axes_of(d):
-            where[a] = len(shape)
-            shape.append(mesh.axis_size(a))
-        shape.append(size // _factor(mesh, spec, d))
-    y = reshape(x, tuple(shape))
-    present = [a for a in mesh.axis_names if a in where]
-    rest = [i for i in range(len(shape)) if i not in where.values()]
-    y = transpose(y, [where[a] for a in present] + rest)
-    block = tuple(shape[i] for i in rest)
-    positions = [mesh.axis_names.index(a) for a in present]
-    dims = positions + list(range(len(mesh.axis_names), len(mesh.axis_names) + len(block)))
-    return broadcast_in_dim(y, mesh.axis_sizes + block, dims)
-
-
-def _from_blocks(y: Any, mesh: Mesh, spec: PartitionSpec) -> Any:
-    """The inverse of ``_to_blocks`` (blocks along unmentioned axes are taken from index 0)."""
-    n = len(mesh.axis_names)
-    shape = get_aval(y).shape
-    for i in reversed(range(n)):
-        if mesh.axis_names[i] in _unmentioned(mesh, spec):
-            start = [0] * len(shape)
-            limit = list(shape)
-            limit[i] = 1
-            y = squeeze(slice_op(y, start, limit), (i,))
-            shape = get_aval(y).shape
-    kept = [a for a in mesh.axis_names if a not in _unmentioned(mesh, spec)]
-    block = shape[len(kept) :]
-    order, out_shape = [], []
-    for d, size in enumerate(block):
-        for a in spec.axes_of(d):
-            order.append(kept.index(a))
-        order.append(len(kept) + d)
-        out_shape.append(size * _factor(mesh, spec, d))
-    return reshape(transpose(y, order), tuple(out_shape))
-
-
-def _as_vmaps(jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs, *args: Any) -> list[Any]:
-    per_device = _vmap_over_axes(jaxpr, mesh)
-    blocks = [_to_blocks(x, mesh, s) for x, s in zip(args, in_specs)]
-    outs = per_device(*blocks)
-    return [_from_blocks(y, mesh, s) for y, s in zip(outs, out_specs)]
-
-
-def _vmap_over_axes(jaxpr: ClosedJaxpr, mesh: Mesh) -> Callable[..., Any]:
-    def fun(*xs: Any) -> list[Any]:
-        return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs)
-
-    for name, size in reversed(list(mesh.shape.items())):
-        fun = vmap(fun, in_axes=0, out_axes=0, axis_name=name, axis_size=size)
-    return fun
-
-
-@rules.def_reference(shard_map_p)
-def _reference(*args, jaxpr, mesh, in_specs, out_specs):
-    def build():
-        avals = [get_aval(a) for a in args]
-        return trace_to_jaxpr(
-            lambda *xs: _as_vmaps(jaxpr, mesh, in_specs, out_specs, *xs), avals, "shard_map"
-        )
-
-    key = ("reference", in_specs, out_specs, tuple(get_aval(a) for a in args))
-    return evaluate_jaxpr(cached(jaxpr, key, build), args)
-
-
-# -- differentiation ---------------------------------------------------------------------------
-
-
-@rules.def_jvp(shard_map_p)
-def _jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs):
-    nonzero = tuple(type(t) is not Zero for t in tangents)
-    consts, new_jaxpr, out_nonzero = jvp_jaxpr(jaxpr, nonzero)
-    live = [t for t in tangents if type(t) is not Zero]
-    t_specs = tuple(s for s, nz in zip(in_specs, nonzero) if nz)
-    to_specs = tuple(s for s, nz in zip(out_specs, out_nonzero) if nz)
-    outs = shard_map_p.bind(
-        *consts,
-        *primals,
-        *live,
-        jaxpr=new_jaxpr,
-        mesh=mesh,
-        in_specs=(PartitionSpec(),) * len(consts) + tuple(in_specs) + t_specs,
-        out_specs=tuple(out_specs) + to_specs,
-    )
-    n = len(out_specs)
-    out_avals = _abstract_eval(jaxpr=jaxpr, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
-    zeros = [Zero(tangent_aval(a)) for a, nz in zip(out_avals, out_nonzero) if not nz]
-    return outs[:n], merge(out_nonzero, zeros, outs[n:])
-
-
-@rules.def_transpose(shard_map_p)
-def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs):
-    undefined = [is_undefined(a) for a in args]
-    residuals = [a for a in args if not is_undefined(a)]
-    res_specs = tuple(s for s, u in zip(in_specs, undefined) if not u)
-    lin_specs = tuple(s for s, u in zip(in_specs, undefined) if u)
-    ct_nonzero = tuple(type(ct) is not Zero for ct in cts)
-    live_cts = [ct for ct in cts if type(ct) is not Zero]
-    ct_specs = tuple(s for s, nz in zip(out_specs, ct_nonzero) if nz)
-
-    def build():
-        lin_avals = [a for a, u in zip(jaxpr.in_avals, undefined) if u]
-        res_avals = [a for a, u in zip(jaxpr.in_avals, undefined) if not u]
-        ct_avals = [tangent_aval(a) for a, nz in zip(jaxpr.out_avals, ct_nonzero) if nz]
-
-        def fun(*res_and_cts):
-            res, cts_in = res_and_cts[: len(res_avals)], res_and_cts[len(res_avals) :]
-            # A replicated output's cotangent reaches every device along the axes its spec
-            # leaves out; each device takes its share so that the sum is counted once.
-            scaled = []
-            for ct, spec in zip(cts_in, ct_specs):
-                copies = math.prod(mesh.axis_size(a) for a in _unmentioned(mesh, spec))
-                scaled.append(ct if copies == 1 else ct / copies)
-            full_args = merge(undefined, res, [UndefinedPrimal(a) for a in lin_avals])
-            zeros = [Zero(a) for a, nz in zip(jaxpr.out_avals, ct_nonzero) if not nz]
-            full_cts = merge(ct_nonzero, zeros, scaled)
-            result = backward_pass(jaxpr.jaxpr, jaxpr.consts, full_args, full_cts)
-            outs = []
-            for ct, spec in zip([r for r, u in zip(result, undefined) if u], lin_specs):
-                ct = instantiate(ct)
-                axes = _unmentioned(mesh, spec)  # the input was copied to these devices
-                outs.append(collectives.psum_p.bind(ct, axes=axes) if axes else ct)
-            return outs
-
-        with _mesh_axes(mesh):
-            return trace_const_free(fun, [*res_avals, *ct_avals], "transpose")
-
-    key = ("transpose", tuple(undefined), ct_nonzero)
-    consts, transposed = cached(jaxpr, key, build)
-    outs = shard_map_p.bind(
-        *consts,
-        *residuals,
-        *live_cts,
-        jaxpr=transposed,
-        mesh=mesh,
-        in_specs=(PartitionSpec(),) * len(consts) + res_specs + ct_specs,
-        out_specs=lin_specs,
-    )
-    return merge(undefined, [None] * len(residuals), outs)
-
-
-def _partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) -> list[Any]:
-    jaxpr, mesh = params["jaxpr"], params["mesh"]
-    in_specs, out_specs = params["in_specs"], params["out_specs"]
-    unknowns = tuple(trace.owns(x) for x in args)
-    # Residuals are per-device values: they leave the known part stacked along a new leading
-    # dimension split over every mesh axis, and enter the unknown part the same way.
-    every_axis = PartitionSpec(tuple(mesh.axis_names))
-
-    def build():
-        split = partial_eval_jaxpr(jaxpr, unknowns)
-        n_res = split.num_residuals
-        known = split.known
-        n_known_out = len(known.out_avals) - n_res
-
-        def known_fun(*xs):
-            outs = eval_jaxpr(known.jaxpr, known.consts, *xs)
-            return outs[:n_known_out] + [expand_dims(r, (0,)) for r in outs[n_known_out:]]
-
-        unknown = split.unknown
-
-        def unknown_fun(*xs):
-            res = [squeeze(r, (0,)) for r in xs[:n_res]]
-            return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[n_res:])
-
-        res_avals = known.out_avals[n_known_out:]
-        stacked = [r.update(shape=(1, *r.shape)) for r in res_avals]
-        with _mesh_axes(mesh):
-            known_j = trace_const_free(known_fun, known.in_avals, "known")
-            unknown_in = stacked + list(unknown.in_avals[n_res:])
-            unknown_j = trace_const_free(unknown_fun, unknown_in, "unknown")
-        return split, known_j, unknown_j
-
-    split, (k_consts, k_jaxpr), (u_consts, u_jaxpr) = cached(jaxpr, ("pe", unknowns), build)
-    n_res = split.num_residuals
-    known_args = [x for x, u in zip(args, unknowns) if not u]
-    unknown_args = [x for x, u in zip(args, unknowns) if u]
-    known_in_specs = tuple(s for s, u in zip(in_specs, unknowns) if not u)
-    unknown_in_specs = tuple(s for s, u in zip(in_specs, unknowns) if u)
-    known_out_specs = tuple(s for s, u in zip(out_specs, split.out_unknowns) if not u)
-    unknown_out_specs = tuple(s for s, u in zip(out_specs, split.out_unknowns) if u)
-    with core.set_current_trace(trace.parent):
-        known_outs = shard_map_p.bind(
-            *k_consts,
-            *known_args,
-            jaxpr=k_jaxpr,
-            mesh=mesh,
-            in_specs=(PartitionSpec(),) * len(k_consts) + known_in_specs,
-            out_specs=known_out_specs + (every_axis,) * n_res,
-        )
-    n_known = len(known_outs) - n_res
-    residuals = known_outs[n_known:]
-    unknown_outs = trace.stage(
-        shard_map_p,
-        [*u_consts, *residuals, *unknown_args],
-        {
-            "jaxpr": u_jaxpr,
-            "mesh": mesh,
-            "in_specs": (PartitionSpec(),) * len(u_consts)
-            + (every_axis,) * n_res
-            + unknown_in_specs,
-            "out_specs": unknown_out_specs,
-        },
-    )
-    return merge(split.out_unknowns, known_outs[:n_known], unknown_outs)
-
-
-rules.def_partial_eval(shard_map_p)(_partial_eval)
-
-
-# -- batching ----------------------------------------------------------------------------------
-
-
-@rules.def_batch(shard_map_p)
-def _batch(vals, dims, *, jaxpr, mesh, in_specs, out_specs):
-    size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
-    fronts = [v if d is not_mapped else move_axis(v, d, 0) for v, d in zip(vals, dims)]
-    batched_in = [d is not not_mapped for d in dims]
-    with _mesh_axes(mesh):
-        consts, batched, out_batched = batch_jaxpr(jaxpr, batched_in, size, force_out=True)
-    specs = tuple(PartitionSpec(None, *s) if b else s for s, b in zip(in_specs, batched_in))
-    outs = shard_map_p.bind(
-        *consts,
-        *fronts,
-        jaxpr=batched,
-        mesh=mesh,
-        in_specs=(PartitionSpec(),) * len(consts) + specs,
-        out_specs=tuple(PartitionSpec(None, *s) for s in out_specs),
-    )
-    return outs, [0] * len(outs)

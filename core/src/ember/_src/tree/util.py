@@ -695,3 +695,40 @@ def _type_name(x: Any) -> str:
 def _mismatch(what: str, path: tuple, problem: str) -> NoReturn:
     where = f"at key path {keystr(path)}" if path else "at its root"
     raise ValueError(f"pytree structure error: {what} has {problem} {where}")
+
+
+# The public name of the prefix walk, for the layers above that pair a pytree prefix (of
+# shardings, of specs) with the values it describes.
+flatten_up_to = _flatten_up_to
+
+
+class FlatFunction:
+    """A function of pytrees seen as a function of flat leaves (see ``flatten_fun``)."""
+
+    __slots__ = ("fun", "in_tree", "keep_output", "out_tree", "output")
+
+    def __init__(self, fun: Callable[..., Any], in_tree: PyTreeDef, keep_output: bool):
+        self.fun = fun
+        self.in_tree = in_tree
+        self.keep_output = keep_output
+        self.out_tree: PyTreeDef | None = None
+        self.output: Any = None
+
+    def __call__(self, *leaves: Any) -> list[Any]:
+        out = self.fun(*tree_unflatten(self.in_tree, leaves))
+        out_leaves, out_tree = tree_flatten(out)
+        if self.out_tree is None:  # the first call's structure, as tracing records it
+            self.out_tree = out_tree
+            if self.keep_output:
+                self.output = out
+        return out_leaves
+
+
+def flatten_fun(
+    fun: Callable[..., Any], in_tree: PyTreeDef, *, keep_output: bool = False
+) -> FlatFunction:
+    """``fun`` (called with the positional arguments that ``in_tree``, a tree of a tuple,
+    describes) as a function of flat leaves returning flat leaves. After a call, ``.out_tree``
+    is the structure of its (first) output; with ``keep_output``, ``.output`` is that output
+    itself (for callers that match a prefix tree, like ``out_axes``, against it)."""
+    return FlatFunction(fun, in_tree, keep_output)

@@ -10,7 +10,7 @@ from ember._src import errors
 from ember._src.core import ShapedArray, get_aval
 from ember._src.ir import ClosedJaxpr, Jaxpr, Var
 from ember._src.primitives.jaxpr_transforms import trace_const_free
-from ember._src.tree.util import PyTreeDef, tree_flatten, tree_unflatten
+from ember._src.tree.util import PyTreeDef, flatten_fun, tree_flatten
 
 ControlFlowTypeError = errors.ControlFlowTypeError  # defined with the other public errors
 
@@ -25,16 +25,9 @@ def trace_function(
 
     Returns (captured values, jaxpr taking them first, the output's tree structure).
     """
-    out_trees: list[PyTreeDef] = []
-
-    def flat(*leaves: Any) -> list[Any]:
-        out = fun(*tree_unflatten(in_tree, leaves))
-        out_leaves, out_tree = tree_flatten(out)
-        out_trees.append(out_tree)
-        return out_leaves
-
+    flat = flatten_fun(fun, in_tree)
     consts, closed = trace_const_free(flat, in_avals, name)
-    return consts, closed, out_trees[0]
+    return consts, closed, flat.out_tree
 
 
 def flatten_operands(operands: Any, what: str) -> tuple[list[Any], PyTreeDef, list[ShapedArray]]:

@@ -1,0 +1,186 @@
+"""The devices users see, and putting data on them (``ember.devices``, ``ember.device_put``,
+``ember.make_array_from_callback``, ...)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ember._src import core, dtypes, errors
+from ember._src.core import ShapedArray
+from ember._src.execution import placement
+from ember._src.plugin import manager
+from ember._src.runtime.array import Array
+from ember._src.runtime.backend import Device
+from ember._src.sharding import mesh as mesh_module
+from ember._src.sharding.shardings import Sharding, SingleDeviceSharding
+from ember._src.tree.util import flatten_up_to, tree_flatten, tree_map, tree_unflatten
+
+
+def devices(backend: str | None = None) -> list[Device]:
+    """All devices of ``backend`` (a platform name; default: the default backend)."""
+    return manager.backend(backend).devices()
+
+
+def local_devices(backend: str | None = None) -> list[Device]:
+    return manager.backend(backend).local_devices()
+
+
+def device_count(backend: str | None = None) -> int:
+    return len(devices(backend))
+
+
+def local_device_count(backend: str | None = None) -> int:
+    return len(local_devices(backend))
+
+
+def default_backend() -> str:
+    """The platform name of the default backend, e.g. ``"cpu"``."""
+    return manager.default_backend().platform
+
+
+def process_index() -> int:
+    return manager.default_backend().process_index()
+
+
+def make_mesh(
+    axis_shapes: Sequence[int], axis_names: Sequence[str], *, devices: Sequence[Device] | None
+    = None,
+) -> Any:  # fmt: skip
+    """A ``Mesh`` of ``axis_shapes`` named ``axis_names`` over ``devices`` (default: every
+    device of the default backend)."""
+    return mesh_module.make_mesh(
+        axis_shapes, axis_names, devices=devices if devices is not None else list(devices_fn())
+    )
+
+
+def devices_fn() -> list[Device]:
+    return manager.default_backend().devices()
+
+
+def device_put(x: Any, device: Any = None) -> Any:
+    """Copy ``x`` (a pytree of arrays) to ``device`` (default: the default device): a Device,
+    a Sharding (which lays each array out over its devices), or a pytree prefix of them."""
+    if isinstance(device, (Device, Sharding)) or device is None:
+        return tree_map(lambda leaf: _put_leaf(leaf, device), x)
+    leaves, treedef = tree_flatten(device, is_leaf=lambda s: s is None or isinstance(s, Sharding))
+    # A leaf that is not a placement (a string like "gpu:0", an int) would otherwise be
+    # treated as a one-leaf prefix tree and recursed into forever.
+    for leaf in leaves:
+        if not (leaf is None or isinstance(leaf, (Device, Sharding))):
+            raise ValueError(
+                f"device_put accepts None, an ember Device (e.g. ember.devices()[0]), a Sharding, "
+                f"or a pytree prefix of these; got {leaf!r} of type {type(leaf).__name__}"
+                f"{errors.where()}"
+            )
+    subtrees = flatten_up_to(treedef, x, 1)
+    placed = [device_put(sub, target) for sub, target in zip(subtrees, leaves)]
+    return tree_unflatten(treedef, placed)
+
+
+def _resolve_device(device: Any) -> Device:
+    if device is None:
+        return placement.default_device()
+    return placement.resolve_device(device, "device_put's device")
+
+
+def _put_leaf(leaf: Any, device: Any) -> Array:
+    if isinstance(leaf, core.Tracer):
+        return leaf
+    _check_leaf(leaf)
+    if isinstance(device, Sharding):
+        return placement.put(leaf, device)
+    return placement.to_device(leaf, _resolve_device(device))
+
+
+def _check_leaf(leaf: Any) -> None:
+    """A clear error for a leaf that is no array (what jit says of its arguments)."""
+    try:
+        core.get_aval(leaf)
+    except errors.EmberTypeError as err:
+        if isinstance(leaf, (np.ndarray, np.generic)):  # NumPy data of a non-numeric dtype
+            raise errors.EmberTypeError(f"device_put argument: {err}") from None
+        raise errors.EmberTypeError(
+            f"device_put argument is a {type(leaf).__name__}, which is not a valid ember type: "
+            f"arguments must be arrays, scalars or pytrees of them (mark it static to pass "
+            f"other values){errors.where()}"
+        ) from None
+
+
+def make_array_from_callback(
+    shape: Sequence[int], sharding: Sharding, data_callback: Callable[[Any], Any]
+) -> Array:
+    """An array of global ``shape`` laid out by ``sharding``, each device's piece being
+    ``data_callback(index)`` (``index``: a tuple of slices into the global array)."""
+    shape = tuple(int(d) for d in shape)
+    indices = sharding.addressable_devices_indices_map(shape)
+    pieces = []
+    for device in sharding.device_list:
+        piece = np.asarray(data_callback(indices[device]))
+        want = tuple(len(range(*s.indices(n))) for s, n in zip(indices[device], shape))
+        if piece.shape != want:
+            raise ValueError(
+                f"make_array_from_callback: the callback returned shape {piece.shape} for "
+                f"index {indices[device]} of {device!r}; that piece has shape {want}"
+                f"{errors.where()}"
+            )
+        pieces.append(piece)
+    dtype = dtypes.canonicalize(np.result_type(*pieces))
+    aval = ShapedArray(shape, dtype)
+    pieces = [p.astype(dtype, copy=False) for p in pieces]
+    if isinstance(sharding, SingleDeviceSharding) or sharding.num_devices == 1:
+        return placement.device_put_numpy(pieces[0], sharding.device_list[0])
+    buffer = sharding.backend.buffer_from_shards(pieces, aval, sharding)
+    return Array(aval, buffer, sharding)
+
+
+def make_array_from_single_device_arrays(
+    shape: Sequence[int], sharding: Sharding, arrays: Sequence[Array]
+) -> Array:
+    """An array of global ``shape`` laid out by ``sharding`` from one Array per device (in
+    any order; each must already be that device's piece)."""
+    shape = tuple(int(d) for d in shape)
+    by_device = {}
+    for a in arrays:
+        if not isinstance(a, Array) or type(a._sharding) is not SingleDeviceSharding:
+            raise TypeError(
+                f"make_array_from_single_device_arrays needs single-device ember Arrays, got "
+                f"{type(a).__name__}{errors.where()}"
+            )
+        by_device[a._sharding.device] = a
+    missing = [d for d in sharding.device_list if d not in by_device]
+    if missing or len(by_device) != len(arrays):
+        raise ValueError(
+            f"make_array_from_single_device_arrays: need exactly one array on each of "
+            f"{sharding.device_list}; missing {missing}{errors.where()}"
+        )
+    piece_shape = sharding.shard_shape(shape)
+    ordered = [by_device[d] for d in sharding.device_list]
+    dtype = ordered[0].dtype
+    for d, a in zip(sharding.device_list, ordered):
+        if a.shape != piece_shape or a.dtype != dtype:
+            raise ValueError(
+                f"make_array_from_single_device_arrays: the array on {d!r} is "
+                f"{a.aval.str_short()}; pieces of {shape} laid out as {sharding} are "
+                f"{dtype}{list(piece_shape)}{errors.where()}"
+            )
+    aval = ShapedArray(shape, dtype)
+    if sharding.num_devices == 1:
+        return ordered[0]
+    buffer = sharding.backend.assemble_buffers([a._buffer for a in ordered], aval, sharding)
+    return Array(aval, buffer, sharding)
+
+
+def device_get(x: Any) -> Any:
+    """Copy a pytree of arrays to the host, as NumPy arrays."""
+    return tree_map(lambda leaf: np.asarray(leaf) if isinstance(leaf, Array) else leaf, x)
+
+
+def block_until_ready(x: Any) -> Any:
+    """Wait until every array in the pytree ``x`` is computed; return ``x``."""
+    for leaf in tree_flatten(x)[0]:
+        if isinstance(leaf, Array):
+            leaf.block_until_ready()
+    return x
