@@ -44,7 +44,7 @@ from ember._src.primitives.math_functions import exp, log, log1p, pow as pow_, r
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import broadcast_to_shape, convert_element_type
 from ember._src.primitives.special import lgamma
-from ember._src.primitives.special_numpy import _ZETA_TAIL
+from ember._src.primitives.special_numpy import ZETA_TAIL
 
 # (series terms, asymptotic terms, switch point) per precision; chosen so that the relative
 # error against a float64 reference stays within a few ulps.
@@ -172,7 +172,7 @@ def _zeta_sum(s: Any, q: Any) -> Any:
     total = add(total, mul(_full(s, 0.5), pow_(w, neg_s)))
     rising, power = s, pow_(w, sub(neg_s, one))
     w2 = mul(w, w)
-    for j, coefficient in enumerate(_ZETA_TAIL):
+    for j, coefficient in enumerate(ZETA_TAIL):
         total = add(total, mul(_full(s, coefficient), mul(rising, power)))
         step = mul(add(s, _full(s, 2 * j + 1)), add(s, _full(s, 2 * j + 2)))
         rising = mul(rising, step)
