@@ -10,7 +10,7 @@ from ember._src.core import ShapedArray
 from ember._src.lowering.mlir import dense_attr, tensor_type
 from ember._src.lowering.module import lower_module
 from ember._src.plugin.registries import LoweringRegistry
-from ember._src.primitives.elementwise import exp_p
+from ember._src.primitives.math_functions import exp_p
 
 
 def test_tensor_types_and_constants():

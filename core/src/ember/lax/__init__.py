@@ -98,8 +98,30 @@ from ember._src.numpy.sorting import (
     lax_cumprod as cumprod,
     lax_cumsum as cumsum,
 )
+from ember._src.primitives.arithmetic import (
+    abs as abs,
+    add as add,
+    ceil as ceil,
+    complex as complex,
+    conj as conj,
+    div as div,
+    floor as floor,
+    imag as imag,
+    max as max,
+    min as min,
+    mul as mul,
+    neg as neg,
+    real as real,
+    rem as rem,
+    sign as sign,
+    sub as sub,
+)
 from ember._src.primitives.bits import (
     bitcast_convert_type as bitcast_convert_type,
+    bitwise_and as bitwise_and,
+    bitwise_not as bitwise_not,
+    bitwise_or as bitwise_or,
+    bitwise_xor as bitwise_xor,
     population_count as population_count,
     shift_left as shift_left,
     shift_right_arithmetic as shift_right_arithmetic,
@@ -118,6 +140,15 @@ from ember._src.primitives.collectives import (
     psum as psum,
     psum_scatter as psum_scatter,
 )
+from ember._src.primitives.comparisons import (
+    eq as eq,
+    ge as ge,
+    gt as gt,
+    is_finite as is_finite,
+    le as le,
+    lt as lt,
+    ne as ne,
+)
 from ember._src.primitives.control_flow.associative_scan import associative_scan as associative_scan
 from ember._src.primitives.control_flow.cond import cond as cond, switch as switch
 from ember._src.primitives.control_flow.loops import (
@@ -128,65 +159,37 @@ from ember._src.primitives.control_flow.scan import scan as scan
 from ember._src.primitives.conv import (
     ConvDimensionNumbers as ConvDimensionNumbers,
 )
-from ember._src.primitives.elementwise import (
-    abs as abs,
-    acos as acos,
-    acosh as acosh,
-    add as add,
-    asin as asin,
-    asinh as asinh,
-    atan as atan,
-    atan2 as atan2,
-    atanh as atanh,
-    bitwise_and as bitwise_and,
-    bitwise_not as bitwise_not,
-    bitwise_or as bitwise_or,
-    bitwise_xor as bitwise_xor,
-    cbrt as cbrt,
-    ceil as ceil,
-    complex as complex,
-    conj as conj,
-    cos as cos,
-    cosh as cosh,
-    div as div,
-    eq as eq,
-    exp as exp,
-    expm1 as expm1,
-    floor as floor,
-    ge as ge,
-    gt as gt,
-    imag as imag,
-    integer_pow as integer_pow,
-    is_finite as is_finite,
-    le as le,
-    log as log,
-    log1p as log1p,
-    logistic as logistic,
-    lt as lt,
-    max as max,
-    min as min,
-    mul as mul,
-    ne as ne,
-    neg as neg,
-    pow as pow,
-    real as real,
-    rem as rem,
-    rsqrt as rsqrt,
-    select_n as select_n,
-    sign as sign,
-    sin as sin,
-    sinh as sinh,
-    sqrt as sqrt,
-    sub as sub,
-    tan as tan,
-    tanh as tanh,
-)
 from ember._src.primitives.fft import FftType as FftType, fft as fft
 from ember._src.primitives.igamma import (
     igamma as igamma,
     igamma_grad_a as igamma_grad_a,
     igammac as igammac,
     random_gamma_grad as random_gamma_grad,
+)
+from ember._src.primitives.math_functions import (
+    acos as acos,
+    acosh as acosh,
+    asin as asin,
+    asinh as asinh,
+    atan as atan,
+    atan2 as atan2,
+    atanh as atanh,
+    cbrt as cbrt,
+    cos as cos,
+    cosh as cosh,
+    exp as exp,
+    expm1 as expm1,
+    integer_pow as integer_pow,
+    log as log,
+    log1p as log1p,
+    logistic as logistic,
+    pow as pow,
+    rsqrt as rsqrt,
+    sin as sin,
+    sinh as sinh,
+    sqrt as sqrt,
+    tan as tan,
+    tanh as tanh,
 )
 from ember._src.primitives.precision import (
     nextafter as nextafter,
@@ -204,6 +207,9 @@ from ember._src.primitives.reduce import (
 from ember._src.primitives.reduce_window import reduce_window as reduce_window
 from ember._src.primitives.rng_bit_generator import (
     RandomAlgorithm as RandomAlgorithm,
+)
+from ember._src.primitives.selection import (
+    select_n as select_n,
 )
 from ember._src.primitives.shape import (
     concatenate as concatenate,

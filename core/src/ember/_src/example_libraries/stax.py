@@ -42,7 +42,7 @@ from ember._src.nn.functions import (
 )
 from ember._src.nn.initializers import glorot_normal, normal, ones, zeros
 from ember._src.numpy import contractions, creation, elementwise as enp, extras, manipulation
-from ember._src.primitives import elementwise as lax
+from ember._src.primitives.arithmetic import add, max as max_
 from ember._src.primitives.reduce_window import reduce_window
 from ember._src.random.prng import bernoulli, split
 
@@ -243,7 +243,7 @@ def _normalize_by_window_size(dims, strides, padding):
         non_spatial = _non_spatial_axes(spec, inputs.ndim)
         spatial_shape = tuple(n for i, n in enumerate(inputs.shape) if i not in non_spatial)
         counts = reduce_window(
-            creation.ones(spatial_shape, dtype=inputs.dtype), 0.0, lax.add, dims, strides,
+            creation.ones(spatial_shape, dtype=inputs.dtype), 0.0, add, dims, strides,
             padding,
         )  # fmt: skip
         for i in sorted(non_spatial):
@@ -253,9 +253,9 @@ def _normalize_by_window_size(dims, strides, padding):
     return rescale
 
 
-MaxPool = _pooling_layer(lax.max, -math.inf)
-SumPool = _pooling_layer(lax.add, 0.0)
-AvgPool = _pooling_layer(lax.add, 0.0, _normalize_by_window_size)
+MaxPool = _pooling_layer(max_, -math.inf)
+SumPool = _pooling_layer(add, 0.0)
+AvgPool = _pooling_layer(add, 0.0, _normalize_by_window_size)
 
 
 def _flatten_init(rng, input_shape):

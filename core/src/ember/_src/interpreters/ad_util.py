@@ -1,8 +1,8 @@
 """The two primitives automatic differentiation itself needs: adding tangents and making zeros.
 
 They live below the op library because the transformations create them (accumulating
-cotangents, materialising symbolic zeros). Their batching rule is the generic elementwise one,
-registered with the other elementwise primitives in ``ops/elementwise.py``.
+cotangents, materialising symbolic zeros). add_any's batching rule needs the shape primitives,
+so it is registered beside add, in ``primitives/arithmetic.py``.
 """
 
 from __future__ import annotations

@@ -21,12 +21,12 @@ from ember._src.primitives.control_flow.common import trace_function
 from ember._src.primitives.control_flow.loops import map as _map
 from ember._src.primitives.conv import conv_general_dilated as _conv_general_dilated
 from ember._src.primitives.custom_derivatives import custom_jvp
-from ember._src.primitives.elementwise import select_n, stop_gradient_p
 from ember._src.primitives.linalg import dot_general as _dot_general
 from ember._src.primitives.rng_bit_generator import (
     RandomAlgorithm,
     rng_bit_generator as _rng_bit_generator,
 )
+from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import (
     broadcast_in_dim as _broadcast_in_dim,
     concatenate,
@@ -38,6 +38,7 @@ from ember._src.primitives.shape import (
     transpose,
 )
 from ember._src.primitives.sharding_constraint import laid_out as _laid_out
+from ember._src.primitives.stop_gradient import stop_gradient_p
 from ember._src.transforms import autodiff
 from ember._src.transforms.jit import jit
 from ember._src.transforms.vmap import vmap

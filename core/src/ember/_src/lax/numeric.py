@@ -18,15 +18,32 @@ import numpy as np
 
 from ember._src import dtypes, errors, rules
 from ember._src.core import Primitive, Zero, get_aval
-from ember._src.primitives import elementwise as ew
+from ember._src.primitives.arithmetic import (
+    abs as abs_,
+    add,
+    ceil,
+    floor,
+    max as max_,
+    min as min_,
+    mul,
+    round_,
+    sign,
+    sub,
+)
 from ember._src.primitives.bits import (
     bitcast_convert_type,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
     population_count,
     shift_right_arithmetic,
     shift_right_logical,
 )
+from ember._src.primitives.comparisons import ge, lt
 from ember._src.primitives.control_flow.associative_scan import associative_scan
+from ember._src.primitives.elementwise import coerce
 from ember._src.primitives.linalg import dot_general
+from ember._src.primitives.math_functions import exp, integer_pow, square as square_
 from ember._src.primitives.reduce import (
     extreme_value,
     reduce_and,
@@ -35,6 +52,7 @@ from ember._src.primitives.reduce import (
     reduce_or,
     reduce_prod,
 )
+from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import (
     broadcast_in_dim,
     concatenate,
@@ -107,14 +125,14 @@ def round(x: Any, rounding_method: Any = RoundingMethod.AWAY_FROM_ZERO) -> Any:
     ``TO_NEAREST_EVEN``."""
     method = RoundingMethod(rounding_method)
     if method is RoundingMethod.TO_NEAREST_EVEN:
-        return ew.round_(x)
+        return round_(x)
     aval = get_aval(x)
     zero = np.zeros(aval.shape, aval.dtype)
     half = np.full(aval.shape, 0.5, aval.dtype)
     # Truncate towards zero (keeping the sign of -0.0); x - truncated is exact.
-    truncated = ew.select_n(ew.lt(x, zero), ew.floor(x), ew.ceil(x))
-    away = ew.ge(ew.abs(ew.sub(x, truncated)), half)
-    return ew.select_n(away, truncated, ew.add(truncated, ew.sign(x)))
+    truncated = select_n(lt(x, zero), floor(x), ceil(x))
+    away = ge(abs_(sub(x, truncated)), half)
+    return select_n(away, truncated, add(truncated, sign(x)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -197,12 +215,12 @@ def ragged_dot(
         )
     m = lhs_aval.shape[0]
     sizes = convert_element_type(group_sizes, np.int32)
-    ends = associative_scan(ew.add, sizes)
-    starts = ew.sub(ends, sizes)
+    ends = associative_scan(add, sizes)
+    starts = sub(ends, sizes)
     rows = broadcast_in_dim(np.arange(m, dtype=np.int32), (groups, m), (1,))
-    inside = ew.bitwise_and(
-        ew.ge(rows, broadcast_in_dim(starts, (groups, m), (0,))),
-        ew.lt(rows, broadcast_in_dim(ends, (groups, m), (0,))),
+    inside = bitwise_and(
+        ge(rows, broadcast_in_dim(starts, (groups, m), (0,))),
+        lt(rows, broadcast_in_dim(ends, (groups, m), (0,))),
     )
     # (m, g, n): every row through every group's matrix, then keep its own group's.
     products = dot_general(
@@ -216,7 +234,7 @@ def ragged_dot(
     mask = convert_element_type(transpose(inside, (1, 0)), out_dtype)
     n = rhs_aval.shape[2]
     mask = broadcast_in_dim(mask, (m, groups, n), (0, 1))
-    return reduce_sum(ew.mul(products, mask), (1,))
+    return reduce_sum(mul(products, mask), (1,))
 
 
 # --------------------------------------------------------------------------------------------
@@ -234,12 +252,12 @@ def _check_inexact(name: str, x: Any) -> None:
 def reciprocal(x: Any) -> Any:
     """``1 / x`` elementwise."""
     _check_inexact("reciprocal", x)
-    return ew.integer_pow(x, -1)
+    return integer_pow(x, -1)
 
 
 def square(x: Any) -> Any:
     """``x * x`` elementwise."""
-    return ew.square(x)
+    return square_(x)
 
 
 def exp2(x: Any, *, accuracy: Any = None) -> Any:
@@ -248,7 +266,7 @@ def exp2(x: Any, *, accuracy: Any = None) -> Any:
     aval = get_aval(x)
     real = dtypes.real_dtype(aval.dtype)
     ln2 = np.asarray(np.log(2), real).astype(aval.dtype)
-    return ew.exp(ew.mul(x, np.full(aval.shape, ln2, aval.dtype)))
+    return exp(mul(x, np.full(aval.shape, ln2, aval.dtype)))
 
 
 def clz(x: Any) -> Any:
@@ -263,15 +281,15 @@ def clz(x: Any) -> Any:
     smeared, shift = x, 1
     while shift < bits:
         amount = np.full(aval.shape, shift, aval.dtype)
-        smeared = ew.bitwise_or(smeared, shift_right_logical(smeared, amount))
+        smeared = bitwise_or(smeared, shift_right_logical(smeared, amount))
         shift *= 2
     width = np.full(aval.shape, bits, aval.dtype)
-    return ew.sub(width, population_count(smeared))
+    return sub(width, population_count(smeared))
 
 
 def mulhi(x: Any, y: Any, /) -> Any:
     """The high half of the double-width product of two integers of one type."""
-    x, y = ew._coerce(x, y)
+    x, y = coerce(x, y)
     aval = get_aval(x)
     if not dtypes.is_integer(aval.dtype) or get_aval(y).dtype != aval.dtype:
         raise TypeError(
@@ -283,7 +301,7 @@ def mulhi(x: Any, y: Any, /) -> Any:
         raise NotImplementedError(f"mulhi of 64-bit integers{errors.where()}")
     if bits < 32:  # the full product fits in 32 bits
         wide = np.dtype(np.int32 if aval.dtype.kind == "i" else np.uint32)
-        product = ew.mul(convert_element_type(x, wide), convert_element_type(y, wide))
+        product = mul(convert_element_type(x, wide), convert_element_type(y, wide))
         shift = np.full(aval.shape, bits, wide)
         high = shift_right_arithmetic(product, shift) if wide.kind == "i" else (
             shift_right_logical(product, shift))  # fmt: skip
@@ -296,8 +314,8 @@ def mulhi(x: Any, y: Any, /) -> Any:
     # Signed: x_s = x_u - 2^32 [x < 0], so the high word loses y_u where x < 0 and x_u where
     # y < 0 (modulo 2^32).
     zero = np.zeros(aval.shape, unsigned)
-    high = ew.sub(high, ew.select_n(ew.lt(x, np.zeros(aval.shape, aval.dtype)), zero, uy))
-    high = ew.sub(high, ew.select_n(ew.lt(y, np.zeros(aval.shape, aval.dtype)), zero, ux))
+    high = sub(high, select_n(lt(x, np.zeros(aval.shape, aval.dtype)), zero, uy))
+    high = sub(high, select_n(lt(y, np.zeros(aval.shape, aval.dtype)), zero, ux))
     return bitcast_convert_type(high, aval.dtype)
 
 
@@ -306,18 +324,18 @@ def _mulhi_u32(x: Any, y: Any) -> Any:
     shape = get_aval(x).shape
     mask = np.full(shape, 0xFFFF, np.uint32)
     sixteen = np.full(shape, 16, np.uint32)
-    x_lo, x_hi = ew.bitwise_and(x, mask), shift_right_logical(x, sixteen)
-    y_lo, y_hi = ew.bitwise_and(y, mask), shift_right_logical(y, sixteen)
-    lo_lo = ew.mul(x_lo, y_lo)
-    hi_lo = ew.mul(x_hi, y_lo)
-    lo_hi = ew.mul(x_lo, y_hi)
-    hi_hi = ew.mul(x_hi, y_hi)
+    x_lo, x_hi = bitwise_and(x, mask), shift_right_logical(x, sixteen)
+    y_lo, y_hi = bitwise_and(y, mask), shift_right_logical(y, sixteen)
+    lo_lo = mul(x_lo, y_lo)
+    hi_lo = mul(x_hi, y_lo)
+    lo_hi = mul(x_lo, y_hi)
+    hi_hi = mul(x_hi, y_hi)
     # The middle column, with the carry out of the low word.
-    middle = ew.add(ew.add(shift_right_logical(lo_lo, sixteen), ew.bitwise_and(hi_lo, mask)),
-                    ew.bitwise_and(lo_hi, mask))  # fmt: skip
-    high = ew.add(hi_hi, shift_right_logical(hi_lo, sixteen))
-    high = ew.add(high, shift_right_logical(lo_hi, sixteen))
-    return ew.add(high, shift_right_logical(middle, sixteen))
+    middle = add(add(shift_right_logical(lo_lo, sixteen), bitwise_and(hi_lo, mask)),
+                    bitwise_and(lo_hi, mask))  # fmt: skip
+    high = add(hi_hi, shift_right_logical(hi_lo, sixteen))
+    high = add(high, shift_right_logical(lo_hi, sixteen))
+    return add(high, shift_right_logical(middle, sixteen))
 
 
 # --------------------------------------------------------------------------------------------
@@ -331,22 +349,22 @@ def reduce_xor(operand: Any, axes: Sequence[int]) -> Any:
         raise TypeError(
             f"reduce_xor needs integer or boolean operands, got {aval.str_short()}{errors.where()}"
         )
-    return reduce(operand, np.zeros((), aval.dtype), ew.bitwise_xor, axes)
+    return reduce(operand, np.zeros((), aval.dtype), bitwise_xor, axes)
 
 
 def _monoid(computation: Callable, dtype: np.dtype) -> tuple[Callable, Any] | None:
     """The reduction primitive and identity for a recognised ``computation``."""
-    if computation is ew.add:
+    if computation is add:
         return reduce_sum, 0
-    if computation is ew.mul:
+    if computation is mul:
         return reduce_prod, 1
-    if computation is ew.max:
+    if computation is max_:
         return reduce_max, extreme_value(dtype, largest=False)
-    if computation is ew.min:
+    if computation is min_:
         return reduce_min, extreme_value(dtype, largest=True)
-    if dtype == dtypes.bool_ and computation is ew.bitwise_and:
+    if dtype == dtypes.bool_ and computation is bitwise_and:
         return reduce_and, True
-    if dtype == dtypes.bool_ and computation is ew.bitwise_or:
+    if dtype == dtypes.bool_ and computation is bitwise_or:
         return reduce_or, False
     return None
 

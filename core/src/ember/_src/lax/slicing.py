@@ -24,7 +24,9 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.primitives import elementwise as ew
+from ember._src.primitives.arithmetic import add, max as max_, min as min_, neg
+from ember._src.primitives.bits import bitwise_and
+from ember._src.primitives.comparisons import ge, gt, le, lt
 from ember._src.primitives.control_flow.loops import fori_loop
 from ember._src.primitives.gather_scatter import (
     GatherDimensionNumbers,
@@ -42,6 +44,7 @@ from ember._src.primitives.indexing import (
     dynamic_update_slice as _dynamic_update_slice,
 )
 from ember._src.primitives.reduce import extreme_value, reduce_and, reduce_max
+from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import (
     broadcast_in_dim,
     concatenate,
@@ -115,11 +118,11 @@ def _window_in_range(indices: Any, dims: Sequence[int], sizes: Sequence[int], sh
     aval = get_aval(indices)
     bounds = np.asarray([shape[d] - sizes[d] for d in dims], np.int64)
     limit = broadcast_in_dim(bounds.astype(aval.dtype), aval.shape, (aval.ndim - 1,))
-    ok = ew.le(indices, limit)
+    ok = le(indices, limit)
     if bounds.min(initial=0) < 0:  # a window larger than its dimension never fits
-        ok = ew.bitwise_and(ok, broadcast_in_dim(bounds >= 0, aval.shape, (aval.ndim - 1,)))
+        ok = bitwise_and(ok, broadcast_in_dim(bounds >= 0, aval.shape, (aval.ndim - 1,)))
     if aval.dtype.kind == "i":
-        ok = ew.bitwise_and(ok, ew.ge(indices, np.zeros(aval.shape, aval.dtype)))
+        ok = bitwise_and(ok, ge(indices, np.zeros(aval.shape, aval.dtype)))
     return reduce_and(ok, (aval.ndim - 1,))
 
 
@@ -128,7 +131,7 @@ def _clip_indices(indices: Any, dims: Sequence[int], sizes: Sequence[int], shape
     upper = np.asarray([max(shape[d] - sizes[d], 0) for d in dims], np.int64)
     upper = upper.astype(aval.dtype)
     hi = broadcast_in_dim(upper, aval.shape, (aval.ndim - 1,))
-    return ew.max(ew.min(indices, hi), np.zeros(aval.shape, aval.dtype))
+    return max_(min_(indices, hi), np.zeros(aval.shape, aval.dtype))
 
 
 def gather(
@@ -170,7 +173,7 @@ def gather(
         fill = broadcast_in_dim(convert_element_type(fill, dtype), out_aval.shape, ())
     else:
         fill = np.full(out_aval.shape, fill, dtype)
-    return ew.select_n(ok, fill, out)
+    return select_n(ok, fill, out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,7 +228,7 @@ def _neutral_updates(updates: Any, ok: Any, neutral: Any) -> Any:
         neutral = np.zeros(aval.shape, aval.dtype)
     else:
         neutral = np.full(aval.shape, neutral, aval.dtype)
-    return ew.select_n(ok, neutral, updates)
+    return select_n(ok, neutral, updates)
 
 
 def _make_scatter(name: str, primitive, neutral: Callable[[np.dtype], Any] | None, negate=False):
@@ -243,7 +246,7 @@ def _make_scatter(name: str, primitive, neutral: Callable[[np.dtype], Any] | Non
             name, operand, scatter_indices, updates, dimension_numbers, mode
         )
         if negate:
-            updates = ew.neg(updates)
+            updates = neg(updates)
         value = None if neutral is None else neutral(get_aval(operand).dtype)
         updates = _neutral_updates(updates, ok, value)
         return primitive.bind(
@@ -295,12 +298,12 @@ def scatter_apply(
         mode=mode,
     )
     if unique_indices:
-        return ew.select_n(ew.gt(hits, np.zeros(aval.shape, np.int32)), operand, func(operand))
+        return select_n(gt(hits, np.zeros(aval.shape, np.int32)), operand, func(operand))
     rounds = reduce_max(hits, tuple(range(aval.ndim))) if aval.ndim else hits
 
     def apply_once(i: Any, x: Any) -> Any:
-        due = ew.gt(hits, broadcast_in_dim(i, aval.shape, ()))
-        return ew.select_n(due, x, func(x))
+        due = gt(hits, broadcast_in_dim(i, aval.shape, ()))
+        return select_n(due, x, func(x))
 
     return fori_loop(np.int32(0), rounds, apply_once, operand)
 
@@ -324,7 +327,7 @@ def _wrap_negative(index: Any, size: int) -> Any:
     if aval.dtype.kind == "u":
         return index
     zero, bound = np.zeros((), aval.dtype), np.asarray(size, aval.dtype)
-    return ew.select_n(ew.lt(index, zero), index, ew.add(index, bound))
+    return select_n(lt(index, zero), index, add(index, bound))
 
 
 def _starts(ndim: int, axis: int, start: Any) -> list[Any]:

@@ -23,12 +23,28 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.primitives import elementwise as ew
+from ember._src.primitives.arithmetic import (
+    abs as abs_,
+    add,
+    div,
+    floor,
+    max as max_,
+    min as min_,
+    mul,
+    neg,
+    sign,
+    sub,
+)
+from ember._src.primitives.bits import bitwise_and, bitwise_not, bitwise_or
+from ember._src.primitives.comparisons import eq, gt, le, lt, ne
 from ember._src.primitives.control_flow.loops import fori_loop
 from ember._src.primitives.custom_derivatives import custom_jvp
+from ember._src.primitives.elementwise import coerce
+from ember._src.primitives.math_functions import exp, log, log1p, pow as pow_, rsqrt
+from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import broadcast_to_shape, convert_element_type
 from ember._src.primitives.special import lgamma
-from ember._src.primitives.special_numpy import _ZETA_TAIL
+from ember._src.primitives.special_numpy import ZETA_TAIL
 
 # (series terms, asymptotic terms, switch point) per precision; chosen so that the relative
 # error against a float64 reference stays within a few ulps.
@@ -37,7 +53,7 @@ _BESSEL_PLAN = {4: (32, 12, 20.0), 8: (60, 30, 25.0)}
 
 def _float_operands(name: str, *args: Any) -> list[Any]:
     """The arguments as arrays of one floating dtype and shape (Python scalars follow)."""
-    args = ew._coerce(*args)
+    args = coerce(*args)
     avals = [get_aval(a) for a in args]
     dtype = avals[0].dtype
     for aval in avals:
@@ -61,13 +77,13 @@ def _plan(x: Any) -> tuple[int, int, float]:
 
 def _bessel_series(ax: Any, nu: int, terms: int) -> Any:
     """``e^-ax I_nu(ax)`` by the power series, evaluated from its tail (Horner)."""
-    y = ew.mul(ew.mul(ax, ax), _full(ax, 0.25))
+    y = mul(mul(ax, ax), _full(ax, 0.25))
     total = _full(ax, 1.0)
     for k in range(terms, 0, -1):
-        total = ew.add(_full(ax, 1.0), ew.mul(total, ew.div(y, _full(ax, k * (k + nu)))))
+        total = add(_full(ax, 1.0), mul(total, div(y, _full(ax, k * (k + nu)))))
     if nu == 1:
-        total = ew.mul(total, ew.mul(ax, _full(ax, 0.5)))
-    return ew.mul(ew.exp(ew.neg(ax)), total)
+        total = mul(total, mul(ax, _full(ax, 0.5)))
+    return mul(exp(neg(ax)), total)
 
 
 def _bessel_asymptotic(ax: Any, nu: int, terms: int) -> Any:
@@ -75,20 +91,20 @@ def _bessel_asymptotic(ax: Any, nu: int, terms: int) -> Any:
     term, total = _full(ax, 1.0), _full(ax, 1.0)
     for k in range(1, terms + 1):
         factor = -(4 * nu * nu - (2 * k - 1) ** 2) / (8 * k)
-        term = ew.div(ew.mul(term, _full(ax, factor)), ax)
-        total = ew.add(total, term)
-    return ew.mul(total, ew.rsqrt(ew.mul(ax, _full(ax, 2 * math.pi))))
+        term = div(mul(term, _full(ax, factor)), ax)
+        total = add(total, term)
+    return mul(total, rsqrt(mul(ax, _full(ax, 2 * math.pi))))
 
 
 def _bessel_scaled(x: Any, nu: int) -> Any:
     series_terms, asymptotic_terms, switch = _plan(x)
-    ax = ew.abs(x)
-    small = ew.le(ax, _full(ax, switch))
-    near = _bessel_series(ew.min(ax, _full(ax, switch)), nu, series_terms)
-    far = _bessel_asymptotic(ew.max(ax, _full(ax, switch)), nu, asymptotic_terms)
-    out = ew.select_n(small, far, near)  # inf gives 0 and nan stays nan by itself
+    ax = abs_(x)
+    small = le(ax, _full(ax, switch))
+    near = _bessel_series(min_(ax, _full(ax, switch)), nu, series_terms)
+    far = _bessel_asymptotic(max_(ax, _full(ax, switch)), nu, asymptotic_terms)
+    out = select_n(small, far, near)  # inf gives 0 and nan stays nan by itself
     if nu == 1:
-        out = ew.mul(out, ew.sign(x))
+        out = mul(out, sign(x))
     return out
 
 
@@ -110,19 +126,19 @@ _i1e_custom = custom_jvp(_i1e)
 def _i0e_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
     out = _i0e_custom(x)
-    slope = ew.sub(_i1e_custom(x), ew.mul(ew.sign(x), out))
-    return out, ew.mul(t, slope)
+    slope = sub(_i1e_custom(x), mul(sign(x), out))
+    return out, mul(t, slope)
 
 
 @_i1e_custom.defjvp
 def _i1e_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
     out = _i1e_custom(x)
-    zero = ew.eq(x, _full(x, 0.0))
-    safe_x = ew.select_n(zero, x, _full(x, 1.0))
-    slope = ew.sub(_i0e_custom(x), ew.mul(ew.add(ew.sign(x), ew.div(_full(x, 1.0), safe_x)), out))
-    slope = ew.select_n(zero, slope, _full(x, 0.5))
-    return out, ew.mul(t, slope)
+    zero = eq(x, _full(x, 0.0))
+    safe_x = select_n(zero, x, _full(x, 1.0))
+    slope = sub(_i0e_custom(x), mul(add(sign(x), div(_full(x, 1.0), safe_x)), out))
+    slope = select_n(zero, slope, _full(x, 0.5))
+    return out, mul(t, slope)
 
 
 def bessel_i0e(x: Any) -> Any:
@@ -147,20 +163,20 @@ def _zeta_sum(s: Any, q: Any) -> Any:
     """Euler-Maclaurin: ``sum_{k<N} (q+k)^-s`` plus the integral and Bernoulli tail of the
     rest (valid for ``q + N > 0``)."""
     total = _full(s, 0.0)
-    neg_s = ew.neg(s)
+    neg_s = neg(s)
     for k in range(_ZETA_TERMS):
-        total = ew.add(total, ew.pow(ew.add(q, _full(q, k)), neg_s))
-    w = ew.add(q, _full(q, _ZETA_TERMS))
+        total = add(total, pow_(add(q, _full(q, k)), neg_s))
+    w = add(q, _full(q, _ZETA_TERMS))
     one = _full(s, 1.0)
-    total = ew.add(total, ew.div(ew.pow(w, ew.sub(one, s)), ew.sub(s, one)))
-    total = ew.add(total, ew.mul(_full(s, 0.5), ew.pow(w, neg_s)))
-    rising, power = s, ew.pow(w, ew.sub(neg_s, one))
-    w2 = ew.mul(w, w)
-    for j, coefficient in enumerate(_ZETA_TAIL):
-        total = ew.add(total, ew.mul(_full(s, coefficient), ew.mul(rising, power)))
-        step = ew.mul(ew.add(s, _full(s, 2 * j + 1)), ew.add(s, _full(s, 2 * j + 2)))
-        rising = ew.mul(rising, step)
-        power = ew.div(power, w2)
+    total = add(total, div(pow_(w, sub(one, s)), sub(s, one)))
+    total = add(total, mul(_full(s, 0.5), pow_(w, neg_s)))
+    rising, power = s, pow_(w, sub(neg_s, one))
+    w2 = mul(w, w)
+    for j, coefficient in enumerate(ZETA_TAIL):
+        total = add(total, mul(_full(s, coefficient), mul(rising, power)))
+        step = mul(add(s, _full(s, 2 * j + 1)), add(s, _full(s, 2 * j + 2)))
+        rising = mul(rising, step)
+        power = div(power, w2)
     return total
 
 
@@ -171,14 +187,14 @@ def zeta(x: Any, q: Any) -> Any:
     x, q = _float_operands("zeta", x, q)
     out = _zeta_sum(x, q)
     nan, inf = _full(x, np.nan), _full(x, np.inf)
-    q_integer = ew.eq(ew.floor(q), q)
-    x_integer = ew.eq(ew.floor(x), x)
-    q_nonpositive = ew.le(q, _full(q, 0.0))
-    out = ew.select_n(ew.bitwise_and(q_nonpositive, ew.bitwise_not(x_integer)), out, nan)
-    out = ew.select_n(ew.bitwise_and(q_nonpositive, q_integer), out, inf)
-    out = ew.select_n(ew.eq(x, _full(x, 1.0)), out, inf)
-    out = ew.select_n(ew.eq(q, inf), out, nan)  # as XLA
-    return ew.select_n(ew.lt(x, _full(x, 1.0)), out, nan)
+    q_integer = eq(floor(q), q)
+    x_integer = eq(floor(x), x)
+    q_nonpositive = le(q, _full(q, 0.0))
+    out = select_n(bitwise_and(q_nonpositive, bitwise_not(x_integer)), out, nan)
+    out = select_n(bitwise_and(q_nonpositive, q_integer), out, inf)
+    out = select_n(eq(x, _full(x, 1.0)), out, inf)
+    out = select_n(eq(q, inf), out, nan)  # as XLA
+    return select_n(lt(x, _full(x, 1.0)), out, nan)
 
 
 # --------------------------------------------------------------------------------------------
@@ -189,8 +205,8 @@ _BETAINC_STEPS = 200
 
 def _guard(v: Any, tiny: np.ndarray) -> Any:
     """``v`` moved away from zero (Lentz's safeguard against division by zero)."""
-    small = ew.lt(ew.abs(v), tiny)
-    return ew.select_n(small, v, tiny)
+    small = lt(abs_(v), tiny)
+    return select_n(small, v, tiny)
 
 
 def _continued_fraction(a: Any, b: Any, x: Any) -> Any:
@@ -198,14 +214,14 @@ def _continued_fraction(a: Any, b: Any, x: Any) -> Any:
     converging for ``x < (a + 1) / (a + b + 2)``."""
     one = _full(a, 1.0)
     tiny = _full(a, np.finfo(get_aval(a).dtype).tiny * 1e3)
-    apb = ew.add(a, b)
+    apb = add(a, b)
     c = one
-    d = ew.div(one, _guard(ew.sub(one, ew.div(ew.mul(apb, x), ew.add(a, one))), tiny))
+    d = div(one, _guard(sub(one, div(mul(apb, x), add(a, one))), tiny))
 
     def lentz(coefficient: Any, c: Any, d: Any) -> tuple[Any, Any, Any]:
-        d = ew.div(one, _guard(ew.add(one, ew.mul(coefficient, d)), tiny))
-        c = _guard(ew.add(one, ew.div(coefficient, c)), tiny)
-        return c, d, ew.mul(c, d)
+        d = div(one, _guard(add(one, mul(coefficient, d)), tiny))
+        c = _guard(add(one, div(coefficient, c)), tiny)
+        return c, d, mul(c, d)
 
     eps = _full(a, np.finfo(get_aval(a).dtype).eps)
 
@@ -213,24 +229,24 @@ def _continued_fraction(a: Any, b: Any, x: Any) -> Any:
         c, d, h, done = carry
         aval = get_aval(a)
         m = broadcast_to_shape(convert_element_type(m, aval.dtype), aval.shape)
-        two_m = ew.add(m, m)
-        even = ew.div(
-            ew.mul(ew.mul(m, ew.sub(b, m)), x),
-            ew.mul(ew.add(ew.sub(a, one), two_m), ew.add(a, two_m)),
+        two_m = add(m, m)
+        even = div(
+            mul(mul(m, sub(b, m)), x),
+            mul(add(sub(a, one), two_m), add(a, two_m)),
         )
         c, d, even_factor = lentz(even, c, d)
-        odd = ew.neg(
-            ew.div(
-                ew.mul(ew.mul(ew.add(a, m), ew.add(apb, m)), x),
-                ew.mul(ew.add(a, two_m), ew.add(ew.add(a, one), two_m)),
+        odd = neg(
+            div(
+                mul(mul(add(a, m), add(apb, m)), x),
+                mul(add(a, two_m), add(add(a, one), two_m)),
             )
         )
         c, d, odd_factor = lentz(odd, c, d)
-        factor = ew.mul(even_factor, odd_factor)
+        factor = mul(even_factor, odd_factor)
         # Once the factors are 1 to working precision, stop: multiplying by rounded ones
         # would only accumulate rounding error.
-        h = ew.select_n(done, ew.mul(h, factor), h)
-        done = ew.bitwise_or(done, ew.le(ew.abs(ew.sub(factor, one)), eps))
+        h = select_n(done, mul(h, factor), h)
+        done = bitwise_or(done, le(abs_(sub(factor, one)), eps))
         return c, d, h, done
 
     start = (c, d, d, np.zeros(get_aval(a).shape, np.bool_))
@@ -240,9 +256,9 @@ def _continued_fraction(a: Any, b: Any, x: Any) -> Any:
 
 def _log_prefactor(a: Any, b: Any, x: Any) -> Any:
     """``log(x^a (1-x)^b / B(a, b))``."""
-    log_beta = ew.sub(ew.add(lgamma(a), lgamma(b)), lgamma(ew.add(a, b)))
-    power = ew.add(ew.mul(a, ew.log(x)), ew.mul(b, ew.log1p(ew.neg(x))))
-    return ew.sub(power, log_beta)
+    log_beta = sub(add(lgamma(a), lgamma(b)), lgamma(add(a, b)))
+    power = add(mul(a, log(x)), mul(b, log1p(neg(x))))
+    return sub(power, log_beta)
 
 
 def betainc(a: Any, b: Any, x: Any) -> Any:
@@ -250,30 +266,30 @@ def betainc(a: Any, b: Any, x: Any) -> Any:
     a, b, x = _float_operands("betainc", a, b, x)
     one, zero = _full(x, 1.0), _full(x, 0.0)
     eps = _full(x, np.finfo(get_aval(x).dtype).eps)
-    inside = ew.bitwise_and(ew.gt(x, zero), ew.lt(x, one))
+    inside = bitwise_and(gt(x, zero), lt(x, one))
     # Evaluate on safe stand-ins where the answer is decided below, so no NaN leaks into
     # gradients through the branch not taken.
-    xs = ew.select_n(inside, _full(x, 0.5), x)
-    positive = ew.bitwise_and(ew.gt(a, zero), ew.gt(b, zero))
-    a_s = ew.select_n(positive, one, a)
-    b_s = ew.select_n(positive, one, b)
-    direct = ew.lt(xs, ew.div(ew.add(a_s, one), ew.add(ew.add(a_s, b_s), _full(x, 2.0))))
+    xs = select_n(inside, _full(x, 0.5), x)
+    positive = bitwise_and(gt(a, zero), gt(b, zero))
+    a_s = select_n(positive, one, a)
+    b_s = select_n(positive, one, b)
+    direct = lt(xs, div(add(a_s, one), add(add(a_s, b_s), _full(x, 2.0))))
     # Swap (a, b, x) -> (b, a, 1 - x) where the fraction converges faster that way.
-    a_cf = ew.select_n(direct, b_s, a_s)
-    b_cf = ew.select_n(direct, a_s, b_s)
-    x_cf = ew.select_n(direct, ew.sub(one, xs), xs)
-    x_cf = ew.max(x_cf, eps)
+    a_cf = select_n(direct, b_s, a_s)
+    b_cf = select_n(direct, a_s, b_s)
+    x_cf = select_n(direct, sub(one, xs), xs)
+    x_cf = max_(x_cf, eps)
     fraction = _continued_fraction(a_cf, b_cf, x_cf)
-    tail = ew.div(ew.mul(ew.exp(_log_prefactor(a_cf, b_cf, x_cf)), fraction), a_cf)
-    out = ew.select_n(direct, ew.sub(one, tail), tail)
+    tail = div(mul(exp(_log_prefactor(a_cf, b_cf, x_cf)), fraction), a_cf)
+    out = select_n(direct, sub(one, tail), tail)
     # Edges: I_0 = 0, I_1 = 1; a == 0 puts all mass at 0, b == 0 at 1.
-    out = ew.select_n(inside, ew.select_n(ew.le(x, zero), one, zero), out)
-    out = ew.select_n(ew.bitwise_and(ew.eq(b, zero), ew.gt(a, zero)), out, zero)
-    out = ew.select_n(ew.bitwise_and(ew.eq(a, zero), ew.gt(b, zero)), out, one)
-    invalid = ew.bitwise_or(
-        ew.bitwise_or(ew.lt(a, zero), ew.lt(b, zero)),
-        ew.bitwise_or(ew.lt(x, zero), ew.gt(x, one)),
+    out = select_n(inside, select_n(le(x, zero), one, zero), out)
+    out = select_n(bitwise_and(eq(b, zero), gt(a, zero)), out, zero)
+    out = select_n(bitwise_and(eq(a, zero), gt(b, zero)), out, one)
+    invalid = bitwise_or(
+        bitwise_or(lt(a, zero), lt(b, zero)),
+        bitwise_or(lt(x, zero), gt(x, one)),
     )
-    invalid = ew.bitwise_or(invalid, ew.bitwise_and(ew.eq(a, zero), ew.eq(b, zero)))
-    unknown = ew.bitwise_or(ew.bitwise_or(ew.ne(a, a), ew.ne(b, b)), ew.ne(x, x))
-    return ew.select_n(ew.bitwise_or(invalid, unknown), out, _full(x, np.nan))
+    invalid = bitwise_or(invalid, bitwise_and(eq(a, zero), eq(b, zero)))
+    unknown = bitwise_or(bitwise_or(ne(a, a), ne(b, b)), ne(x, x))
+    return select_n(bitwise_or(invalid, unknown), out, _full(x, np.nan))

@@ -16,8 +16,11 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src.core import Tracer, get_aval
-from ember._src.primitives import elementwise as ew
+from ember._src.primitives.arithmetic import add, max as max_, min as min_, rem
+from ember._src.primitives.bits import bitwise_and
+from ember._src.primitives.comparisons import ge, lt
 from ember._src.primitives.gather_scatter import GatherDimensionNumbers, gather, gather_fill_value
+from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import (
     broadcast_to_shape,
     concatenate,
@@ -168,7 +171,7 @@ def _index_array(entry: Any, size: int, dim: int) -> Any:
             f"array indices must be integers or booleans, got {aval.str_short()}{errors.where()}"
         )
     index = convert_element_type(entry, dtypes.int32)
-    return ew.select_n(ew.lt(index, np.int32(0)), index, ew.add(index, np.int32(size)))
+    return select_n(lt(index, np.int32(0)), index, add(index, np.int32(size)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -223,7 +226,7 @@ def take(
         valid, (1,) * axis + get_aval(valid).shape + (1,) * (len(shape) - axis - index_ndim)
     )
     fill = gather_fill_value(aval.dtype) if fill_value is None else fill_value
-    return ew.select_n(broadcast_to_shape(valid, shape), _full(fill, picked), picked)
+    return select_n(broadcast_to_shape(valid, shape), _full(fill, picked), picked)
 
 
 def _take_index(index: Any, size: int, mode: str) -> tuple[Any, Any]:
@@ -243,18 +246,18 @@ def _take_index(index: Any, size: int, mode: str) -> tuple[Any, Any]:
 
     valid = None
     if mode == "clip":
-        index = ew.max(ew.min(index, const(max(size - 1, 0))), const(0))
+        index = max_(min_(index, const(max(size - 1, 0))), const(0))
     elif mode == "wrap":
-        index = ew.rem(index, const(max(size, 1)))
+        index = rem(index, const(max(size, 1)))
         if dtype.kind == "i":  # the remainder keeps the dividend's sign
-            index = ew.select_n(ew.lt(index, const(0)), index, ew.add(index, const(size)))
+            index = select_n(lt(index, const(0)), index, add(index, const(size)))
     else:
-        in_range = ew.lt(index, const(size))
+        in_range = lt(index, const(size))
         if dtype.kind == "i":
-            in_range = ew.bitwise_and(in_range, ew.ge(index, const(-size)))
-            index = ew.select_n(ew.lt(index, const(0)), index, ew.add(index, const(size)))
+            in_range = bitwise_and(in_range, ge(index, const(-size)))
+            index = select_n(lt(index, const(0)), index, add(index, const(size)))
         valid = in_range
-        index = ew.select_n(in_range, const(0), index)
+        index = select_n(in_range, const(0), index)
     return convert_element_type(index, dtypes.int32), valid
 
 
@@ -297,9 +300,9 @@ def take_along_axis(
     size = np.int32(aval.shape[axis])
     index = convert_element_type(indices, dtypes.int32)
     if wrap_negative_indices is None or wrap_negative_indices:
-        index = ew.select_n(ew.lt(index, np.int32(0)), index, ew.add(index, size))
-    in_range = ew.bitwise_and(ew.ge(index, np.int32(0)), ew.lt(index, size))
-    clamped = ew.max(ew.min(index, np.int32(max(size - 1, 0))), np.int32(0))
+        index = select_n(lt(index, np.int32(0)), index, add(index, size))
+    in_range = bitwise_and(ge(index, np.int32(0)), lt(index, size))
+    clamped = max_(min_(index, np.int32(max(size - 1, 0))), np.int32(0))
     entries = []
     for d in range(aval.ndim):
         if d == axis:
@@ -313,7 +316,7 @@ def take_along_axis(
         return picked
     fill = gather_fill_value(aval.dtype) if fill_value is None else fill_value
     valid = broadcast_to_shape(in_range, get_aval(picked).shape)
-    return ew.select_n(valid, _full(fill, picked), picked)
+    return select_n(valid, _full(fill, picked), picked)
 
 
 def _axis(axis: int, ndim: int) -> int:

@@ -21,8 +21,9 @@ from ember._src.numpy.util import (
     prepare,
     promote_dtypes,
 )
-from ember._src.primitives import elementwise as ew
+from ember._src.primitives.arithmetic import conj, mul
 from ember._src.primitives.linalg import dot_general
+from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import (
     broadcast_in_dim,
     broadcast_to_shape,
@@ -43,7 +44,7 @@ def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = 
     a, b = _operands("dot", a, b)
     a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
     if a_ndim == 0 or b_ndim == 0:
-        return ew.mul(*prepare("dot", a, b))
+        return mul(*prepare("dot", a, b))
     b_axis = 0 if b_ndim == 1 else b_ndim - 2
     _check_contracted("dot", a, b, a_ndim - 1, b_axis)
     return dot_general(
@@ -124,7 +125,7 @@ def tensordot(
 def inner(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     a, b = _operands("inner", a, b)
     if not get_aval(a).ndim or not get_aval(b).ndim:
-        product = ew.mul(*prepare("inner", a, b))
+        product = mul(*prepare("inner", a, b))
         if preferred_element_type is None:
             return product
         return cast(product, check_dtype_arg(preferred_element_type))
@@ -170,10 +171,10 @@ def vecdot(
         result_dtype = check_dtype_arg(preferred_element_type)
         x1, x2 = cast(x1, result_dtype), cast(x2, result_dtype)
     if get_aval(x1).dtype.kind == "c":  # the array API's vecdot conjugates x1
-        x1 = ew.conj(x1)
+        x1 = conj(x1)
     ndim = get_aval(x1).ndim
     ax = canonicalize_axis(axis, ndim)
-    return reduce_sum(ew.mul(x1, x2), (ax,))
+    return reduce_sum(mul(x1, x2), (ax,))
 
 
 def _check_vecdot_axes(shape1: tuple, shape2: tuple, axis: int) -> None:
@@ -306,7 +307,7 @@ def _take_diagonals(labels: str, x: Any) -> tuple[str, Any]:
         on_diagonal = np.all(grid == grid[0], axis=0)
         keep = broadcast_in_dim(on_diagonal, shape, tuple(axes))
         zeros = broadcast_to_shape(np.zeros((), get_aval(x).dtype), shape)
-        x = reduce_sum(ew.select_n(keep, zeros, x), tuple(axes[1:]))
+        x = reduce_sum(select_n(keep, zeros, x), tuple(axes[1:]))
         labels = "".join(c for i, c in enumerate(labels) if i not in axes[1:])
     return labels, x
 

@@ -19,7 +19,9 @@ from ember._src.numpy.util import (
     promote_to_inexact,
     shape_tuple,
 )
-from ember._src.primitives import elementwise as lax
+from ember._src.primitives.arithmetic import add, div, mul, sub
+from ember._src.primitives.comparisons import eq
+from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import (
     broadcast_in_dim,
     broadcast_to_shape,
@@ -199,7 +201,7 @@ def _arange(start: Any, stop: Any, step: Any, dtype: Any) -> Any:
         length = max(0, int(hi) - int(lo))
         base = iota(dtype, core.canonicalize_shape(length, "arange's length"), 0)
         offset = np.asarray(lo, dtype)[()]
-        return lax.add(base, offset) if offset else base
+        return add(base, offset) if offset else base
     return asarray(_host_arange(start, stop, step).astype(dtype))
 
 
@@ -265,14 +267,14 @@ def _linspace(start: Any, stop: Any, num: Any, endpoint: bool, dtype: Any) -> tu
     )
     divisor = (num - 1) if endpoint else num
     index = iota(dtypes.int32, (num,), 0)
-    delta = lax.sub(stop_c, start_c)
+    delta = sub(stop_c, start_c)
     if get_aval(delta).shape:
         raise ValueError(f"linspace supports scalar start and stop only{errors.where()}")
-    step = lax.div(delta, np.asarray(max(divisor, 1), compute)[()])
-    values = lax.add(lax.mul(convert_element_type(index, compute), step), start_c)
+    step = div(delta, np.asarray(max(divisor, 1), compute)[()])
+    values = add(mul(convert_element_type(index, compute), step), start_c)
     if endpoint and num > 1:
         # Pin the last sample to stop exactly, as NumPy does, despite rounding in the steps.
-        values = lax.select_n(lax.eq(index, np.int32(num - 1)), values, stop_c)
+        values = select_n(eq(index, np.int32(num - 1)), values, stop_c)
     result = convert_element_type(values, dtype) if dtype != compute else values
     return result, step
 
@@ -286,7 +288,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: 
     dtype = check_dtype_arg(dtype) or dtypes.default_float()
     rows = iota(dtypes.int32, (n, m), 0)
     cols = iota(dtypes.int32, (n, m), 1)
-    return _place(convert_element_type(lax.eq(lax.add(rows, np.int32(k)), cols), dtype), device)
+    return _place(convert_element_type(eq(add(rows, np.int32(k)), cols), dtype), device)
 
 
 def diagonal_offset(k: Any, n: int, m: int) -> int:

@@ -17,7 +17,13 @@ from ember._src.numpy.util import (
     prepare_inexact,
     promote_dtypes,
 )
-from ember._src.primitives import elementwise as lax
+from ember._src.primitives import (
+    arithmetic,
+    bits as bitwise,
+    comparisons,
+    math_functions,
+    selection,
+)
 from ember._src.primitives.shape import broadcast_in_dim
 from ember._src.transforms.jit import jit
 
@@ -103,40 +109,40 @@ def _binary_inexact(lax_fn, name: str):
     return _binary(lax_fn, name, prepare_inexact)
 
 
-add = _binary(lax.add, "add", ufunc=True)
-subtract = _binary(lax.sub, "subtract", ufunc=True)
-multiply = _binary(lax.mul, "multiply", ufunc=True)
-maximum = _binary(lax.max, "maximum", ufunc=True)
-minimum = _binary(lax.min, "minimum", ufunc=True)
-arctan2 = _binary_inexact(lax.atan2, "arctan2")
-equal = _binary(lax.eq, "equal")
-not_equal = _binary(lax.ne, "not_equal")
+add = _binary(arithmetic.add, "add", ufunc=True)
+subtract = _binary(arithmetic.sub, "subtract", ufunc=True)
+multiply = _binary(arithmetic.mul, "multiply", ufunc=True)
+maximum = _binary(arithmetic.max, "maximum", ufunc=True)
+minimum = _binary(arithmetic.min, "minimum", ufunc=True)
+arctan2 = _binary_inexact(math_functions.atan2, "arctan2")
+equal = _binary(comparisons.eq, "equal")
+not_equal = _binary(comparisons.ne, "not_equal")
 # Complex numbers are ordered lexicographically, as in NumPy (lax refuses to order them).
-less = _binary(lax.lexicographic(lax.lt, lax.lt), "less")
-less_equal = _binary(lax.lexicographic(lax.lt, lax.le), "less_equal")
-greater = _binary(lax.lexicographic(lax.gt, lax.gt), "greater")
-greater_equal = _binary(lax.lexicographic(lax.gt, lax.ge), "greater_equal")
+less = _binary(arithmetic.lexicographic(comparisons.lt, comparisons.lt), "less")
+less_equal = _binary(arithmetic.lexicographic(comparisons.lt, comparisons.le), "less_equal")
+greater = _binary(arithmetic.lexicographic(comparisons.gt, comparisons.gt), "greater")
+greater_equal = _binary(arithmetic.lexicographic(comparisons.gt, comparisons.ge), "greater_equal")
 
-exp = _unary_inexact(lax.exp)
-log = _unary_inexact(lax.log)
-log1p = _unary_inexact(lax.log1p)
-expm1 = _unary_inexact(lax.expm1)
-sin = _unary_inexact(lax.sin)
-cos = _unary_inexact(lax.cos)
-tan = _unary_inexact(lax.tan)
-tanh = _unary_inexact(lax.tanh)
-sinh = _unary_inexact(lax.sinh)
-cosh = _unary_inexact(lax.cosh)
-arcsin = _unary_inexact(lax.asin)
-arccos = _unary_inexact(lax.acos)
-arctan = _unary_inexact(lax.atan)
-arcsinh = _unary_inexact(lax.asinh)
-arccosh = _unary_inexact(lax.acosh)
-arctanh = _unary_inexact(lax.atanh)
-sqrt = _unary_inexact(lax.sqrt)
-cbrt = _unary_inexact(lax.cbrt)
-negative = as_ufunc(_unary_numeric(lax.neg), "negative", 1)
-sign = _unary_numeric(lax.sign)
+exp = _unary_inexact(math_functions.exp)
+log = _unary_inexact(math_functions.log)
+log1p = _unary_inexact(math_functions.log1p)
+expm1 = _unary_inexact(math_functions.expm1)
+sin = _unary_inexact(math_functions.sin)
+cos = _unary_inexact(math_functions.cos)
+tan = _unary_inexact(math_functions.tan)
+tanh = _unary_inexact(math_functions.tanh)
+sinh = _unary_inexact(math_functions.sinh)
+cosh = _unary_inexact(math_functions.cosh)
+arcsin = _unary_inexact(math_functions.asin)
+arccos = _unary_inexact(math_functions.acos)
+arctan = _unary_inexact(math_functions.atan)
+arcsinh = _unary_inexact(math_functions.asinh)
+arccosh = _unary_inexact(math_functions.acosh)
+arctanh = _unary_inexact(math_functions.atanh)
+sqrt = _unary_inexact(math_functions.sqrt)
+cbrt = _unary_inexact(math_functions.cbrt)
+negative = as_ufunc(_unary_numeric(arithmetic.neg), "negative", 1)
+sign = _unary_numeric(arithmetic.sign)
 
 
 def _bitwise(lax_fn, name: str):
@@ -154,9 +160,9 @@ def _bitwise(lax_fn, name: str):
     return fn
 
 
-bitwise_and = as_ufunc(_bitwise(lax.bitwise_and, "bitwise_and"), "bitwise_and", 2)
-bitwise_or = as_ufunc(_bitwise(lax.bitwise_or, "bitwise_or"), "bitwise_or", 2)
-bitwise_xor = as_ufunc(_bitwise(lax.bitwise_xor, "bitwise_xor"), "bitwise_xor", 2)
+bitwise_and = as_ufunc(_bitwise(bitwise.bitwise_and, "bitwise_and"), "bitwise_and", 2)
+bitwise_or = as_ufunc(_bitwise(bitwise.bitwise_or, "bitwise_or"), "bitwise_or", 2)
+bitwise_xor = as_ufunc(_bitwise(bitwise.bitwise_xor, "bitwise_xor"), "bitwise_xor", 2)
 
 
 def bitwise_not(x: Any, /) -> Any:
@@ -167,7 +173,7 @@ def bitwise_not(x: Any, /) -> Any:
             f"bitwise_not is only defined for integer and boolean arrays, got "
             f"{dtypes.short_name(dtype)}{errors.where()}"
         )
-    return lax.bitwise_not(x)
+    return bitwise.bitwise_not(x)
 
 
 invert = bitwise_not
@@ -184,18 +190,18 @@ def _logical(lax_fn, name: str):
     return fn
 
 
-logical_and = as_ufunc(_logical(lax.bitwise_and, "logical_and"), "logical_and", 2)
-logical_or = as_ufunc(_logical(lax.bitwise_or, "logical_or"), "logical_or", 2)
-logical_xor = as_ufunc(_logical(lax.bitwise_xor, "logical_xor"), "logical_xor", 2)
+logical_and = as_ufunc(_logical(bitwise.bitwise_and, "logical_and"), "logical_and", 2)
+logical_or = as_ufunc(_logical(bitwise.bitwise_or, "logical_or"), "logical_or", 2)
+logical_xor = as_ufunc(_logical(bitwise.bitwise_xor, "logical_xor"), "logical_xor", 2)
 
 
 def logical_not(x: Any, /) -> Any:
-    return lax.bitwise_not(cast(as_operand(x), dtypes.bool_))
+    return bitwise.bitwise_not(cast(as_operand(x), dtypes.bool_))
 
 
 def true_divide(x1: Any, x2: Any, /) -> Any:
     x, y = prepare_inexact("true_divide", x1, x2)
-    return lax.div(x, y)
+    return arithmetic.div(x, y)
 
 
 divide = true_divide
@@ -216,12 +222,14 @@ def floor_divide(x1: Any, x2: Any, /) -> Any:
         # lax.div truncates toward zero; NumPy floors. Step down where the signs differ and the
         # division was inexact (as JAX, which makes x // 0 one less than lax.div's answer for
         # x != 0).
-        quotient = lax.div(x, y)
+        quotient = arithmetic.div(x, y)
         if dtype.kind == "u":
             return quotient
-        inexact = lax.ne(lax.rem(x, y), np.zeros((), dtype))
-        adjust = lax.bitwise_and(inexact, lax.ne(lax.sign(x), lax.sign(y)))
-        return lax.select_n(adjust, quotient, lax.sub(quotient, np.ones((), dtype)))
+        inexact = comparisons.ne(arithmetic.rem(x, y), np.zeros((), dtype))
+        adjust = bitwise.bitwise_and(
+            inexact, comparisons.ne(arithmetic.sign(x), arithmetic.sign(y))
+        )
+        return selection.select_n(adjust, quotient, arithmetic.sub(quotient, np.ones((), dtype)))
     if dtype.kind == "c":
         raise errors.EmberTypeError(
             f"floor_divide does not support complex-valued inputs{errors.where()}"
@@ -235,12 +243,14 @@ def _float_floor_divide(x: Any, y: Any) -> Any:
     inf // 3 = nan and +0 for -0 // 3."""
     dtype = get_aval(x).dtype
     zero, one = np.zeros((), dtype), np.ones((), dtype)
-    mod = lax.rem(x, y)
-    corrected = lax.select_n(lax.eq(y, zero), lax.sub(x, mod), x)
-    quotient = lax.div(corrected, y)
-    step = lax.bitwise_and(lax.ne(mod, zero), lax.ne(lax.sign(y), lax.sign(mod)))
-    quotient = lax.select_n(step, quotient, lax.sub(quotient, one))
-    return lax.round_(quotient)  # integral up to the division's rounding
+    mod = arithmetic.rem(x, y)
+    corrected = selection.select_n(comparisons.eq(y, zero), arithmetic.sub(x, mod), x)
+    quotient = arithmetic.div(corrected, y)
+    step = bitwise.bitwise_and(
+        comparisons.ne(mod, zero), comparisons.ne(arithmetic.sign(y), arithmetic.sign(mod))
+    )
+    quotient = selection.select_n(step, quotient, arithmetic.sub(quotient, one))
+    return arithmetic.round_(quotient)  # integral up to the division's rounding
 
 
 def _nonzero_int_divisor(y: Any) -> Any:
@@ -249,7 +259,7 @@ def _nonzero_int_divisor(y: Any) -> Any:
     dtype = get_aval(y).dtype
     if dtype.kind not in "iu":
         return y
-    return lax.select_n(lax.eq(y, np.zeros((), dtype)), y, np.ones((), dtype))
+    return selection.select_n(comparisons.eq(y, np.zeros((), dtype)), y, np.ones((), dtype))
 
 
 def remainder(x1: Any, x2: Any, /) -> Any:
@@ -258,12 +268,14 @@ def remainder(x1: Any, x2: Any, /) -> Any:
     y = _nonzero_int_divisor(y)
     # lax.rem takes the sign of x (C fmod); NumPy's remainder takes the sign of y, except that
     # a zero result keeps the sign of x (as JAX).
-    r = lax.rem(x, y)
+    r = arithmetic.rem(x, y)
     if dtype.kind == "u":
         return r
     zero = np.zeros((), dtype)
-    needs_shift = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
-    return lax.select_n(needs_shift, r, lax.add(r, y))
+    needs_shift = bitwise.bitwise_and(
+        comparisons.ne(r, zero), comparisons.ne(comparisons.lt(r, zero), comparisons.lt(y, zero))
+    )
+    return selection.select_n(needs_shift, r, arithmetic.add(r, y))
 
 
 mod = remainder
@@ -271,7 +283,7 @@ mod = remainder
 
 def fmod(x1: Any, x2: Any, /) -> Any:
     x, y = _prepare_numeric("fmod", x1, x2)
-    return lax.rem(x, _nonzero_int_divisor(y))
+    return arithmetic.rem(x, _nonzero_int_divisor(y))
 
 
 def power(x1: Any, x2: Any, /) -> Any:
@@ -286,27 +298,27 @@ def power(x1: Any, x2: Any, /) -> Any:
             x = cast(x, dtypes.int32)
         if get_aval(x).dtype.kind in "iu" and y < 0:
             raise ValueError(f"integers to negative integer powers are not allowed{errors.where()}")
-        return lax.integer_pow(x, int(y))
+        return math_functions.integer_pow(x, int(y))
     x, y = _prepare_numeric("power", x, y)
     dtype = get_aval(x).dtype
     if dtype.kind in "iub":
         return _integer_power(x, y)
-    return lax.pow(x, y)
+    return math_functions.pow(x, y)
 
 
 def _integer_power(x: Any, y: Any) -> Any:
     """x ** y for integer arrays, by repeated squaring over the bits of y (y >= 0)."""
     dtype = get_aval(x).dtype
     bits = dtype.itemsize * 8
-    result = lax.add(lax.mul(x, np.zeros((), dtype)), np.ones((), dtype))
+    result = arithmetic.add(arithmetic.mul(x, np.zeros((), dtype)), np.ones((), dtype))
     base = x
     exponent = y
     one = np.ones((), dtype)
     for _ in range(bits):
-        odd = lax.ne(lax.bitwise_and(exponent, one), np.zeros((), dtype))
-        result = lax.select_n(odd, result, lax.mul(result, base))
-        base = lax.mul(base, base)
-        exponent = lax.div(exponent, np.asarray(2, dtype)[()])
+        odd = comparisons.ne(bitwise.bitwise_and(exponent, one), np.zeros((), dtype))
+        result = selection.select_n(odd, result, arithmetic.mul(result, base))
+        base = arithmetic.mul(base, base)
+        exponent = arithmetic.div(exponent, np.asarray(2, dtype)[()])
     return result
 
 
@@ -317,19 +329,19 @@ def square(x: Any, /) -> Any:
     (x,) = promote_dtypes(as_operand(x))
     if get_aval(x).dtype == dtypes.bool_:
         x = cast(x, dtypes.int32)
-    return lax.square(x)
+    return math_functions.square(x)
 
 
 def reciprocal(x: Any, /) -> Any:
     (x,) = prepare_inexact("reciprocal", x)
-    return lax.div(np.ones((), get_aval(x).dtype), x)
+    return arithmetic.div(np.ones((), get_aval(x).dtype), x)
 
 
 def absolute(x: Any, /) -> Any:
     (x,) = promote_dtypes(as_operand(x))
     if get_aval(x).dtype.kind in "bu":  # already non-negative
         return x
-    return lax.abs(x)
+    return arithmetic.abs(x)
 
 
 abs = absolute
@@ -337,13 +349,13 @@ abs = absolute
 
 def real(val: Any, /) -> Any:
     (x,) = promote_dtypes(as_operand(val))
-    return lax.real(x) if get_aval(x).dtype.kind == "c" else x
+    return arithmetic.real(x) if get_aval(x).dtype.kind == "c" else x
 
 
 def imag(val: Any, /) -> Any:
     (x,) = promote_dtypes(as_operand(val))
     if get_aval(x).dtype.kind == "c":
-        return lax.imag(x)
+        return arithmetic.imag(x)
     # +0.0 everywhere, as NumPy: x * 0 would give -0.0 for negative x (and nan for inf).
     aval = get_aval(x)
     return broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
@@ -351,7 +363,7 @@ def imag(val: Any, /) -> Any:
 
 def conjugate(x: Any, /) -> Any:
     (x,) = promote_dtypes(as_operand(x))
-    return lax.conj(x) if get_aval(x).dtype.kind == "c" else x
+    return arithmetic.conj(x) if get_aval(x).dtype.kind == "c" else x
 
 
 conj = conjugate
@@ -364,19 +376,21 @@ def positive(x: Any, /) -> Any:
 
 def floor(x: Any, /) -> Any:
     (x,) = promote_dtypes(as_operand(x))
-    return x if get_aval(x).dtype.kind in "iub" else lax.floor(x)
+    return x if get_aval(x).dtype.kind in "iub" else arithmetic.floor(x)
 
 
 def ceil(x: Any, /) -> Any:
     (x,) = promote_dtypes(as_operand(x))
-    return x if get_aval(x).dtype.kind in "iub" else lax.ceil(x)
+    return x if get_aval(x).dtype.kind in "iub" else arithmetic.ceil(x)
 
 
 def trunc(x: Any, /) -> Any:
     (x,) = promote_dtypes(as_operand(x))
     if get_aval(x).dtype.kind in "iub":
         return x
-    return lax.select_n(lax.lt(x, np.zeros((), get_aval(x).dtype)), lax.floor(x), lax.ceil(x))
+    return selection.select_n(
+        comparisons.lt(x, np.zeros((), get_aval(x).dtype)), arithmetic.floor(x), arithmetic.ceil(x)
+    )
 
 
 def round(a: Any, decimals: int = 0, out: None = None) -> Any:
@@ -389,15 +403,17 @@ def round(a: Any, decimals: int = 0, out: None = None) -> Any:
     if dtype.kind in "iub":
         return x
     if dtype.kind == "c":  # each part rounded
-        return lax.complex(_round(lax.real(x), decimals), _round(lax.imag(x), decimals))
+        return arithmetic.complex(
+            _round(arithmetic.real(x), decimals), _round(arithmetic.imag(x), decimals)
+        )
     return _round(x, decimals)
 
 
 def _round(x: Any, decimals: int) -> Any:
     if decimals == 0:
-        return lax.round_(x)
+        return arithmetic.round_(x)
     factor = np.asarray(10.0**decimals, get_aval(x).dtype)[()]
-    return lax.div(lax.round_(lax.mul(x, factor)), factor)
+    return arithmetic.div(arithmetic.round_(arithmetic.mul(x, factor)), factor)
 
 
 around = round
@@ -415,65 +431,71 @@ def isfinite(x: Any, /) -> Any:
     (x,) = promote_dtypes(as_operand(x))
     aval = get_aval(x)
     if not dtypes.is_inexact(aval.dtype):
-        return lax.eq(x, x)
+        return comparisons.eq(x, x)
     if aval.dtype.kind == "c":  # finite when both parts are
-        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
-    return lax.is_finite(x)
+        return bitwise.bitwise_and(
+            comparisons.is_finite(arithmetic.real(x)), comparisons.is_finite(arithmetic.imag(x))
+        )
+    return comparisons.is_finite(x)
 
 
 def isnan(x: Any, /) -> Any:
     (x,) = promote_dtypes(as_operand(x))
-    return lax.ne(x, x)
+    return comparisons.ne(x, x)
 
 
 def isinf(x: Any, /) -> Any:
     (x,) = promote_dtypes(as_operand(x))
     aval = get_aval(x)
     if not dtypes.is_inexact(aval.dtype):
-        return lax.ne(x, x)
+        return comparisons.ne(x, x)
     if aval.dtype.kind == "c":  # infinite when either part is
-        return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
-    return lax.eq(lax.abs(x), np.asarray(np.inf, aval.dtype)[()])
+        return bitwise.bitwise_or(isinf(arithmetic.real(x)), isinf(arithmetic.imag(x)))
+    return comparisons.eq(arithmetic.abs(x), np.asarray(np.inf, aval.dtype)[()])
 
 
 def log2(x: Any, /) -> Any:
     (x,) = prepare_inexact("log2", x)
-    return _log_base(x, lax.div, np.log(2))
+    return _log_base(x, arithmetic.div, np.log(2))
 
 
 def log10(x: Any, /) -> Any:
     (x,) = prepare_inexact("log10", x)
     # Multiplied by 1 / log(10) (not divided by log(10)), which rounds as JAX's does.
-    return _log_base(x, lax.mul, 1 / np.log(10))
+    return _log_base(x, arithmetic.mul, 1 / np.log(10))
 
 
 def _log_base(x: Any, scale_by, factor: float) -> Any:
     dtype = get_aval(x).dtype
     if dtype.kind != "c":
-        return scale_by(lax.log(x), np.asarray(factor, dtype)[()])
+        return scale_by(math_functions.log(x), np.asarray(factor, dtype)[()])
     # Scale the parts separately: a complex constant would turn log(0) = -inf + 0j into
     # -inf + nanj (inf * 0 in the complex arithmetic).
-    r = lax.log(x)
+    r = math_functions.log(x)
     factor = np.asarray(factor, dtypes.real_dtype(dtype))[()]
-    return lax.complex(scale_by(lax.real(r), factor), scale_by(lax.imag(r), factor))
+    return arithmetic.complex(
+        scale_by(arithmetic.real(r), factor), scale_by(arithmetic.imag(r), factor)
+    )
 
 
 def exp2(x: Any, /) -> Any:
     (x,) = prepare_inexact("exp2", x)
-    return lax.exp(lax.mul(x, np.asarray(np.log(2), get_aval(x).dtype)[()]))
+    return math_functions.exp(arithmetic.mul(x, np.asarray(np.log(2), get_aval(x).dtype)[()]))
 
 
 def _logaddexp(x: Any, y: Any, /) -> Any:
     x, y = prepare_inexact("logaddexp", x, y)
-    amax = lax.max(x, y)
+    amax = arithmetic.max(x, y)
     if get_aval(x).dtype.kind == "c":
-        return complex_log_add(x, y, amax, lax.exp, 1.0, np.pi)
-    delta = lax.sub(x, y)
+        return complex_log_add(x, y, amax, math_functions.exp, 1.0, np.pi)
+    delta = arithmetic.sub(x, y)
     # Where both are the same infinity, delta is nan: the answer is that infinity.
-    safe = lax.select_n(
-        lax.ne(delta, delta), lax.neg(lax.abs(delta)), np.zeros((), get_aval(x).dtype)
+    safe = selection.select_n(
+        comparisons.ne(delta, delta),
+        arithmetic.neg(arithmetic.abs(delta)),
+        np.zeros((), get_aval(x).dtype),
     )
-    return lax.add(amax, lax.log1p(lax.exp(safe)))
+    return arithmetic.add(amax, math_functions.log1p(math_functions.exp(safe)))
 
 
 logaddexp = as_ufunc(_logaddexp, "logaddexp", 2)
@@ -484,17 +506,23 @@ def complex_log_add(x: Any, y: Any, amax: Any, exp_fn, scale: float, half_period
     scale = 1/log(2)), as JAX: amax + scale * log1p(exp_fn(x + y - 2 amax)), its imaginary
     part wrapped into [-half_period, half_period]."""
     dtype = get_aval(x).dtype
-    delta = lax.sub(lax.add(x, y), lax.mul(amax, np.asarray(2, dtype)[()]))
-    out = lax.add(amax, lax.mul(np.asarray(scale, dtype)[()], lax.log1p(exp_fn(delta))))
-    return lax.complex(lax.real(out), _wrap_between(lax.imag(out), half_period))
+    delta = arithmetic.sub(arithmetic.add(x, y), arithmetic.mul(amax, np.asarray(2, dtype)[()]))
+    out = arithmetic.add(
+        amax, arithmetic.mul(np.asarray(scale, dtype)[()], math_functions.log1p(exp_fn(delta)))
+    )
+    return arithmetic.complex(
+        arithmetic.real(out), _wrap_between(arithmetic.imag(out), half_period)
+    )
 
 
 def _wrap_between(x: Any, half: float) -> Any:
     dtype = get_aval(x).dtype
     a, two_a = np.asarray(half, dtype)[()], np.asarray(2 * half, dtype)[()]
-    rem = lax.rem(lax.add(x, a), two_a)
-    rem = lax.select_n(lax.lt(rem, np.zeros((), dtype)), rem, lax.add(rem, two_a))
-    return lax.sub(rem, a)
+    rem = arithmetic.rem(arithmetic.add(x, a), two_a)
+    rem = selection.select_n(
+        comparisons.lt(rem, np.zeros((), dtype)), rem, arithmetic.add(rem, two_a)
+    )
+    return arithmetic.sub(rem, a)
 
 
 def clip(arr: Any = None, /, min: Any = None, max: Any = None) -> Any:
@@ -527,9 +555,9 @@ def _where(condition: Any, x: Any, y: Any) -> Any:
     condition = cast(as_operand(condition), dtypes.bool_)
     x, y = promote_dtypes(x, y)
     condition, x, y = broadcast_args("where", condition, x, y)
-    return lax.select_n(condition, y, x)
+    return selection.select_n(condition, y, x)
 
 
 def sigmoid(x: Any) -> Any:
     (x,) = prepare_inexact("sigmoid", x)
-    return lax.logistic(x)
+    return math_functions.logistic(x)

@@ -17,7 +17,7 @@ from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy.advanced_indexing import as_operand
 from ember._src.numpy.indexing import getitem
-from ember._src.primitives import elementwise as ew
+from ember._src.primitives import arithmetic, bits, comparisons, math_functions, selection
 from ember._src.primitives.gather_scatter import (
     ScatterDimensionNumbers,
     scatter_add_p,
@@ -72,10 +72,12 @@ class IndexUpdateRef:
         positions, invalid = _positions(aval, self.index, mode, wrap_negative_indices, "get")
         flat = reshape(self.array, (aval.size,))
         if mode not in ("fill", "drop"):
-            return getitem(flat, ew.min(positions, np.int32(max(aval.size - 1, 0))))
-        values = getitem(flat, ew.select_n(invalid, positions, ew.mul(positions, np.int32(0))))
+            return getitem(flat, arithmetic.min(positions, np.int32(max(aval.size - 1, 0))))
+        values = getitem(
+            flat, selection.select_n(invalid, positions, arithmetic.mul(positions, np.int32(0)))
+        )
         fill = _fill_value(aval.dtype, fill_value)
-        return ew.select_n(invalid, values, broadcast_to_shape(fill, get_aval(values).shape))
+        return selection.select_n(invalid, values, broadcast_to_shape(fill, get_aval(values).shape))
 
     def set(self, values: Any, **options: Any) -> Any:
         return _scatter(scatter_p, self.array, self.index, values, "set", **options)
@@ -84,7 +86,7 @@ class IndexUpdateRef:
         return _scatter(scatter_add_p, self.array, self.index, values, "add", **options)
 
     def subtract(self, values: Any, **options: Any) -> Any:
-        return self.add(ew.neg(_like_array(values, self.array)), **options)
+        return self.add(arithmetic.neg(_like_array(values, self.array)), **options)
 
     def multiply(self, values: Any, **options: Any) -> Any:
         return _scatter(scatter_mul_p, self.array, self.index, values, "multiply", **options)
@@ -95,12 +97,12 @@ class IndexUpdateRef:
         aval = get_aval(self.array)
         if not dtypes.is_inexact(aval.dtype):
             raise TypeError(f"at[...].divide needs an inexact array, got {aval.str_short()}")
-        reciprocal = ew.div(np.asarray(1, aval.dtype), _like_array(values, self.array))
+        reciprocal = arithmetic.div(np.asarray(1, aval.dtype), _like_array(values, self.array))
         return self.multiply(reciprocal, **options)
 
     def power(self, values: Any, **options: Any) -> Any:
         """``x[idx] **= values`` (a repeated index is raised once, not compounded)."""
-        raised = ew.pow(self._current(options), _like_array(values, self.array))
+        raised = math_functions.pow(self._current(options), _like_array(values, self.array))
         return self.set(raised, **options)
 
     def min(self, values: Any, **options: Any) -> Any:
@@ -171,16 +173,18 @@ def _positions(aval, index: Any, mode: str | None, wrap_negative: bool, what: st
         for entry, size in reversed(list(zip(entries, aval.shape))):
             i = convert_element_type(as_operand(entry), dtypes.int32)
             if wrap_negative:
-                i = ew.select_n(ew.lt(i, np.int32(0)), i, ew.add(i, np.int32(size)))
+                i = selection.select_n(
+                    comparisons.lt(i, np.int32(0)), i, arithmetic.add(i, np.int32(size))
+                )
             if mode == "clip":
-                i = ew.max(ew.min(i, np.int32(max(size - 1, 0))), np.int32(0))
-            bad = ew.bitwise_or(ew.lt(i, np.int32(0)), ew.ge(i, np.int32(size)))
-            term = ew.mul(i, np.int32(stride))
+                i = arithmetic.max(arithmetic.min(i, np.int32(max(size - 1, 0))), np.int32(0))
+            bad = bits.bitwise_or(comparisons.lt(i, np.int32(0)), comparisons.ge(i, np.int32(size)))
+            term = arithmetic.mul(i, np.int32(stride))
             flat = term if flat is None else _add_broadcast(flat, term)
             invalid = bad if invalid is None else _or_broadcast(invalid, bad)
             stride *= size
         invalid = _fit(invalid, flat)
-        return ew.select_n(invalid, flat, _fit(np.int32(aval.size), flat)), invalid
+        return selection.select_n(invalid, flat, _fit(np.int32(aval.size), flat)), invalid
     if not wrap_negative or (mode in ("fill", "drop") and what == "get"):
         raise NotImplementedError(
             f"at[...].{what} with mode={mode!r}, wrap_negative_indices={wrap_negative} needs "
@@ -200,12 +204,12 @@ def _is_integer_index(entry: Any) -> bool:
 
 def _add_broadcast(a: Any, b: Any) -> Any:
     shape = np.broadcast_shapes(get_aval(a).shape, get_aval(b).shape)
-    return ew.add(broadcast_to_shape(a, shape), broadcast_to_shape(b, shape))
+    return arithmetic.add(broadcast_to_shape(a, shape), broadcast_to_shape(b, shape))
 
 
 def _or_broadcast(a: Any, b: Any) -> Any:
     shape = np.broadcast_shapes(get_aval(a).shape, get_aval(b).shape)
-    return ew.bitwise_or(broadcast_to_shape(a, shape), broadcast_to_shape(b, shape))
+    return bits.bitwise_or(broadcast_to_shape(a, shape), broadcast_to_shape(b, shape))
 
 
 def _fit(x: Any, like: Any) -> Any:

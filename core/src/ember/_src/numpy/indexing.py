@@ -15,8 +15,10 @@ import numpy as np
 from ember._src import dtypes, errors
 from ember._src.core import Tracer, get_aval
 from ember._src.numpy.advanced_indexing import advanced_getitem, axes_consumed, is_advanced
-from ember._src.primitives import elementwise as ew
+from ember._src.primitives.arithmetic import add
+from ember._src.primitives.comparisons import lt
 from ember._src.primitives.indexing import dynamic_slice, index_to_int32
+from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import reshape, rev, slice_op, squeeze
 from ember._src.runtime.array import Array
 
@@ -116,7 +118,7 @@ def _dynamic_pick(x: Any, traced: list[tuple[int, Any]]) -> Any:
         if not isinstance(index, np.int32):  # host indices arrive already wrapped
             index = index_to_int32(index)
             size = np.int32(shape[dim])
-            index = ew.select_n(ew.lt(index, np.int32(0)), index, ew.add(index, size))
+            index = select_n(lt(index, np.int32(0)), index, add(index, size))
         starts[dim] = index
         sizes[dim] = 1
     return dynamic_slice(x, starts, sizes)

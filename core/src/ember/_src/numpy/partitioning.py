@@ -17,7 +17,7 @@ from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation
 from ember._src.numpy.sorting import argsort, sort
 from ember._src.numpy.util import canonicalize_axis
-from ember._src.primitives.elementwise import complex as make_complex
+from ember._src.primitives.arithmetic import complex as make_complex
 from ember._src.primitives.shape import iota
 from ember._src.primitives.sort import sort as lax_sort
 

@@ -19,7 +19,9 @@ from ember._src.numpy.util import (
     check_no_out,
     prepare,
 )
-from ember._src.primitives import elementwise as ew, reduce as lax_reduce
+from ember._src.primitives import reduce as lax_reduce
+from ember._src.primitives.arithmetic import add, div, max as max_, min as min_, mul, sub
+from ember._src.primitives.math_functions import sqrt
 from ember._src.primitives.shape import broadcast_to_shape, expand_dims, reduce_sum, reshape
 from ember._src.transforms.jit import jit
 
@@ -90,7 +92,7 @@ def sum(
     a, result_dtype = _upcast(_apply_where(a, where, 0))
     result = reduce_sum(a, axes)
     if initial is not None:
-        result = ew.add(result, cast(initial, get_aval(result).dtype))
+        result = add(result, cast(initial, get_aval(result).dtype))
     return _keep(_cast_back(result, result_dtype), axes, keepdims)
 
 
@@ -109,7 +111,7 @@ def prod(
     a, result_dtype = _upcast(_apply_where(a, where, 1))
     result = lax_reduce.reduce_prod(a, axes) if axes else a
     if initial is not None:
-        result = ew.mul(result, cast(initial, get_aval(result).dtype))
+        result = mul(result, cast(initial, get_aval(result).dtype))
     return _keep(_cast_back(result, result_dtype), axes, keepdims)
 
 
@@ -128,7 +130,7 @@ def _extremum(
         a = _apply_where(a, where, initial)
     result = reducer(a, axes) if axes else a
     if initial is not None:
-        combine = ew.max if name == "max" else ew.min
+        combine = max_ if name == "max" else min_
         result = combine(result, cast(initial, aval.dtype))
     return _keep(result, axes, keepdims)
 
@@ -240,7 +242,7 @@ def _mean_in(a: Any, axes: tuple[int, ...], dtype: np.dtype, keepdims: bool, whe
     total = sum(
         cast(a, dtype, aval.weak_type), axis=axes, dtype=dtype, keepdims=keepdims, where=where
     )
-    return ew.div(total, _entry_count(aval.shape, axes, keepdims, where, get_aval(total).dtype))
+    return div(total, _entry_count(aval.shape, axes, keepdims, where, get_aval(total).dtype))
 
 
 def _entry_count(
@@ -277,11 +279,11 @@ def _var_given(
         mean = _mean_in(a, axes, wide, True, where)
     else:
         mean = cast(as_operand(mean), wide)
-    centered = ew.sub(*prepare("var", a, mean))
-    total = sum(ew.mul(centered, centered), axis=axes, keepdims=keepdims, where=where)
+    centered = sub(*prepare("var", a, mean))
+    total = sum(mul(centered, centered), axis=axes, keepdims=keepdims, where=where)
     result_dtype = get_aval(total).dtype
     count = _entry_count(aval.shape, axes, keepdims, where, result_dtype)
-    variance = ew.div(total, ew.sub(count, np.asarray(ddof, result_dtype)[()]))
+    variance = div(total, sub(count, np.asarray(ddof, result_dtype)[()]))
     return _cast_back(variance, dtype)
 
 
@@ -300,7 +302,7 @@ def std(
     check_no_out(out, "jnp.std")
     variance = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                    correction=correction)  # fmt: skip
-    return ew.sqrt(variance)
+    return sqrt(variance)
 
 
 # Called eagerly, mean and var run as one compiled program each (a sum, a count and a

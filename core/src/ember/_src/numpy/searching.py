@@ -24,7 +24,8 @@ from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, reductions
 from ember._src.numpy.advanced_indexing import take
 from ember._src.numpy.util import as_operand, promote_dtypes, shape_of
-from ember._src.primitives import elementwise as ew
+from ember._src.primitives.arithmetic import add, div, sub
+from ember._src.primitives.comparisons import gt
 from ember._src.primitives.control_flow.loops import fori_loop
 from ember._src.primitives.shape import (
     broadcast_in_dim,
@@ -110,10 +111,10 @@ def _binary_search(a: Any, v: Any, side: str, unroll: bool) -> Any:
 
     def step(_, bounds):
         low, high = bounds
-        open_ = ew.gt(ew.sub(high, low), one)
+        open_ = gt(sub(high, low), one)
         # Inside (low, high) while open (then low + high >= 0, so division floors); a
         # settled interval's probe is clipped into range and ignored.
-        mid = ew.div(ew.add(low, high), two)
+        mid = div(add(low, high), two)
         probe = take(a, mid, mode="clip")
         left = enp.logical_and(open_, _goes_at_or_before(v, probe, side))
         right = enp.logical_and(open_, enp.logical_not(left))
@@ -146,7 +147,7 @@ def _by_sorting(a: Any, v: Any, side: str) -> Any:
     union_rank = _ranks(union)
     start = 0 if side == "left" else n
     rank_in_union = union_rank[start : start + m]
-    return reshape(ew.sub(rank_in_union, _ranks(queries)), shape)
+    return reshape(sub(rank_in_union, _ranks(queries)), shape)
 
 
 def _ranks(x: Any) -> Any:
@@ -186,5 +187,5 @@ def digitize(x: Any, bins: Any, right: bool = False, *, method: str | None = Non
         return creation.zeros(shape_of(x), _INDEX)
     side = "left" if right else "right"
     increasing = searchsorted(bins, x, side=side, method=method)
-    decreasing = ew.sub(np.int32(n), searchsorted(rev(bins, (0,)), x, side=side, method=method))
+    decreasing = sub(np.int32(n), searchsorted(rev(bins, (0,)), x, side=side, method=method))
     return enp.where(enp.greater_equal(bins[-1], bins[0]), increasing, decreasing)

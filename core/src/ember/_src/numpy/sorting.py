@@ -14,7 +14,7 @@ from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy.advanced_indexing import take_along_axis
 from ember._src.numpy.util import as_operand, canonicalize_axis, cast, check_dtype_arg, check_no_out
-from ember._src.primitives import elementwise as ew
+from ember._src.primitives.arithmetic import add, max as max_, min as min_, mul, sub
 from ember._src.primitives.control_flow.associative_scan import associative_scan
 from ember._src.primitives.shape import convert_element_type, iota, reshape, rev, slice_op
 from ember._src.primitives.sort import sort as lax_sort
@@ -63,7 +63,7 @@ def _argsort(a: Any, axis: Any, order: Any, stable: bool, descending: bool) -> A
     if descending:  # stable descending: sort the reversed array, map indices back
         positions = iota(index_dtype, shape, axis)
         _, idx = lax_sort((rev(a, (axis,)), positions), axis, is_stable=True, num_keys=1)
-        flipped = ew.sub(np.asarray(shape[axis] - 1, index_dtype)[()], idx)
+        flipped = sub(np.asarray(shape[axis] - 1, index_dtype)[()], idx)
         return rev(flipped, (axis,))
     _, idx = lax_sort((a, iota(index_dtype, shape, axis)), axis, is_stable=stable, num_keys=1)
     return idx
@@ -93,27 +93,27 @@ def _cumulative(name: str, combine, a: Any, axis: Any, dtype: Any, reverse: bool
 
 
 def _cumsum_body(a: Any, axis: Any = None, dtype: Any = None) -> Any:
-    return _cumulative("cumsum", ew.add, a, axis, dtype)
+    return _cumulative("cumsum", add, a, axis, dtype)
 
 
 def _cumprod_body(a: Any, axis: Any = None, dtype: Any = None) -> Any:
-    return _cumulative("cumprod", ew.mul, a, axis, dtype)
+    return _cumulative("cumprod", mul, a, axis, dtype)
 
 
 def _cummax_body(a: Any, axis: int = 0, reverse: bool = False) -> Any:
-    return _cumulative("cummax", ew.max, a, axis, None, reverse)
+    return _cumulative("cummax", max_, a, axis, None, reverse)
 
 
 def _cummin_body(a: Any, axis: int = 0, reverse: bool = False) -> Any:
-    return _cumulative("cummin", ew.min, a, axis, None, reverse)
+    return _cumulative("cummin", min_, a, axis, None, reverse)
 
 
 def _lax_cumsum_body(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
-    return _cumulative("cumsum", ew.add, operand, axis, None, reverse)
+    return _cumulative("cumsum", add, operand, axis, None, reverse)
 
 
 def _lax_cumprod_body(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
-    return _cumulative("cumprod", ew.mul, operand, axis, None, reverse)
+    return _cumulative("cumprod", mul, operand, axis, None, reverse)
 
 
 # Called eagerly, each scan runs as one program compiled once per shape (an associative scan

@@ -1,4 +1,5 @@
-"""Bit-level operations: shifts, population count, and reinterpreting bits as another dtype.
+"""Bit-level operations: and, or, xor, not (logical ones on bools), shifts, population count,
+and reinterpreting bits as another dtype.
 
 Shifts follow XLA's semantics, which differ from C's: shifting by the bit width or more gives
 0 (or the sign, for an arithmetic right shift) instead of undefined behaviour. The NumPy
@@ -12,10 +13,47 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes, errors, rules
-from ember._src.core import Primitive, ShapedArray
-from ember._src.primitives.elementwise import _coerce, def_zero_jvp, make_elementwise
+from ember._src.core import ShapedArray
+from ember._src.primitives.elementwise import _INT, coerce, elementwise_rules, zero_jvp
 
-_INT_ONLY = "int"
+and_p = rules.define_primitive(
+    "and", **elementwise_rules(np.bitwise_and, "stablehlo.and", _INT), jvp=zero_jvp
+)
+
+
+def bitwise_and(x: Any, y: Any) -> Any:
+    return and_p.bind(*coerce(x, y))
+
+
+or_p = rules.define_primitive(
+    "or", **elementwise_rules(np.bitwise_or, "stablehlo.or", _INT), jvp=zero_jvp
+)
+
+
+def bitwise_or(x: Any, y: Any) -> Any:
+    return or_p.bind(*coerce(x, y))
+
+
+xor_p = rules.define_primitive(
+    "xor", **elementwise_rules(np.bitwise_xor, "stablehlo.xor", _INT), jvp=zero_jvp
+)
+
+
+def bitwise_xor(x: Any, y: Any) -> Any:
+    return xor_p.bind(*coerce(x, y))
+
+
+not_p = rules.define_primitive(
+    "not", **elementwise_rules(np.invert, "stablehlo.not", _INT), jvp=zero_jvp
+)
+
+
+def bitwise_not(x: Any) -> Any:
+    return not_p.bind(x)
+
+
+# --------------------------------------------------------------------------------------------
+# Shifts and population count
 
 
 def _shift_amounts(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -29,6 +67,17 @@ def _shift_left(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(out_of_range, np.zeros_like(x), np.left_shift(x, amount))
 
 
+shift_left_p = rules.define_primitive(
+    "shift_left",
+    **elementwise_rules(_shift_left, "stablehlo.shift_left", _INT),
+    jvp=zero_jvp,
+)
+
+
+def shift_left(x: Any, y: Any) -> Any:
+    return shift_left_p.bind(*coerce(x, y))
+
+
 def _shift_right_logical(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     unsigned = x.view(np.dtype(f"u{x.dtype.itemsize}"))
     out_of_range, amount = _shift_amounts(unsigned, y)
@@ -36,11 +85,33 @@ def _shift_right_logical(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(out_of_range, np.zeros_like(unsigned), shifted).view(x.dtype)
 
 
+shift_right_logical_p = rules.define_primitive(
+    "shift_right_logical",
+    **elementwise_rules(_shift_right_logical, "stablehlo.shift_right_logical", _INT),
+    jvp=zero_jvp,
+)
+
+
+def shift_right_logical(x: Any, y: Any) -> Any:
+    return shift_right_logical_p.bind(*coerce(x, y))
+
+
 def _shift_right_arithmetic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     signed = x.view(np.dtype(f"i{x.dtype.itemsize}"))
     out_of_range, amount = _shift_amounts(signed, y)
     fill = np.where(signed < 0, -1, 0).astype(signed.dtype)
     return np.where(out_of_range, fill, np.right_shift(signed, amount)).view(x.dtype)
+
+
+shift_right_arithmetic_p = rules.define_primitive(
+    "shift_right_arithmetic",
+    **elementwise_rules(_shift_right_arithmetic, "stablehlo.shift_right_arithmetic", _INT),
+    jvp=zero_jvp,
+)
+
+
+def shift_right_arithmetic(x: Any, y: Any) -> Any:
+    return shift_right_arithmetic_p.bind(*coerce(x, y))
 
 
 def _population_count(x: np.ndarray) -> np.ndarray:
@@ -54,38 +125,11 @@ def _population_count(x: np.ndarray) -> np.ndarray:
     return counts.astype(x.dtype)
 
 
-shift_left_p = make_elementwise("shift_left", _shift_left, "stablehlo.shift_left", _INT_ONLY)
-shift_right_logical_p = make_elementwise(
-    "shift_right_logical", _shift_right_logical, "stablehlo.shift_right_logical", _INT_ONLY
+population_count_p = rules.define_primitive(
+    "population_count",
+    **elementwise_rules(_population_count, "stablehlo.popcnt", _INT),
+    jvp=zero_jvp,
 )
-shift_right_arithmetic_p = make_elementwise(
-    "shift_right_arithmetic",
-    _shift_right_arithmetic,
-    "stablehlo.shift_right_arithmetic",
-    _INT_ONLY,
-)
-population_count_p = make_elementwise(
-    "population_count", _population_count, "stablehlo.popcnt", _INT_ONLY
-)
-for _primitive in (
-    shift_left_p,
-    shift_right_logical_p,
-    shift_right_arithmetic_p,
-    population_count_p,
-):
-    def_zero_jvp(_primitive)
-
-
-def shift_left(x: Any, y: Any) -> Any:
-    return shift_left_p.bind(*_coerce(x, y))
-
-
-def shift_right_logical(x: Any, y: Any) -> Any:
-    return shift_right_logical_p.bind(*_coerce(x, y))
-
-
-def shift_right_arithmetic(x: Any, y: Any) -> Any:
-    return shift_right_arithmetic_p.bind(*_coerce(x, y))
 
 
 def population_count(x: Any) -> Any:
@@ -95,14 +139,7 @@ def population_count(x: Any) -> Any:
 # --------------------------------------------------------------------------------------------
 # bitcast_convert_type: the same bits, read as another dtype of the same width
 
-bitcast_convert_type_p = Primitive("bitcast_convert_type")
 
-
-def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
-    return bitcast_convert_type_p.bind(operand, new_dtype=np.dtype(new_dtype))
-
-
-@rules.def_abstract_eval(bitcast_convert_type_p)
 def _bitcast_abstract_eval(x: ShapedArray, *, new_dtype: np.dtype) -> ShapedArray:
     if (
         x.dtype.itemsize != new_dtype.itemsize
@@ -116,19 +153,27 @@ def _bitcast_abstract_eval(x: ShapedArray, *, new_dtype: np.dtype) -> ShapedArra
     return ShapedArray(x.shape, new_dtype)
 
 
-@rules.def_reference(bitcast_convert_type_p)
 def _bitcast_reference(x, *, new_dtype):
     return np.ascontiguousarray(x).view(new_dtype)
 
 
-@rules.def_lowering(bitcast_convert_type_p)
 def _bitcast_lowering(ctx, x, *, new_dtype):
     return ctx.op("stablehlo.bitcast_convert", [x], ctx.avals_out[0])
 
 
-@rules.def_batch(bitcast_convert_type_p)
 def _bitcast_batch(vals, dims, *, new_dtype):
     return bitcast_convert_type_p.bind(vals[0], new_dtype=new_dtype), dims[0]
 
 
-def_zero_jvp(bitcast_convert_type_p)
+bitcast_convert_type_p = rules.define_primitive(
+    "bitcast_convert_type",
+    abstract_eval=_bitcast_abstract_eval,
+    jvp=zero_jvp,
+    batch=_bitcast_batch,
+    lowering=_bitcast_lowering,
+    reference=_bitcast_reference,
+)
+
+
+def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
+    return bitcast_convert_type_p.bind(operand, new_dtype=np.dtype(new_dtype))

@@ -17,7 +17,7 @@ import numpy as np
 from ember._src import dtypes, errors, rules
 from ember._src.core import Primitive, ShapedArray, Zero, axis_size, get_aval
 from ember._src.interpreters.batching import not_mapped
-from ember._src.primitives.elementwise import div, mul
+from ember._src.primitives.arithmetic import div, mul
 from ember._src.primitives.reduce import reduce_max, reduce_min
 from ember._src.primitives.shape import (
     bdim_to_front,

@@ -1,5 +1,6 @@
-"""Complex elementwise math: the reference backend's rules, written to give the answers that
-XLA (and so JAX) gives, and the lowerings of complex sin and cos.
+"""Complex elementwise math in NumPy, for the reference backend's rules: written to give the
+answers that XLA (and so JAX) gives. The elementwise primitives evaluate complex operands by
+these functions (see ``elementwise.real_or_complex``).
 
 NumPy follows C99 Annex G for complex special values (infinities, nans, signed zeros); XLA's
 algorithms differ from it in places (``exp(inf+infj)`` is ``nan+nanj``, ``tanh(infj)`` is
@@ -10,17 +11,14 @@ and otherwise start from NumPy's answer and apply the documented differences.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ember._src import rules
-from ember._src.primitives import elementwise as ew
 
-
-def _complex(re: np.ndarray, im: np.ndarray) -> np.ndarray:
-    """Assemble a complex array from its parts (``re + 1j * im`` would turn inf * 0 into nan)."""
+def from_parts(re: np.ndarray, im: np.ndarray) -> np.ndarray:
+    """Assemble a complex array from its parts (``re + 1j * im`` would turn inf * 0 into nan, and
+    lose a -0 imaginary part)."""
     out = np.empty(np.broadcast(re, im).shape, np.result_type(re.dtype, np.complex64))
     out.real, out.imag = re, im
     return out
@@ -50,7 +48,7 @@ def exp(z: np.ndarray) -> np.ndarray:
     ea = np.exp(a)
     # On the real axis the result is e^a + 0j (no inf * 0 = nan; XLA's zero is +0 whatever
     # b's sign); elsewhere e^a (cos b + i sin b).
-    return _complex(np.where(b == 0, ea, ea * np.cos(b)), np.where(b == 0, 0, ea * np.sin(b)))
+    return from_parts(np.where(b == 0, ea, ea * np.cos(b)), np.where(b == 0, 0, ea * np.sin(b)))
 
 
 def expm1(z: np.ndarray) -> np.ndarray:
@@ -59,11 +57,11 @@ def expm1(z: np.ndarray) -> np.ndarray:
     re = em1 * np.cos(b) - 2 * np.sin(b / 2) ** 2
     im = (em1 + 1) * np.sin(b)
     # On the real axis: expm1(a) + 0j. XLA's real zeros are +0 (the + 0.0).
-    return _complex(np.where(b == 0, em1, re) + 0.0, np.where(b == 0, 0, im))
+    return from_parts(np.where(b == 0, em1, re) + 0.0, np.where(b == 0, 0, im))
 
 
 def log(z: np.ndarray) -> np.ndarray:
-    return _complex(_log_abs(z.real, z.imag), np.arctan2(z.imag, z.real))
+    return from_parts(_log_abs(z.real, z.imag), np.arctan2(z.imag, z.real))
 
 
 def log1p(z: np.ndarray) -> np.ndarray:
@@ -72,7 +70,7 @@ def log1p(z: np.ndarray) -> np.ndarray:
     small = np.maximum(np.abs(a), np.abs(b)) < 0.5
     near = 0.5 * np.log1p(np.where(small, a * (a + 2) + b * b, 0))
     re = np.where(small, near, _log_abs(a + 1, b))
-    return _complex(re.astype(a.dtype), np.arctan2(b, a + 1))
+    return from_parts(re.astype(a.dtype), np.arctan2(b, a + 1))
 
 
 def sqrt(z: np.ndarray) -> np.ndarray:
@@ -86,7 +84,7 @@ def sqrt(z: np.ndarray) -> np.ndarray:
     # +1j, where NumPy gives -1j).
     im = np.where(b < 0, -im, im)
     infinite_b = np.isinf(b) & ~np.isnan(a)
-    return _complex(np.where(infinite_b, np.inf, re), np.where(infinite_b, b, im))
+    return from_parts(np.where(infinite_b, np.inf, re), np.where(infinite_b, b, im))
 
 
 def _trig_parts(z: np.ndarray):
@@ -98,12 +96,12 @@ def _trig_parts(z: np.ndarray):
 
 def sin(z: np.ndarray) -> np.ndarray:
     sn, cs, snh, csh = _trig_parts(z)
-    return _complex(np.where(z.real == 0, 0, sn * csh).astype(sn.dtype), cs * snh)
+    return from_parts(np.where(z.real == 0, 0, sn * csh).astype(sn.dtype), cs * snh)
 
 
 def cos(z: np.ndarray) -> np.ndarray:
     sn, cs, snh, csh = _trig_parts(z)
-    return _complex(cs * csh, np.where(z.real == 0, 0, -sn * snh).astype(sn.dtype))
+    return from_parts(cs * csh, np.where(z.real == 0, 0, -sn * snh).astype(sn.dtype))
 
 
 def _hyperbolic(z: np.ndarray, odd: bool) -> np.ndarray:
@@ -124,7 +122,7 @@ def _hyperbolic(z: np.ndarray, odd: bool) -> np.ndarray:
     # On the real axis the imaginary part is +0 (never inf * 0 = nan, nor a signed zero).
     im = np.where(b == 0, 0, im)
     # XLA's zeros here are +0 (its products of zero come out unsigned).
-    return _complex(re.astype(a.dtype) + 0, im.astype(a.dtype) + 0)
+    return from_parts(re.astype(a.dtype) + 0, im.astype(a.dtype) + 0)
 
 
 def sinh(z: np.ndarray) -> np.ndarray:
@@ -141,12 +139,12 @@ def tanh(z: np.ndarray) -> np.ndarray:
     w = np.where(lost, _nan_complex(z), np.tanh(z))
     # On the real axis, and for an infinite a with a non-finite b, the imaginary part is +0.
     unsigned = (z.imag == 0) | (np.isinf(z.real) & ~np.isfinite(z.imag))
-    return _complex(w.real, np.where(unsigned, 0, w.imag).astype(w.real.dtype))
+    return from_parts(w.real, np.where(unsigned, 0, w.imag).astype(w.real.dtype))
 
 
 def tan(z: np.ndarray) -> np.ndarray:
-    w = tanh(_complex(-z.imag, z.real))  # tan z = -i tanh(iz)
-    return _complex(w.imag, -w.real)
+    w = tanh(from_parts(-z.imag, z.real))  # tan z = -i tanh(iz)
+    return from_parts(w.imag, -w.real)
 
 
 def _nan_with_finite(z: np.ndarray, result: np.ndarray) -> np.ndarray:
@@ -158,11 +156,11 @@ def _nan_with_finite(z: np.ndarray, result: np.ndarray) -> np.ndarray:
 
 def _positive_zero_imag(z: np.ndarray, cut: Any) -> np.ndarray:
     """XLA's inverse functions read a zero imaginary part as +0 whatever its sign."""
-    return np.where(cut & (z.imag == 0), _complex(z.real, np.zeros_like(z.real)), z)
+    return np.where(cut & (z.imag == 0), from_parts(z.real, np.zeros_like(z.real)), z)
 
 
 def _positive_zero_real(z: np.ndarray, cut: Any) -> np.ndarray:
-    return np.where(cut & (z.real == 0), _complex(np.zeros_like(z.imag), z.imag), z)
+    return np.where(cut & (z.real == 0), from_parts(np.zeros_like(z.imag), z.imag), z)
 
 
 _EVERYWHERE = True  # (the sign is ignored off the branch cuts too)
@@ -190,23 +188,23 @@ def atanh(z: np.ndarray) -> np.ndarray:
     # nan + inf j it is -0 (C99 leaves the sign open).
     re = np.where((z.real == 0) & (w.real == 0), 0, w.real)
     re = np.where(np.isnan(z.real) & np.isinf(z.imag), -0.0, re)
-    w = _complex(re.astype(w.real.dtype), w.imag)
+    w = from_parts(re.astype(w.real.dtype), w.imag)
     a, b = z.real, z.imag
     # With an infinite or nan part, XLA's imaginary part is ±pi/2 by b >= 0 (nan counts as <).
     nonfinite = ~np.isfinite(a) | ~np.isfinite(b)
     half_pi = np.where(b >= 0, np.pi / 2, -np.pi / 2).astype(a.dtype)
-    return _complex(w.real, np.where(nonfinite, half_pi, w.imag))
+    return from_parts(w.real, np.where(nonfinite, half_pi, w.imag))
 
 
 def atan(z: np.ndarray) -> np.ndarray:
-    w = atanh(_complex(-z.imag, z.real))  # atan z = -i atanh(iz)
-    return _complex(w.imag, -w.real)
+    w = atanh(from_parts(-z.imag, z.real))  # atan z = -i atanh(iz)
+    return from_parts(w.imag, -w.real)
 
 
 def sign(z: np.ndarray) -> np.ndarray:
     a, b = z.real, z.imag
     r = complex_abs(a, b)
-    return np.where(r == 0, z, _complex(a / r, b / r))
+    return np.where(r == 0, z, from_parts(a / r, b / r))
 
 
 def square(z: np.ndarray) -> np.ndarray:
@@ -215,7 +213,7 @@ def square(z: np.ndarray) -> np.ndarray:
     # XLA writes its zero as +0.
     equal = (np.abs(a) == np.abs(b)) & np.isfinite(a)
     re = np.where(equal, 0, (a - b) * (a + b)).astype(a.dtype)
-    return _complex(re, 2 * a * b)
+    return from_parts(re, 2 * a * b)
 
 
 def divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -239,7 +237,7 @@ def divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     c1, d1 = np.copysign(np.isinf(c).astype(dtype), c), np.copysign(np.isinf(d).astype(dtype), d)
     re = np.where(infinite_y, 0 * (a * c1 + b * d1), re)
     im = np.where(infinite_y, 0 * (b * c1 - a * d1), im)
-    return _complex(re.astype(dtype), im.astype(dtype))
+    return from_parts(re.astype(dtype), im.astype(dtype))
 
 
 def power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -278,105 +276,5 @@ def _lexicographic(compare):
     return pick
 
 
-def _reference_for_complex(primitive, complex_fn: Callable[..., Any]) -> None:
-    """Route complex operands of ``primitive``'s reference rule to ``complex_fn``."""
-    real_rule = rules.reference_rule(primitive)
-
-    def reference(*args, **params):
-        if args[0].dtype.kind == "c":
-            with np.errstate(all="ignore"):
-                return complex_fn(*args, **params)
-        return real_rule(*args, **params)
-
-    rules.def_reference(primitive)(reference)
-
-
-for _primitive, _fn in (
-    (ew.exp_p, exp),
-    (ew.expm1_p, expm1),
-    (ew.log_p, log),
-    (ew.log1p_p, log1p),
-    (ew.sqrt_p, sqrt),
-    (ew.sin_p, sin),
-    (ew.cos_p, cos),
-    (ew.tan_p, tan),
-    (ew.sinh_p, sinh),
-    (ew.cosh_p, cosh),
-    (ew.tanh_p, tanh),
-    (ew.asin_p, asin),
-    (ew.acos_p, acos),
-    (ew.atan_p, atan),
-    (ew.asinh_p, asinh),
-    (ew.acosh_p, acosh),
-    (ew.atanh_p, atanh),
-    (ew.sign_p, sign),
-    (ew.abs_p, lambda z: complex_abs(z.real, z.imag)),
-    (ew.div_p, divide),
-    (ew.square_p, square),
-    (ew.pow_p, power),
-    (ew.integer_pow_p, lambda x, *, y: integer_power(x, y)),
-    (ew.max_p, _lexicographic(np.greater)),
-    (ew.min_p, _lexicographic(np.less)),
-):
-    _reference_for_complex(_primitive, _fn)
-
-# x + 1j * y would lose a -0 imaginary part and turn an infinite y into nan + inf j.
-rules.def_reference(ew.complex_p)(_complex)
-
-
-# --------------------------------------------------------------------------------------------
-# Lowering complex sin and cos: XLA's own complex sine gives nan + inf j for sin(inf j); JAX
-# lowers them through real functions instead, with sinh and cosh from expm1 (accurate near 0).
-
-
-def _sin_cos_parts(x):
-    a, b = ew.real(x), ew.imag(x)
-    two = ew._like(a, 2)
-    e1, e2 = ew.expm1(b), ew.expm1(ew.neg(b))
-    sinh_b = ew.div(ew.sub(e1, e2), two)
-    cosh_b = ew.div(ew.add(ew.add(e1, e2), two), two)
-    return a, ew.sin(a), ew.cos(a), sinh_b, cosh_b
-
-
-def _complex_sin(x):
-    a, sn, cs, sinh_b, cosh_b = _sin_cos_parts(x)
-    zero = ew._like(a, 0)
-    # A zero real part gives an exactly zero real result (not inf * 0 = nan for large b).
-    re = ew.select_n(ew.eq(a, zero), ew.mul(sn, cosh_b), zero)
-    return ew.complex(re, ew.mul(cs, sinh_b))
-
-
-def _complex_cos(x):
-    a, sn, cs, sinh_b, cosh_b = _sin_cos_parts(x)
-    zero = ew._like(a, 0)
-    im = ew.select_n(ew.eq(a, zero), ew.mul(ew.neg(sn), sinh_b), zero)
-    return ew.complex(ew.mul(cs, cosh_b), im)
-
-
-def _lowering_for_complex(primitive, hlo_op: str, expression) -> None:
-    real_lowering = ew._hlo_lowering(hlo_op)
-    complex_lowering = ew._lower_via(expression)
-
-    def lowering(ctx, *operands, **params):
-        if ctx.avals_in[0].dtype.kind == "c":
-            return complex_lowering(ctx, *operands, **params)
-        return real_lowering(ctx, *operands, **params)
-
-    rules.def_lowering(primitive)(lowering)
-
-
-def _lexicographic_lowering(compare):
-    def pick(x, y):
-        rx, ry = ew.real(x), ew.real(y)
-        which = ew.select_n(ew.eq(rx, ry), compare(rx, ry), compare(ew.imag(x), ew.imag(y)))
-        return ew.select_n(which, y, x)
-
-    return pick
-
-
-# stablehlo.maximum/minimum of complex values do not order them as JAX does (by real part,
-# then imaginary part).
-_lowering_for_complex(ew.max_p, "stablehlo.maximum", _lexicographic_lowering(ew.gt))
-_lowering_for_complex(ew.min_p, "stablehlo.minimum", _lexicographic_lowering(ew.lt))
-_lowering_for_complex(ew.sin_p, "stablehlo.sine", _complex_sin)
-_lowering_for_complex(ew.cos_p, "stablehlo.cosine", _complex_cos)
+maximum = _lexicographic(np.greater)
+minimum = _lexicographic(np.less)

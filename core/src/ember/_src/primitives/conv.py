@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ember._src import errors, rules
-from ember._src.core import Primitive, ShapedArray, Zero, get_aval
+from ember._src.core import ShapedArray, Zero, get_aval
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import add_tangents
 from ember._src.interpreters.batching import not_mapped
@@ -78,47 +78,6 @@ def padding_pairs(
     return tuple(pairs)
 
 
-conv_p = Primitive("conv_general_dilated")
-
-
-def conv_general_dilated(
-    lhs: Any,
-    rhs: Any,
-    window_strides: Sequence[int],
-    padding: Any,
-    lhs_dilation: Sequence[int] | None = None,
-    rhs_dilation: Sequence[int] | None = None,
-    dimension_numbers: Any = None,
-    feature_group_count: int = 1,
-    batch_group_count: int = 1,
-    precision: Any = None,
-    preferred_element_type: Any = None,
-) -> Any:
-    lhs_aval, rhs_aval = get_aval(lhs), get_aval(rhs)
-    dn = conv_dimension_numbers(lhs_aval.ndim, dimension_numbers)
-    n_spatial = lhs_aval.ndim - 2
-    lhs_dilation = tuple(lhs_dilation or (1,) * n_spatial)
-    rhs_dilation = tuple(rhs_dilation or (1,) * n_spatial)
-    window_strides = tuple(window_strides)
-    in_spatial = [lhs_aval.shape[d] for d in dn.lhs_spec[2:]]
-    window = [rhs_aval.shape[d] for d in dn.rhs_spec[2:]]
-    pads = padding_pairs(padding, in_spatial, window, window_strides, lhs_dilation, rhs_dilation)
-    return conv_p.bind(
-        lhs,
-        rhs,
-        window_strides=window_strides,
-        padding=pads,
-        lhs_dilation=lhs_dilation,
-        rhs_dilation=rhs_dilation,
-        dimension_numbers=dn,
-        feature_group_count=int(feature_group_count),
-        batch_group_count=int(batch_group_count),
-        preferred_element_type=None
-        if preferred_element_type is None
-        else np.dtype(preferred_element_type),
-    )
-
-
 def _out_spatial(lhs, rhs, dn, strides, padding, lhs_dilation, rhs_dilation) -> list[int]:
     sizes = []
     for i, (lhs_d, rhs_d) in enumerate(zip(dn.lhs_spec[2:], dn.rhs_spec[2:])):
@@ -128,7 +87,6 @@ def _out_spatial(lhs, rhs, dn, strides, padding, lhs_dilation, rhs_dilation) -> 
     return sizes
 
 
-@rules.def_abstract_eval(conv_p)
 def _conv_abstract_eval(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                         dimension_numbers, feature_group_count, batch_group_count,
                         preferred_element_type):  # fmt: skip
@@ -173,7 +131,6 @@ def _layout(spec: Sequence[int], first: str, second: str) -> str:
     return "[" + ", ".join(letters) + "]"
 
 
-@rules.def_lowering(conv_p)
 def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                    dimension_numbers, feature_group_count, batch_group_count,
                    preferred_element_type):  # fmt: skip
@@ -198,7 +155,6 @@ def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
     return ctx.op("stablehlo.convolution", [lhs, rhs], ctx.avals_out[0], attrs)
 
 
-@rules.def_reference(conv_p)
 def _conv_reference(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                     dimension_numbers, feature_group_count, batch_group_count,
                     preferred_element_type):  # fmt: skip
@@ -277,7 +233,6 @@ def _conv_valid(x: np.ndarray, w: np.ndarray, strides, groups: int) -> np.ndarra
 # Differentiation
 
 
-@rules.def_jvp(conv_p)
 def _conv_jvp(primals, tangents, **params):
     lhs, rhs = primals
     t_lhs, t_rhs = tangents
@@ -312,7 +267,6 @@ def _regroup(x: Any, from_dim: int, to_dim: int, groups: int) -> Any:
     return _merge_major(_split_axis(x, from_dim, groups), from_dim, to_dim)
 
 
-@rules.def_transpose(conv_p)
 def _conv_transpose(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                     dimension_numbers, feature_group_count, batch_group_count,
                     preferred_element_type):  # fmt: skip
@@ -397,7 +351,6 @@ def _conv_transpose(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
 # Batching
 
 
-@rules.def_batch(conv_p)
 def _conv_batch(vals, dims, **params):
     lhs, rhs = vals
     lhs_dim, rhs_dim = dims
@@ -427,3 +380,52 @@ def _take(x: Any, dim: int | None, i: int) -> Any:
     limit = list(shape)
     start[dim], limit[dim] = i, i + 1
     return reshape(slice_op(x, start, limit), shape[:dim] + shape[dim + 1 :])
+
+
+conv_p = rules.define_primitive(
+    "conv_general_dilated",
+    abstract_eval=_conv_abstract_eval,
+    jvp=_conv_jvp,
+    transpose=_conv_transpose,
+    batch=_conv_batch,
+    lowering=_conv_lowering,
+    reference=_conv_reference,
+)
+
+
+def conv_general_dilated(
+    lhs: Any,
+    rhs: Any,
+    window_strides: Sequence[int],
+    padding: Any,
+    lhs_dilation: Sequence[int] | None = None,
+    rhs_dilation: Sequence[int] | None = None,
+    dimension_numbers: Any = None,
+    feature_group_count: int = 1,
+    batch_group_count: int = 1,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Any:
+    lhs_aval, rhs_aval = get_aval(lhs), get_aval(rhs)
+    dn = conv_dimension_numbers(lhs_aval.ndim, dimension_numbers)
+    n_spatial = lhs_aval.ndim - 2
+    lhs_dilation = tuple(lhs_dilation or (1,) * n_spatial)
+    rhs_dilation = tuple(rhs_dilation or (1,) * n_spatial)
+    window_strides = tuple(window_strides)
+    in_spatial = [lhs_aval.shape[d] for d in dn.lhs_spec[2:]]
+    window = [rhs_aval.shape[d] for d in dn.rhs_spec[2:]]
+    pads = padding_pairs(padding, in_spatial, window, window_strides, lhs_dilation, rhs_dilation)
+    return conv_p.bind(
+        lhs,
+        rhs,
+        window_strides=window_strides,
+        padding=pads,
+        lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation,
+        dimension_numbers=dn,
+        feature_group_count=int(feature_group_count),
+        batch_group_count=int(batch_group_count),
+        preferred_element_type=None
+        if preferred_element_type is None
+        else np.dtype(preferred_element_type),
+    )

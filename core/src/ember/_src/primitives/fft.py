@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes, errors, rules
-from ember._src.core import Primitive, ShapedArray, Zero, get_aval
+from ember._src.core import ShapedArray, Zero, get_aval
 from ember._src.interpreters.batching import not_mapped
 from ember._src.lowering.mlir import i64_array
-from ember._src.primitives.elementwise import conj, mul, real
+from ember._src.primitives.arithmetic import conj, mul, real
 from ember._src.primitives.shape import (
     broadcast_in_dim,
     convert_element_type,
@@ -38,20 +38,6 @@ class FftType(enum.IntEnum):
     IRFFT = 3
 
 
-fft_p = Primitive("fft")
-
-
-def fft(x: Any, fft_type: FftType | str, fft_lengths: tuple[int, ...]) -> Any:
-    if isinstance(fft_type, FftType):
-        fft_type = fft_type.name
-    elif isinstance(fft_type, str):
-        fft_type = fft_type.upper()
-    if fft_type not in FFT_TYPES:
-        raise ValueError(f"fft_type must be one of {FFT_TYPES}, got {fft_type!r}")
-    return fft_p.bind(x, fft_type=fft_type, fft_lengths=tuple(int(n) for n in fft_lengths))
-
-
-@rules.def_abstract_eval(fft_p)
 def _fft_abstract_eval(x: ShapedArray, *, fft_type, fft_lengths):
     k = len(fft_lengths)
     if not 1 <= k <= 3 or x.ndim < k:
@@ -78,7 +64,6 @@ def _fft_abstract_eval(x: ShapedArray, *, fft_type, fft_lengths):
     return ShapedArray(x.shape, x.dtype)
 
 
-@rules.def_reference(fft_p)
 def _fft_reference(x, *, fft_type, fft_lengths):
     axes = tuple(range(x.ndim - len(fft_lengths), x.ndim))
     if fft_type == "FFT":
@@ -92,7 +77,6 @@ def _fft_reference(x, *, fft_type, fft_lengths):
     return out
 
 
-@rules.def_lowering(fft_p)
 def _fft_lowering(ctx, x, *, fft_type, fft_lengths):
     attrs = {
         "fft_type": f"#stablehlo<fft_type {fft_type}>",
@@ -101,7 +85,6 @@ def _fft_lowering(ctx, x, *, fft_type, fft_lengths):
     return ctx.op("stablehlo.fft", [x], ctx.avals_out[0], attrs)
 
 
-@rules.def_jvp(fft_p)
 def _fft_jvp(primals, tangents, *, fft_type, fft_lengths):
     (x,), (t,) = primals, tangents
     out = fft_p.bind(x, fft_type=fft_type, fft_lengths=fft_lengths)
@@ -110,7 +93,6 @@ def _fft_jvp(primals, tangents, *, fft_type, fft_lengths):
     return out, fft_p.bind(t, fft_type=fft_type, fft_lengths=fft_lengths)
 
 
-@rules.def_transpose(fft_p)
 def _fft_transpose(ct, x, *, fft_type, fft_lengths):
     if type(ct) is Zero:
         return [Zero(x.aval)]
@@ -137,8 +119,28 @@ def _fft_transpose(ct, x, *, fft_type, fft_lengths):
     return [conj(weighted)]
 
 
-@rules.def_batch(fft_p)
 def _fft_batch(vals, dims, *, fft_type, fft_lengths):
     (x,), (d,) = vals, dims
     x = move_axis(x, d, 0) if d is not not_mapped else x
     return fft_p.bind(x, fft_type=fft_type, fft_lengths=fft_lengths), 0
+
+
+fft_p = rules.define_primitive(
+    "fft",
+    abstract_eval=_fft_abstract_eval,
+    jvp=_fft_jvp,
+    transpose=_fft_transpose,
+    batch=_fft_batch,
+    lowering=_fft_lowering,
+    reference=_fft_reference,
+)
+
+
+def fft(x: Any, fft_type: FftType | str, fft_lengths: tuple[int, ...]) -> Any:
+    if isinstance(fft_type, FftType):
+        fft_type = fft_type.name
+    elif isinstance(fft_type, str):
+        fft_type = fft_type.upper()
+    if fft_type not in FFT_TYPES:
+        raise ValueError(f"fft_type must be one of {FFT_TYPES}, got {fft_type!r}")
+    return fft_p.bind(x, fft_type=fft_type, fft_lengths=tuple(int(n) for n in fft_lengths))

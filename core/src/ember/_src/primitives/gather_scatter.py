@@ -26,7 +26,9 @@ from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import zeros
 from ember._src.interpreters.batching import not_mapped
 from ember._src.lowering.mlir import i64_array
-from ember._src.primitives import elementwise as ew
+from ember._src.primitives.arithmetic import add, div, mul
+from ember._src.primitives.comparisons import eq
+from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import bdim_to_front, broadcast_in_dim, iota, move_axis, reshape
 
 
@@ -480,8 +482,8 @@ def _scatter_jvp(primals, tangents, **params):
     add_params = {**params, "unique_indices": False}
 
     def masked_scatter(op, up):
-        op = ew.select_n(keep_operand, zeros(get_aval(op)), op)
-        up = ew.select_n(keep_update, zeros(get_aval(up)), up)
+        op = select_n(keep_operand, zeros(get_aval(op)), op)
+        up = select_n(keep_update, zeros(get_aval(up)), up)
         return scatter_add_p.bind(op, indices, up, **add_params)
 
     out = masked_scatter(operand, updates)
@@ -500,12 +502,12 @@ def _winners(operand, indices, updates, params):
     scatter_dims = [d for d in range(up_aval.ndim) if d not in dn.update_window_dims]
     count = int(np.prod([up_aval.shape[d] for d in scatter_dims], dtype=np.int64))
     ids = reshape(iota(dtypes.int32, (count,), 0), [up_aval.shape[d] for d in scatter_dims])
-    ids = ew.add(ids, np.int32(1))
+    ids = add(ids, np.int32(1))
     update_ids = broadcast_in_dim(ids, up_aval.shape, scatter_dims)
     blank = broadcast_in_dim(np.zeros((), np.int32), op_aval.shape, ())
     written = scatter_p.bind(blank, indices, update_ids, **params)
     winning = _gather_updates(written, indices, up_aval, op_aval, dn, params)
-    return ew.eq(written, np.int32(0)), ew.eq(winning, update_ids)
+    return eq(written, np.int32(0)), eq(winning, update_ids)
 
 
 def _instantiate(tangent: Any, like: Any) -> Any:
@@ -527,7 +529,7 @@ def _scatter_mul_jvp(primals, tangents, **params):
     tangent = scatter_mul_p.bind(_instantiate(t_op, operand), indices, updates, **params)
     if type(t_up) is not Zero:
         spread = scatter_add_p.bind(zeros(get_aval(operand)), indices, t_up, **params)
-        tangent = ew.add(tangent, ew.mul(operand, spread))
+        tangent = add(tangent, mul(operand, spread))
     return out, tangent
 
 
@@ -555,21 +557,19 @@ def _def_extremal_jvp(primitive: Primitive) -> None:
         dn = params["dimension_numbers"]
         op_aval, up_aval = get_aval(operand), get_aval(updates)
         reached = _gather_updates(out, indices, up_aval, op_aval, dn, params)
-        update_ties = ew.eq(updates, reached)
-        operand_ties = ew.eq(operand, out)
+        update_ties = eq(updates, reached)
+        operand_ties = eq(operand, out)
         one, zero = np.ones((), op_aval.dtype), np.zeros((), op_aval.dtype)
-        up_ones = ew.select_n(update_ties, zeros(up_aval), broadcast_in_dim(one, up_aval.shape, ()))
-        op_ones = ew.select_n(
-            operand_ties, zeros(op_aval), broadcast_in_dim(one, op_aval.shape, ())
-        )
+        up_ones = select_n(update_ties, zeros(up_aval), broadcast_in_dim(one, up_aval.shape, ()))
+        op_ones = select_n(operand_ties, zeros(op_aval), broadcast_in_dim(one, op_aval.shape, ()))
         add_params = {**params, "unique_indices": False}
         count = scatter_add_p.bind(op_ones, indices, up_ones, **add_params)
-        t_op = ew.select_n(operand_ties, zeros(op_aval), _instantiate(t_op, operand))
-        t_up = ew.select_n(update_ties, zeros(up_aval), _instantiate(t_up, updates))
+        t_op = select_n(operand_ties, zeros(op_aval), _instantiate(t_op, operand))
+        t_up = select_n(update_ties, zeros(up_aval), _instantiate(t_up, updates))
         total = scatter_add_p.bind(t_op, indices, t_up, **add_params)
         # every position has at least one tie (the value it holds); guard the division anyway
-        safe = ew.select_n(ew.eq(count, zero), count, broadcast_in_dim(one, op_aval.shape, ()))
-        return out, ew.div(total, safe)
+        safe = select_n(eq(count, zero), count, broadcast_in_dim(one, op_aval.shape, ()))
+        return out, div(total, safe)
 
 
 _def_extremal_jvp(scatter_min_p)

@@ -22,32 +22,14 @@ import numpy as np
 from ember._src import dtypes, rules
 from ember._src.core import Zero, get_aval, tangent_aval
 from ember._src.primitives import special_numpy
+from ember._src.primitives.arithmetic import abs, add, div, mul, neg, sub
+from ember._src.primitives.bits import bitwise_and, bitwise_not, bitwise_or
+from ember._src.primitives.comparisons import eq, ge, gt, le, lt, ne
 from ember._src.primitives.control_flow.loops import while_loop
-from ember._src.primitives.elementwise import (
-    _FLOAT,
-    _coerce,
-    _lower_via,
-    abs,
-    add,
-    bitwise_and,
-    bitwise_not,
-    bitwise_or,
-    div,
-    eq,
-    exp,
-    ge,
-    gt,
-    le,
-    log,
-    lt,
-    make_elementwise,
-    mul,
-    ne,
-    neg,
-    select_n,
-    sub,
-)
+from ember._src.primitives.elementwise import _FLOAT, coerce, elementwise_rules, lower_via
+from ember._src.primitives.math_functions import exp, log
 from ember._src.primitives.reduce import reduce_or
+from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import broadcast_in_dim, convert_element_type
 from ember._src.primitives.special import digamma, lgamma
 
@@ -250,39 +232,11 @@ def _float64_rule(fn):
     return reference
 
 
-def _make(name: str, numpy_fn, impl):
-    primitive = make_elementwise(name, _float64_rule(numpy_fn), None, _FLOAT)
-    rules.def_lowering(primitive)(_lower_via(_broadcast_and_upcast(impl)))
-    return primitive
-
-
-igamma_p = _make("igamma", special_numpy.igamma, _igamma_impl)
-igammac_p = _make("igammac", special_numpy.igammac, _igammac_impl)
-igamma_grad_a_p = _make("igamma_grad_a", special_numpy.igamma_grad_a, _derivative_impl(DERIVATIVE))
-random_gamma_grad_p = _make(
-    "random_gamma_grad", special_numpy.random_gamma_grad, _derivative_impl(SAMPLE_DERIVATIVE)
-)
-
-
-def igamma(a: Any, x: Any) -> Any:
-    """The regularized lower incomplete gamma function P(a, x)."""
-    return igamma_p.bind(*_coerce(a, x))
-
-
-def igammac(a: Any, x: Any) -> Any:
-    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
-    return igammac_p.bind(*_coerce(a, x))
-
-
-def igamma_grad_a(a: Any, x: Any) -> Any:
-    """dP(a, x)/da."""
-    return igamma_grad_a_p.bind(*_coerce(a, x))
-
-
-def random_gamma_grad(a: Any, x: Any) -> Any:
-    """The derivative with respect to ``a`` of a sample ``x`` of Gamma(a, 1), holding its
-    quantile P(a, x) fixed."""
-    return random_gamma_grad_p.bind(*_coerce(a, x))
+def _family_rules(numpy_fn, impl) -> dict[str, Any]:
+    """The rules of a member: evaluated in float64 by ``numpy_fn``, lowered through ``impl``."""
+    return elementwise_rules(
+        _float64_rule(numpy_fn), lower_via(_broadcast_and_upcast(impl)), _FLOAT
+    )
 
 
 def _density(a: Any, x: Any) -> Any:
@@ -294,29 +248,78 @@ def _full(t: Any, shape: tuple[int, ...]) -> Any:
     return broadcast_in_dim(t, shape, ()) if shape and not get_aval(t).shape else t
 
 
-def _def_jvp(primitive, d_da, d_dx):
+def _partials_jvp(d_da, d_dx) -> rules.per_primitive:
     """JVP of a function of (a, x) from its two partial derivatives (None: not defined)."""
 
-    @rules.def_jvp(primitive)
-    def jvp(primals, tangents):
-        a, x = primals
-        ta, tx = tangents
-        out = primitive.bind(a, x)
-        out_aval = tangent_aval(get_aval(out))
-        result = None
-        for t, partial, which in ((ta, d_da, "a"), (tx, d_dx, "x")):
-            if type(t) is Zero:
-                continue
-            if partial is None:
-                raise ValueError(f"{primitive.name} is not differentiable with respect to {which}")
-            term = mul(_full(t, out_aval.shape), partial(a, x))
-            result = term if result is None else add(result, term)
-        return out, Zero(out_aval) if result is None else result
+    def build(primitive):
+        def jvp(primals, tangents):
+            a, x = primals
+            ta, tx = tangents
+            out = primitive.bind(a, x)
+            out_aval = tangent_aval(get_aval(out))
+            result = None
+            for t, partial, which in ((ta, d_da, "a"), (tx, d_dx, "x")):
+                if type(t) is Zero:
+                    continue
+                if partial is None:
+                    raise ValueError(
+                        f"{primitive.name} is not differentiable with respect to {which}"
+                    )
+                term = mul(_full(t, out_aval.shape), partial(a, x))
+                result = term if result is None else add(result, term)
+            return out, Zero(out_aval) if result is None else result
+
+        return jvp
+
+    return rules.per_primitive(build)
 
 
-_def_jvp(igamma_p, igamma_grad_a, _density)
-_def_jvp(igammac_p, lambda a, x: neg(igamma_grad_a(a, x)), lambda a, x: neg(_density(a, x)))
+igamma_p = rules.define_primitive(
+    "igamma",
+    **_family_rules(special_numpy.igamma, _igamma_impl),
+    jvp=_partials_jvp(lambda a, x: igamma_grad_a(a, x), _density),
+)
+
+
+def igamma(a: Any, x: Any) -> Any:
+    """The regularized lower incomplete gamma function P(a, x)."""
+    return igamma_p.bind(*coerce(a, x))
+
+
+igammac_p = rules.define_primitive(
+    "igammac",
+    **_family_rules(special_numpy.igammac, _igammac_impl),
+    jvp=_partials_jvp(lambda a, x: neg(igamma_grad_a(a, x)), lambda a, x: neg(_density(a, x))),
+)
+
+
+def igammac(a: Any, x: Any) -> Any:
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
+    return igammac_p.bind(*coerce(a, x))
+
+
 # d/dx dP/da = d/da dP/dx; derivatives in a of the derivative functions are not defined
 # (as in JAX).
-_def_jvp(igamma_grad_a_p, None, lambda a, x: mul(_density(a, x), sub(log(x), digamma(a))))
-_def_jvp(random_gamma_grad_p, None, None)
+igamma_grad_a_p = rules.define_primitive(
+    "igamma_grad_a",
+    **_family_rules(special_numpy.igamma_grad_a, _derivative_impl(DERIVATIVE)),
+    jvp=_partials_jvp(None, lambda a, x: mul(_density(a, x), sub(log(x), digamma(a)))),
+)
+
+
+def igamma_grad_a(a: Any, x: Any) -> Any:
+    """dP(a, x)/da."""
+    return igamma_grad_a_p.bind(*coerce(a, x))
+
+
+random_gamma_grad_p = rules.define_primitive(
+    "random_gamma_grad",
+    **_family_rules(special_numpy.random_gamma_grad, _derivative_impl(SAMPLE_DERIVATIVE)),
+    jvp=_partials_jvp(None, None),
+)
+
+
+def random_gamma_grad(a: Any, x: Any) -> Any:
+    """The derivative with respect to ``a`` of a sample ``x`` of Gamma(a, 1), holding its
+    quantile P(a, x) fixed."""
+    return random_gamma_grad_p.bind(*coerce(a, x))

@@ -15,7 +15,7 @@ from ember._src.core import Primitive, ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import instantiate, zeros
 from ember._src.interpreters.batching import not_mapped
-from ember._src.primitives.elementwise import max as max_, min as min_
+from ember._src.primitives.arithmetic import max as max_, min as min_
 from ember._src.primitives.gather_scatter import (
     GatherDimensionNumbers,
     ScatterDimensionNumbers,

@@ -9,44 +9,17 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes, errors, rules
-from ember._src.core import Primitive, ShapedArray, Zero, get_aval, tangent_aval
+from ember._src.core import ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import add_tangents
 from ember._src.interpreters.batching import not_mapped
 from ember._src.primitives.shape import convert_element_type, move_axis, transpose
-
-dot_general_p = Primitive("dot_general")
 
 DimensionNumbers = tuple[
     tuple[tuple[int, ...], tuple[int, ...]], tuple[tuple[int, ...], tuple[int, ...]]
 ]
 
 _PRECISIONS = {None: "DEFAULT", "default": "DEFAULT", "high": "HIGH", "highest": "HIGHEST"}
-
-
-def dot_general(
-    lhs: Any,
-    rhs: Any,
-    dimension_numbers: Any,
-    precision: Any = None,
-    preferred_element_type: Any = None,
-) -> Any:
-    """Contract ``lhs`` and ``rhs``: ``((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
-
-    The result's axes are the batch axes, then lhs's free axes, then rhs's free axes.
-    """
-    (lc, rc), (lb, rb) = dimension_numbers
-    numbers = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
-    preferred = (
-        None if preferred_element_type is None else dtypes.canonicalize(preferred_element_type)
-    )
-    return dot_general_p.bind(
-        lhs,
-        rhs,
-        dimension_numbers=numbers,
-        precision=_canonical_precision(precision),
-        preferred_element_type=preferred,
-    )
 
 
 def _canonical_precision(precision: Any) -> str | None:
@@ -63,7 +36,6 @@ def _free_dims(ndim: int, contract: Sequence[int], batch: Sequence[int]) -> list
     return [i for i in range(ndim) if i not in used]
 
 
-@rules.def_abstract_eval(dot_general_p)
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
     (lc, rc), (lb, rb) = dimension_numbers
 
@@ -94,7 +66,6 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, prefer
     return ShapedArray(batch + lhs_free + rhs_free, dtype, weak)
 
 
-@rules.def_jvp(dot_general_p)
 def _dot_general_jvp(primals, tangents, **params):
     lhs, rhs = primals
     t_lhs, t_rhs = tangents
@@ -134,7 +105,6 @@ def _transpose_lhs(ct, x_aval, y, dimension_numbers, precision, preferred, swap_
     return result
 
 
-@rules.def_transpose(dot_general_p)
 def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
     if type(ct) is Zero:
         return [None, None]
@@ -158,7 +128,6 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision, prefer
     ]
 
 
-@rules.def_batch(dot_general_p)
 def _dot_general_batch(vals, dims, *, dimension_numbers, precision, preferred_element_type):
     (lhs, rhs), (ld, rd) = vals, dims
     (lc, rc), (lb, rb) = dimension_numbers
@@ -189,7 +158,6 @@ def _dims_text(name: str, dims: Sequence[int]) -> str | None:
     return f"{name} = [{', '.join(str(d) for d in dims)}]"
 
 
-@rules.def_lowering(dot_general_p)
 def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
     (lc, rc), (lb, rb) = dimension_numbers
     fields = [
@@ -207,7 +175,6 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision, prefer
     return ctx.op("stablehlo.dot_general", [lhs, rhs], ctx.avals_out[0], attrs)
 
 
-@rules.def_reference(dot_general_p)
 def _dot_general_reference(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
     (lc, rc), (lb, rb) = dimension_numbers
     letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -230,3 +197,39 @@ def _dot_general_reference(lhs, rhs, *, dimension_numbers, precision, preferred_
     else:
         compute = out_dtype
     return np.einsum(spec, lhs.astype(compute), rhs.astype(compute)).astype(out_dtype)
+
+
+dot_general_p = rules.define_primitive(
+    "dot_general",
+    abstract_eval=_dot_general_abstract_eval,
+    jvp=_dot_general_jvp,
+    transpose=_dot_general_transpose,
+    batch=_dot_general_batch,
+    lowering=_dot_general_lowering,
+    reference=_dot_general_reference,
+)
+
+
+def dot_general(
+    lhs: Any,
+    rhs: Any,
+    dimension_numbers: Any,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Any:
+    """Contract ``lhs`` and ``rhs``: ``((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
+
+    The result's axes are the batch axes, then lhs's free axes, then rhs's free axes.
+    """
+    (lc, rc), (lb, rb) = dimension_numbers
+    numbers = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
+    preferred = (
+        None if preferred_element_type is None else dtypes.canonicalize(preferred_element_type)
+    )
+    return dot_general_p.bind(
+        lhs,
+        rhs,
+        dimension_numbers=numbers,
+        precision=_canonical_precision(precision),
+        preferred_element_type=preferred,
+    )

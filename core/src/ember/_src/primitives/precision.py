@@ -15,18 +15,19 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes, errors, rules
-from ember._src.core import Primitive, ShapedArray, Zero
+from ember._src.core import ShapedArray, Zero
 from ember._src.primitives.elementwise import (
     _FLOAT,
-    _coerce,
-    _elementwise_batch,
-    _nary_abstract_eval,
-    make_elementwise,
+    coerce,
+    elementwise_batch,
+    hlo_lowering,
+    nary_abstract_eval,
+    numpy_reference,
 )
 
 
 def _real_float_abstract_eval(name: str, arity: int):
-    generic = _nary_abstract_eval(name, _FLOAT)
+    generic = nary_abstract_eval(name, _FLOAT)
 
     def abstract_eval(*avals: ShapedArray, **params) -> ShapedArray:
         out = generic(*avals[:arity])
@@ -40,47 +41,30 @@ def _real_float_abstract_eval(name: str, arity: int):
     return abstract_eval
 
 
-nextafter_p = make_elementwise("nextafter", np.nextafter, "chlo.next_after", _FLOAT)
-rules.def_abstract_eval(nextafter_p)(_real_float_abstract_eval("nextafter", 2))
+nextafter_p = rules.define_primitive(
+    "nextafter",
+    abstract_eval=_real_float_abstract_eval("nextafter", 2),
+    batch=rules.per_primitive(elementwise_batch),
+    lowering=hlo_lowering("chlo.next_after"),
+    reference=numpy_reference(np.nextafter),
+)
 
 
 def nextafter(x1: Any, x2: Any) -> Any:
     """The next representable value after ``x1`` in the direction of ``x2``. (Whether
     subnormal results survive later arithmetic depends on the backend.)"""
-    return nextafter_p.bind(*_coerce(x1, x2))
+    return nextafter_p.bind(*coerce(x1, x2))
 
 
 # --------------------------------------------------------------------------------------------
 # reduce_precision
 
-reduce_precision_p = Primitive("reduce_precision")
 
-
-def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> Any:
-    exponent_bits = operator.index(exponent_bits)
-    mantissa_bits = operator.index(mantissa_bits)
-    if exponent_bits < 1:
-        raise ValueError(f"reduce_precision: exponent_bits must be positive; got {exponent_bits}")
-    if mantissa_bits < 0:
-        raise ValueError(
-            f"reduce_precision: mantissa_bits must be non-negative; got {mantissa_bits}"
-        )
-    return reduce_precision_p.bind(
-        *_coerce(operand), exponent_bits=exponent_bits, mantissa_bits=mantissa_bits
-    )
-
-
-rules.def_abstract_eval(reduce_precision_p)(_real_float_abstract_eval("reduce_precision", 1))
-rules.def_batch(reduce_precision_p)(_elementwise_batch(reduce_precision_p))
-
-
-@rules.def_lowering(reduce_precision_p)
 def _reduce_precision_lowering(ctx, x, *, exponent_bits, mantissa_bits):
     attrs = {"exponent_bits": f"{exponent_bits} : i32", "mantissa_bits": f"{mantissa_bits} : i32"}
     return ctx.op("stablehlo.reduce_precision", [x], ctx.avals_out[0], attrs)
 
 
-@rules.def_reference(reduce_precision_p)
 def _reduce_precision_reference(x, *, exponent_bits, mantissa_bits):
     """XLA's algorithm on the bit pattern: round the mantissa, then clamp the exponent."""
     info = np.finfo(x.dtype)
@@ -111,13 +95,36 @@ def _reduce_precision_reference(x, *, exponent_bits, mantissa_bits):
     return np.where(np.isnan(x), x, result)
 
 
-@rules.def_jvp(reduce_precision_p)
 def _reduce_precision_jvp(primals, tangents, **params):
     (x,), (t,) = primals, tangents
     out = reduce_precision_p.bind(x, **params)
     return out, t if type(t) is Zero else reduce_precision_p.bind(t, **params)
 
 
-@rules.def_transpose(reduce_precision_p)
 def _reduce_precision_transpose(ct, x, **params):
     return [Zero(x.aval) if type(ct) is Zero else reduce_precision_p.bind(ct, **params)]
+
+
+reduce_precision_p = rules.define_primitive(
+    "reduce_precision",
+    abstract_eval=_real_float_abstract_eval("reduce_precision", 1),
+    jvp=_reduce_precision_jvp,
+    transpose=_reduce_precision_transpose,
+    batch=rules.per_primitive(elementwise_batch),
+    lowering=_reduce_precision_lowering,
+    reference=_reduce_precision_reference,
+)
+
+
+def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> Any:
+    exponent_bits = operator.index(exponent_bits)
+    mantissa_bits = operator.index(mantissa_bits)
+    if exponent_bits < 1:
+        raise ValueError(f"reduce_precision: exponent_bits must be positive; got {exponent_bits}")
+    if mantissa_bits < 0:
+        raise ValueError(
+            f"reduce_precision: mantissa_bits must be non-negative; got {mantissa_bits}"
+        )
+    return reduce_precision_p.bind(
+        *coerce(operand), exponent_bits=exponent_bits, mantissa_bits=mantissa_bits
+    )

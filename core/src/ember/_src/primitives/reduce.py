@@ -12,7 +12,10 @@ import numpy as np
 
 from ember._src import dtypes, errors, rules
 from ember._src.core import Primitive, ShapedArray, Zero, get_aval, tangent_aval
-from ember._src.primitives import elementwise as ew
+from ember._src.primitives.arithmetic import div, min as min_, mul
+from ember._src.primitives.comparisons import eq
+from ember._src.primitives.elementwise import scalar_like, zero_jvp
+from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import (
     broadcast_in_dim,
     check_axes,
@@ -24,11 +27,9 @@ from ember._src.primitives.shape import (
 )
 
 
-def _reduce_abstract_eval(name: str, allow_bool: bool = True):
+def _reduce_abstract_eval(primitive: Primitive):
     def abstract_eval(x: ShapedArray, *, axes: tuple[int, ...]) -> ShapedArray:
-        check_axes(name, x, axes)
-        if not allow_bool and x.dtype == dtypes.bool_:
-            raise errors.EmberTypeError(f"{name} does not accept booleans{errors.where()}")
+        check_axes(primitive.name, x, axes)
         return ShapedArray(reduced_shape(x.shape, axes), x.dtype, x.weak_type)
 
     return abstract_eval
@@ -67,29 +68,46 @@ def extreme_value(dtype: np.dtype, largest: bool) -> Any:
     return info.max if largest else info.min
 
 
-def _make_reduction(
-    name: str, hlo_op: str, init: Callable[[np.dtype], Any], reference: Callable[..., Any]
-) -> Primitive:
-    primitive = Primitive(name)
-    rules.def_abstract_eval(primitive)(_reduce_abstract_eval(name))
-    rules.def_batch(primitive)(_reduce_batch(primitive))
+def _reduction_lowering(hlo_op: str, init: Callable[[np.dtype], Any]):
+    def lowering(ctx, x, *, axes):
+        return lower_reduction(ctx, x, axes, hlo_op, init(ctx.avals_in[0].dtype))
 
-    @rules.def_lowering(primitive)
+    return lowering
+
+
+def _reduction_reference(numpy_fn: Callable[..., Any]):
+    def reference(x, *, axes):
+        return np.asarray(numpy_fn(x, axis=axes), dtype=x.dtype)
+
+    return reference
+
+
+def _reduction_rules(lowering, reference) -> dict[str, Any]:
+    """The rules of a reduction over ``axes`` (the jvp apart)."""
+    return {
+        "abstract_eval": rules.per_primitive(_reduce_abstract_eval),
+        "batch": rules.per_primitive(_reduce_batch),
+        "lowering": lowering,
+        "reference": reference,
+    }
+
+
+def _kept_dims(shape: tuple[int, ...], axes: Sequence[int]) -> tuple[int, ...]:
+    return tuple(i for i in range(len(shape)) if i not in axes)
+
+
+# --------------------------------------------------------------------------------------------
+# reduce_max, reduce_min
+
+
+def _extremum_lowering(hlo_op: str, which: str):
     def lowering(ctx, x, *, axes):
         dtype = ctx.avals_in[0].dtype
-        if dtype.kind == "c" and name in ("reduce_max", "reduce_min"):
-            return _lower_complex_extremum(ctx, x, axes, "GT" if name == "reduce_max" else "LT")
-        return lower_reduction(ctx, x, axes, hlo_op, init(dtype))
+        if dtype.kind == "c":
+            return _lower_complex_extremum(ctx, x, axes, "GT" if which == "max" else "LT")
+        return lower_reduction(ctx, x, axes, hlo_op, _identity(dtype, which))
 
-    @rules.def_reference(primitive)
-    def reference_rule(x, *, axes):
-        if name in ("reduce_max", "reduce_min"):
-            # NumPy's max/min have no identity; XLA's fold starts from init (so an empty
-            # reduction yields it, as jnp.max(..., initial=) relies on).
-            return np.asarray(reference(x, axis=axes, initial=init(x.dtype)), dtype=x.dtype)
-        return np.asarray(reference(x, axis=axes), dtype=x.dtype)
-
-    return primitive
+    return lowering
 
 
 def _lower_complex_extremum(ctx, x, axes: Sequence[int], direction: str) -> Any:
@@ -129,47 +147,17 @@ def _lower_complex_extremum(ctx, x, axes: Sequence[int], direction: str) -> Any:
     return ctx.op("stablehlo.reduce", [x, init_value], out_aval, attrs, regions=[region])
 
 
-reduce_max_p = _make_reduction(
-    "reduce_max", "stablehlo.maximum", lambda dt: _identity(dt, "max"), np.max
-)
-reduce_min_p = _make_reduction(
-    "reduce_min", "stablehlo.minimum", lambda dt: _identity(dt, "min"), np.min
-)
-reduce_prod_p = _make_reduction("reduce_prod", "stablehlo.multiply", lambda dt: 1, np.prod)
-reduce_and_p = _make_reduction("reduce_and", "stablehlo.and", lambda dt: True, np.all)
-reduce_or_p = _make_reduction("reduce_or", "stablehlo.or", lambda dt: False, np.any)
+def _extremum_reference(numpy_fn: Callable[..., Any], which: str):
+    def reference(x, *, axes):
+        # NumPy's max/min have no identity; XLA's fold starts from init (so an empty
+        # reduction yields it, as jnp.max(..., initial=) relies on).
+        initial = _identity(x.dtype, which)
+        return np.asarray(numpy_fn(x, axis=axes, initial=initial), dtype=x.dtype)
 
-
-def reduce_max(operand: Any, axes: Sequence[int]) -> Any:
-    return reduce_max_p.bind(operand, axes=tuple(axes))
-
-
-def reduce_min(operand: Any, axes: Sequence[int]) -> Any:
-    return reduce_min_p.bind(operand, axes=tuple(axes))
-
-
-def reduce_prod(operand: Any, axes: Sequence[int]) -> Any:
-    return reduce_prod_p.bind(operand, axes=tuple(axes))
-
-
-def reduce_and(operand: Any, axes: Sequence[int]) -> Any:
-    return reduce_and_p.bind(operand, axes=tuple(axes))
-
-
-def reduce_or(operand: Any, axes: Sequence[int]) -> Any:
-    return reduce_or_p.bind(operand, axes=tuple(axes))
-
-
-for _p in (reduce_and_p, reduce_or_p):
-    ew.def_zero_jvp(_p)
-
-
-def _kept_dims(shape: tuple[int, ...], axes: Sequence[int]) -> tuple[int, ...]:
-    return tuple(i for i in range(len(shape)) if i not in axes)
+    return reference
 
 
 def _extremum_jvp(primitive: Primitive):
-    @rules.def_jvp(primitive)
     def jvp(primals, tangents, *, axes):
         (x,), (t,) = primals, tangents
         out = primitive.bind(x, axes=axes)
@@ -178,23 +166,50 @@ def _extremum_jvp(primitive: Primitive):
         # The derivative is shared equally among every position that attains the extremum.
         shape = get_aval(x).shape
         kept = _kept_dims(shape, axes)
-        at_extremum = ew.eq(x, broadcast_in_dim(out, shape, kept))
+        at_extremum = eq(x, broadcast_in_dim(out, shape, kept))
         location = convert_element_type(at_extremum, get_aval(t).dtype)
         counts = reduce_sum(location, axes)
-        return out, ew.div(reduce_sum(ew.mul(t, location), axes), counts)
+        return out, div(reduce_sum(mul(t, location), axes), counts)
+
+    return jvp
 
 
-_extremum_jvp(reduce_max_p)
-_extremum_jvp(reduce_min_p)
+reduce_max_p = rules.define_primitive(
+    "reduce_max",
+    **_reduction_rules(
+        _extremum_lowering("stablehlo.maximum", "max"), _extremum_reference(np.max, "max")
+    ),
+    jvp=rules.per_primitive(_extremum_jvp),
+)
 
 
-@rules.def_jvp(reduce_prod_p)
+def reduce_max(operand: Any, axes: Sequence[int]) -> Any:
+    return reduce_max_p.bind(operand, axes=tuple(axes))
+
+
+reduce_min_p = rules.define_primitive(
+    "reduce_min",
+    **_reduction_rules(
+        _extremum_lowering("stablehlo.minimum", "min"), _extremum_reference(np.min, "min")
+    ),
+    jvp=rules.per_primitive(_extremum_jvp),
+)
+
+
+def reduce_min(operand: Any, axes: Sequence[int]) -> Any:
+    return reduce_min_p.bind(operand, axes=tuple(axes))
+
+
+# --------------------------------------------------------------------------------------------
+# reduce_prod
+
+
 def _reduce_prod_jvp(primals, tangents, *, axes):
     (x,), (t,) = primals, tangents
     out = reduce_prod(x, axes)
     if type(t) is Zero:
         return out, Zero(tangent_aval(get_aval(out)))
-    return out, reduce_sum(ew.mul(t, _product_of_others(x, axes)), axes)
+    return out, reduce_sum(mul(t, _product_of_others(x, axes)), axes)
 
 
 def _product_of_others(x: Any, axes: Sequence[int]) -> Any:
@@ -206,38 +221,68 @@ def _product_of_others(x: Any, axes: Sequence[int]) -> Any:
     """
     shape = get_aval(x).shape
     kept = _kept_dims(shape, axes)
-    is_zero = ew.eq(x, ew._like(x, 0))
-    nonzero = ew.select_n(is_zero, x, ew._like(x, 1))
+    is_zero = eq(x, scalar_like(x, 0))
+    nonzero = select_n(is_zero, x, scalar_like(x, 1))
     product = broadcast_in_dim(reduce_prod(nonzero, axes), shape, kept)
     zeros = broadcast_in_dim(
         reduce_sum(convert_element_type(is_zero, dtypes.int32), axes), shape, kept
     )
-    no_zero = ew.div(product, nonzero)
-    one_zero = ew.select_n(is_zero, ew._like(x, 0), product)
-    which = ew.min(zeros, ew._like(zeros, 2))
-    zero = broadcast_in_dim(ew._like(x, 0), shape, ())
-    return ew.select_n(which, no_zero, one_zero, zero)
+    no_zero = div(product, nonzero)
+    one_zero = select_n(is_zero, scalar_like(x, 0), product)
+    which = min_(zeros, scalar_like(zeros, 2))
+    zero = broadcast_in_dim(scalar_like(x, 0), shape, ())
+    return select_n(which, no_zero, one_zero, zero)
+
+
+reduce_prod_p = rules.define_primitive(
+    "reduce_prod",
+    **_reduction_rules(
+        _reduction_lowering("stablehlo.multiply", lambda dt: 1), _reduction_reference(np.prod)
+    ),
+    jvp=_reduce_prod_jvp,
+)
+
+
+def reduce_prod(operand: Any, axes: Sequence[int]) -> Any:
+    return reduce_prod_p.bind(operand, axes=tuple(axes))
+
+
+# --------------------------------------------------------------------------------------------
+# reduce_and, reduce_or
+
+reduce_and_p = rules.define_primitive(
+    "reduce_and",
+    **_reduction_rules(
+        _reduction_lowering("stablehlo.and", lambda dt: True), _reduction_reference(np.all)
+    ),
+    jvp=zero_jvp,
+)
+
+
+def reduce_and(operand: Any, axes: Sequence[int]) -> Any:
+    return reduce_and_p.bind(operand, axes=tuple(axes))
+
+
+reduce_or_p = rules.define_primitive(
+    "reduce_or",
+    **_reduction_rules(
+        _reduction_lowering("stablehlo.or", lambda dt: False), _reduction_reference(np.any)
+    ),
+    jvp=zero_jvp,
+)
+
+
+def reduce_or(operand: Any, axes: Sequence[int]) -> Any:
+    return reduce_or_p.bind(operand, axes=tuple(axes))
 
 
 # --------------------------------------------------------------------------------------------
 # argmax / argmin
 
-argmax_p = Primitive("argmax")
-argmin_p = Primitive("argmin")
 
-
-def argmax(operand: Any, axis: int, index_dtype: Any) -> Any:
-    return argmax_p.bind(operand, axes=(axis,), index_dtype=dtypes.canonicalize(index_dtype))
-
-
-def argmin(operand: Any, axis: int, index_dtype: Any) -> Any:
-    return argmin_p.bind(operand, axes=(axis,), index_dtype=dtypes.canonicalize(index_dtype))
-
-
-def _make_arg_reduction(primitive: Primitive, direction: str, numpy_fn: Callable[..., Any]):
+def _arg_reduction_abstract_eval(primitive: Primitive):
     name = primitive.name
 
-    @rules.def_abstract_eval(primitive)
     def abstract_eval(x, *, axes, index_dtype):
         check_axes(name, x, axes)
         if x.dtype.kind == "c":  # as in JAX: complex numbers have no order to take it in
@@ -250,14 +295,19 @@ def _make_arg_reduction(primitive: Primitive, direction: str, numpy_fn: Callable
             raise ValueError(f"{name} of an empty axis {axis} (shape {x.shape}){errors.where()}")
         return ShapedArray(reduced_shape(x.shape, axes), index_dtype)
 
-    ew.def_zero_jvp(primitive)
-    rules.def_batch(primitive)(_reduce_batch(primitive))
+    return abstract_eval
 
-    @rules.def_reference(primitive)
-    def reference_rule(x, *, axes, index_dtype):
+
+def _arg_reduction_reference(numpy_fn: Callable[..., Any]):
+    def reference(x, *, axes, index_dtype):
         return numpy_fn(x, axis=axes[0]).astype(index_dtype)
 
-    @rules.def_lowering(primitive)
+    return reference
+
+
+def _arg_reduction_lowering(direction: str):
+    """The index of the extremum (``direction`` GT: max, LT: min) along the one axis."""
+
     def lowering(ctx, x, *, axes, index_dtype):
         (axis,) = axes
         in_aval, out_aval = ctx.avals_in[0], ctx.avals_out[0]
@@ -309,6 +359,32 @@ def _make_arg_reduction(primitive: Primitive, direction: str, numpy_fn: Callable
         )
         return result
 
+    return lowering
 
-_make_arg_reduction(argmax_p, "GT", np.argmax)
-_make_arg_reduction(argmin_p, "LT", np.argmin)
+
+argmax_p = rules.define_primitive(
+    "argmax",
+    abstract_eval=rules.per_primitive(_arg_reduction_abstract_eval),
+    jvp=zero_jvp,
+    batch=rules.per_primitive(_reduce_batch),
+    lowering=_arg_reduction_lowering("GT"),
+    reference=_arg_reduction_reference(np.argmax),
+)
+
+
+def argmax(operand: Any, axis: int, index_dtype: Any) -> Any:
+    return argmax_p.bind(operand, axes=(axis,), index_dtype=dtypes.canonicalize(index_dtype))
+
+
+argmin_p = rules.define_primitive(
+    "argmin",
+    abstract_eval=rules.per_primitive(_arg_reduction_abstract_eval),
+    jvp=zero_jvp,
+    batch=rules.per_primitive(_reduce_batch),
+    lowering=_arg_reduction_lowering("LT"),
+    reference=_arg_reduction_reference(np.argmin),
+)
+
+
+def argmin(operand: Any, axis: int, index_dtype: Any) -> Any:
+    return argmin_p.bind(operand, axes=(axis,), index_dtype=dtypes.canonicalize(index_dtype))

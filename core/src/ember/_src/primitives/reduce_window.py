@@ -18,10 +18,11 @@ from ember._src import dtypes, errors, rules
 from ember._src.core import Primitive, ShapedArray, Zero, get_aval
 from ember._src.interpreters.ad import is_undefined
 from ember._src.lowering.mlir import i64_array
-from ember._src.primitives import elementwise as ew
+from ember._src.primitives.arithmetic import add, max as max_, min as min_, neg
 from ember._src.primitives.conv import padding_pairs
 from ember._src.primitives.gather_scatter import GatherDimensionNumbers, gather
 from ember._src.primitives.reduce import argmax
+from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import (
     broadcast_in_dim,
     concatenate,
@@ -241,7 +242,7 @@ def _patches(x: Any, flat_index: np.ndarray, valid: np.ndarray, fill: Any) -> An
     flat = reshape(x, (aval.size,))
     dn = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,))
     picked = gather(flat, flat_index[..., None], dn, (1,))
-    return ew.select_n(valid, np.broadcast_to(np.asarray(fill, aval.dtype), valid.shape), picked)
+    return select_n(valid, np.broadcast_to(np.asarray(fill, aval.dtype), valid.shape), picked)
 
 
 def _extreme_jvp(primitive: Primitive, kind: str):
@@ -253,7 +254,7 @@ def _extreme_jvp(primitive: Primitive, kind: str):
             return out, Zero(get_aval(out))
         index, valid = _window_positions(get_aval(x).shape, **params)
         values = _patches(x, index, valid, _identity(kind, get_aval(x).dtype))
-        chooser = values if kind == "max" else ew.neg(values)
+        chooser = values if kind == "max" else neg(values)
         which = argmax(chooser, get_aval(values).ndim - 1, dtypes.int32)
         tangent_patches = _patches(t, index, valid, np.zeros((), get_aval(t).dtype))
         picked = _take_last(tangent_patches, which)
@@ -283,9 +284,9 @@ _extreme_jvp(reduce_window_min_p, "min")
 
 _KIND = {reduce_window_sum_p: "sum", reduce_window_max_p: "max", reduce_window_min_p: "min"}
 _BY_COMPUTATION: dict[Callable, Primitive] = {
-    ew.add: reduce_window_sum_p,
-    ew.max: reduce_window_max_p,
-    ew.min: reduce_window_min_p,
+    add: reduce_window_sum_p,
+    max_: reduce_window_max_p,
+    min_: reduce_window_min_p,
 }
 
 

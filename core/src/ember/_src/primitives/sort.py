@@ -16,39 +16,12 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes, errors, rules
-from ember._src.core import Primitive, ShapedArray, Zero, get_aval
+from ember._src.core import ShapedArray, Zero, get_aval
 from ember._src.interpreters.batching import not_mapped
 from ember._src.primitives.gather_scatter import GatherDimensionNumbers, gather
 from ember._src.primitives.shape import bdim_to_front, compare_type, concatenate, expand_dims, iota
 
-sort_p = Primitive("sort", multiple_results=True)
 
-
-def sort(operand: Any, dimension: int = -1, is_stable: bool = True, num_keys: int = 1) -> Any:
-    """Sort ``operand`` (one array or a sequence) along ``dimension`` by the first
-    ``num_keys`` of them; returns the same kind of value it was given."""
-    single = not isinstance(operand, (tuple, list))
-    operands = [operand] if single else list(operand)
-    if not operands:
-        raise ValueError("sort needs at least one operand")
-    ndim = get_aval(operands[0]).ndim
-    if ndim == 0:
-        raise errors.EmberTypeError(f"sort needs arrays of rank >= 1{errors.where()}")
-    if not -ndim <= dimension < ndim:
-        raise np.exceptions.AxisError(f"sort: dimension {dimension} out of range for rank {ndim}")
-    if not 1 <= num_keys <= len(operands):
-        raise ValueError(f"sort: num_keys={num_keys} with {len(operands)} operands")
-    outs = sort_p.bind(
-        *operands, dimension=dimension % ndim, is_stable=bool(is_stable), num_keys=int(num_keys)
-    )
-    return outs[0] if single else tuple(outs)
-
-
-def sort_key_val(keys: Any, values: Any, dimension: int = -1, is_stable: bool = True):
-    return sort((keys, values), dimension, is_stable, num_keys=1)
-
-
-@rules.def_abstract_eval(sort_p)
 def _sort_abstract_eval(*avals, dimension, is_stable, num_keys):
     shape = avals[0].shape
     for aval in avals:
@@ -66,7 +39,6 @@ def _reference_keys(key: np.ndarray) -> list[np.ndarray]:
     return [key]
 
 
-@rules.def_reference(sort_p)
 def _sort_reference(*operands, dimension, is_stable, num_keys):
     keys = [
         part for k in operands[:num_keys] for part in _reference_keys(np.moveaxis(k, dimension, -1))
@@ -85,7 +57,6 @@ def _sort_reference(*operands, dimension, is_stable, num_keys):
 _BOOL = np.dtype(np.bool_)
 
 
-@rules.def_lowering(sort_p)
 def _sort_lowering(ctx, *operands, dimension, is_stable, num_keys):
     avals = list(ctx.avals_in)
     scalars = [ShapedArray((), a.dtype) for a in avals for _ in range(2)]
@@ -142,7 +113,6 @@ def _less_than(c, args, avals, num_keys):
     return result
 
 
-@rules.def_jvp(sort_p)
 def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
     shape = get_aval(primals[0]).shape
     positions = iota(dtypes.int32, shape, dimension)
@@ -170,9 +140,43 @@ def _permute(x: Any, permutation: Any, dimension: int) -> Any:
     return gather(x, indices, dn, (1,) * len(shape))
 
 
-@rules.def_batch(sort_p)
 def _sort_batch(vals, dims, *, dimension, is_stable, num_keys):
     size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
     fronts = [bdim_to_front(v, d, size) for v, d in zip(vals, dims)]
     outs = sort_p.bind(*fronts, dimension=dimension + 1, is_stable=is_stable, num_keys=num_keys)
     return outs, [0] * len(outs)
+
+
+sort_p = rules.define_primitive(
+    "sort",
+    abstract_eval=_sort_abstract_eval,
+    jvp=_sort_jvp,
+    batch=_sort_batch,
+    lowering=_sort_lowering,
+    reference=_sort_reference,
+    multiple_results=True,
+)
+
+
+def sort(operand: Any, dimension: int = -1, is_stable: bool = True, num_keys: int = 1) -> Any:
+    """Sort ``operand`` (one array or a sequence) along ``dimension`` by the first
+    ``num_keys`` of them; returns the same kind of value it was given."""
+    single = not isinstance(operand, (tuple, list))
+    operands = [operand] if single else list(operand)
+    if not operands:
+        raise ValueError("sort needs at least one operand")
+    ndim = get_aval(operands[0]).ndim
+    if ndim == 0:
+        raise errors.EmberTypeError(f"sort needs arrays of rank >= 1{errors.where()}")
+    if not -ndim <= dimension < ndim:
+        raise np.exceptions.AxisError(f"sort: dimension {dimension} out of range for rank {ndim}")
+    if not 1 <= num_keys <= len(operands):
+        raise ValueError(f"sort: num_keys={num_keys} with {len(operands)} operands")
+    outs = sort_p.bind(
+        *operands, dimension=dimension % ndim, is_stable=bool(is_stable), num_keys=int(num_keys)
+    )
+    return outs[0] if single else tuple(outs)
+
+
+def sort_key_val(keys: Any, values: Any, dimension: int = -1, is_stable: bool = True):
+    return sort((keys, values), dimension, is_stable, num_keys=1)

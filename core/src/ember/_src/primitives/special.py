@@ -16,17 +16,9 @@ import numpy as np
 from ember._src import rules
 from ember._src.core import Zero, get_aval, tangent_aval
 from ember._src.primitives import special_numpy
-from ember._src.primitives.elementwise import (
-    _FLOAT,
-    _coerce,
-    add,
-    def_unary_jvp,
-    div,
-    exp,
-    make_elementwise,
-    mul,
-    neg,
-)
+from ember._src.primitives.arithmetic import add, div, mul, neg
+from ember._src.primitives.elementwise import _FLOAT, coerce, elementwise_rules
+from ember._src.primitives.math_functions import exp, unary_jvp
 from ember._src.primitives.shape import broadcast_in_dim
 
 
@@ -62,10 +54,6 @@ def _erf_inv_reference(x: np.ndarray) -> np.ndarray:
     return y.astype(x.dtype)
 
 
-erf_p = make_elementwise("erf", _vectorized(math.erf), "chlo.erf", _FLOAT)
-erfc_p = make_elementwise("erfc", _vectorized(math.erfc), "chlo.erfc", _FLOAT)
-erf_inv_p = make_elementwise("erf_inv", _erf_inv_reference, "chlo.erf_inv", _FLOAT)
-
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
@@ -73,17 +61,33 @@ def _scalar(x: Any, value: float) -> Any:
     return np.asarray(value, x.aval.dtype if hasattr(x, "aval") else np.result_type(x))
 
 
-def_unary_jvp(erf_p, lambda x, y: mul(_scalar(x, _TWO_OVER_SQRT_PI), exp(neg(mul(x, x)))))
-def_unary_jvp(erfc_p, lambda x, y: mul(_scalar(x, -_TWO_OVER_SQRT_PI), exp(neg(mul(x, x)))))
-def_unary_jvp(erf_inv_p, lambda x, y: div(exp(mul(y, y)), _scalar(x, _TWO_OVER_SQRT_PI)))
+erf_p = rules.define_primitive(
+    "erf",
+    **elementwise_rules(_vectorized(math.erf), "chlo.erf", _FLOAT),
+    jvp=unary_jvp(lambda x, y: mul(_scalar(x, _TWO_OVER_SQRT_PI), exp(neg(mul(x, x))))),
+)
 
 
 def erf(x: Any) -> Any:
     return erf_p.bind(x)
 
 
+erfc_p = rules.define_primitive(
+    "erfc",
+    **elementwise_rules(_vectorized(math.erfc), "chlo.erfc", _FLOAT),
+    jvp=unary_jvp(lambda x, y: mul(_scalar(x, -_TWO_OVER_SQRT_PI), exp(neg(mul(x, x))))),
+)
+
+
 def erfc(x: Any) -> Any:
     return erfc_p.bind(x)
+
+
+erf_inv_p = rules.define_primitive(
+    "erf_inv",
+    **elementwise_rules(_erf_inv_reference, "chlo.erf_inv", _FLOAT),
+    jvp=unary_jvp(lambda x, y: div(exp(mul(y, y)), _scalar(x, _TWO_OVER_SQRT_PI))),
+)
 
 
 def erf_inv(x: Any) -> Any:
@@ -103,12 +107,10 @@ def _float64_rule(fn):
     return reference
 
 
-lgamma_p = make_elementwise("lgamma", _float64_rule(special_numpy.lgamma), "chlo.lgamma", _FLOAT)
-digamma_p = make_elementwise(
-    "digamma", _float64_rule(special_numpy.digamma), "chlo.digamma", _FLOAT
-)
-polygamma_p = make_elementwise(
-    "polygamma", _float64_rule(special_numpy.polygamma), "chlo.polygamma", _FLOAT
+lgamma_p = rules.define_primitive(
+    "lgamma",
+    **elementwise_rules(_float64_rule(special_numpy.lgamma), "chlo.lgamma", _FLOAT),
+    jvp=unary_jvp(lambda x, y: digamma(x)),
 )
 
 
@@ -117,22 +119,18 @@ def lgamma(x: Any) -> Any:
     return lgamma_p.bind(x)
 
 
+digamma_p = rules.define_primitive(
+    "digamma",
+    **elementwise_rules(_float64_rule(special_numpy.digamma), "chlo.digamma", _FLOAT),
+    jvp=unary_jvp(lambda x, y: polygamma(_scalar(x, 1.0), x)),
+)
+
+
 def digamma(x: Any) -> Any:
     """The digamma function psi(x) = d/dx lgamma(x) (nan at the poles 0, -1, -2, ...)."""
     return digamma_p.bind(x)
 
 
-def polygamma(m: Any, x: Any) -> Any:
-    """The m-th derivative of digamma at x; ``m`` is a float holding a non-negative integer
-    (other values give nan, as in XLA)."""
-    return polygamma_p.bind(*_coerce(m, x))
-
-
-def_unary_jvp(lgamma_p, lambda x, y: digamma(x))
-def_unary_jvp(digamma_p, lambda x, y: polygamma(_scalar(x, 1.0), x))
-
-
-@rules.def_jvp(polygamma_p)
 def _polygamma_jvp(primals, tangents):
     m, x = primals
     tm, tx = tangents
@@ -146,3 +144,16 @@ def _polygamma_jvp(primals, tangents):
     if not get_aval(tx).shape and out_aval.shape:
         tx = broadcast_in_dim(tx, out_aval.shape, ())
     return out, mul(tx, slope)
+
+
+polygamma_p = rules.define_primitive(
+    "polygamma",
+    **elementwise_rules(_float64_rule(special_numpy.polygamma), "chlo.polygamma", _FLOAT),
+    jvp=_polygamma_jvp,
+)
+
+
+def polygamma(m: Any, x: Any) -> Any:
+    """The m-th derivative of digamma at x; ``m`` is a float holding a non-negative integer
+    (other values give nan, as in XLA)."""
+    return polygamma_p.bind(*coerce(m, x))

@@ -19,7 +19,10 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src.numpy import elementwise as enp
-from ember._src.primitives import elementwise as lax
+from ember._src.primitives.arithmetic import abs as abs_, add, div, mul, neg, sub
+from ember._src.primitives.comparisons import le, lt
+from ember._src.primitives.math_functions import exp, integer_pow, log, log1p, sqrt, tan
+from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import convert_element_type, expand_dims, reduce_sum
 from ember._src.random.common import (
     _as,
@@ -50,7 +53,7 @@ _ONE = np.float32(1)  # lognormal's default sigma, as in JAX
 
 def _cauchy(key, shape, dtype):
     u = _uniform(key, shape, dtype, _c(dtypes.finfo(dtype).eps, dtype), _c(1.0, dtype))
-    return lax.tan(lax.mul(_c(np.pi, dtype), lax.sub(u, _c(0.5, dtype))))
+    return tan(mul(_c(np.pi, dtype), sub(u, _c(0.5, dtype))))
 
 
 _cauchy_jit = _sampler_jit(_cauchy, static_argnums=(1, 2))
@@ -65,7 +68,7 @@ def cauchy(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = 
 
 def _pareto(key, b, shape, dtype):
     e = _exponential(key, shape, dtype)
-    return lax.exp(lax.div(e, _as(b, dtype, shape)))
+    return exp(div(e, _as(b, dtype, shape)))
 
 
 _pareto_jit = _sampler_jit(_pareto, static_argnums=(2, 3))
@@ -78,8 +81,8 @@ def pareto(key: Any, b: Any, shape: Any = None, dtype: Any = None, *, out_shardi
 
 def _rayleigh(key, scale, shape, dtype):
     u = _uniform(key, shape, dtype, 0.0, 1.0)
-    root = lax.sqrt(lax.mul(lax.log(u), _c(-2, dtype)))
-    return lax.mul(_as(scale, dtype, shape), root)
+    root = sqrt(mul(log(u), _c(-2, dtype)))
+    return mul(_as(scale, dtype, shape), root)
 
 
 _rayleigh_jit = _sampler_jit(_rayleigh, static_argnums=(2, 3))
@@ -92,7 +95,7 @@ def rayleigh(key: Any, scale: Any, shape: Any = None, dtype: Any = None, *,
 
 
 def _lognormal(key, sigma, shape, dtype):
-    return lax.exp(lax.mul(_normal(key, shape, dtype), _as(sigma, dtype, shape)))
+    return exp(mul(_normal(key, shape, dtype), _as(sigma, dtype, shape)))
 
 
 _lognormal_jit = _sampler_jit(_lognormal, static_argnums=(2, 3))
@@ -109,14 +112,14 @@ def _wald(key, mean, shape, dtype):
     mean = _as(mean, dtype, shape)
     v = _normal(key_normal, shape, dtype)
     z = _uniform(key_uniform, shape, dtype, 0.0, 1.0)
-    y = lax.integer_pow(v, 2)
-    y_sq = lax.integer_pow(y, 2)
-    mean_sq = lax.integer_pow(mean, 2)
-    root = lax.sqrt(lax.add(lax.mul(lax.mul(_c(4, dtype), mean), y), lax.mul(mean_sq, y_sq)))
-    half_mean = lax.div(mean, _c(2, dtype))
-    x = lax.sub(lax.add(mean, lax.div(lax.mul(mean_sq, y), _c(2, dtype))), lax.mul(half_mean, root))
-    take_x = lax.le(z, lax.div(mean, lax.add(mean, x)))
-    return lax.select_n(take_x, lax.div(mean_sq, x), x)
+    y = integer_pow(v, 2)
+    y_sq = integer_pow(y, 2)
+    mean_sq = integer_pow(mean, 2)
+    root = sqrt(add(mul(mul(_c(4, dtype), mean), y), mul(mean_sq, y_sq)))
+    half_mean = div(mean, _c(2, dtype))
+    x = sub(add(mean, div(mul(mean_sq, y), _c(2, dtype))), mul(half_mean, root))
+    take_x = le(z, div(mean, add(mean, x)))
+    return select_n(take_x, div(mean_sq, x), x)
 
 
 _wald_jit = _sampler_jit(_wald, static_argnums=(2, 3))
@@ -129,13 +132,13 @@ def wald(key: Any, mean: Any, shape: Any = None, dtype: Any = None, *, out_shard
 
 def _triangular(key, left, mode, right, shape, dtype):
     left, mode, right = (_as(x, dtype, shape) for x in (left, mode, right))
-    width = lax.sub(right, left)
-    split_at = lax.div(lax.sub(mode, left), width)
+    width = sub(right, left)
+    split_at = div(sub(mode, left), width)
     u = _uniform(key, shape, dtype, 0.0, 1.0)
-    rising = lax.add(left, lax.sqrt(lax.mul(lax.mul(u, width), lax.sub(mode, left))))
-    falling_area = lax.mul(lax.mul(lax.sub(_c(1, dtype), u), width), lax.sub(right, mode))
-    falling = lax.sub(right, lax.sqrt(falling_area))
-    return lax.select_n(lax.lt(u, split_at), falling, rising)
+    rising = add(left, sqrt(mul(mul(u, width), sub(mode, left))))
+    falling_area = mul(mul(sub(_c(1, dtype), u), width), sub(right, mode))
+    falling = sub(right, sqrt(falling_area))
+    return select_n(lt(u, split_at), falling, rising)
 
 
 _triangular_jit = _sampler_jit(_triangular, static_argnums=(4, 5))
@@ -150,7 +153,7 @@ def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Any = None, dt
 
 def _weibull_min(key, scale, concentration, shape, dtype):
     u = _uniform(key, shape, dtype, 0.0, 1.0)
-    exponential = lax.neg(lax.log1p(lax.neg(u)))
+    exponential = neg(log1p(neg(u)))
     # JAX's broadcasting and promotion: the parameters keep their own types here.
     return enp.multiply(enp.power(exponential, enp.true_divide(1.0, concentration)), scale)
 
@@ -169,7 +172,7 @@ def weibull_min(key: Any, scale: Any, concentration: Any, shape: Any = (), dtype
 
 def _maxwell(key, shape, dtype):
     xyz = _normal(key, (*shape, 3), dtype)
-    return lax.sqrt(reduce_sum(lax.mul(xyz, xyz), (len(shape),)))
+    return sqrt(reduce_sum(mul(xyz, xyz), (len(shape),)))
 
 
 _maxwell_jit = _sampler_jit(_maxwell, static_argnums=(1, 2))
@@ -186,7 +189,7 @@ def _double_sided_maxwell(key, loc, scale, shape, dtype):
     key_maxwell, key_sign = _two_keys(key)
     magnitude = _maxwell(key_maxwell, shape, dtype)
     sign = _rademacher(key_sign, shape, dtype)
-    return enp.add(enp.multiply(lax.mul(sign, magnitude), scale), loc)
+    return enp.add(enp.multiply(mul(sign, magnitude), scale), loc)
 
 
 _double_sided_maxwell_jit = _sampler_jit(_double_sided_maxwell, static_argnums=(3, 4))
@@ -212,9 +215,9 @@ def _t(key, df, shape, dtype):
     key_normal, key_gamma = _two_keys(key)
     df = _as(df, dtype, shape)
     n = _normal(key_normal, shape, dtype)
-    half_df = lax.div(df, _c(2, dtype))
+    half_df = div(df, _c(2, dtype))
     g = _gamma(key_gamma, half_df, shape, dtype, False)
-    return lax.mul(n, lax.sqrt(lax.div(half_df, g)))
+    return mul(n, sqrt(div(half_df, g)))
 
 
 _t_jit = _sampler_jit(_t, static_argnums=(2, 3))
@@ -226,8 +229,8 @@ def t(key: Any, df: Any, shape: Any = None, dtype: Any = None, *, out_sharding: 
 
 
 def _chisquare(key, df, shape, dtype):
-    half_df = lax.div(convert_element_type(df, dtype), _c(2, dtype))
-    return lax.mul(lax.exp(_gamma(key, half_df, shape, dtype, True)), _c(2, dtype))
+    half_df = div(convert_element_type(df, dtype), _c(2, dtype))
+    return mul(exp(_gamma(key, half_df, shape, dtype, True)), _c(2, dtype))
 
 
 _chisquare_jit = _sampler_jit(_chisquare, static_argnums=(2, 3))
@@ -242,9 +245,9 @@ def chisquare(key: Any, df: Any, shape: Any = None, dtype: Any = None, *,
 def _f(key, dfnum, dfden, shape, dtype):
     key_den, key_num = _two_keys(key)
     dfnum, dfden = _as(dfnum, dtype, shape), _as(dfden, dtype, shape)
-    num = lax.div(_chisquare(key_num, dfnum, shape, dtype), dfnum)
-    den = lax.div(_chisquare(key_den, dfden, shape, dtype), dfden)
-    return lax.div(num, den)
+    num = div(_chisquare(key_num, dfnum, shape, dtype), dfnum)
+    den = div(_chisquare(key_den, dfden, shape, dtype), dfden)
+    return div(num, den)
 
 
 _f_jit = _sampler_jit(_f, static_argnums=(3, 4))
@@ -261,7 +264,7 @@ def _generalized_normal(key, p, shape, dtype):
     inverse_p = enp.true_divide(1.0, p)
     g = _gamma(key_gamma, inverse_p, shape, dtype, False)
     sign = _rademacher(key_sign, shape, dtype)
-    return lax.mul(sign, enp.power(g, inverse_p))
+    return mul(sign, enp.power(g, inverse_p))
 
 
 _generalized_normal_jit = _sampler_jit(_generalized_normal, static_argnums=(2, 3))
@@ -280,9 +283,9 @@ def _ball(key, p, d, shape, dtype):
     key_direction, key_radius = _two_keys(key)
     g = _generalized_normal(key_direction, p, (*shape, d), dtype)
     e = _exponential(key_radius, shape, dtype)
-    norm_p = reduce_sum(enp.power(lax.abs(g), p), (len(shape),))
-    radius = enp.power(lax.add(norm_p, e), enp.true_divide(1.0, p))
-    return lax.div(g, _broadcast(expand_dims(radius, (len(shape),)), (*shape, d)))
+    norm_p = reduce_sum(enp.power(abs_(g), p), (len(shape),))
+    radius = enp.power(add(norm_p, e), enp.true_divide(1.0, p))
+    return div(g, _broadcast(expand_dims(radius, (len(shape),)), (*shape, d)))
 
 
 _ball_jit = _sampler_jit(_ball, static_argnums=(2, 3, 4))

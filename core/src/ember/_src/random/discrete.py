@@ -19,12 +19,25 @@ from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import advanced_indexing
 from ember._src.numpy.util import promote_to_inexact
-from ember._src.primitives import elementwise as lax
+from ember._src.primitives.arithmetic import (
+    abs as abs_,
+    add,
+    ceil,
+    div,
+    floor,
+    mul,
+    neg,
+    sub as sub_,
+)
+from ember._src.primitives.bits import bitwise_and, bitwise_not, bitwise_or
 from ember._src.primitives.clamp import clamp
+from ember._src.primitives.comparisons import eq, ge, gt, le, lt, ne
 from ember._src.primitives.control_flow.associative_scan import associative_scan
 from ember._src.primitives.control_flow.loops import while_loop
 from ember._src.primitives.control_flow.scan import scan
+from ember._src.primitives.math_functions import log, log1p, sqrt
 from ember._src.primitives.reduce import reduce_or
+from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import convert_element_type, move_axis
 from ember._src.primitives.special import lgamma
 from ember._src.random.common import (
@@ -59,9 +72,9 @@ def _geometric(key, p, shape, dtype):
     float_dtype = get_aval(p).dtype
     u = _uniform(key, shape, float_dtype, 0.0, 1.0)
     # u = 0 counts as 1 (JAX's choice), so that log(u) stays finite.
-    u = lax.select_n(lax.eq(u, _c(0, float_dtype)), u, _broadcast(_c(1, float_dtype), shape))
-    log_one_minus_p = _broadcast(lax.log1p(lax.neg(p)), shape)
-    trials = lax.add(lax.floor(lax.div(lax.log(u), log_one_minus_p)), _c(1, float_dtype))
+    u = select_n(eq(u, _c(0, float_dtype)), u, _broadcast(_c(1, float_dtype), shape))
+    log_one_minus_p = _broadcast(log1p(neg(p)), shape)
+    trials = add(floor(div(log(u), log_one_minus_p)), _c(1, float_dtype))
     return convert_element_type(trials, dtype)
 
 
@@ -80,7 +93,7 @@ def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None, *,
 def _rademacher(key, shape, dtype):
     float_dtype = dtypes.default_float()
     heads = _bernoulli(key, shape, float_dtype, _c(0.5, float_dtype))
-    return lax.sub(lax.mul(_c(2, dtype), convert_element_type(heads, dtype)), _c(1, dtype))
+    return sub_(mul(_c(2, dtype), convert_element_type(heads, dtype)), _c(1, dtype))
 
 
 _rademacher_jit = _sampler_jit(_rademacher, static_argnums=(1, 2))
@@ -107,73 +120,69 @@ _I32_ZERO = np.zeros((), _I32)
 
 
 def _next(rounds: Any) -> Any:
-    return lax.add(rounds, np.ones((), _I32))
+    return add(rounds, np.ones((), _I32))
 
 
 def _below_cap(rounds: Any, dtype: np.dtype) -> Any:
     """JAX stops after as many rounds as the output's integer type can count."""
     cap = min(np.iinfo(dtype).max, np.iinfo(_I32).max)
-    return lax.lt(rounds, np.asarray(cap, _I32))
+    return lt(rounds, np.asarray(cap, _I32))
 
 
 def _poisson_knuth(key, lam, shape, dtype):
     """Counts the uniforms whose running product stays above exp(-lam), minus one."""
-    neg_lam = lax.neg(lam)
+    neg_lam = neg(lam)
 
     def not_done(state):
-        return lax.bitwise_and(_any(lax.gt(state[3], neg_lam)), _below_cap(state[0], dtype))
+        return bitwise_and(_any(gt(state[3], neg_lam)), _below_cap(state[0], dtype))
 
     def draw(state):
         rounds, key_, count, log_product = state
         key_, sub = _two_keys(key_)
-        count = lax.select_n(lax.gt(log_product, neg_lam), count, lax.add(count, _c(1, dtype)))
+        count = select_n(gt(log_product, neg_lam), count, add(count, _c(1, dtype)))
         u = _uniform(sub, shape, _F32, 0.0, 1.0)
-        return _next(rounds), key_, count, lax.add(log_product, lax.log(u))
+        return _next(rounds), key_, count, add(log_product, log(u))
 
     init = (_I32_ZERO, key, _broadcast(_c(0, dtype), shape), _broadcast(_c(0, _F32), shape))
     count = while_loop(not_done, draw, init)[2]
-    return lax.sub(count, _c(1, dtype))
+    return sub_(count, _c(1, dtype))
 
 
 def _poisson_rejection(key, lam, shape, dtype):
     def c(value):
         return _c(value, _F32)
 
-    log_lam = lax.log(lam)
-    b = lax.add(c(0.931), lax.mul(c(2.53), lax.sqrt(lam)))
-    a = lax.add(c(-0.059), lax.mul(c(0.02483), b))
-    inv_alpha = lax.add(c(1.1239), lax.div(c(1.1328), lax.sub(b, c(3.4))))
-    v_r = lax.sub(c(0.9277), lax.div(c(3.6224), lax.sub(b, c(2))))
+    log_lam = log(lam)
+    b = add(c(0.931), mul(c(2.53), sqrt(lam)))
+    a = add(c(-0.059), mul(c(0.02483), b))
+    inv_alpha = add(c(1.1239), div(c(1.1328), sub_(b, c(3.4))))
+    v_r = sub_(c(0.9277), div(c(3.6224), sub_(b, c(2))))
 
     def not_done(state):
-        return lax.bitwise_and(_any(lax.bitwise_not(state[3])), _below_cap(state[0], dtype))
+        return bitwise_and(_any(bitwise_not(state[3])), _below_cap(state[0], dtype))
 
     def draw(state):
         rounds, key_, k_out, accepted = state
         keys = _split(key_, (3,))
-        u = lax.sub(_uniform(_nth(keys, 1), shape, _F32, 0.0, 1.0), c(0.5))
+        u = sub_(_uniform(_nth(keys, 1), shape, _F32, 0.0, 1.0), c(0.5))
         v = _uniform(_nth(keys, 2), shape, _F32, 0.0, 1.0)
-        u_shifted = lax.sub(c(0.5), lax.abs(u))
-        k = lax.floor(
-            lax.add(
-                lax.add(lax.mul(lax.add(lax.div(lax.mul(c(2), a), u_shifted), b), u), lam),
+        u_shifted = sub_(c(0.5), abs_(u))
+        k = floor(
+            add(
+                add(mul(add(div(mul(c(2), a), u_shifted), b), u), lam),
                 c(0.43),
             )
         )
-        s = lax.log(
-            lax.div(lax.mul(v, inv_alpha), lax.add(lax.div(a, lax.mul(u_shifted, u_shifted)), b))
+        s = log(div(mul(v, inv_alpha), add(div(a, mul(u_shifted, u_shifted)), b)))
+        t_ = sub_(add(neg(lam), mul(k, log_lam)), lgamma(add(k, c(1))))
+        accept_fast = bitwise_and(ge(u_shifted, c(0.07)), le(v, v_r))
+        reject = bitwise_or(
+            lt(k, c(0)),
+            bitwise_and(lt(u_shifted, c(0.013)), gt(v, u_shifted)),
         )
-        t_ = lax.sub(lax.add(lax.neg(lam), lax.mul(k, log_lam)), lgamma(lax.add(k, c(1))))
-        accept_fast = lax.bitwise_and(lax.ge(u_shifted, c(0.07)), lax.le(v, v_r))
-        reject = lax.bitwise_or(
-            lax.lt(k, c(0)),
-            lax.bitwise_and(lax.lt(u_shifted, c(0.013)), lax.gt(v, u_shifted)),
-        )
-        accept = lax.bitwise_or(
-            accept_fast, lax.bitwise_and(lax.bitwise_not(reject), lax.le(s, t_))
-        )
-        k_out = lax.select_n(accept, k_out, k)
-        return _next(rounds), _nth(keys, 0), k_out, lax.bitwise_or(accepted, accept)
+        accept = bitwise_or(accept_fast, bitwise_and(bitwise_not(reject), le(s, t_)))
+        k_out = select_n(accept, k_out, k)
+        return _next(rounds), _nth(keys, 0), k_out, bitwise_or(accepted, accept)
 
     init = (_I32_ZERO, key, _broadcast(c(-1), shape), _broadcast(np.asarray(False), shape))
     k = while_loop(not_done, draw, init)[2]
@@ -182,17 +191,17 @@ def _poisson_rejection(key, lam, shape, dtype):
 
 def _poisson(key, lam, shape, dtype):
     lam = convert_element_type(_broadcast(lam, shape), _F32)
-    use_knuth = lax.bitwise_or(lax.ne(lam, lam), lax.lt(lam, _c(10, _F32)))
-    lam_knuth = lax.select_n(use_knuth, _broadcast(_c(0, _F32), shape), lam)
+    use_knuth = bitwise_or(ne(lam, lam), lt(lam, _c(10, _F32)))
+    lam_knuth = select_n(use_knuth, _broadcast(_c(0, _F32), shape), lam)
     # The rejection method's acceptance rate grows with the rate: a large one for the rest.
-    lam_rejection = lax.select_n(use_knuth, lam, _broadcast(_c(1e5, _F32), shape))
-    result = lax.select_n(
+    lam_rejection = select_n(use_knuth, lam, _broadcast(_c(1e5, _F32), shape))
+    result = select_n(
         use_knuth,
         _poisson_rejection(key, lam_rejection, shape, dtype),
         _poisson_knuth(key, lam_knuth, shape, dtype),
     )
     zero = _broadcast(_c(0, dtype), shape)
-    return lax.select_n(lax.eq(lam, _c(0, _F32)), result, zero)
+    return select_n(eq(lam, _c(0, _F32)), result, zero)
 
 
 _poisson_jit = _sampler_jit(_poisson, static_argnums=(2, 3))
@@ -231,36 +240,36 @@ _STIRLING_TAIL = (
 
 def _stirling_tail(k):
     dtype = get_aval(k).dtype
-    small = lax.le(k, _c(9, dtype))
+    small = le(k, _c(9, dtype))
     k = clamp(_c(0, dtype), k, _c(9, dtype))
-    k_plus_1 = lax.add(k, _c(1, dtype))
-    square = lax.mul(k_plus_1, lax.add(k, _c(1, dtype)))
-    series = lax.sub(_c(1 / 360, dtype), lax.div(_c(1 / 1260, dtype), square))
-    series = lax.div(lax.sub(_c(1 / 12, dtype), lax.div(series, square)), lax.add(k, _c(1, dtype)))
-    index = convert_element_type(lax.floor(k), np.dtype(np.int32))
+    k_plus_1 = add(k, _c(1, dtype))
+    square = mul(k_plus_1, add(k, _c(1, dtype)))
+    series = sub_(_c(1 / 360, dtype), div(_c(1 / 1260, dtype), square))
+    series = div(sub_(_c(1 / 12, dtype), div(series, square)), add(k, _c(1, dtype)))
+    index = convert_element_type(floor(k), np.dtype(np.int32))
     table = advanced_indexing.take(np.asarray(_STIRLING_TAIL, dtype), index, mode="clip")
-    return lax.select_n(small, series, table)
+    return select_n(small, series, table)
 
 
 def _binomial_inversion(key, count, q, shape):
     """Counts geometric(q) gaps until their sum passes ``count``, minus one."""
     dtype = get_aval(q).dtype
-    log1m_q = lax.log1p(lax.neg(q))
+    log1m_q = log1p(neg(q))
 
     def not_done(state):
-        return _any(lax.le(state[2], count))
+        return _any(le(state[2], count))
 
     def draw(state):
         key_, num_gaps, gap_sum = state
         sub, key_ = _two_keys(key_)
-        num_gaps = lax.select_n(lax.le(gap_sum, count), num_gaps, lax.add(num_gaps, _c(1, dtype)))
+        num_gaps = select_n(le(gap_sum, count), num_gaps, add(num_gaps, _c(1, dtype)))
         u = _uniform(sub, shape, dtype, 0.0, 1.0)
-        gap = lax.ceil(lax.div(lax.log(u), log1m_q))
-        return key_, num_gaps, lax.add(gap_sum, gap)
+        gap = ceil(div(log(u), log1m_q))
+        return key_, num_gaps, add(gap_sum, gap)
 
     zeros = _broadcast(_c(0, dtype), shape)
     num_gaps = while_loop(not_done, draw, (key, zeros, zeros))[1]
-    return lax.sub(num_gaps, _c(1, dtype))
+    return sub_(num_gaps, _c(1, dtype))
 
 
 def _btrs(key, count, q, shape):
@@ -269,58 +278,54 @@ def _btrs(key, count, q, shape):
     def c(value):
         return _c(value, dtype)
 
-    one_minus_q = lax.sub(c(1), q)
-    stddev = lax.sqrt(lax.mul(lax.mul(count, q), one_minus_q))
-    b = lax.add(c(1.15), lax.mul(c(2.53), stddev))
-    a = lax.add(lax.add(c(-0.0873), lax.mul(c(0.0248), b)), lax.mul(c(0.01), q))
-    center = lax.add(lax.mul(count, q), c(0.5))
-    v_r = lax.sub(c(0.92), lax.div(c(4.2), b))
-    r = lax.div(q, lax.sub(c(1), q))
-    alpha = lax.mul(lax.add(c(2.83), lax.div(c(5.1), b)), stddev)
-    m = lax.floor(lax.mul(lax.add(count, c(1)), q))
-    count_minus_m_plus_1 = lax.add(lax.sub(count, m), c(1))
+    one_minus_q = sub_(c(1), q)
+    stddev = sqrt(mul(mul(count, q), one_minus_q))
+    b = add(c(1.15), mul(c(2.53), stddev))
+    a = add(add(c(-0.0873), mul(c(0.0248), b)), mul(c(0.01), q))
+    center = add(mul(count, q), c(0.5))
+    v_r = sub_(c(0.92), div(c(4.2), b))
+    r = div(q, sub_(c(1), q))
+    alpha = mul(add(c(2.83), div(c(5.1), b)), stddev)
+    m = floor(mul(add(count, c(1)), q))
+    count_minus_m_plus_1 = add(sub_(count, m), c(1))
     # The bound's terms that do not depend on the proposal k.
-    bound_m = lax.mul(
-        lax.add(m, c(0.5)), lax.log(lax.div(lax.add(m, c(1)), lax.mul(r, count_minus_m_plus_1)))
-    )
+    bound_m = mul(add(m, c(0.5)), log(div(add(m, c(1)), mul(r, count_minus_m_plus_1))))
 
     def not_done(state):
-        return _any(lax.bitwise_not(state[2]))
+        return _any(bitwise_not(state[2]))
 
     def draw(state):
         key_, k_out, accepted = state
         keys = _split(key_, (3,))
         u = _uniform(_nth(keys, 1), shape, dtype, 0.0, 1.0)
         v = _uniform(_nth(keys, 2), shape, dtype, 0.0, 1.0)
-        u = lax.sub(u, c(0.5))
-        us = lax.sub(c(0.5), lax.abs(u))
-        accept_fast = lax.bitwise_and(lax.ge(us, c(0.07)), lax.le(v, v_r))
-        k = lax.floor(lax.add(lax.mul(lax.add(lax.div(lax.mul(c(2), a), us), b), u), center))
-        reject = lax.bitwise_or(lax.lt(k, c(0)), lax.gt(k, count))
-        log_v = lax.log(lax.div(lax.mul(v, alpha), lax.add(lax.div(a, lax.mul(us, us)), b)))
-        count_minus_k_plus_1 = lax.add(lax.sub(count, k), c(1))
-        bound = lax.add(
+        u = sub_(u, c(0.5))
+        us = sub_(c(0.5), abs_(u))
+        accept_fast = bitwise_and(ge(us, c(0.07)), le(v, v_r))
+        k = floor(add(mul(add(div(mul(c(2), a), us), b), u), center))
+        reject = bitwise_or(lt(k, c(0)), gt(k, count))
+        log_v = log(div(mul(v, alpha), add(div(a, mul(us, us)), b)))
+        count_minus_k_plus_1 = add(sub_(count, k), c(1))
+        bound = add(
             bound_m,
-            lax.mul(
-                lax.add(count, c(1)),
-                lax.log(lax.div(lax.add(lax.sub(count, m), c(1)), count_minus_k_plus_1)),
+            mul(
+                add(count, c(1)),
+                log(div(add(sub_(count, m), c(1)), count_minus_k_plus_1)),
             ),
         )
-        bound = lax.add(
+        bound = add(
             bound,
-            lax.mul(
-                lax.add(k, c(0.5)),
-                lax.log(lax.div(lax.mul(r, count_minus_k_plus_1), lax.add(k, c(1)))),
+            mul(
+                add(k, c(0.5)),
+                log(div(mul(r, count_minus_k_plus_1), add(k, c(1)))),
             ),
         )
-        bound = lax.add(bound, _stirling_tail(m))
-        bound = lax.add(bound, _stirling_tail(lax.sub(count, m)))
-        bound = lax.sub(bound, _stirling_tail(k))
-        bound = lax.sub(bound, _stirling_tail(lax.sub(count, k)))
-        accept = lax.bitwise_or(
-            accept_fast, lax.bitwise_and(lax.bitwise_not(reject), lax.le(log_v, bound))
-        )
-        return _nth(keys, 0), lax.select_n(accept, k_out, k), lax.bitwise_or(accepted, accept)
+        bound = add(bound, _stirling_tail(m))
+        bound = add(bound, _stirling_tail(sub_(count, m)))
+        bound = sub_(bound, _stirling_tail(k))
+        bound = sub_(bound, _stirling_tail(sub_(count, k)))
+        accept = bitwise_or(accept_fast, bitwise_and(bitwise_not(reject), le(log_v, bound)))
+        return _nth(keys, 0), select_n(accept, k_out, k), bitwise_or(accepted, accept)
 
     init = (key, _broadcast(c(-1), shape), _broadcast(np.asarray(False), shape))
     return while_loop(not_done, draw, init)[1]
@@ -335,36 +340,32 @@ def _binomial(key, count, prob, shape, dtype):
 
     count = _as(count, float_dtype, shape)
     prob = _broadcast(prob, shape)
-    p_below_half = lax.lt(prob, _c(0.5, float_dtype))
-    q = lax.select_n(p_below_half, lax.sub(_c(1, float_dtype), prob), prob)
-    count_nan_or_negative = lax.bitwise_or(lax.ne(count, count), lax.lt(count, _c(0, float_dtype)))
-    count_inf = lax.eq(lax.abs(count), _c(np.inf, float_dtype))
-    q_nan = lax.ne(q, q)
-    q_negative = lax.lt(q, _c(0, float_dtype))
-    q = lax.select_n(lax.bitwise_or(q_nan, q_negative), q, full(0.01))
-    use_inversion = lax.bitwise_or(
-        count_nan_or_negative, lax.le(lax.mul(count, q), _c(10, float_dtype))
-    )
-    count = lax.floor(count)
-    count_inversion = lax.select_n(use_inversion, full(0), count)
+    p_below_half = lt(prob, _c(0.5, float_dtype))
+    q = select_n(p_below_half, sub_(_c(1, float_dtype), prob), prob)
+    count_nan_or_negative = bitwise_or(ne(count, count), lt(count, _c(0, float_dtype)))
+    count_inf = eq(abs_(count), _c(np.inf, float_dtype))
+    q_nan = ne(q, q)
+    q_negative = lt(q, _c(0, float_dtype))
+    q = select_n(bitwise_or(q_nan, q_negative), q, full(0.01))
+    use_inversion = bitwise_or(count_nan_or_negative, le(mul(count, q), _c(10, float_dtype)))
+    count = floor(count)
+    count_inversion = select_n(use_inversion, full(0), count)
     # Placeholders that the rejection method accepts quickly, for the elements it does not own.
-    count_btrs = lax.select_n(use_inversion, count, full(1e4))
-    q_btrs = lax.select_n(use_inversion, q, full(0.5))
-    samples = lax.select_n(
+    count_btrs = select_n(use_inversion, count, full(1e4))
+    q_btrs = select_n(use_inversion, q, full(0.5))
+    samples = select_n(
         use_inversion,
         _btrs(key, count_btrs, q_btrs, shape),
         _binomial_inversion(key, count_inversion, q, shape),
     )
     samples = convert_element_type(samples, dtype)
-    invalid = lax.bitwise_or(lax.bitwise_or(q_negative, q_nan), count_nan_or_negative)
+    invalid = bitwise_or(bitwise_or(q_negative, q_nan), count_nan_or_negative)
     nan = _broadcast(_c(np.nan, dtype), shape)
-    samples = lax.select_n(invalid, samples, nan)
-    infinite = lax.bitwise_and(count_inf, lax.bitwise_not(invalid))
-    samples = lax.select_n(infinite, samples, _broadcast(_c(np.inf, dtype), shape))
-    keep = lax.bitwise_or(
-        lax.bitwise_or(lax.bitwise_or(p_below_half, count_nan_or_negative), q_nan), count_inf
-    )
-    return lax.select_n(keep, lax.sub(convert_element_type(count, dtype), samples), samples)
+    samples = select_n(invalid, samples, nan)
+    infinite = bitwise_and(count_inf, bitwise_not(invalid))
+    samples = select_n(infinite, samples, _broadcast(_c(np.inf, dtype), shape))
+    keep = bitwise_or(bitwise_or(bitwise_or(p_below_half, count_nan_or_negative), q_nan), count_inf)
+    return select_n(keep, sub_(convert_element_type(count, dtype), samples), samples)
 
 
 _binomial_jit = _sampler_jit(_binomial, static_argnums=(3, 4))
@@ -386,18 +387,16 @@ def _multinomial(key, n, p, shape, dtype, unroll):
     n, p = _broadcast(n, shape[:-1]), _broadcast(p, shape)
     p = move_axis(p, len(shape) - 1, 0)
     float_dtype = get_aval(p).dtype
-    remaining = associative_scan(lax.add, p, reverse=True, axis=0)
-    zero = lax.eq(remaining, _c(0, float_dtype))
-    ratios = lax.div(
-        p, lax.select_n(zero, remaining, _broadcast(_c(1, float_dtype), get_aval(p).shape))
-    )
+    remaining = associative_scan(add, p, reverse=True, axis=0)
+    zero = eq(remaining, _c(0, float_dtype))
+    ratios = div(p, select_n(zero, remaining, _broadcast(_c(1, float_dtype), get_aval(p).shape)))
     keys = _split(key, (shape[-1],))
 
     def one_category(remainder, ratio_and_key):
         ratio, key_ = ratio_and_key
         ratio = clamp(_c(0, float_dtype), ratio, _c(1, float_dtype))
         count = _binomial(key_, remainder, ratio, shape[:-1], float_dtype)
-        return lax.sub(remainder, count), count
+        return sub_(remainder, count), count
 
     _, counts = scan(one_category, n, (ratios, keys), unroll=unroll)
     return convert_element_type(move_axis(counts, 0, len(shape) - 1), dtype)

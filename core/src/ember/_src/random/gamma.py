@@ -26,10 +26,14 @@ from ember._src.interpreters.batching import not_mapped
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.lowering.module import lower_jaxpr_inline
-from ember._src.primitives import elementwise as lax
+from ember._src.primitives.arithmetic import add, div, max as max_, mul, neg, sub
+from ember._src.primitives.bits import bitwise_and, bitwise_or
+from ember._src.primitives.comparisons import eq, ge, le
 from ember._src.primitives.control_flow.loops import while_loop
 from ember._src.primitives.igamma import random_gamma_grad
+from ember._src.primitives.math_functions import exp, log, pow as pow_, sqrt
 from ember._src.primitives.reduce import reduce_max
+from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import (
     bdim_to_front,
     broadcast_in_dim,
@@ -69,34 +73,34 @@ def _gamma_one(key: Any, alpha: Any, log_space: bool) -> Any:
 
     zero, one = const(0), const(1)
     # Gamma(a) ~ Gamma(a + 1) * U ** (1 / a): boost a < 1 so that the method applies.
-    boost_mask = lax.ge(alpha, one)
+    boost_mask = ge(alpha, one)
     alpha_orig = alpha
-    alpha = lax.select_n(boost_mask, lax.add(alpha, one), alpha)
-    d = lax.sub(alpha, const(1 / 3))
-    c = lax.div(const(1 / 3), lax.sqrt(d))
+    alpha = select_n(boost_mask, add(alpha, one), alpha)
+    d = sub(alpha, const(1 / 3))
+    c = div(const(1 / 3), sqrt(d))
 
     def rejected(state):
         _, x2, v, u = state
         # Accept when u < 1 - 0.0331 x^4 (the squeeze) or log u < x^2/2 + d (1 - v + log v).
-        squeeze = lax.ge(u, lax.sub(one, lax.mul(const(0.0331), lax.mul(x2, x2))))
-        exact = lax.ge(
-            lax.log(u),
-            lax.add(lax.mul(x2, const(0.5)), lax.mul(d, lax.add(lax.sub(one, v), lax.log(v)))),
+        squeeze = ge(u, sub(one, mul(const(0.0331), mul(x2, x2))))
+        exact = ge(
+            log(u),
+            add(mul(x2, const(0.5)), mul(d, add(sub(one, v), log(v)))),
         )
-        return lax.bitwise_and(squeeze, exact)
+        return bitwise_and(squeeze, exact)
 
     def draw_positive_v(state):
         keys = _split(state[0], (2,))
         x = _normal(_nth(keys, 1), (), dtype)
-        return _nth(keys, 0), x, lax.add(one, lax.mul(x, c))
+        return _nth(keys, 0), x, add(one, mul(x, c))
 
     def propose(state):
         keys = _split(state[0], (3,))
         _, x, v = while_loop(
-            lambda s: lax.le(s[2], zero), draw_positive_v, (_nth(keys, 1), zero, const(-1))
+            lambda s: le(s[2], zero), draw_positive_v, (_nth(keys, 1), zero, const(-1))
         )
         u = _uniform(_nth(keys, 2), (), dtype, 0.0, 1.0)
-        return _nth(keys, 0), lax.mul(x, x), lax.mul(lax.mul(v, v), v), u
+        return _nth(keys, 0), mul(x, x), mul(mul(v, v), v), u
 
     keys = _split(key, (2,))
     # The initial state is rejected, so that the loop draws at least once.
@@ -104,16 +108,16 @@ def _gamma_one(key: Any, alpha: Any, log_space: bool) -> Any:
     boost_key = _nth(keys, 1)
     if log_space:
         # log U ~ -Exponential, computed from log(1 - U) as the plain sampler uses 1 - U.
-        log_u = lax.neg(_exponential(boost_key, (), dtype))
-        log_boost = lax.select_n(
-            lax.bitwise_or(boost_mask, lax.eq(log_u, zero)),
-            lax.mul(log_u, lax.div(one, alpha_orig)),
+        log_u = neg(_exponential(boost_key, (), dtype))
+        log_boost = select_n(
+            bitwise_or(boost_mask, eq(log_u, zero)),
+            mul(log_u, div(one, alpha_orig)),
             zero,
         )
-        return lax.add(lax.add(lax.log(d), lax.log(v)), log_boost)
-    u = lax.sub(one, _uniform(boost_key, (), dtype, 0.0, 1.0))
-    boost = lax.select_n(boost_mask, lax.pow(u, lax.div(one, alpha_orig)), one)
-    return lax.mul(lax.mul(d, v), boost)
+        return add(add(log(d), log(v)), log_boost)
+    u = sub(one, _uniform(boost_key, (), dtype, 0.0, 1.0))
+    boost = select_n(boost_mask, pow_(u, div(one, alpha_orig)), one)
+    return mul(mul(d, v), boost)
 
 
 def _gamma_impl(key: Any, a: Any, *, log_space: bool) -> Any:
@@ -186,10 +190,10 @@ def _gamma_grad(sample: Any, a: Any, log_space: bool) -> Any:
         return random_gamma_grad(a, sample)
     # d log(x) = dx / x; exp(log x) may round to 0, so it is kept at the smallest normal.
     dtype = get_aval(sample).dtype
-    x = lax.exp(sample)
+    x = exp(sample)
     tiny = _broadcast(np.asarray(dtypes.finfo(dtype).tiny, dtype), get_aval(x).shape)
-    x = lax.select_n(lax.eq(x, np.asarray(0, dtype)), x, tiny)
-    return lax.div(random_gamma_grad(a, x), x)
+    x = select_n(eq(x, np.asarray(0, dtype)), x, tiny)
+    return div(random_gamma_grad(a, x), x)
 
 
 @rules.def_jvp(random_gamma_p)
@@ -199,7 +203,7 @@ def _random_gamma_jvp(primals, tangents, *, log_space):
     out = random_gamma_p.bind(key, a, log_space=log_space)
     if type(ta) is Zero:
         return out, Zero(tangent_aval(get_aval(out)))
-    return out, lax.mul(ta, _gamma_grad(out, a, log_space))
+    return out, mul(ta, _gamma_grad(out, a, log_space))
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,9 +264,9 @@ def _beta(key, a, b, shape, dtype):
     log_a = _gamma(_nth(keys, 0), a, shape, dtype, True)
     log_b = _gamma(_nth(keys, 1), b, shape, dtype, True)
     # gamma_a / (gamma_a + gamma_b), scaled by the larger one so that neither underflows.
-    log_max = lax.max(log_a, log_b)
-    scaled_a, scaled_b = lax.exp(lax.sub(log_a, log_max)), lax.exp(lax.sub(log_b, log_max))
-    return lax.div(scaled_a, lax.add(scaled_a, scaled_b))
+    log_max = max_(log_a, log_b)
+    scaled_a, scaled_b = exp(sub(log_a, log_max)), exp(sub(log_b, log_max))
+    return div(scaled_a, add(scaled_a, scaled_b))
 
 
 _beta_jit = jit(_beta, static_argnums=(3, 4))
@@ -284,9 +288,9 @@ def _dirichlet(key, alpha, shape, dtype):
     # A softmax of the log-samples normalises them without overflow or underflow.
     axis = len(full) - 1
     peak = broadcast_in_dim(reduce_max(log_samples, (axis,)), full, tuple(range(axis)))
-    unnormalized = lax.exp(lax.sub(log_samples, peak))
+    unnormalized = exp(sub(log_samples, peak))
     total = broadcast_in_dim(reduce_sum(unnormalized, (axis,)), full, tuple(range(axis)))
-    return lax.div(unnormalized, total)
+    return div(unnormalized, total)
 
 
 _dirichlet_jit = jit(_dirichlet, static_argnums=(2, 3))

@@ -24,9 +24,31 @@ import numpy as np
 from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import advanced_indexing, contractions, extras, linalg, sorting
-from ember._src.primitives import elementwise as lax, sort as sort_ops
-from ember._src.primitives.bits import bitcast_convert_type, shift_left, shift_right_logical
+from ember._src.primitives import sort as sort_ops
+from ember._src.primitives.arithmetic import (
+    abs as abs_,
+    add,
+    div,
+    max as max_,
+    min as min_,
+    mul,
+    neg,
+    rem,
+    sign,
+    sub as sub_,
+)
+from ember._src.primitives.bits import (
+    bitcast_convert_type,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    shift_left,
+    shift_right_logical,
+)
+from ember._src.primitives.comparisons import eq, gt, le, lt, ne
+from ember._src.primitives.math_functions import log, log1p, sqrt
 from ember._src.primitives.reduce import argmax
+from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import (
     broadcast_in_dim,
     broadcast_to_shape,
@@ -54,21 +76,19 @@ def _u32(value: int) -> np.ndarray:
 
 
 def _rotate_left(x: Any, distance: int) -> Any:
-    return lax.bitwise_or(
-        shift_left(x, _u32(distance)), shift_right_logical(x, _u32(32 - distance))
-    )
+    return bitwise_or(shift_left(x, _u32(distance)), shift_right_logical(x, _u32(32 - distance)))
 
 
 def threefry2x32(k1: Any, k2: Any, x1: Any, x2: Any) -> tuple[Any, Any]:
     """The Threefry-2x32 block cipher (20 rounds) of counters (x1, x2) under key (k1, k2)."""
-    ks = [k1, k2, lax.bitwise_xor(lax.bitwise_xor(k1, k2), _u32(0x1BD11BDA))]
-    x = [lax.add(x1, ks[0]), lax.add(x2, ks[1])]
+    ks = [k1, k2, bitwise_xor(bitwise_xor(k1, k2), _u32(0x1BD11BDA))]
+    x = [add(x1, ks[0]), add(x2, ks[1])]
     for block in range(5):
         for distance in _ROTATIONS[block % 2]:
-            x[0] = lax.add(x[0], x[1])
-            x[1] = lax.bitwise_xor(x[0], _rotate_left(x[1], distance))
-        x[0] = lax.add(x[0], ks[(block + 1) % 3])
-        x[1] = lax.add(lax.add(x[1], ks[(block + 2) % 3]), _u32(block + 1))
+            x[0] = add(x[0], x[1])
+            x[1] = bitwise_xor(x[0], _rotate_left(x[1], distance))
+        x[0] = add(x[0], ks[(block + 1) % 3])
+        x[1] = add(add(x[1], ks[(block + 2) % 3]), _u32(block + 1))
     return x[0], x[1]
 
 
@@ -109,8 +129,8 @@ def _random_bits(key: Any, bit_width: int, shape: tuple[int, ...]) -> Any:
     dtype = _UINT_BY_BITS[bit_width]
     if bit_width == 64:
         upper = shift_left(convert_element_type(bits1, dtype), np.asarray(32, dtype))
-        return lax.bitwise_or(upper, convert_element_type(bits2, dtype))
-    mixed = lax.bitwise_xor(bits1, bits2)
+        return bitwise_or(upper, convert_element_type(bits2, dtype))
+    mixed = bitwise_xor(bits1, bits2)
     return mixed if bit_width == 32 else convert_element_type(mixed, dtype)
 
 
@@ -276,12 +296,12 @@ def _uniform(key_, shape, dtype, minval, maxval):
         bits = convert_element_type(bits, uint)
     one_bits = np.asarray(1.0, dtype).view(uint)
     mantissa = shift_right_logical(bits, np.asarray(rng_bits - nmant, uint))
-    float_bits = lax.bitwise_or(mantissa, one_bits)
-    floats = lax.sub(bitcast_convert_type(float_bits, dtype), np.asarray(1.0, dtype))
+    float_bits = bitwise_or(mantissa, one_bits)
+    floats = sub_(bitcast_convert_type(float_bits, dtype), np.asarray(1.0, dtype))
     minval = _broadcast(convert_element_type(minval, dtype), shape)
     maxval = _broadcast(convert_element_type(maxval, dtype), shape)
-    scaled = lax.add(lax.mul(floats, lax.sub(maxval, minval)), minval)
-    return lax.max(minval, scaled)
+    scaled = add(mul(floats, sub_(maxval, minval)), minval)
+    return max_(minval, scaled)
 
 
 def _broadcast(x: Any, shape: tuple[int, ...]) -> Any:
@@ -306,7 +326,7 @@ def uniform(key: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.0, max
 def _normal(key_, shape, dtype):
     low = np.nextafter(np.asarray(-1.0, dtype), np.asarray(0.0, dtype))
     u = _uniform(key_, shape, dtype, low, np.asarray(1.0, dtype))
-    return lax.mul(np.asarray(np.sqrt(2), dtype), erf_inv(u))
+    return mul(np.asarray(np.sqrt(2), dtype), erf_inv(u))
 
 
 _normal_jit = jit(_normal, static_argnums=(1, 2))
@@ -336,7 +356,7 @@ def bits(key: Any, shape: Any = (), dtype: Any = None) -> Any:
 
 
 def _bernoulli(key_, shape, dtype, p):
-    return lax.lt(
+    return lt(
         _uniform(key_, shape, dtype, 0.0, 1.0), _broadcast(convert_element_type(p, dtype), shape)
     )
 
@@ -362,7 +382,7 @@ def _randint(key_, shape, dtype, minval, maxval):
     minval = _broadcast(_clip_to(minval, dtype), shape)
     maxval = _broadcast(_clip_to(maxval, dtype), shape)
     out_of_range = _broadcast(
-        lax.gt(
+        gt(
             maxval_wide,
             convert_element_type(np.asarray(info.max, dtype), get_aval(maxval_wide).dtype),
         ),
@@ -372,17 +392,15 @@ def _randint(key_, shape, dtype, minval, maxval):
     k1 = reshape(slice_op(keys, (0, 0), (1, 2)), (2,))
     k2 = reshape(slice_op(keys, (1, 0), (2, 2)), (2,))
     higher, lower = _random_bits(k1, nbits, shape), _random_bits(k2, nbits, shape)
-    span = convert_element_type(lax.sub(maxval, minval), unsigned)
+    span = convert_element_type(sub_(maxval, minval), unsigned)
     one = np.asarray(1, unsigned)
-    span = lax.select_n(lax.le(maxval, minval), span, _broadcast(one, shape))
-    span = lax.select_n(
-        lax.bitwise_and(out_of_range, lax.gt(maxval, minval)), span, lax.add(span, one)
-    )
-    multiplier = lax.rem(_broadcast(np.asarray(2 ** (nbits // 2), unsigned), shape), span)
-    multiplier = lax.rem(lax.mul(multiplier, multiplier), span)
-    offset = lax.add(lax.mul(lax.rem(higher, span), multiplier), lax.rem(lower, span))
-    offset = lax.rem(offset, span)
-    return lax.add(minval, convert_element_type(offset, dtype))
+    span = select_n(le(maxval, minval), span, _broadcast(one, shape))
+    span = select_n(bitwise_and(out_of_range, gt(maxval, minval)), span, add(span, one))
+    multiplier = rem(_broadcast(np.asarray(2 ** (nbits // 2), unsigned), shape), span)
+    multiplier = rem(mul(multiplier, multiplier), span)
+    offset = add(mul(rem(higher, span), multiplier), rem(lower, span))
+    offset = rem(offset, span)
+    return add(minval, convert_element_type(offset, dtype))
 
 
 def _clip_to(x: Any, dtype: np.dtype) -> Any:
@@ -390,9 +408,9 @@ def _clip_to(x: Any, dtype: np.dtype) -> Any:
     aval = get_aval(x)
     info = np.iinfo(dtype)
     if aval.dtype.kind in "iu" and np.iinfo(aval.dtype).max > info.max:
-        x = lax.min(x, np.asarray(info.max, aval.dtype))
+        x = min_(x, np.asarray(info.max, aval.dtype))
     if aval.dtype.kind == "i" and np.iinfo(aval.dtype).min < info.min:
-        x = lax.max(x, np.asarray(info.min, aval.dtype))
+        x = max_(x, np.asarray(info.min, aval.dtype))
     return convert_element_type(x, dtype)
 
 
@@ -418,7 +436,7 @@ def _int_bound(x: Any) -> Any:
 def _gumbel(key_, shape, dtype):
     tiny = np.asarray(dtypes.finfo(dtype).tiny, dtype)
     u = _uniform(key_, shape, dtype, tiny, np.asarray(1.0, dtype))
-    return lax.neg(lax.log(lax.neg(lax.log(u))))
+    return neg(log(neg(log(u))))
 
 
 _gumbel_jit = jit(_gumbel, static_argnums=(1, 2))
@@ -431,7 +449,7 @@ def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None
 
 
 def _exponential(key_, shape, dtype):
-    return lax.neg(lax.log1p(lax.neg(_uniform(key_, shape, dtype, 0.0, 1.0))))
+    return neg(log1p(neg(_uniform(key_, shape, dtype, 0.0, 1.0))))
 
 
 _exponential_jit = jit(_exponential, static_argnums=(1, 2))
@@ -445,7 +463,7 @@ def exponential(key: Any, shape: Any = (), dtype: Any = None) -> Any:
 def _laplace(key_, shape, dtype):
     low = np.asarray(-1.0 + dtypes.finfo(dtype).epsneg, dtype)
     u = _uniform(key_, shape, dtype, low, np.asarray(1.0, dtype))
-    return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
+    return mul(sign(u), log1p(neg(abs_(u))))
 
 
 _laplace_jit = jit(_laplace, static_argnums=(1, 2))
@@ -459,7 +477,7 @@ def laplace(key: Any, shape: Any = (), dtype: Any = None) -> Any:
 def _logistic(key_, shape, dtype):
     tiny = np.asarray(dtypes.finfo(dtype).tiny, dtype)
     x = _uniform(key_, shape, dtype, tiny, np.asarray(1.0, dtype))
-    return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
+    return sub_(log(x), log1p(neg(x)))
 
 
 _logistic_jit = jit(_logistic, static_argnums=(1, 2))
@@ -474,12 +492,10 @@ def _truncated_normal(key_, shape, dtype, lower, upper):
     sqrt2 = np.asarray(np.sqrt(2), dtype)
     lower = _broadcast(convert_element_type(lower, dtype), shape)
     upper = _broadcast(convert_element_type(upper, dtype), shape)
-    a, b = erf(lax.div(lower, sqrt2)), erf(lax.div(upper, sqrt2))
+    a, b = erf(div(lower, sqrt2)), erf(div(upper, sqrt2))
     u = _uniform(key_, shape, dtype, a, b)
-    out = lax.mul(sqrt2, erf_inv(u))
-    return lax.min(
-        lax.max(out, _next_toward(lower, np.inf, dtype)), _next_toward(upper, -np.inf, dtype)
-    )
+    out = mul(sqrt2, erf_inv(u))
+    return min_(max_(out, _next_toward(lower, np.inf, dtype)), _next_toward(upper, -np.inf, dtype))
 
 
 def _next_toward(x: Any, direction: float, dtype: np.dtype) -> Any:
@@ -487,12 +503,12 @@ def _next_toward(x: Any, direction: float, dtype: np.dtype) -> Any:
     uint = _UINT_BY_BITS[np.dtype(dtype).itemsize * 8]
     bits_ = bitcast_convert_type(x, uint)
     one = np.asarray(1, uint)
-    away_from_zero = lax.ne(lax.lt(x, np.asarray(0, dtype)), np.asarray(direction < 0))
-    stepped = lax.select_n(away_from_zero, lax.sub(bits_, one), lax.add(bits_, one))
+    away_from_zero = ne(lt(x, np.asarray(0, dtype)), np.asarray(direction < 0))
+    stepped = select_n(away_from_zero, sub_(bits_, one), add(bits_, one))
     result = bitcast_convert_type(stepped, dtype)
-    zero = lax.eq(x, np.asarray(0, dtype))
+    zero = eq(x, np.asarray(0, dtype))
     smallest = np.asarray(np.copysign(dtypes.finfo(dtype).smallest_subnormal, direction), dtype)
-    return lax.select_n(zero, result, _broadcast(smallest, get_aval(x).shape))
+    return select_n(zero, result, _broadcast(smallest, get_aval(x).shape))
 
 
 _truncated_normal_jit = jit(_truncated_normal, static_argnums=(1, 2))
@@ -518,7 +534,7 @@ def _categorical(key_, logits, axis, shape):
     noise = _gumbel(key_, (*prefix, *sample_shape), dtype)
     expanded = reshape(logits, (1,) * len(prefix) + logits_shape) if prefix else logits
     full = (*prefix, *sample_shape)
-    total = lax.add(noise, broadcast_to_shape(expanded, full))
+    total = add(noise, broadcast_to_shape(expanded, full))
     return argmax(total, len(prefix) + axis, dtypes.default_int())
 
 
@@ -601,10 +617,10 @@ def choice(key: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = Non
             cumulative = sorting.cumsum(weights)
             total = reshape(slice_op(cumulative, (n - 1,), (n,)), ())
             u = uniform(key, shape, get_aval(cumulative).dtype)
-            r = lax.mul(total, lax.sub(np.asarray(1.0, get_aval(cumulative).dtype), u))
+            r = mul(total, sub_(np.asarray(1.0, get_aval(cumulative).dtype), u))
             index = extras.searchsorted(cumulative, r).astype(dtypes.default_int())
         else:
-            g = lax.add(gumbel(key, (n,), get_aval(weights).dtype), lax.log(weights))
+            g = add(gumbel(key, (n,), get_aval(weights).dtype), log(weights))
             index = sorting.top_k(g, draws)[1].astype(dtypes.default_int())
     if scalar:
         return reshape(index, shape)
@@ -637,10 +653,10 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype:
         factor = linalg.cholesky(cov)
     elif method == "eigh":
         w, v = linalg.eigh(cov)
-        factor = v * expand_dims(lax.sqrt(w), (-2,))
+        factor = v * expand_dims(sqrt(w), (-2,))
     elif method == "svd":
         u, s, _ = linalg.svd(cov)
-        factor = u * expand_dims(lax.sqrt(s), (-2,))
+        factor = u * expand_dims(sqrt(s), (-2,))
     else:
         raise ValueError(f"multivariate_normal: unknown method {method!r}")
     samples = normal(key, shape + mean_shape[-1:], dtype)
@@ -655,6 +671,6 @@ def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | No
     m = n if m is None else m
     z = normal(key, (*shape, max(n, m), min(n, m)), dtype)
     q, r = linalg.qr(z)
-    signs = lax.sign(linalg.diagonal(r))
+    signs = sign(linalg.diagonal(r))
     q = q * expand_dims(signs, (-2,))
     return linalg.matrix_transpose(q) if n < m else q

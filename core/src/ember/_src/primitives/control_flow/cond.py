@@ -23,6 +23,8 @@ from ember._src.interpreters.partial_eval import PartialEvalTrace, merge, partia
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.ir import ClosedJaxpr
 from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src.primitives.arithmetic import max as max_, min as min_
+from ember._src.primitives.comparisons import ne
 from ember._src.primitives.control_flow.common import (
     ControlFlowTypeError,
     describe_avals,
@@ -33,7 +35,6 @@ from ember._src.primitives.control_flow.common import (
     with_inputs_at,
     with_leading_inputs,
 )
-from ember._src.primitives.elementwise import max as max_, min as min_, ne, select_n
 from ember._src.primitives.jaxpr_transforms import (
     batch_jaxpr,
     hoist_consts,
@@ -42,6 +43,7 @@ from ember._src.primitives.jaxpr_transforms import (
     trace_const_free,
     transpose_jaxpr,
 )
+from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import broadcast_in_dim, convert_element_type, move_axis
 from ember._src.tree.util import tree_unflatten
 

@@ -31,6 +31,8 @@ from ember._src.interpreters.partial_eval import (
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr, Var
 from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src.primitives.arithmetic import add
+from ember._src.primitives.comparisons import lt
 from ember._src.primitives.control_flow.common import (
     ControlFlowTypeError,
     flatten_operands,
@@ -40,7 +42,6 @@ from ember._src.primitives.control_flow.common import (
     with_inputs_at,
 )
 from ember._src.primitives.control_flow.scan import scan, settle_weak_types
-from ember._src.primitives.elementwise import add, lt, select_n
 from ember._src.primitives.jaxpr_transforms import (
     batch_jaxpr,
     fixpoint,
@@ -49,6 +50,7 @@ from ember._src.primitives.jaxpr_transforms import (
     trace_const_free,
 )
 from ember._src.primitives.reduce import reduce_or
+from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import bdim_to_front, broadcast_in_dim, convert_element_type
 from ember._src.tree.util import tree_flatten, tree_unflatten
 
