@@ -20,14 +20,9 @@ from ember._src import traceback_filter as _traceback_filter  # hides internal f
 from ember._src.config import config as config
 from ember._src.execution import dispatch as _dispatch  # installs the eager dispatcher
 from ember._src.numpy import array_methods as _array_methods  # installs Array operators
-from ember._src.primitives import remat as checkpoint_policies
-from ember._src.primitives.custom_derivatives import (
-    custom_jvp as custom_jvp,
-    custom_vjp as custom_vjp,
-)
-from ember._src.primitives.remat import checkpoint as checkpoint, remat as remat
 from ember._src.runtime.array import Array as Array
 from ember._src.runtime.backend import Device as Device
+from ember._src.transforms import checkpoint as checkpoint_policies
 from ember._src.transforms.api import (
     ShapeDtypeStruct as ShapeDtypeStruct,
     block_until_ready as block_until_ready,
@@ -50,6 +45,11 @@ from ember._src.transforms.api import (
     value_and_grad as value_and_grad,
     vjp as vjp,
     vmap as vmap,
+)
+from ember._src.transforms.checkpoint import checkpoint as checkpoint, remat as remat
+from ember._src.transforms.custom_derivatives import (
+    custom_jvp as custom_jvp,
+    custom_vjp as custom_vjp,
 )
 from ember._src.transforms.custom_gradient import (
     closure_convert as closure_convert,

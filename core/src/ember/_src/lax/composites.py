@@ -20,7 +20,6 @@ from ember._src.primitives.control_flow.associative_scan import associative_scan
 from ember._src.primitives.control_flow.common import trace_function
 from ember._src.primitives.control_flow.loops import map as _map
 from ember._src.primitives.conv import conv_general_dilated as _conv_general_dilated
-from ember._src.primitives.custom_derivatives import custom_jvp
 from ember._src.primitives.elementwise import select_n, stop_gradient_p
 from ember._src.primitives.linalg import dot_general as _dot_general
 from ember._src.primitives.rng_bit_generator import (
@@ -39,6 +38,7 @@ from ember._src.primitives.shape import (
 )
 from ember._src.primitives.sharding_constraint import laid_out as _laid_out
 from ember._src.transforms import api
+from ember._src.transforms.custom_derivatives import custom_jvp
 from ember._src.transforms.jit import jit
 from ember._src.tree.util import tree_flatten, tree_map, tree_unflatten
 

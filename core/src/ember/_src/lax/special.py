@@ -25,10 +25,10 @@ from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.primitives import elementwise as ew
 from ember._src.primitives.control_flow.loops import fori_loop
-from ember._src.primitives.custom_derivatives import custom_jvp
 from ember._src.primitives.shape import broadcast_to_shape, convert_element_type
 from ember._src.primitives.special import lgamma
 from ember._src.primitives.special_numpy import _ZETA_TAIL
+from ember._src.transforms.custom_derivatives import custom_jvp
 
 # (series terms, asymptotic terms, switch point) per precision; chosen so that the relative
 # error against a float64 reference stays within a few ulps.

@@ -26,9 +26,9 @@ from ember._src.numpy import creation, diagonals, elementwise as enp, manipulati
 from ember._src.numpy.contractions import matmul
 from ember._src.numpy.sorting import argsort
 from ember._src.primitives.control_flow.loops import fori_loop
-from ember._src.primitives.custom_derivatives import custom_jvp
 from ember._src.primitives.elementwise import stop_gradient
 from ember._src.transforms.api import ShapeDtypeStruct, eval_shape, vmap
+from ember._src.transforms.custom_derivatives import custom_jvp
 from ember._src.transforms.jit import jit
 from ember._src.tree import util as tree_util
 
