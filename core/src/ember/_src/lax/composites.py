@@ -28,15 +28,14 @@ from ember._src.primitives.rng_bit_generator import (
 )
 from ember._src.primitives.shape import (
     broadcast_in_dim as _broadcast_in_dim,
-    concatenate,
     convert_element_type as _convert_element_type,
     iota as _iota,
     reduce_sum as _reduce_sum,
     reshape as _reshape,
-    slice_op,
     transpose,
 )
 from ember._src.primitives.sharding_constraint import laid_out as _laid_out
+from ember._src.primitives.slicing import concatenate, slice_op
 from ember._src.transforms import api
 from ember._src.transforms.custom_derivatives import custom_jvp
 from ember._src.transforms.jit import jit

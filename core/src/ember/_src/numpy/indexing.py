@@ -17,7 +17,8 @@ from ember._src.core import Tracer, get_aval
 from ember._src.numpy.advanced_indexing import advanced_getitem, axes_consumed, is_advanced
 from ember._src.primitives import elementwise as ew
 from ember._src.primitives.indexing import dynamic_slice, index_to_int32
-from ember._src.primitives.shape import reshape, rev, slice_op, squeeze
+from ember._src.primitives.shape import reshape, squeeze
+from ember._src.primitives.slicing import rev, slice_op
 from ember._src.runtime.array import Array
 
 

@@ -26,13 +26,8 @@ from ember._src.numpy.advanced_indexing import take
 from ember._src.numpy.util import as_operand, promote_dtypes, shape_of
 from ember._src.primitives import elementwise as ew
 from ember._src.primitives.control_flow.loops import fori_loop
-from ember._src.primitives.shape import (
-    broadcast_in_dim,
-    concatenate,
-    iota,
-    reshape,
-    rev,
-)
+from ember._src.primitives.shape import broadcast_in_dim, iota, reshape
+from ember._src.primitives.slicing import concatenate, rev
 from ember._src.primitives.sort import sort as lax_sort
 from ember._src.transforms.jit import jit
 

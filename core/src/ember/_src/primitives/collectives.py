@@ -21,15 +21,14 @@ from ember._src.primitives.elementwise import div, mul
 from ember._src.primitives.reduce import reduce_max, reduce_min
 from ember._src.primitives.shape import (
     bdim_to_front,
-    concatenate,
     expand_dims,
     iota,
     move_axis,
     reduce_sum,
     reshape,
-    slice_op,
     squeeze,
 )
+from ember._src.primitives.slicing import concatenate, slice_op
 from ember._src.tree.util import tree_map
 
 psum_p = Primitive("psum")

@@ -22,13 +22,8 @@ from ember._src.primitives.gather_scatter import (
     gather,
     scatter_p,
 )
-from ember._src.primitives.shape import (
-    batch_size,
-    bdim_to_front,
-    concatenate,
-    convert_element_type,
-    expand_dims,
-)
+from ember._src.primitives.shape import batch_size, bdim_to_front, convert_element_type, expand_dims
+from ember._src.primitives.slicing import concatenate
 
 dynamic_slice_p = Primitive("dynamic_slice")
 dynamic_update_slice_p = Primitive("dynamic_update_slice")

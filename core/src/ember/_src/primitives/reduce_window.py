@@ -22,16 +22,8 @@ from ember._src.primitives import elementwise as ew
 from ember._src.primitives.conv import padding_pairs
 from ember._src.primitives.gather_scatter import GatherDimensionNumbers, gather
 from ember._src.primitives.reduce import argmax
-from ember._src.primitives.shape import (
-    broadcast_in_dim,
-    concatenate,
-    expand_dims,
-    iota,
-    move_axis,
-    pad,
-    reshape,
-    slice_op,
-)
+from ember._src.primitives.shape import broadcast_in_dim, expand_dims, iota, move_axis, reshape
+from ember._src.primitives.slicing import concatenate, pad, slice_op
 
 
 def _dilate(size: int, dilation: int) -> int:
