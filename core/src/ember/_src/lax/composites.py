@@ -17,7 +17,7 @@ from ember._src.numpy.advanced_indexing import take_along_axis
 from ember._src.numpy.elementwise import logaddexp
 from ember._src.numpy.sorting import argsort, cummax as _cummax, cummin as _cummin, top_k as _top_k
 from ember._src.primitives.control_flow.associative_scan import associative_scan
-from ember._src.primitives.control_flow.common import trace_function
+from ember._src.primitives.control_flow.body_jaxprs import trace_function
 from ember._src.primitives.control_flow.loops import map as _map
 from ember._src.primitives.conv import conv_general_dilated as _conv_general_dilated
 from ember._src.primitives.elementwise import select_n, stop_gradient_p

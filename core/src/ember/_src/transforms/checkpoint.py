@@ -17,7 +17,7 @@ from typing import Any
 
 from ember._src import errors
 from ember._src.core import Primitive
-from ember._src.primitives.control_flow.common import flatten_operands, trace_function
+from ember._src.primitives.control_flow.body_jaxprs import flatten_operands, trace_function
 from ember._src.primitives.linalg import dot_general_p
 from ember._src.primitives.remat import remat_p
 from ember._src.transforms.arguments import normalize_argnums

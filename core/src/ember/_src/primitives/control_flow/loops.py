@@ -31,7 +31,7 @@ from ember._src.interpreters.partial_eval import (
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr, Var
 from ember._src.lowering.module import lower_jaxpr_inline
-from ember._src.primitives.control_flow.common import (
+from ember._src.primitives.control_flow.body_jaxprs import (
     ControlFlowTypeError,
     flatten_operands,
     permute_jaxpr,
