@@ -46,7 +46,6 @@ KNOWN_UPWARD: set[tuple[str, str]] = {
     ("lax.linalg", "numpy"),
     ("lax.linalg", "numpy.extras"),
     ("lax.linalg", "scipy"),
-    ("primitives.remat", "transforms.arguments"),
     ("transforms.custom_gradient", "numpy.creation"),
 }
 

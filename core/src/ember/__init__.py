@@ -35,20 +35,20 @@ from ember._src.execution.devices import (
     make_mesh as make_mesh,
     process_index as process_index,
 )
-from ember._src.primitives import remat as checkpoint_policies
-from ember._src.primitives.custom_derivatives import (
-    custom_jvp as custom_jvp,
-    custom_vjp as custom_vjp,
-)
-from ember._src.primitives.remat import checkpoint as checkpoint, remat as remat
 from ember._src.runtime.array import Array as Array
 from ember._src.runtime.backend import Device as Device
+from ember._src.transforms import checkpoint as checkpoint_policies
 from ember._src.transforms.autodiff import (
     grad as grad,
     jvp as jvp,
     linearize as linearize,
     value_and_grad as value_and_grad,
     vjp as vjp,
+)
+from ember._src.transforms.checkpoint import checkpoint as checkpoint, remat as remat
+from ember._src.transforms.custom_derivatives import (
+    custom_jvp as custom_jvp,
+    custom_vjp as custom_vjp,
 )
 from ember._src.transforms.custom_gradient import (
     closure_convert as closure_convert,

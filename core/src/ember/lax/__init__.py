@@ -53,7 +53,6 @@ from ember._src.lax.numeric import (
     dot as dot,
     exp2 as exp2,
     mulhi as mulhi,
-    optimization_barrier as optimization_barrier,
     ragged_dot as ragged_dot,
     reciprocal as reciprocal,
     reduce as reduce,
@@ -191,6 +190,9 @@ from ember._src.primitives.math_functions import (
     tan as tan,
     tanh as tanh,
 )
+from ember._src.primitives.optimization_barrier import (
+    optimization_barrier as optimization_barrier,
+)
 from ember._src.primitives.precision import (
     nextafter as nextafter,
     reduce_precision as reduce_precision,
@@ -212,16 +214,18 @@ from ember._src.primitives.selection import (
     select_n as select_n,
 )
 from ember._src.primitives.shape import (
-    concatenate as concatenate,
     expand_dims as expand_dims,
-    pad as pad,
-    rev as rev,
-    slice_op as slice,
     squeeze as squeeze,
     transpose as transpose,
 )
 from ember._src.primitives.sharding_constraint import (
     with_sharding_constraint as with_sharding_constraint,
+)
+from ember._src.primitives.slicing import (
+    concatenate as concatenate,
+    pad as pad,
+    rev as rev,
+    slice_op as slice,
 )
 from ember._src.primitives.sort import sort as sort, sort_key_val as sort_key_val
 from ember._src.primitives.special import (

@@ -17,10 +17,9 @@ from ember._src.numpy.advanced_indexing import take_along_axis
 from ember._src.numpy.elementwise import logaddexp
 from ember._src.numpy.sorting import argsort, cummax as _cummax, cummin as _cummin, top_k as _top_k
 from ember._src.primitives.control_flow.associative_scan import associative_scan
-from ember._src.primitives.control_flow.common import trace_function
+from ember._src.primitives.control_flow.body_jaxprs import trace_function
 from ember._src.primitives.control_flow.loops import map as _map
 from ember._src.primitives.conv import conv_general_dilated as _conv_general_dilated
-from ember._src.primitives.custom_derivatives import custom_jvp
 from ember._src.primitives.linalg import dot_general as _dot_general
 from ember._src.primitives.rng_bit_generator import (
     RandomAlgorithm,
@@ -29,17 +28,17 @@ from ember._src.primitives.rng_bit_generator import (
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import (
     broadcast_in_dim as _broadcast_in_dim,
-    concatenate,
     convert_element_type as _convert_element_type,
     iota as _iota,
     reduce_sum as _reduce_sum,
     reshape as _reshape,
-    slice_op,
     transpose,
 )
 from ember._src.primitives.sharding_constraint import laid_out as _laid_out
+from ember._src.primitives.slicing import concatenate, slice_op
 from ember._src.primitives.stop_gradient import stop_gradient_p
 from ember._src.transforms import autodiff
+from ember._src.transforms.custom_derivatives import custom_jvp
 from ember._src.transforms.jit import jit
 from ember._src.transforms.vmap import vmap
 from ember._src.tree.util import tree_flatten, tree_map, tree_unflatten

@@ -21,7 +21,8 @@ from ember._src.primitives import conv as _conv
 from ember._src.primitives.conv import ConvDimensionNumbers, conv_general_dilated, padding_pairs
 from ember._src.primitives.linalg import dot_general
 from ember._src.primitives.reduce_window import _out_shape as _window_out_shape
-from ember._src.primitives.shape import rev, transpose
+from ember._src.primitives.shape import transpose
+from ember._src.primitives.slicing import rev
 
 ConvGeneralDilatedDimensionNumbers = Any
 

@@ -1,4 +1,4 @@
-"""lax's numeric conveniences built from the primitive library, and ``optimization_barrier``.
+"""lax's numeric conveniences built from the primitive library.
 
 ``reduce`` recognises the monoids that have their own reduction primitive (add, mul, max,
 min, and boolean and/or) and otherwise reduces by halving: the reduced axes are flattened into
@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import dtypes, errors, rules
-from ember._src.core import Primitive, Zero, get_aval
+from ember._src import dtypes, errors
+from ember._src.core import get_aval
 from ember._src.primitives.arithmetic import (
     abs as abs_,
     add,
@@ -55,13 +55,12 @@ from ember._src.primitives.reduce import (
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import (
     broadcast_in_dim,
-    concatenate,
     convert_element_type,
     reduce_sum,
     reshape,
-    slice_along,
     transpose,
 )
+from ember._src.primitives.slicing import concatenate, slice_along
 from ember._src.tree.util import tree_flatten, tree_unflatten
 
 
@@ -467,53 +466,3 @@ def _flat_combiner(computation: Callable, tree) -> Callable[[list, list], list]:
         return leaves
 
     return combine
-
-
-# --------------------------------------------------------------------------------------------
-# optimization_barrier: an identity that XLA may not move computations across
-
-optimization_barrier_p = Primitive("optimization_barrier", multiple_results=True)
-
-
-def optimization_barrier(operand: Any, /) -> Any:
-    """Return ``operand`` (a pytree) unchanged, computed before anything that uses it and
-    not merged with equal computations elsewhere."""
-    leaves, tree = tree_flatten(operand)
-    if not leaves:
-        return operand
-    return tree_unflatten(tree, optimization_barrier_p.bind(*leaves))
-
-
-@rules.def_abstract_eval(optimization_barrier_p)
-def _barrier_abstract_eval(*avals):
-    return list(avals)
-
-
-@rules.def_reference(optimization_barrier_p)
-def _barrier_reference(*values):
-    return list(values)
-
-
-@rules.def_lowering(optimization_barrier_p)
-def _barrier_lowering(ctx, *values):
-    return ctx.op("stablehlo.optimization_barrier", list(values), list(ctx.avals_out))
-
-
-@rules.def_jvp(optimization_barrier_p)
-def _barrier_jvp(primals, tangents):
-    outs = optimization_barrier_p.bind(*primals)
-    live = [t for t in tangents if type(t) is not Zero]
-    behind = iter(optimization_barrier_p.bind(*live) if live else [])
-    return outs, [t if type(t) is Zero else next(behind) for t in tangents]
-
-
-@rules.def_transpose(optimization_barrier_p)
-def _barrier_transpose(cts, *values):
-    live = [c for c in cts if type(c) is not Zero]
-    behind = iter(optimization_barrier_p.bind(*live) if live else [])
-    return [c if type(c) is Zero else next(behind) for c in cts]
-
-
-@rules.def_batch(optimization_barrier_p)
-def _barrier_batch(vals, dims):
-    return optimization_barrier_p.bind(*vals), list(dims)

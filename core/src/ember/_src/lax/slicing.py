@@ -47,14 +47,13 @@ from ember._src.primitives.reduce import extreme_value, reduce_and, reduce_max
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import (
     broadcast_in_dim,
-    concatenate,
     convert_element_type,
     expand_dims,
     iota,
     reshape,
-    slice_op,
     squeeze,
 )
+from ember._src.primitives.slicing import concatenate, slice_op
 
 
 class GatherScatterMode(enum.Enum):

@@ -38,13 +38,13 @@ from ember._src.primitives.arithmetic import (
 from ember._src.primitives.bits import bitwise_and, bitwise_not, bitwise_or
 from ember._src.primitives.comparisons import eq, gt, le, lt, ne
 from ember._src.primitives.control_flow.loops import fori_loop
-from ember._src.primitives.custom_derivatives import custom_jvp
 from ember._src.primitives.elementwise import coerce
 from ember._src.primitives.math_functions import exp, log, log1p, pow as pow_, rsqrt
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import broadcast_to_shape, convert_element_type
 from ember._src.primitives.special import lgamma
 from ember._src.primitives.special_numpy import ZETA_TAIL
+from ember._src.transforms.custom_derivatives import custom_jvp
 
 # (series terms, asymptotic terms, switch point) per precision; chosen so that the relative
 # error against a float64 reference stays within a few ulps.

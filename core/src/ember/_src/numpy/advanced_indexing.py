@@ -23,11 +23,11 @@ from ember._src.primitives.gather_scatter import GatherDimensionNumbers, gather,
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import (
     broadcast_to_shape,
-    concatenate,
     convert_element_type,
     expand_dims,
     reshape,
 )
+from ember._src.primitives.slicing import concatenate
 from ember._src.runtime.array import Array
 
 

@@ -22,7 +22,8 @@ from ember._src.numpy.sorting import cumprod, cumsum
 from ember._src.numpy.util import canonicalize_axis, prepare, prepare_inexact
 from ember._src.plugin import manager
 from ember._src.primitives import bits, precision
-from ember._src.primitives.shape import convert_element_type, reshape, slice_op
+from ember._src.primitives.shape import convert_element_type, reshape
+from ember._src.primitives.slicing import slice_op
 
 # --------------------------------------------------------------------------------------------
 # Elementwise: the standard's names

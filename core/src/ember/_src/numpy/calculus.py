@@ -20,7 +20,8 @@ from ember._src.numpy.util import (
     promote_dtypes,
     shape_of,
 )
-from ember._src.primitives.shape import convert_element_type, slice_along
+from ember._src.primitives.shape import convert_element_type
+from ember._src.primitives.slicing import slice_along
 from ember._src.transforms.jit import jit
 
 

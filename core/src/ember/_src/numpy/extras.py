@@ -31,14 +31,8 @@ from ember._src.numpy.util import (
     promote_to_inexact,
     shape_of,
 )
-from ember._src.primitives.shape import (
-    broadcast_in_dim,
-    concatenate,
-    convert_element_type,
-    pad as lax_pad,
-    reshape,
-    slice_along,
-)
+from ember._src.primitives.shape import broadcast_in_dim, convert_element_type, reshape
+from ember._src.primitives.slicing import concatenate, pad as lax_pad, slice_along
 
 # --------------------------------------------------------------------------------------------
 # Tiling, repetition, rolling, padding

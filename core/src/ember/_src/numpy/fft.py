@@ -19,7 +19,8 @@ from ember._src.numpy import creation, elementwise as enp, manipulation
 from ember._src.numpy.extras import roll
 from ember._src.numpy.util import canonicalize_axis
 from ember._src.primitives.fft import fft as lax_fft
-from ember._src.primitives.shape import convert_element_type, pad, slice_op
+from ember._src.primitives.shape import convert_element_type
+from ember._src.primitives.slicing import pad, slice_op
 
 
 def _complex(x: Any) -> Any:

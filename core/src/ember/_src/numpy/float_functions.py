@@ -26,9 +26,9 @@ from ember._src.numpy.util import (
 )
 from ember._src.primitives import bits
 from ember._src.primitives.control_flow.loops import while_loop
-from ember._src.primitives.custom_derivatives import custom_jvp
 from ember._src.primitives.reduce import reduce_or
 from ember._src.primitives.shape import convert_element_type
+from ember._src.transforms.custom_derivatives import custom_jvp
 from ember._src.transforms.jit import jit
 
 

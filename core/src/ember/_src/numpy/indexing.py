@@ -19,7 +19,8 @@ from ember._src.primitives.arithmetic import add
 from ember._src.primitives.comparisons import lt
 from ember._src.primitives.indexing import dynamic_slice, index_to_int32
 from ember._src.primitives.selection import select_n
-from ember._src.primitives.shape import reshape, rev, slice_op, squeeze
+from ember._src.primitives.shape import reshape, squeeze
+from ember._src.primitives.slicing import rev, slice_op
 from ember._src.runtime.array import Array
 
 

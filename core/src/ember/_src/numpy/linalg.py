@@ -26,8 +26,8 @@ from ember._src.numpy import creation, diagonals, elementwise as enp, manipulati
 from ember._src.numpy.contractions import matmul
 from ember._src.numpy.sorting import argsort
 from ember._src.primitives.control_flow.loops import fori_loop
-from ember._src.primitives.custom_derivatives import custom_jvp
 from ember._src.primitives.stop_gradient import stop_gradient
+from ember._src.transforms.custom_derivatives import custom_jvp
 from ember._src.transforms.jit import jit
 from ember._src.transforms.staging import ShapeDtypeStruct, eval_shape
 from ember._src.transforms.vmap import vmap

@@ -41,8 +41,8 @@ from ember._src.numpy.linalg import (
 )
 from ember._src.numpy.util import dtype_of, promote_dtypes, shape_of
 from ember._src.primitives.control_flow.loops import while_loop
-from ember._src.primitives.custom_derivatives import custom_jvp
 from ember._src.primitives.indexing import dynamic_slice, dynamic_update_slice
+from ember._src.transforms.custom_derivatives import custom_jvp
 from ember._src.transforms.jit import jit
 
 # --------------------------------------------------------------------------------------------

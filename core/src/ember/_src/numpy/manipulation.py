@@ -20,7 +20,7 @@ from ember._src.numpy.util import (
     check_no_out,
     promote_dtypes,
 )
-from ember._src.primitives import shape as lax
+from ember._src.primitives import shape as lax, slicing as lax_slicing
 
 
 def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None,
@@ -167,7 +167,7 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype: Any = None) 
         arrays = [cast(a, check_dtype_arg(dtype)) for a in arrays]
     axis = canonicalize_axis(axis, ndims.pop())
     arrays = [_materialize(a) for a in arrays]
-    return lax.concatenate(arrays, axis)
+    return lax_slicing.concatenate(arrays, axis)
 
 
 def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Any:
@@ -198,7 +198,7 @@ def stack(arrays: Sequence[Any], axis: int = 0, out: None = None, dtype: Any = N
     expanded = [lax.expand_dims(a, (axis,)) for a in promote_dtypes(*arrays)]
     if dtype is not None:
         expanded = [cast(a, check_dtype_arg(dtype)) for a in expanded]
-    return lax.concatenate(expanded, axis)
+    return lax_slicing.concatenate(expanded, axis)
 
 
 def vstack(tup: Sequence[Any], dtype: Any = None) -> Any:
@@ -271,7 +271,7 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> A
 
 def flip(m: Any, axis: Any = None) -> Any:
     m = as_operand(m)
-    return lax.rev(m, canonicalize_axes(axis, get_aval(m).ndim))
+    return lax_slicing.rev(m, canonicalize_axes(axis, get_aval(m).ndim))
 
 
 def shape(a: Any) -> tuple[int, ...]:

@@ -16,7 +16,8 @@ from ember._src.numpy import creation, elementwise as enp, manipulation, reducti
 from ember._src.numpy.advanced_indexing import take
 from ember._src.numpy.extras import median
 from ember._src.numpy.util import as_operand, shape_of
-from ember._src.primitives.shape import convert_element_type, pad as lax_pad, rev, slice_along
+from ember._src.primitives.shape import convert_element_type
+from ember._src.primitives.slicing import pad as lax_pad, rev, slice_along
 from ember._src.transforms.vmap import vmap
 
 _KEYWORDS = {

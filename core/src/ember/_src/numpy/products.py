@@ -14,7 +14,8 @@ from ember._src.numpy import creation, elementwise as enp, manipulation
 from ember._src.numpy.contractions import matmul
 from ember._src.numpy.extras import convolve
 from ember._src.numpy.util import as_operand, promote_dtypes
-from ember._src.primitives.shape import convert_element_type, rev
+from ember._src.primitives.shape import convert_element_type
+from ember._src.primitives.slicing import rev
 
 
 def _operands(name: str, x1: Any, x2: Any, x1_min: int, x2_min: int) -> tuple[Any, Any]:

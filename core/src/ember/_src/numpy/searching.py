@@ -27,13 +27,8 @@ from ember._src.numpy.util import as_operand, promote_dtypes, shape_of
 from ember._src.primitives.arithmetic import add, div, sub
 from ember._src.primitives.comparisons import gt
 from ember._src.primitives.control_flow.loops import fori_loop
-from ember._src.primitives.shape import (
-    broadcast_in_dim,
-    concatenate,
-    iota,
-    reshape,
-    rev,
-)
+from ember._src.primitives.shape import broadcast_in_dim, iota, reshape
+from ember._src.primitives.slicing import concatenate, rev
 from ember._src.primitives.sort import sort as lax_sort
 from ember._src.transforms.jit import jit
 

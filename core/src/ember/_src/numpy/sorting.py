@@ -16,7 +16,8 @@ from ember._src.numpy.advanced_indexing import take_along_axis
 from ember._src.numpy.util import as_operand, canonicalize_axis, cast, check_dtype_arg, check_no_out
 from ember._src.primitives.arithmetic import add, max as max_, min as min_, mul, sub
 from ember._src.primitives.control_flow.associative_scan import associative_scan
-from ember._src.primitives.shape import convert_element_type, iota, reshape, rev, slice_op
+from ember._src.primitives.shape import convert_element_type, iota, reshape
+from ember._src.primitives.slicing import rev, slice_op
 from ember._src.primitives.sort import sort as lax_sort
 from ember._src.transforms.jit import jit
 

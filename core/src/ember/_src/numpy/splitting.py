@@ -16,7 +16,7 @@ from ember._src.core import get_aval
 from ember._src.numpy import creation
 from ember._src.numpy.concrete import concrete_or_error
 from ember._src.numpy.util import canonicalize_axis
-from ember._src.primitives.shape import slice_op
+from ember._src.primitives.slicing import slice_op
 
 
 def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:

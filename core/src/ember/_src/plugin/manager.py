@@ -375,11 +375,9 @@ def _hook_names() -> list[str]:
 _manager = PluginManager()
 
 
-def _load_plugins() -> None:
+def load_plugins() -> None:
+    """Import every installed plugin (once); what config calls for an option it does not know."""
     _manager.load()
-
-
-config.set_plugin_loader(_load_plugins)
 
 
 def default_backend() -> Backend:

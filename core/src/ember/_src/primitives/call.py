@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ember._src import rules
-from ember._src.core import Primitive, Zero, get_aval, set_current_trace, tangent_aval
+from ember._src.core import Zero, get_aval, set_current_trace, tangent_aval
 from ember._src.interpreters.ad import UndefinedPrimal, backward_pass, is_undefined
 from ember._src.interpreters.ad_util import instantiate
 from ember._src.interpreters.batching import not_mapped
@@ -23,34 +23,20 @@ from ember._src.lowering.module import lower_jaxpr_inline
 from ember._src.primitives.jaxpr_transforms import batch_jaxpr, cached, hoist_consts, jvp_jaxpr
 from ember._src.primitives.shape import move_axis
 
-jit_p = Primitive("jit", multiple_results=True)
 
-
-def jit_call(
-    args: Sequence[Any], jaxpr: ClosedJaxpr, name: str, donated_invars: Sequence[bool] | None = None
-) -> list[Any]:
-    """Bind a call of ``jaxpr`` (which must have no consts: pass them as leading args)."""
-    donated = tuple(donated_invars) if donated_invars else (False,) * len(args)
-    return jit_p.bind(*args, jaxpr=jaxpr, name=name, donated_invars=donated)
-
-
-@rules.def_abstract_eval(jit_p)
 def _jit_abstract_eval(*avals, jaxpr, name, donated_invars):
     return jaxpr.out_avals
 
 
-@rules.def_reference(jit_p)
 def _jit_reference(*args, jaxpr, name, donated_invars):
     return evaluate_jaxpr(jaxpr, args)
 
 
-@rules.def_lowering(jit_p)
 def _jit_lowering(ctx, *operands, jaxpr, name, donated_invars):
     consts = [ctx.constant(c, get_aval(c)) for c in jaxpr.consts]
     return lower_jaxpr_inline(ctx, jaxpr.jaxpr, consts, operands)
 
 
-@rules.def_jvp(jit_p)
 def _jit_jvp(primals, tangents, *, jaxpr, name, donated_invars):
     nonzero = tuple(type(t) is not Zero for t in tangents)
     consts, new_jaxpr, out_nonzero = jvp_jaxpr(jaxpr, nonzero)
@@ -62,7 +48,6 @@ def _jit_jvp(primals, tangents, *, jaxpr, name, donated_invars):
     return primal_out, merge(out_nonzero, zeros, tangent_live)
 
 
-@rules.def_transpose(jit_p)
 def _jit_transpose(cts, *args, jaxpr, name, donated_invars):
     undefined = [is_undefined(a) for a in args]
     residuals = [a for a in args if not is_undefined(a)]
@@ -90,7 +75,6 @@ def _jit_transpose(cts, *args, jaxpr, name, donated_invars):
     return merge(undefined, [None] * len(residuals), outs)
 
 
-@rules.def_batch(jit_p)
 def _jit_batch(vals, dims, *, jaxpr, name, donated_invars):
     size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
     fronts = [v if d is not_mapped else move_axis(v, d, 0) for v, d in zip(vals, dims)]
@@ -126,4 +110,22 @@ def _partial_eval_jit(trace: PartialEvalTrace, args: Sequence[Any], params: dict
     return merge(split.out_unknowns, known_outs[:n_known], unknown_outs)
 
 
-rules.def_partial_eval(jit_p)(_partial_eval_jit)
+jit_p = rules.define_primitive(
+    "jit",
+    abstract_eval=_jit_abstract_eval,
+    jvp=_jit_jvp,
+    transpose=_jit_transpose,
+    batch=_jit_batch,
+    lowering=_jit_lowering,
+    reference=_jit_reference,
+    partial_eval=_partial_eval_jit,
+    multiple_results=True,
+)
+
+
+def jit_call(
+    args: Sequence[Any], jaxpr: ClosedJaxpr, name: str, donated_invars: Sequence[bool] | None = None
+) -> list[Any]:
+    """Bind a call of ``jaxpr`` (which must have no consts: pass them as leading args)."""
+    donated = tuple(donated_invars) if donated_invars else (False,) * len(args)
+    return jit_p.bind(*args, jaxpr=jaxpr, name=name, donated_invars=donated)

@@ -1,4 +1,5 @@
-"""Collectives over named axes: psum, pmean, pmax, pmin, all_gather, psum_scatter, axis_index.
+"""Collectives over named axes: psum, pmean, pmax, pmin, all_gather, psum_scatter, axis_index,
+ppermute and all_to_all, each with its rules beside it.
 
 A collective names one or more axes (``axis_name="i"`` or ``("i", "j")``) bound by an
 enclosing ``vmap(axis_name=...)`` (and, with sharding, ``shard_map``). Under ``vmap`` each
@@ -10,6 +11,7 @@ enclosing axes. Binding a collective with no enclosing binder of its axis is an
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -21,25 +23,18 @@ from ember._src.primitives.arithmetic import div, mul
 from ember._src.primitives.reduce import reduce_max, reduce_min
 from ember._src.primitives.shape import (
     bdim_to_front,
-    concatenate,
     expand_dims,
     iota,
     move_axis,
     reduce_sum,
     reshape,
-    slice_op,
     squeeze,
 )
+from ember._src.primitives.slicing import concatenate, slice_op
 from ember._src.tree.util import tree_map
 
-psum_p = Primitive("psum")
-pmax_p = Primitive("pmax")
-pmin_p = Primitive("pmin")
-all_gather_p = Primitive("all_gather")
-psum_scatter_p = Primitive("psum_scatter")
-axis_index_p = Primitive("axis_index")
-ppermute_p = Primitive("ppermute")
-all_to_all_p = Primitive("all_to_all")
+# --------------------------------------------------------------------------------------------
+# Shared by every collective: axis names, and the rules they have in common
 
 
 def _names(axis_name: Any) -> tuple:
@@ -53,10 +48,6 @@ def _total_size(names: tuple) -> int:
     return int(np.prod([axis_size(n) for n in names], dtype=np.int64))
 
 
-# --------------------------------------------------------------------------------------------
-# The user-facing functions
-
-
 def _no_index_groups(what: str, axis_index_groups: Any) -> None:
     """Collectives here always span the whole named axis (JAX's shard_map also refuses
     groups)."""
@@ -67,147 +58,9 @@ def _no_index_groups(what: str, axis_index_groups: Any) -> None:
         )
 
 
-def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
-    """The sum of ``x`` over the named axis (or axes); every member gets the total."""
-    _no_index_groups("psum", axis_index_groups)
-    names = _names(axis_name)
-    return tree_map(lambda leaf: psum_p.bind(leaf, axes=names), x)
-
-
-def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
-    _no_index_groups("pmean", axis_index_groups)
-    names = _names(axis_name)
-    size = _total_size(names)
-    return tree_map(lambda leaf: div(psum_p.bind(leaf, axes=names), _scalar(size, leaf)), x)
-
-
-def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
-    _no_index_groups("pmax", axis_index_groups)
-    names = _names(axis_name)
-    return tree_map(lambda leaf: pmax_p.bind(leaf, axes=names), x)
-
-
-def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
-    _no_index_groups("pmin", axis_index_groups)
-    names = _names(axis_name)
-    return tree_map(lambda leaf: pmin_p.bind(leaf, axes=names), x)
-
-
-def all_gather(
-    x: Any,
-    axis_name: Any,
-    *,
-    axis_index_groups: Any = None,
-    axis: int = 0,
-    tiled: bool = False,
-    to: str = "varying",
-) -> Any:
-    """Every member's ``x``, stacked along a new axis ``axis`` (concatenated if ``tiled``)."""
-    _no_index_groups("all_gather", axis_index_groups)
-    if to != "varying":
-        raise NotImplementedError(
-            f"all_gather: to={to!r} is not supported; only to='varying'{errors.where()}"
-        )
-    names = _names(axis_name)
-    if len(names) > 1:
-        # Over several axes the members are ordered major axis first: gather the minor axis,
-        # then the rest around it (tiled, so the pieces stay in that order), then stack.
-        if not tiled:  # stacked: a new axis of size one, then gathered as tiles
-            x = tree_map(lambda leaf: expand_dims(leaf, (axis % (get_aval(leaf).ndim + 1),)), x)
-        gathered = all_gather(x, names[-1], axis=axis, tiled=True)
-        return all_gather(gathered, names[:-1], axis=axis, tiled=True)
-    size = axis_size(names[0])
-
-    def one(leaf: Any) -> Any:
-        ndim = np.ndim(leaf) if not hasattr(leaf, "aval") else leaf.aval.ndim
-        where = axis % (ndim + (0 if tiled else 1))
-        return all_gather_p.bind(leaf, axes=names, axis=where, tiled=bool(tiled), size=size)
-
-    return tree_map(one, x)
-
-
-def all_to_all(
-    x: Any,
-    axis_name: Any,
-    split_axis: int,
-    concat_axis: int,
-    *,
-    axis_index_groups: Any = None,
-    tiled: bool = False,
-) -> Any:
-    """Member j gets part j of every member's ``x`` (split along ``split_axis``), stacked
-    along ``concat_axis`` in member order (concatenated if ``tiled``)."""
-    _no_index_groups("all_to_all", axis_index_groups)
-    (name,) = _names(axis_name)
-    size = axis_size(name)
-
-    def one(leaf: Any) -> Any:
-        aval = get_aval(leaf)
-        split = split_axis % aval.ndim
-        concat = concat_axis % (aval.ndim if tiled else aval.ndim)
-        have = aval.shape[split]
-        if (tiled and have % size) or (not tiled and have != size):
-            need = f"a multiple of {size}" if tiled else f"{size}"
-            raise ValueError(
-                f"all_to_all: split_axis {split} of {aval.str_short()} has size {have}; it must "
-                f"be {need} (the size of axis {name!r}){errors.where()}"
-            )
-        return all_to_all_p.bind(
-            leaf, axes=(name,), split_axis=split, concat_axis=concat, tiled=bool(tiled), size=size
-        )
-
-    return tree_map(one, x)
-
-
-def psum_scatter(
-    x: Any,
-    axis_name: Any,
-    *,
-    scatter_dimension: int = 0,
-    axis_index_groups: Any = None,
-    tiled: bool = False,
-) -> Any:
-    """``psum`` whose result is split along ``scatter_dimension``: member k keeps part k."""
-    _no_index_groups("psum_scatter", axis_index_groups)
-    names = _names(axis_name)
-    if len(names) > 1:
-        # Member (i, j) keeps part i * size_j + j: scatter over the major axes, then the rest.
-        # Untiled, the dimension holds one part per member: scattered as tiles of size one.
-        major = psum_scatter(x, names[:-1], scatter_dimension=scatter_dimension, tiled=True)
-        out = psum_scatter(major, names[-1], scatter_dimension=scatter_dimension, tiled=True)
-        if tiled:
-            return out
-        return tree_map(lambda leaf: squeeze(leaf, (scatter_dimension % get_aval(leaf).ndim,)), out)
-    size = axis_size(names[0])
-    return tree_map(
-        lambda leaf: psum_scatter_p.bind(
-            leaf, axes=names, dimension=scatter_dimension, tiled=bool(tiled), size=size
-        ),
-        x,
-    )
-
-
-def axis_index(axis_name: Any) -> Any:
-    """This member's position along the named axis, as an int32 scalar."""
-    (name,) = _names(axis_name)
-    return axis_index_p.bind(axes=(name,))
-
-
-def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
-    """Send member ``src``'s ``x`` to member ``dst`` for each ``(src, dst)`` in ``perm``;
-    members that receive nothing get zeros."""
-    (name,) = _names(axis_name)
-    size = axis_size(name)
-    pairs = tuple((int(s), int(d)) for s, d in perm)
-    for src, dst in pairs:
-        if not (0 <= src < size and 0 <= dst < size):
-            raise ValueError(
-                f"ppermute: pair ({src}, {dst}) is outside axis {name!r} of size {size}"
-                f"{errors.where()}"
-            )
-    if len({s for s, _ in pairs}) != len(pairs) or len({d for _, d in pairs}) != len(pairs):
-        raise ValueError(f"ppermute: {pairs} sends from or to a member twice{errors.where()}")
-    return tree_map(lambda leaf: ppermute_p.bind(leaf, axes=(name,), perm=pairs), x)
+def _scalar(value: int, like: Any) -> Any:
+    dtype = like.dtype if hasattr(like, "dtype") else np.result_type(like)
+    return np.asarray(value, dtype)
 
 
 def axis_size_of(axis_name: Any) -> int:
@@ -215,124 +68,19 @@ def axis_size_of(axis_name: Any) -> int:
     return _total_size(_names(axis_name))
 
 
-def _scalar(value: int, like: Any) -> Any:
-    dtype = like.dtype if hasattr(like, "dtype") else np.result_type(like)
-    return np.asarray(value, dtype)
-
-
-# --------------------------------------------------------------------------------------------
-# Abstract evaluation and differentiation
-
-
 def _same(x: ShapedArray, **params: Any) -> ShapedArray:
     return x
 
 
-for _p in (psum_p, pmax_p, pmin_p, ppermute_p):
-    rules.def_abstract_eval(_p)(_same)
+def _linear_jvp(primitive: Primitive):
+    """The collectives linear in their operand differentiate as themselves."""
 
-
-@rules.def_abstract_eval(all_gather_p)
-def _all_gather_abstract_eval(x, *, axes, axis, tiled, size):
-    shape = list(x.shape)
-    if tiled:
-        shape[axis] *= size
-    else:
-        shape.insert(axis, size)
-    return x.update(shape=tuple(shape))
-
-
-@rules.def_abstract_eval(psum_scatter_p)
-def _psum_scatter_abstract_eval(x, *, axes, dimension, tiled, size):
-    shape = list(x.shape)
-    if tiled:
-        if shape[dimension] % size:
-            raise errors.EmberTypeError(
-                f"psum_scatter: dimension {dimension} of {x.str_short()} is not divisible by the "
-                f"axis size {size}{errors.where()}"
-            )
-        shape[dimension] //= size
-    else:
-        if shape[dimension] != size:
-            raise errors.EmberTypeError(
-                f"psum_scatter: dimension {dimension} of {x.str_short()} must equal the axis "
-                f"size {size} (or pass tiled=True){errors.where()}"
-            )
-        del shape[dimension]
-    return x.update(shape=tuple(shape))
-
-
-@rules.def_abstract_eval(axis_index_p)
-def _axis_index_abstract_eval(*, axes):
-    return ShapedArray((), dtypes.int32)
-
-
-def _linear_collective(primitive: Primitive) -> None:
-    @rules.def_jvp(primitive)
-    def _jvp(primals, tangents, **params):
+    def jvp(primals, tangents, **params):
         (t,) = tangents
         out = primitive.bind(*primals, **params)
         return out, t if type(t) is Zero else primitive.bind(t, **params)
 
-
-_linear_collective(psum_p)
-_linear_collective(all_gather_p)
-_linear_collective(psum_scatter_p)
-_linear_collective(ppermute_p)
-_linear_collective(all_to_all_p)
-
-
-@rules.def_abstract_eval(all_to_all_p)
-def _all_to_all_abstract_eval(x, *, axes, split_axis, concat_axis, tiled, size):
-    shape = list(x.shape)
-    if tiled:
-        shape[split_axis] //= size
-        shape[concat_axis] *= size
-    else:
-        del shape[split_axis]
-        shape.insert(concat_axis, size)
-    return x.update(shape=tuple(shape))
-
-
-@rules.def_transpose(all_to_all_p)
-def _all_to_all_transpose(ct, x, *, axes, split_axis, concat_axis, tiled, size):
-    if type(ct) is Zero:
-        return [Zero(x.aval)]
-    return [
-        all_to_all_p.bind(
-            ct, axes=axes, split_axis=concat_axis, concat_axis=split_axis, tiled=tiled, size=size
-        )
-    ]
-
-
-@rules.def_transpose(ppermute_p)
-def _ppermute_transpose(ct, x, *, axes, perm):
-    if type(ct) is Zero:
-        return [Zero(x.aval)]
-    return [ppermute_p.bind(ct, axes=axes, perm=tuple((d, s) for s, d in perm))]
-
-
-@rules.def_transpose(psum_p)
-def _psum_transpose(ct, x, *, axes):
-    return [ct if type(ct) is Zero else psum_p.bind(ct, axes=axes)]
-
-
-@rules.def_transpose(all_gather_p)
-def _all_gather_transpose(ct, x, *, axes, axis, tiled, size):
-    if type(ct) is Zero:
-        return [Zero(x.aval)]
-    return [psum_scatter_p.bind(ct, axes=axes, dimension=axis, tiled=tiled, size=size)]
-
-
-@rules.def_transpose(psum_scatter_p)
-def _psum_scatter_transpose(ct, x, *, axes, dimension, tiled, size):
-    if type(ct) is Zero:
-        return [Zero(x.aval)]
-    return [all_gather_p.bind(ct, axes=axes, axis=dimension, tiled=tiled, size=size)]
-
-
-# --------------------------------------------------------------------------------------------
-# Batching: the part that names this vmap's axis acts on the batch axis
+    return jvp
 
 
 def _split_axes(axes: tuple, name: Any) -> tuple[bool, tuple]:
@@ -340,8 +88,10 @@ def _split_axes(axes: tuple, name: Any) -> tuple[bool, tuple]:
 
 
 def _reduction_batch(primitive: Primitive, reduce, unbatched):
-    @rules.def_collective_batch(primitive)
-    def _batch(axis_name, size, vals, dims, *, axes):
+    """Batching of psum/pmax/pmin: over this vmap's axis they reduce the batch axis (an
+    unbatched operand: ``unbatched(x, size)``); the other axes are reduced again."""
+
+    def batch(axis_name, size, vals, dims, *, axes):
         (x,), (d,) = vals, dims
         mine, rest = _split_axes(axes, axis_name)
         if not mine:
@@ -351,131 +101,19 @@ def _reduction_batch(primitive: Primitive, reduce, unbatched):
             out = primitive.bind(out, axes=rest)
         return out, not_mapped
 
-
-_reduction_batch(psum_p, reduce_sum, lambda x, size: mul(x, _scalar(size, x)))
-_reduction_batch(pmax_p, reduce_max, lambda x, size: x)
-_reduction_batch(pmin_p, reduce_min, lambda x, size: x)
+    return batch
 
 
-@rules.def_collective_batch(all_gather_p)
-def _all_gather_batch(axis_name, vmap_size, vals, dims, *, axes, axis, tiled, size):
-    (x,), (d,) = vals, dims
-    if axis_name not in axes:  # gather along the shifted axis, the batch axis in front
-        if d is not_mapped:
-            return all_gather_p.bind(x, axes=axes, axis=axis, tiled=tiled, size=size), d
-        x = move_axis(x, d, 0)
-        return all_gather_p.bind(x, axes=axes, axis=axis + 1, tiled=tiled, size=size), 0
-    x = bdim_to_front(x, d, vmap_size)  # (members, *shape): every member sees all of them
-    gathered = move_axis(x, 0, axis)
-    if tiled:  # merge the members' axis into the one after it
-        shape = list(get_aval(gathered).shape)
-        merged = shape[:axis] + [shape[axis] * shape[axis + 1]] + shape[axis + 2 :]
-        gathered = reshape(gathered, tuple(merged))
-    return gathered, not_mapped
-
-
-@rules.def_collective_batch(psum_scatter_p)
-def _psum_scatter_batch(axis_name, vmap_size, vals, dims, *, axes, dimension, tiled, size):
-    (x,), (d,) = vals, dims
-    if axis_name not in axes:
-        if d is not_mapped:
-            out = psum_scatter_p.bind(x, axes=axes, dimension=dimension, tiled=tiled, size=size)
-            return out, d
-        x = move_axis(x, d, 0)
-        out = psum_scatter_p.bind(x, axes=axes, dimension=dimension + 1, tiled=tiled, size=size)
-        return out, 0
-    total = reduce_sum(x, (d,)) if d is not not_mapped else mul(x, _scalar(vmap_size, x))
-    if tiled:  # split `dimension` into (members, part) and hand part k to member k
-        shape = list(get_aval(total).shape)
-        parts = [vmap_size, shape[dimension] // vmap_size]
-        total = reshape(total, tuple(shape[:dimension] + parts + shape[dimension + 1 :]))
-    return total, dimension
-
-
-@rules.def_collective_batch(axis_index_p)
-def _axis_index_batch(axis_name, size, vals, dims, *, axes):
-    if axis_name not in axes:
-        return axis_index_p.bind(axes=axes), not_mapped
-    return iota(dtypes.int32, (size,), 0), 0
-
-
-@rules.def_collective_batch(ppermute_p)
-def _ppermute_batch(axis_name, size, vals, dims, *, axes, perm):
-    (x,), (d,) = vals, dims
-    if axis_name not in axes:
-        return ppermute_p.bind(x, axes=axes, perm=perm), d
-    x = bdim_to_front(x, d, size)
-    # Member dst takes member src's value; members nobody sends to get zeros.
-    sources = dict((dst, src) for src, dst in perm)
-    parts = [
-        _member(x, sources[i]) if i in sources else mul(_member(x, 0), _scalar(0, x))
-        for i in range(size)
-    ]
-    return concatenate([expand_dims(p, (0,)) for p in parts], 0), 0
-
-
-def _all_to_all_stacked(stacked: Any, split_axis: int, concat_axis: int) -> Any:
-    """Non-tiled all_to_all of every member at once (members on axis 0): member j's result is
-    part j of each member, so the split axis becomes the member axis and the members go to the
-    concat axis."""
-    out = move_axis(stacked, split_axis + 1, 0)
-    return move_axis(out, 1, concat_axis + 1)
-
-
-@rules.def_collective_batch(all_to_all_p)
-def _all_to_all_batch(axis_name, vmap_size, vals, dims, *, split_axis, concat_axis, **params):
-    (x,), (d,) = vals, dims
-    axes, tiled = params["axes"], params["tiled"]
-    if axis_name not in axes:
-        if d is not_mapped:
-            return all_to_all_p.bind(x, split_axis=split_axis, concat_axis=concat_axis, **params), d
-        x = move_axis(x, d, 0)
-        out = all_to_all_p.bind(x, split_axis=split_axis + 1, concat_axis=concat_axis + 1, **params)
-        return out, 0
-    x = bdim_to_front(x, d, vmap_size)
-    if not tiled:
-        return _all_to_all_stacked(x, split_axis, concat_axis), 0
-    # Tiled: split the split axis into (members, part), exchange, then merge the members into
-    # the concat axis (member-major, as concatenation orders them).
-    shape = list(get_aval(x).shape)
-    s = split_axis + 1
-    split_shape = shape[:s] + [vmap_size, shape[s] // vmap_size] + shape[s + 1 :]
-    exchanged = _all_to_all_stacked(reshape(x, tuple(split_shape)), split_axis, concat_axis)
-    shape = list(get_aval(exchanged).shape)
-    c = concat_axis + 1
-    merged = shape[:c] + [shape[c] * shape[c + 1]] + shape[c + 2 :]
-    return reshape(exchanged, tuple(merged)), 0
-
-
-def _member(x: Any, i: int) -> Any:
-    shape = get_aval(x).shape
-    start = [i] + [0] * (len(shape) - 1)
-    limit = [i + 1, *shape[1:]]
-    return reshape(slice_op(x, start, limit), shape[1:])
-
-
-def _unbound(name: str):
-    """Lowering and reference rules: a collective left over after batching is unbound."""
+def _unbound(primitive: Primitive):
+    """The reference rule of every collective: one left over after batching is unbound."""
 
     def rule(*args, axes, **params):
         raise errors.UnboundAxisError(
-            f"{name} over axis {axes} is being run outside any vmap or shard_map binding it"
+            f"{primitive.name} over axis {axes} is being run outside any vmap or shard_map "
+            "binding it"
         )
 
     return rule
-
-
-for _p in (
-    psum_p,
-    pmax_p,
-    pmin_p,
-    all_gather_p,
-    psum_scatter_p,
-    axis_index_p,
-    ppermute_p,
-    all_to_all_p,
-):
-    rules.def_reference(_p)(_unbound(_p.name))
 
 
 # --------------------------------------------------------------------------------------------
@@ -551,17 +189,128 @@ def _all_reduce_lowering(op: str):
     return lower
 
 
-for _p, _op, _reduction in (
-    (psum_p, "stablehlo.add", "sum"),
-    (pmax_p, "stablehlo.maximum", "max"),
-    (pmin_p, "stablehlo.minimum", "min"),
-):
-    _rule = _implemented_by_plugin("all_reduce", reduction=_reduction)(_all_reduce_lowering(_op))
-    rules.def_lowering(_p)(_rule)
+# --------------------------------------------------------------------------------------------
+# psum and pmean
 
 
-@rules.def_lowering(all_gather_p)
-@_implemented_by_plugin("all_gather")
+def _psum_transpose(ct, x, *, axes):
+    return [ct if type(ct) is Zero else psum_p.bind(ct, axes=axes)]
+
+
+def _sum_unbatched(x: Any, size: int) -> Any:
+    return mul(x, _scalar(size, x))
+
+
+psum_p = rules.define_primitive(
+    "psum",
+    abstract_eval=_same,
+    jvp=rules.per_primitive(_linear_jvp),
+    transpose=_psum_transpose,
+    lowering=_implemented_by_plugin("all_reduce", reduction="sum")(
+        _all_reduce_lowering("stablehlo.add")
+    ),
+    reference=rules.per_primitive(_unbound),
+    collective_batch=rules.per_primitive(
+        functools.partial(_reduction_batch, reduce=reduce_sum, unbatched=_sum_unbatched)
+    ),
+)
+
+
+def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    """The sum of ``x`` over the named axis (or axes); every member gets the total."""
+    _no_index_groups("psum", axis_index_groups)
+    names = _names(axis_name)
+    return tree_map(lambda leaf: psum_p.bind(leaf, axes=names), x)
+
+
+def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    _no_index_groups("pmean", axis_index_groups)
+    names = _names(axis_name)
+    size = _total_size(names)
+    return tree_map(lambda leaf: div(psum_p.bind(leaf, axes=names), _scalar(size, leaf)), x)
+
+
+# --------------------------------------------------------------------------------------------
+# pmax and pmin
+
+
+def _extreme_unbatched(x: Any, size: int) -> Any:
+    return x
+
+
+pmax_p = rules.define_primitive(
+    "pmax",
+    abstract_eval=_same,
+    lowering=_implemented_by_plugin("all_reduce", reduction="max")(
+        _all_reduce_lowering("stablehlo.maximum")
+    ),
+    reference=rules.per_primitive(_unbound),
+    collective_batch=rules.per_primitive(
+        functools.partial(_reduction_batch, reduce=reduce_max, unbatched=_extreme_unbatched)
+    ),
+)
+
+
+def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    _no_index_groups("pmax", axis_index_groups)
+    names = _names(axis_name)
+    return tree_map(lambda leaf: pmax_p.bind(leaf, axes=names), x)
+
+
+pmin_p = rules.define_primitive(
+    "pmin",
+    abstract_eval=_same,
+    lowering=_implemented_by_plugin("all_reduce", reduction="min")(
+        _all_reduce_lowering("stablehlo.minimum")
+    ),
+    reference=rules.per_primitive(_unbound),
+    collective_batch=rules.per_primitive(
+        functools.partial(_reduction_batch, reduce=reduce_min, unbatched=_extreme_unbatched)
+    ),
+)
+
+
+def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    _no_index_groups("pmin", axis_index_groups)
+    names = _names(axis_name)
+    return tree_map(lambda leaf: pmin_p.bind(leaf, axes=names), x)
+
+
+# --------------------------------------------------------------------------------------------
+# all_gather
+
+
+def _all_gather_abstract_eval(x, *, axes, axis, tiled, size):
+    shape = list(x.shape)
+    if tiled:
+        shape[axis] *= size
+    else:
+        shape.insert(axis, size)
+    return x.update(shape=tuple(shape))
+
+
+def _all_gather_transpose(ct, x, *, axes, axis, tiled, size):
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    return [psum_scatter_p.bind(ct, axes=axes, dimension=axis, tiled=tiled, size=size)]
+
+
+def _all_gather_batch(axis_name, vmap_size, vals, dims, *, axes, axis, tiled, size):
+    (x,), (d,) = vals, dims
+    if axis_name not in axes:  # gather along the shifted axis, the batch axis in front
+        if d is not_mapped:
+            return all_gather_p.bind(x, axes=axes, axis=axis, tiled=tiled, size=size), d
+        x = move_axis(x, d, 0)
+        return all_gather_p.bind(x, axes=axes, axis=axis + 1, tiled=tiled, size=size), 0
+    x = bdim_to_front(x, d, vmap_size)  # (members, *shape): every member sees all of them
+    gathered = move_axis(x, 0, axis)
+    if tiled:  # merge the members' axis into the one after it
+        shape = list(get_aval(gathered).shape)
+        merged = shape[:axis] + [shape[axis] * shape[axis + 1]] + shape[axis + 2 :]
+        gathered = reshape(gathered, tuple(merged))
+    return gathered, not_mapped
+
+
 def _all_gather_lowering(ctx, x, *, axes, axis, tiled, size):
     aval = ctx.avals_in[0]
     if not tiled:
@@ -573,8 +322,96 @@ def _all_gather_lowering(ctx, x, *, axes, axis, tiled, size):
     return ctx.op("stablehlo.all_gather", [x], ctx.avals_out[0], attrs)
 
 
-@rules.def_lowering(psum_scatter_p)
-@_implemented_by_plugin("reduce_scatter")
+all_gather_p = rules.define_primitive(
+    "all_gather",
+    abstract_eval=_all_gather_abstract_eval,
+    jvp=rules.per_primitive(_linear_jvp),
+    transpose=_all_gather_transpose,
+    lowering=_implemented_by_plugin("all_gather")(_all_gather_lowering),
+    reference=rules.per_primitive(_unbound),
+    collective_batch=_all_gather_batch,
+)
+
+
+def all_gather(
+    x: Any,
+    axis_name: Any,
+    *,
+    axis_index_groups: Any = None,
+    axis: int = 0,
+    tiled: bool = False,
+    to: str = "varying",
+) -> Any:
+    """Every member's ``x``, stacked along a new axis ``axis`` (concatenated if ``tiled``)."""
+    _no_index_groups("all_gather", axis_index_groups)
+    if to != "varying":
+        raise NotImplementedError(
+            f"all_gather: to={to!r} is not supported; only to='varying'{errors.where()}"
+        )
+    names = _names(axis_name)
+    if len(names) > 1:
+        # Over several axes the members are ordered major axis first: gather the minor axis,
+        # then the rest around it (tiled, so the pieces stay in that order), then stack.
+        if not tiled:  # stacked: a new axis of size one, then gathered as tiles
+            x = tree_map(lambda leaf: expand_dims(leaf, (axis % (get_aval(leaf).ndim + 1),)), x)
+        gathered = all_gather(x, names[-1], axis=axis, tiled=True)
+        return all_gather(gathered, names[:-1], axis=axis, tiled=True)
+    size = axis_size(names[0])
+
+    def one(leaf: Any) -> Any:
+        ndim = np.ndim(leaf) if not hasattr(leaf, "aval") else leaf.aval.ndim
+        where = axis % (ndim + (0 if tiled else 1))
+        return all_gather_p.bind(leaf, axes=names, axis=where, tiled=bool(tiled), size=size)
+
+    return tree_map(one, x)
+
+
+# --------------------------------------------------------------------------------------------
+# psum_scatter
+
+
+def _psum_scatter_abstract_eval(x, *, axes, dimension, tiled, size):
+    shape = list(x.shape)
+    if tiled:
+        if shape[dimension] % size:
+            raise errors.EmberTypeError(
+                f"psum_scatter: dimension {dimension} of {x.str_short()} is not divisible by the "
+                f"axis size {size}{errors.where()}"
+            )
+        shape[dimension] //= size
+    else:
+        if shape[dimension] != size:
+            raise errors.EmberTypeError(
+                f"psum_scatter: dimension {dimension} of {x.str_short()} must equal the axis "
+                f"size {size} (or pass tiled=True){errors.where()}"
+            )
+        del shape[dimension]
+    return x.update(shape=tuple(shape))
+
+
+def _psum_scatter_transpose(ct, x, *, axes, dimension, tiled, size):
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    return [all_gather_p.bind(ct, axes=axes, axis=dimension, tiled=tiled, size=size)]
+
+
+def _psum_scatter_batch(axis_name, vmap_size, vals, dims, *, axes, dimension, tiled, size):
+    (x,), (d,) = vals, dims
+    if axis_name not in axes:
+        if d is not_mapped:
+            out = psum_scatter_p.bind(x, axes=axes, dimension=dimension, tiled=tiled, size=size)
+            return out, d
+        x = move_axis(x, d, 0)
+        out = psum_scatter_p.bind(x, axes=axes, dimension=dimension + 1, tiled=tiled, size=size)
+        return out, 0
+    total = reduce_sum(x, (d,)) if d is not not_mapped else mul(x, _scalar(vmap_size, x))
+    if tiled:  # split `dimension` into (members, part) and hand part k to member k
+        shape = list(get_aval(total).shape)
+        parts = [vmap_size, shape[dimension] // vmap_size]
+        total = reshape(total, tuple(shape[:dimension] + parts + shape[dimension + 1 :]))
+    return total, dimension
+
+
 def _psum_scatter_lowering(ctx, x, *, axes, dimension, tiled, size):
     aval = ctx.avals_in[0]
     shape = list(aval.shape)
@@ -588,7 +425,59 @@ def _psum_scatter_lowering(ctx, x, *, axes, dimension, tiled, size):
     return out
 
 
-@rules.def_lowering(axis_index_p)
+psum_scatter_p = rules.define_primitive(
+    "psum_scatter",
+    abstract_eval=_psum_scatter_abstract_eval,
+    jvp=rules.per_primitive(_linear_jvp),
+    transpose=_psum_scatter_transpose,
+    lowering=_implemented_by_plugin("reduce_scatter")(_psum_scatter_lowering),
+    reference=rules.per_primitive(_unbound),
+    collective_batch=_psum_scatter_batch,
+)
+
+
+def psum_scatter(
+    x: Any,
+    axis_name: Any,
+    *,
+    scatter_dimension: int = 0,
+    axis_index_groups: Any = None,
+    tiled: bool = False,
+) -> Any:
+    """``psum`` whose result is split along ``scatter_dimension``: member k keeps part k."""
+    _no_index_groups("psum_scatter", axis_index_groups)
+    names = _names(axis_name)
+    if len(names) > 1:
+        # Member (i, j) keeps part i * size_j + j: scatter over the major axes, then the rest.
+        # Untiled, the dimension holds one part per member: scattered as tiles of size one.
+        major = psum_scatter(x, names[:-1], scatter_dimension=scatter_dimension, tiled=True)
+        out = psum_scatter(major, names[-1], scatter_dimension=scatter_dimension, tiled=True)
+        if tiled:
+            return out
+        return tree_map(lambda leaf: squeeze(leaf, (scatter_dimension % get_aval(leaf).ndim,)), out)
+    size = axis_size(names[0])
+    return tree_map(
+        lambda leaf: psum_scatter_p.bind(
+            leaf, axes=names, dimension=scatter_dimension, tiled=bool(tiled), size=size
+        ),
+        x,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# axis_index
+
+
+def _axis_index_abstract_eval(*, axes):
+    return ShapedArray((), dtypes.int32)
+
+
+def _axis_index_batch(axis_name, size, vals, dims, *, axes):
+    if axis_name not in axes:
+        return axis_index_p.bind(axes=axes), not_mapped
+    return iota(dtypes.int32, (size,), 0), 0
+
+
 def _axis_index_lowering(ctx, *, axes):
     (name,) = axes
     mesh = ctx.module.mesh
@@ -605,8 +494,52 @@ def _axis_index_lowering(ctx, *, axes):
     return ctx.op("stablehlo.remainder", [index, ctx.constant(mesh.axis_size(name), out)], out)
 
 
-@rules.def_lowering(ppermute_p)
-@_implemented_by_plugin("collective_permute")
+axis_index_p = rules.define_primitive(
+    "axis_index",
+    abstract_eval=_axis_index_abstract_eval,
+    lowering=_axis_index_lowering,
+    reference=rules.per_primitive(_unbound),
+    collective_batch=_axis_index_batch,
+)
+
+
+def axis_index(axis_name: Any) -> Any:
+    """This member's position along the named axis, as an int32 scalar."""
+    (name,) = _names(axis_name)
+    return axis_index_p.bind(axes=(name,))
+
+
+# --------------------------------------------------------------------------------------------
+# ppermute
+
+
+def _ppermute_transpose(ct, x, *, axes, perm):
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    return [ppermute_p.bind(ct, axes=axes, perm=tuple((d, s) for s, d in perm))]
+
+
+def _ppermute_batch(axis_name, size, vals, dims, *, axes, perm):
+    (x,), (d,) = vals, dims
+    if axis_name not in axes:
+        return ppermute_p.bind(x, axes=axes, perm=perm), d
+    x = bdim_to_front(x, d, size)
+    # Member dst takes member src's value; members nobody sends to get zeros.
+    sources = dict((dst, src) for src, dst in perm)
+    parts = [
+        _member(x, sources[i]) if i in sources else mul(_member(x, 0), _scalar(0, x))
+        for i in range(size)
+    ]
+    return concatenate([expand_dims(p, (0,)) for p in parts], 0), 0
+
+
+def _member(x: Any, i: int) -> Any:
+    shape = get_aval(x).shape
+    start = [i] + [0] * (len(shape) - 1)
+    limit = [i + 1, *shape[1:]]
+    return reshape(slice_op(x, start, limit), shape[1:])
+
+
 def _ppermute_lowering(ctx, x, *, axes, perm):
     mesh = ctx.module.mesh
     attrs = _collective_attrs(ctx, axes, groups=False)
@@ -615,8 +548,91 @@ def _ppermute_lowering(ctx, x, *, axes, perm):
     return ctx.op("stablehlo.collective_permute", [x], ctx.avals_out[0], attrs)
 
 
-@rules.def_lowering(all_to_all_p)
-@_implemented_by_plugin("all_to_all")
+ppermute_p = rules.define_primitive(
+    "ppermute",
+    abstract_eval=_same,
+    jvp=rules.per_primitive(_linear_jvp),
+    transpose=_ppermute_transpose,
+    lowering=_implemented_by_plugin("collective_permute")(_ppermute_lowering),
+    reference=rules.per_primitive(_unbound),
+    collective_batch=_ppermute_batch,
+)
+
+
+def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
+    """Send member ``src``'s ``x`` to member ``dst`` for each ``(src, dst)`` in ``perm``;
+    members that receive nothing get zeros."""
+    (name,) = _names(axis_name)
+    size = axis_size(name)
+    pairs = tuple((int(s), int(d)) for s, d in perm)
+    for src, dst in pairs:
+        if not (0 <= src < size and 0 <= dst < size):
+            raise ValueError(
+                f"ppermute: pair ({src}, {dst}) is outside axis {name!r} of size {size}"
+                f"{errors.where()}"
+            )
+    if len({s for s, _ in pairs}) != len(pairs) or len({d for _, d in pairs}) != len(pairs):
+        raise ValueError(f"ppermute: {pairs} sends from or to a member twice{errors.where()}")
+    return tree_map(lambda leaf: ppermute_p.bind(leaf, axes=(name,), perm=pairs), x)
+
+
+# --------------------------------------------------------------------------------------------
+# all_to_all
+
+
+def _all_to_all_abstract_eval(x, *, axes, split_axis, concat_axis, tiled, size):
+    shape = list(x.shape)
+    if tiled:
+        shape[split_axis] //= size
+        shape[concat_axis] *= size
+    else:
+        del shape[split_axis]
+        shape.insert(concat_axis, size)
+    return x.update(shape=tuple(shape))
+
+
+def _all_to_all_transpose(ct, x, *, axes, split_axis, concat_axis, tiled, size):
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    return [
+        all_to_all_p.bind(
+            ct, axes=axes, split_axis=concat_axis, concat_axis=split_axis, tiled=tiled, size=size
+        )
+    ]
+
+
+def _all_to_all_stacked(stacked: Any, split_axis: int, concat_axis: int) -> Any:
+    """Non-tiled all_to_all of every member at once (members on axis 0): member j's result is
+    part j of each member, so the split axis becomes the member axis and the members go to the
+    concat axis."""
+    out = move_axis(stacked, split_axis + 1, 0)
+    return move_axis(out, 1, concat_axis + 1)
+
+
+def _all_to_all_batch(axis_name, vmap_size, vals, dims, *, split_axis, concat_axis, **params):
+    (x,), (d,) = vals, dims
+    axes, tiled = params["axes"], params["tiled"]
+    if axis_name not in axes:
+        if d is not_mapped:
+            return all_to_all_p.bind(x, split_axis=split_axis, concat_axis=concat_axis, **params), d
+        x = move_axis(x, d, 0)
+        out = all_to_all_p.bind(x, split_axis=split_axis + 1, concat_axis=concat_axis + 1, **params)
+        return out, 0
+    x = bdim_to_front(x, d, vmap_size)
+    if not tiled:
+        return _all_to_all_stacked(x, split_axis, concat_axis), 0
+    # Tiled: split the split axis into (members, part), exchange, then merge the members into
+    # the concat axis (member-major, as concatenation orders them).
+    shape = list(get_aval(x).shape)
+    s = split_axis + 1
+    split_shape = shape[:s] + [vmap_size, shape[s] // vmap_size] + shape[s + 1 :]
+    exchanged = _all_to_all_stacked(reshape(x, tuple(split_shape)), split_axis, concat_axis)
+    shape = list(get_aval(exchanged).shape)
+    c = concat_axis + 1
+    merged = shape[:c] + [shape[c] * shape[c + 1]] + shape[c + 2 :]
+    return reshape(exchanged, tuple(merged)), 0
+
+
 def _all_to_all_lowering(ctx, x, *, axes, split_axis, concat_axis, tiled, size):
     aval = ctx.avals_in[0]
     split, concat = split_axis, concat_axis
@@ -642,3 +658,47 @@ def _all_to_all_lowering(ctx, x, *, axes, split_axis, concat_axis, tiled, size):
     if not tiled:
         out = ctx.op("stablehlo.reshape", [out], ctx.avals_out[0])
     return out
+
+
+all_to_all_p = rules.define_primitive(
+    "all_to_all",
+    abstract_eval=_all_to_all_abstract_eval,
+    jvp=rules.per_primitive(_linear_jvp),
+    transpose=_all_to_all_transpose,
+    lowering=_implemented_by_plugin("all_to_all")(_all_to_all_lowering),
+    reference=rules.per_primitive(_unbound),
+    collective_batch=_all_to_all_batch,
+)
+
+
+def all_to_all(
+    x: Any,
+    axis_name: Any,
+    split_axis: int,
+    concat_axis: int,
+    *,
+    axis_index_groups: Any = None,
+    tiled: bool = False,
+) -> Any:
+    """Member j gets part j of every member's ``x`` (split along ``split_axis``), stacked
+    along ``concat_axis`` in member order (concatenated if ``tiled``)."""
+    _no_index_groups("all_to_all", axis_index_groups)
+    (name,) = _names(axis_name)
+    size = axis_size(name)
+
+    def one(leaf: Any) -> Any:
+        aval = get_aval(leaf)
+        split = split_axis % aval.ndim
+        concat = concat_axis % (aval.ndim if tiled else aval.ndim)
+        have = aval.shape[split]
+        if (tiled and have % size) or (not tiled and have != size):
+            need = f"a multiple of {size}" if tiled else f"{size}"
+            raise ValueError(
+                f"all_to_all: split_axis {split} of {aval.str_short()} has size {have}; it must "
+                f"be {need} (the size of axis {name!r}){errors.where()}"
+            )
+        return all_to_all_p.bind(
+            leaf, axes=(name,), split_axis=split, concat_axis=concat, tiled=bool(tiled), size=size
+        )
+
+    return tree_map(one, x)

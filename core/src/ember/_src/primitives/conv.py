@@ -21,7 +21,8 @@ from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import add_tangents
 from ember._src.interpreters.batching import not_mapped
 from ember._src.lowering.mlir import i64_array
-from ember._src.primitives.shape import concatenate, expand_dims, move_axis, reshape, rev, slice_op
+from ember._src.primitives.shape import expand_dims, move_axis, reshape
+from ember._src.primitives.slicing import concatenate, rev, slice_op
 
 
 class ConvDimensionNumbers(NamedTuple):

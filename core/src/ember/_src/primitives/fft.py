@@ -19,12 +19,8 @@ from ember._src.core import ShapedArray, Zero, get_aval
 from ember._src.interpreters.batching import not_mapped
 from ember._src.lowering.mlir import i64_array
 from ember._src.primitives.arithmetic import conj, mul, real
-from ember._src.primitives.shape import (
-    broadcast_in_dim,
-    convert_element_type,
-    move_axis,
-    pad,
-)
+from ember._src.primitives.shape import broadcast_in_dim, convert_element_type, move_axis
+from ember._src.primitives.slicing import pad
 
 FFT_TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")
 

@@ -50,38 +50,8 @@ class ScatterDimensionNumbers:
     scatter_indices_batching_dims: tuple[int, ...] = ()
 
 
-gather_p = Primitive("gather")
-
-
-def gather_fill_value(dtype: np.dtype) -> Any:
-    """JAX's default for out-of-bounds gathers in ``mode="fill"``: NaN for inexact types,
-    True for booleans, the minimum of signed and the maximum of unsigned integers."""
-    if dtypes.is_inexact(dtype):
-        return np.nan
-    if dtype == dtypes.bool_:
-        return True
-    info = np.iinfo(dtype)
-    return info.min if dtype.kind == "i" else info.max
-
-
-def gather(
-    operand: Any,
-    indices: Any,
-    dimension_numbers: GatherDimensionNumbers,
-    slice_sizes: tuple[int, ...],
-    *,
-    indices_are_sorted: bool = False,
-    unique_indices: bool = False,
-) -> Any:
-    """XLA's gather (clamping starts into range). ``indices`` end with the index vector."""
-    return gather_p.bind(
-        operand,
-        indices,
-        dimension_numbers=dimension_numbers,
-        slice_sizes=tuple(int(s) for s in slice_sizes),
-        indices_are_sorted=bool(indices_are_sorted),
-        unique_indices=bool(unique_indices),
-    )
+# --------------------------------------------------------------------------------------------
+# gather
 
 
 def _gather_shape(operand: ShapedArray, indices: ShapedArray, dn, slice_sizes) -> tuple:
@@ -111,7 +81,6 @@ def _gather_shape(operand: ShapedArray, indices: ShapedArray, dn, slice_sizes) -
     return tuple(shape)
 
 
-@rules.def_abstract_eval(gather_p)
 def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes, **_):
     if not dtypes.is_integer(indices.dtype):
         raise errors.EmberTypeError(f"gather: indices must be integers, got {indices.str_short()}")
@@ -130,7 +99,6 @@ def _window_starts(operand_shape, sizes, dn_start_map, start_vector, batching, b
     return start
 
 
-@rules.def_reference(gather_p)
 def _gather_reference(operand, indices, *, dimension_numbers, slice_sizes, **_):
     dn = dimension_numbers
     out_shape = _gather_shape(
@@ -192,7 +160,6 @@ def _dims(name: str, values) -> str:
     return f"{name} = [{', '.join(str(v) for v in values)}]"
 
 
-@rules.def_lowering(gather_p)
 def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes, **params):
     dn = dimension_numbers
     index_vector_dim = ctx.avals_in[1].ndim - 1
@@ -212,7 +179,6 @@ def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes, *
     return ctx.op("stablehlo.gather", [operand, indices], ctx.avals_out[0], attrs)
 
 
-@rules.def_jvp(gather_p)
 def _gather_jvp(primals, tangents, **params):
     operand, indices = primals
     out = gather_p.bind(operand, indices, **params)
@@ -222,7 +188,6 @@ def _gather_jvp(primals, tangents, **params):
     return out, gather_p.bind(t, indices, **params)
 
 
-@rules.def_transpose(gather_p)
 def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, **params):
     if is_undefined(indices):
         raise AssertionError("internal error: gather indices cannot be linear")
@@ -248,7 +213,6 @@ def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, *
     return [out, None]
 
 
-@rules.def_batch(gather_p)
 def _gather_batch(vals, dims, *, dimension_numbers, slice_sizes, **params):
     operand, indices = vals
     operand_dim, indices_dim = dims
@@ -289,38 +253,63 @@ def _gather_batch(vals, dims, *, dimension_numbers, slice_sizes, **params):
     return out, 0
 
 
+gather_p = rules.define_primitive(
+    "gather",
+    abstract_eval=_gather_abstract_eval,
+    jvp=_gather_jvp,
+    transpose=_gather_transpose,
+    batch=_gather_batch,
+    lowering=_gather_lowering,
+    reference=_gather_reference,
+)
+
+
+def gather(
+    operand: Any,
+    indices: Any,
+    dimension_numbers: GatherDimensionNumbers,
+    slice_sizes: tuple[int, ...],
+    *,
+    indices_are_sorted: bool = False,
+    unique_indices: bool = False,
+) -> Any:
+    """XLA's gather (clamping starts into range). ``indices`` end with the index vector."""
+    return gather_p.bind(
+        operand,
+        indices,
+        dimension_numbers=dimension_numbers,
+        slice_sizes=tuple(int(s) for s in slice_sizes),
+        indices_are_sorted=bool(indices_are_sorted),
+        unique_indices=bool(unique_indices),
+    )
+
+
+def gather_fill_value(dtype: np.dtype) -> Any:
+    """JAX's default for out-of-bounds gathers in ``mode="fill"``: NaN for inexact types,
+    True for booleans, the minimum of signed and the maximum of unsigned integers."""
+    if dtypes.is_inexact(dtype):
+        return np.nan
+    if dtype == dtypes.bool_:
+        return True
+    info = np.iinfo(dtype)
+    return info.min if dtype.kind == "i" else info.max
+
+
 # --------------------------------------------------------------------------------------------
-# Scatter
+# The scatter family: rules its members share
 
 
-def _make_scatter(name: str, combine, hlo_combiner: str | None):
-    primitive = Primitive(name)
-
-    @rules.def_abstract_eval(primitive)
+def _scatter_abstract_eval_rule(primitive: Primitive):
     def abstract_eval(operand, indices, updates, *, dimension_numbers, **_):
         if updates.dtype != operand.dtype:
             raise errors.EmberTypeError(
-                f"{name}: updates {updates.str_short()} must have the operand's dtype "
+                f"{primitive.name}: updates {updates.str_short()} must have the operand's dtype "
                 f"{dtypes.short_name(operand.dtype)}{errors.where()}"
             )
-        _check_scatter(name, operand, indices, updates, dimension_numbers)
+        _check_scatter(primitive.name, operand, indices, updates, dimension_numbers)
         return operand.update(weak_type=False)
 
-    @rules.def_reference(primitive)
-    def reference(operand, indices, updates, *, dimension_numbers, **_):
-        return _scatter_reference(operand, indices, updates, dimension_numbers, combine)
-
-    @rules.def_lowering(primitive)
-    def lowering(ctx, operand, indices, updates, *, dimension_numbers, **params):
-        return _scatter_lowering(
-            ctx, operand, indices, updates, dimension_numbers, hlo_combiner, params
-        )
-
-    @rules.def_batch(primitive)
-    def batch(vals, dims, *, dimension_numbers, **params):
-        return _scatter_batch(primitive, vals, dims, dimension_numbers, params)
-
-    return primitive
+    return abstract_eval
 
 
 def _check_scatter(name, operand, indices, updates, dn) -> None:
@@ -332,6 +321,16 @@ def _check_scatter(name, operand, indices, updates, dn) -> None:
             f"{name}: updates {updates.shape} do not match indices {indices.shape} "
             f"(scatter dims {scatter_dims}){errors.where()}"
         )
+
+
+def _scatter_reference_rule(combine):
+    """The reference rule of the member that combines an update into the operand by
+    ``combine(current, update)``."""
+
+    def reference(operand, indices, updates, *, dimension_numbers, **_):
+        return _scatter_reference(operand, indices, updates, dimension_numbers, combine)
+
+    return reference
 
 
 def _scatter_reference(operand, indices, updates, dn, combine):
@@ -364,6 +363,18 @@ def _scatter_reference(operand, indices, updates, dn, combine):
     return out
 
 
+def _scatter_lowering_rule(hlo_combiner: str | None):
+    """The lowering of the member whose update region applies ``hlo_combiner`` (None:
+    the update replaces the operand's entry)."""
+
+    def lowering(ctx, operand, indices, updates, *, dimension_numbers, **params):
+        return _scatter_lowering(
+            ctx, operand, indices, updates, dimension_numbers, hlo_combiner, params
+        )
+
+    return lowering
+
+
 def _scatter_lowering(ctx, operand, indices, updates, dn, hlo_combiner, params):
     fields = [
         _dims("update_window_dims", dn.update_window_dims),
@@ -391,6 +402,13 @@ def _scatter_lowering(ctx, operand, indices, updates, dn, hlo_combiner, params):
     )
 
 
+def _scatter_batch_rule(primitive: Primitive):
+    def batch(vals, dims, *, dimension_numbers, **params):
+        return _scatter_batch(primitive, vals, dims, dimension_numbers, params)
+
+    return batch
+
+
 def _scatter_batch(primitive, vals, dims, dn, params):
     size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
     operand, indices, updates = (bdim_to_front(v, d, size) for v, d in zip(vals, dims))
@@ -404,13 +422,6 @@ def _scatter_batch(primitive, vals, dims, dn, params):
     )
     out = primitive.bind(operand, indices, updates, dimension_numbers=new_dn, **params)
     return out, 0
-
-
-scatter_p = _make_scatter("scatter", lambda current, update: update, None)
-scatter_add_p = _make_scatter("scatter_add", np.add, "stablehlo.add")
-scatter_mul_p = _make_scatter("scatter_mul", np.multiply, "stablehlo.multiply")
-scatter_min_p = _make_scatter("scatter_min", np.minimum, "stablehlo.minimum")
-scatter_max_p = _make_scatter("scatter_max", np.maximum, "stablehlo.maximum")
 
 
 def _gather_numbers(dn: ScatterDimensionNumbers) -> GatherDimensionNumbers:
@@ -443,26 +454,18 @@ def _gather_updates(ct, indices, updates_aval, operand_aval, dn, params):
     )
 
 
-def _def_scatter_jvp(primitive: Primitive) -> None:
-    """scatter_add is linear; scatter (replace) is too when indices are unique (JAX's
-    assumption): the tangent is the same scatter of the tangents."""
-
-    @rules.def_jvp(primitive)
-    def jvp(primals, tangents, **params):
-        operand, indices, updates = primals
-        out = primitive.bind(operand, indices, updates, **params)
-        t_op, _, t_up = tangents
-        if type(t_op) is Zero and type(t_up) is Zero:
-            return out, Zero(get_aval(out))
-        t_op = zeros(get_aval(operand)) if type(t_op) is Zero else t_op
-        t_up = zeros(get_aval(updates)) if type(t_up) is Zero else t_up
-        return out, primitive.bind(t_op, indices, t_up, **params)
+def _instantiate(tangent: Any, like: Any) -> Any:
+    return zeros(get_aval(like)) if type(tangent) is Zero else tangent
 
 
-_def_scatter_jvp(scatter_add_p)
+def _aval(x: Any) -> ShapedArray:
+    return x.aval if is_undefined(x) else get_aval(x)
 
 
-@rules.def_jvp(scatter_p)
+# --------------------------------------------------------------------------------------------
+# scatter (replace)
+
+
 def _scatter_jvp(primals, tangents, **params):
     """With unique indices, the tangent is the same scatter of the tangents. Otherwise the
     update that wins each position must win for the tangent (and the cotangent) too: as JAX
@@ -510,11 +513,75 @@ def _winners(operand, indices, updates, params):
     return eq(written, np.int32(0)), eq(winning, update_ids)
 
 
-def _instantiate(tangent: Any, like: Any) -> Any:
-    return zeros(get_aval(like)) if type(tangent) is Zero else tangent
+def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers, **params):
+    if type(ct) is Zero:
+        return [Zero(_aval(operand)), None, Zero(_aval(updates))]
+    ct_operand = ct_updates = None
+    if is_undefined(operand):  # the overwritten positions get no cotangent
+        blank = zeros(_aval(updates))
+        ct_operand = scatter_p.bind(
+            ct, indices, blank, dimension_numbers=dimension_numbers, **params
+        )
+    if is_undefined(updates):
+        ct_updates = _gather_updates(
+            ct, indices, updates.aval, _aval(operand), dimension_numbers, params
+        )
+    return [ct_operand, None, ct_updates]
 
 
-@rules.def_jvp(scatter_mul_p)
+scatter_p = rules.define_primitive(
+    "scatter",
+    abstract_eval=rules.per_primitive(_scatter_abstract_eval_rule),
+    jvp=_scatter_jvp,
+    transpose=_scatter_transpose,
+    batch=rules.per_primitive(_scatter_batch_rule),
+    lowering=_scatter_lowering_rule(None),
+    reference=_scatter_reference_rule(lambda current, update: update),
+)
+
+
+# --------------------------------------------------------------------------------------------
+# scatter_add
+
+
+def _scatter_add_jvp(primals, tangents, **params):
+    """scatter_add is linear: the tangent is the same scatter of the tangents."""
+    operand, indices, updates = primals
+    out = scatter_add_p.bind(operand, indices, updates, **params)
+    t_op, _, t_up = tangents
+    if type(t_op) is Zero and type(t_up) is Zero:
+        return out, Zero(get_aval(out))
+    t_op = zeros(get_aval(operand)) if type(t_op) is Zero else t_op
+    t_up = zeros(get_aval(updates)) if type(t_up) is Zero else t_up
+    return out, scatter_add_p.bind(t_op, indices, t_up, **params)
+
+
+def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers, **params):
+    if type(ct) is Zero:
+        return [Zero(_aval(operand)), None, Zero(_aval(updates))]
+    ct_updates = None
+    if is_undefined(updates):
+        ct_updates = _gather_updates(
+            ct, indices, updates.aval, _aval(operand), dimension_numbers, params
+        )
+    return [ct if is_undefined(operand) else None, None, ct_updates]
+
+
+scatter_add_p = rules.define_primitive(
+    "scatter_add",
+    abstract_eval=rules.per_primitive(_scatter_abstract_eval_rule),
+    jvp=_scatter_add_jvp,
+    transpose=_scatter_add_transpose,
+    batch=rules.per_primitive(_scatter_batch_rule),
+    lowering=_scatter_lowering_rule("stablehlo.add"),
+    reference=_scatter_reference_rule(np.add),
+)
+
+
+# --------------------------------------------------------------------------------------------
+# scatter_mul
+
+
 def _scatter_mul_jvp(primals, tangents, **params):
     """out = operand * (product of its updates). With unique indices each position has at
     most one update, so d out = d operand * u + operand * d u there (JAX's restriction)."""
@@ -533,7 +600,6 @@ def _scatter_mul_jvp(primals, tangents, **params):
     return out, tangent
 
 
-@rules.def_transpose(scatter_mul_p)
 def _scatter_mul_transpose(ct, operand, indices, updates, **params):
     """Linear in the operand alone (the jvp keeps the updates' part as a scatter_add)."""
     if is_undefined(updates):
@@ -543,11 +609,25 @@ def _scatter_mul_transpose(ct, operand, indices, updates, **params):
     return [scatter_mul_p.bind(ct, indices, updates, **params), None, None]
 
 
-def _def_extremal_jvp(primitive: Primitive) -> None:
+scatter_mul_p = rules.define_primitive(
+    "scatter_mul",
+    abstract_eval=rules.per_primitive(_scatter_abstract_eval_rule),
+    jvp=_scatter_mul_jvp,
+    transpose=_scatter_mul_transpose,
+    batch=rules.per_primitive(_scatter_batch_rule),
+    lowering=_scatter_lowering_rule("stablehlo.multiply"),
+    reference=_scatter_reference_rule(np.multiply),
+)
+
+
+# --------------------------------------------------------------------------------------------
+# scatter_min and scatter_max
+
+
+def _extremal_scatter_jvp(primitive: Primitive):
     """min/max scatters: the derivative flows from every value equal to the result, averaged
     over ties (the operand entry and the updates that reach it), as JAX does."""
 
-    @rules.def_jvp(primitive)
     def jvp(primals, tangents, **params):
         operand, indices, updates = primals
         t_op, _, t_up = tangents
@@ -571,39 +651,22 @@ def _def_extremal_jvp(primitive: Primitive) -> None:
         safe = select_n(eq(count, zero), count, broadcast_in_dim(one, op_aval.shape, ()))
         return out, div(total, safe)
 
-
-_def_extremal_jvp(scatter_min_p)
-_def_extremal_jvp(scatter_max_p)
+    return jvp
 
 
-@rules.def_transpose(scatter_add_p)
-def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers, **params):
-    if type(ct) is Zero:
-        return [Zero(_aval(operand)), None, Zero(_aval(updates))]
-    ct_updates = None
-    if is_undefined(updates):
-        ct_updates = _gather_updates(
-            ct, indices, updates.aval, _aval(operand), dimension_numbers, params
-        )
-    return [ct if is_undefined(operand) else None, None, ct_updates]
-
-
-def _aval(x: Any) -> ShapedArray:
-    return x.aval if is_undefined(x) else get_aval(x)
-
-
-@rules.def_transpose(scatter_p)
-def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers, **params):
-    if type(ct) is Zero:
-        return [Zero(_aval(operand)), None, Zero(_aval(updates))]
-    ct_operand = ct_updates = None
-    if is_undefined(operand):  # the overwritten positions get no cotangent
-        blank = zeros(_aval(updates))
-        ct_operand = scatter_p.bind(
-            ct, indices, blank, dimension_numbers=dimension_numbers, **params
-        )
-    if is_undefined(updates):
-        ct_updates = _gather_updates(
-            ct, indices, updates.aval, _aval(operand), dimension_numbers, params
-        )
-    return [ct_operand, None, ct_updates]
+scatter_min_p = rules.define_primitive(
+    "scatter_min",
+    abstract_eval=rules.per_primitive(_scatter_abstract_eval_rule),
+    jvp=rules.per_primitive(_extremal_scatter_jvp),
+    batch=rules.per_primitive(_scatter_batch_rule),
+    lowering=_scatter_lowering_rule("stablehlo.minimum"),
+    reference=_scatter_reference_rule(np.minimum),
+)
+scatter_max_p = rules.define_primitive(
+    "scatter_max",
+    abstract_eval=rules.per_primitive(_scatter_abstract_eval_rule),
+    jvp=rules.per_primitive(_extremal_scatter_jvp),
+    batch=rules.per_primitive(_scatter_batch_rule),
+    lowering=_scatter_lowering_rule("stablehlo.maximum"),
+    reference=_scatter_reference_rule(np.maximum),
+)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes, errors, rules
-from ember._src.core import Primitive, ShapedArray, Zero, get_aval, tangent_aval
+from ember._src.core import ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import instantiate, zeros
 from ember._src.interpreters.batching import not_mapped
@@ -22,16 +22,8 @@ from ember._src.primitives.gather_scatter import (
     gather,
     scatter_p,
 )
-from ember._src.primitives.shape import (
-    batch_size,
-    bdim_to_front,
-    concatenate,
-    convert_element_type,
-    expand_dims,
-)
-
-dynamic_slice_p = Primitive("dynamic_slice")
-dynamic_update_slice_p = Primitive("dynamic_update_slice")
+from ember._src.primitives.shape import batch_size, bdim_to_front, convert_element_type, expand_dims
+from ember._src.primitives.slicing import concatenate
 
 
 def _index_operands(indices: Sequence[Any]) -> list[Any]:
@@ -49,16 +41,6 @@ def _index_operands(indices: Sequence[Any]) -> list[Any]:
     return result
 
 
-def dynamic_slice(operand: Any, start_indices: Sequence[Any], slice_sizes: Sequence[int]) -> Any:
-    return dynamic_slice_p.bind(
-        operand, *_index_operands(start_indices), slice_sizes=tuple(int(s) for s in slice_sizes)
-    )
-
-
-def dynamic_update_slice(operand: Any, update: Any, start_indices: Sequence[Any]) -> Any:
-    return dynamic_update_slice_p.bind(operand, update, *_index_operands(start_indices))
-
-
 def _check_indices(name: str, operand: ShapedArray, indices: Sequence[ShapedArray]) -> None:
     if len(indices) != operand.ndim:
         raise errors.EmberTypeError(
@@ -69,7 +51,10 @@ def _check_indices(name: str, operand: ShapedArray, indices: Sequence[ShapedArra
         raise errors.EmberTypeError(f"{name}: start indices must share one dtype{errors.where()}")
 
 
-@rules.def_abstract_eval(dynamic_slice_p)
+# --------------------------------------------------------------------------------------------
+# dynamic_slice
+
+
 def _dynamic_slice_abstract_eval(operand, *indices, slice_sizes):
     _check_indices("dynamic_slice", operand, indices)
     if len(slice_sizes) != operand.ndim or any(
@@ -82,7 +67,6 @@ def _dynamic_slice_abstract_eval(operand, *indices, slice_sizes):
     return ShapedArray(slice_sizes, operand.dtype, operand.weak_type)
 
 
-@rules.def_jvp(dynamic_slice_p)
 def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
     operand, *indices = primals
     out = dynamic_slice_p.bind(operand, *indices, slice_sizes=slice_sizes)
@@ -91,7 +75,6 @@ def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
     return out, dynamic_slice_p.bind(tangents[0], *indices, slice_sizes=slice_sizes)
 
 
-@rules.def_transpose(dynamic_slice_p)
 def _dynamic_slice_transpose(ct, operand, *indices, slice_sizes):
     if type(ct) is Zero:
         return [Zero(operand.aval)] + [None] * len(indices)
@@ -99,7 +82,6 @@ def _dynamic_slice_transpose(ct, operand, *indices, slice_sizes):
     return [dynamic_update_slice_p.bind(base, ct, *indices)] + [None] * len(indices)
 
 
-@rules.def_batch(dynamic_slice_p)
 def _dynamic_slice_batch(vals, dims, *, slice_sizes):
     operand, *indices = vals
     operand_dim, *index_dims = dims
@@ -113,7 +95,6 @@ def _dynamic_slice_batch(vals, dims, *, slice_sizes):
     return dynamic_slice_p.bind(operand, *indices, slice_sizes=tuple(sizes)), operand_dim
 
 
-@rules.def_lowering(dynamic_slice_p)
 def _dynamic_slice_lowering(ctx, operand, *indices, slice_sizes):
     sizes = ", ".join(str(s) for s in slice_sizes)
     attr = f"array<i64: {sizes}>" if slice_sizes else "array<i64>"
@@ -126,13 +107,32 @@ def _clamped_starts(shape, sizes, indices) -> list[int]:
     return [int(np.clip(int(i), 0, d - s)) for i, d, s in zip(indices, shape, sizes)]
 
 
-@rules.def_reference(dynamic_slice_p)
 def _dynamic_slice_reference(operand, *indices, slice_sizes):
     starts = _clamped_starts(operand.shape, slice_sizes, indices)
     return operand[tuple(slice(s, s + n) for s, n in zip(starts, slice_sizes))]
 
 
-@rules.def_abstract_eval(dynamic_update_slice_p)
+dynamic_slice_p = rules.define_primitive(
+    "dynamic_slice",
+    abstract_eval=_dynamic_slice_abstract_eval,
+    jvp=_dynamic_slice_jvp,
+    transpose=_dynamic_slice_transpose,
+    batch=_dynamic_slice_batch,
+    lowering=_dynamic_slice_lowering,
+    reference=_dynamic_slice_reference,
+)
+
+
+def dynamic_slice(operand: Any, start_indices: Sequence[Any], slice_sizes: Sequence[int]) -> Any:
+    return dynamic_slice_p.bind(
+        operand, *_index_operands(start_indices), slice_sizes=tuple(int(s) for s in slice_sizes)
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# dynamic_update_slice
+
+
 def _dynamic_update_slice_abstract_eval(operand, update, *indices):
     _check_indices("dynamic_update_slice", operand, indices)
     if update.dtype != operand.dtype:
@@ -148,7 +148,6 @@ def _dynamic_update_slice_abstract_eval(operand, update, *indices):
     return operand
 
 
-@rules.def_jvp(dynamic_update_slice_p)
 def _dynamic_update_slice_jvp(primals, tangents):
     operand, update, *indices = primals
     t_operand, t_update = tangents[0], tangents[1]
@@ -159,7 +158,6 @@ def _dynamic_update_slice_jvp(primals, tangents):
     return out, dynamic_update_slice_p.bind(t_operand, t_update, *indices)
 
 
-@rules.def_transpose(dynamic_update_slice_p)
 def _dynamic_update_slice_transpose(ct, operand, update, *indices):
     update_aval = update.aval if is_undefined(update) else get_aval(update)
     if type(ct) is Zero:
@@ -177,7 +175,6 @@ def _dynamic_update_slice_transpose(ct, operand, update, *indices):
     return [ct_operand, ct_update] + [None] * len(indices)
 
 
-@rules.def_batch(dynamic_update_slice_p)
 def _dynamic_update_slice_batch(vals, dims):
     operand, update, *indices = vals
     operand_dim, update_dim, *index_dims = dims
@@ -191,17 +188,30 @@ def _dynamic_update_slice_batch(vals, dims):
     return dynamic_update_slice_p.bind(operand, update, zero, *indices), 0
 
 
-@rules.def_lowering(dynamic_update_slice_p)
 def _dynamic_update_slice_lowering(ctx, operand, update, *indices):
     return ctx.op("stablehlo.dynamic_update_slice", [operand, update, *indices], ctx.avals_out[0])
 
 
-@rules.def_reference(dynamic_update_slice_p)
 def _dynamic_update_slice_reference(operand, update, *indices):
     starts = _clamped_starts(operand.shape, update.shape, indices)
     result = np.array(operand, copy=True)
     result[tuple(slice(s, s + n) for s, n in zip(starts, update.shape))] = update
     return result
+
+
+dynamic_update_slice_p = rules.define_primitive(
+    "dynamic_update_slice",
+    abstract_eval=_dynamic_update_slice_abstract_eval,
+    jvp=_dynamic_update_slice_jvp,
+    transpose=_dynamic_update_slice_transpose,
+    batch=_dynamic_update_slice_batch,
+    lowering=_dynamic_update_slice_lowering,
+    reference=_dynamic_update_slice_reference,
+)
+
+
+def dynamic_update_slice(operand: Any, update: Any, start_indices: Sequence[Any]) -> Any:
+    return dynamic_update_slice_p.bind(operand, update, *_index_operands(start_indices))
 
 
 # --------------------------------------------------------------------------------------------

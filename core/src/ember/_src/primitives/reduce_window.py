@@ -9,6 +9,7 @@ shapes), which transposes to a scatter-add.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,16 +24,8 @@ from ember._src.primitives.conv import padding_pairs
 from ember._src.primitives.gather_scatter import GatherDimensionNumbers, gather
 from ember._src.primitives.reduce import argmax
 from ember._src.primitives.selection import select_n
-from ember._src.primitives.shape import (
-    broadcast_in_dim,
-    concatenate,
-    expand_dims,
-    iota,
-    move_axis,
-    pad,
-    reshape,
-    slice_op,
-)
+from ember._src.primitives.shape import broadcast_in_dim, expand_dims, iota, move_axis, reshape
+from ember._src.primitives.slicing import concatenate, pad, slice_op
 
 
 def _dilate(size: int, dilation: int) -> int:
@@ -65,26 +58,30 @@ _HLO = {"sum": "stablehlo.add", "max": "stablehlo.maximum", "min": "stablehlo.mi
 _NUMPY = {"sum": np.sum, "max": np.max, "min": np.min}
 
 
-def _make(kind: str) -> Primitive:
-    primitive = Primitive(f"reduce_window_{kind}")
+# --------------------------------------------------------------------------------------------
+# Rules the three members share
 
-    @rules.def_abstract_eval(primitive)
-    def abstract_eval(x, *, window_dimensions, window_strides, padding, base_dilation,
-                      window_dilation):  # fmt: skip
-        if not (len(window_dimensions) == len(window_strides) == len(padding) == x.ndim):
-            raise errors.EmberTypeError(
-                f"reduce_window: window {window_dimensions}, strides {window_strides} and "
-                f"padding {padding} need one entry per axis of {x.str_short()}{errors.where()}"
-            )
-        shape = _out_shape(x.shape, window_dimensions, window_strides, padding, base_dilation,
-                           window_dilation)  # fmt: skip
-        return ShapedArray(shape, x.dtype, x.weak_type)
 
-    @rules.def_reference(primitive)
+def _abstract_eval(x, *, window_dimensions, window_strides, padding, base_dilation,
+                   window_dilation):  # fmt: skip
+    if not (len(window_dimensions) == len(window_strides) == len(padding) == x.ndim):
+        raise errors.EmberTypeError(
+            f"reduce_window: window {window_dimensions}, strides {window_strides} and "
+            f"padding {padding} need one entry per axis of {x.str_short()}{errors.where()}"
+        )
+    shape = _out_shape(x.shape, window_dimensions, window_strides, padding, base_dilation,
+                       window_dilation)  # fmt: skip
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+def _reference_rule(kind: str):
     def reference(x, **params):
         return _reference(kind, x, **params)
 
-    @rules.def_lowering(primitive)
+    return reference
+
+
+def _lowering_rule(kind: str):
     def lowering(ctx, x, *, window_dimensions, window_strides, padding, base_dilation,
                  window_dilation):  # fmt: skip
         dtype = ctx.avals_in[0].dtype
@@ -103,7 +100,10 @@ def _make(kind: str) -> Primitive:
         }
         return ctx.op("stablehlo.reduce_window", [x, init], ctx.avals_out[0], attrs, regions=[body])
 
-    @rules.def_batch(primitive)
+    return lowering
+
+
+def _batch_rule(primitive: Primitive):
     def batch(vals, dims, *, window_dimensions, window_strides, padding, base_dilation,
               window_dilation):  # fmt: skip
         (x,), (d,) = vals, dims
@@ -118,7 +118,7 @@ def _make(kind: str) -> Primitive:
         )
         return out, 0
 
-    return primitive
+    return batch
 
 
 def _reference(kind: str, x: np.ndarray, *, window_dimensions, window_strides, padding,
@@ -156,16 +156,10 @@ def _reference(kind: str, x: np.ndarray, *, window_dimensions, window_strides, p
     return out
 
 
-reduce_window_sum_p = _make("sum")
-reduce_window_max_p = _make("max")
-reduce_window_min_p = _make("min")
-
-
 # --------------------------------------------------------------------------------------------
-# Differentiation
+# reduce_window_sum: linear, its transpose spreads each cotangent back over its window
 
 
-@rules.def_jvp(reduce_window_sum_p)
 def _sum_jvp(primals, tangents, **params):
     (x,), (t,) = primals, tangents
     out = reduce_window_sum_p.bind(x, **params)
@@ -174,7 +168,6 @@ def _sum_jvp(primals, tangents, **params):
     return out, reduce_window_sum_p.bind(t, **params)
 
 
-@rules.def_transpose(reduce_window_sum_p)
 def _sum_transpose(ct, x, *, window_dimensions, window_strides, padding, base_dilation,
                    window_dilation):  # fmt: skip
     if not is_undefined(x):
@@ -206,6 +199,21 @@ def _sum_transpose(ct, x, *, window_dimensions, window_strides, padding, base_di
         window_dilation=tuple(window_dilation),
     )
     return [result]
+
+
+reduce_window_sum_p = rules.define_primitive(
+    "reduce_window_sum",
+    abstract_eval=_abstract_eval,
+    jvp=_sum_jvp,
+    transpose=_sum_transpose,
+    batch=rules.per_primitive(_batch_rule),
+    lowering=_lowering_rule("sum"),
+    reference=_reference_rule("sum"),
+)
+
+
+# --------------------------------------------------------------------------------------------
+# reduce_window_max and reduce_window_min: differentiated through each window's extreme
 
 
 def _window_positions(in_shape, window_dimensions, window_strides, padding, base_dilation,
@@ -246,7 +254,6 @@ def _patches(x: Any, flat_index: np.ndarray, valid: np.ndarray, fill: Any) -> An
 
 
 def _extreme_jvp(primitive: Primitive, kind: str):
-    @rules.def_jvp(primitive)
     def jvp(primals, tangents, **params):
         (x,), (t,) = primals, tangents
         out = primitive.bind(x, **params)
@@ -259,6 +266,8 @@ def _extreme_jvp(primitive: Primitive, kind: str):
         tangent_patches = _patches(t, index, valid, np.zeros((), get_aval(t).dtype))
         picked = _take_last(tangent_patches, which)
         return out, picked
+
+    return jvp
 
 
 def _take_last(patches: Any, which: Any) -> Any:
@@ -274,8 +283,22 @@ def _take_last(patches: Any, which: Any) -> Any:
     return gather(patches, indices, dn, (1,) * ndim)
 
 
-_extreme_jvp(reduce_window_max_p, "max")
-_extreme_jvp(reduce_window_min_p, "min")
+reduce_window_max_p = rules.define_primitive(
+    "reduce_window_max",
+    abstract_eval=_abstract_eval,
+    jvp=rules.per_primitive(functools.partial(_extreme_jvp, kind="max")),
+    batch=rules.per_primitive(_batch_rule),
+    lowering=_lowering_rule("max"),
+    reference=_reference_rule("max"),
+)
+reduce_window_min_p = rules.define_primitive(
+    "reduce_window_min",
+    abstract_eval=_abstract_eval,
+    jvp=rules.per_primitive(functools.partial(_extreme_jvp, kind="min")),
+    batch=rules.per_primitive(_batch_rule),
+    lowering=_lowering_rule("min"),
+    reference=_reference_rule("min"),
+)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,25 +1,23 @@
-"""``checkpoint`` (``remat``): trade compute for memory in reverse-mode differentiation.
+"""``remat``: the primitive behind ``checkpoint``, which trades compute for memory in
+reverse-mode differentiation (the user-facing decorator and its policies are in
+``transforms/checkpoint.py``).
 
 A checkpointed function is one ``remat`` primitive call. Its partial-evaluation rule is the
 point of it: instead of saving every intermediate value the backward pass needs, the forward
 (known) part saves only the values the *policy* calls saveable, and the backward (unknown)
 part recomputes the rest from the saved values and the inputs. The staged backward part is
 itself a ``remat`` call, lowered behind an optimisation barrier so XLA cannot merge the
-recomputation back into the forward pass.
-
-Policies (``ember.checkpoint_policies``) decide per equation, as in JAX:
-``nothing_saveable`` (the default), ``everything_saveable``, ``dots_saveable`` and
-``dots_with_no_batch_dims_saveable``.
+recomputation back into the forward pass. A policy, the call's ``policy`` parameter, is
+``(primitive, *input avals, **params) -> bool``: may this equation's output be saved?
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ember._src import errors, rules
-from ember._src.core import Primitive, Zero, get_aval, set_current_trace, tangent_aval
+from ember._src import rules
+from ember._src.core import Zero, get_aval, set_current_trace, tangent_aval
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.batching import not_mapped
 from ember._src.interpreters.eval import eval_jaxpr
@@ -32,7 +30,6 @@ from ember._src.interpreters.partial_eval import (
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.ir import ClosedJaxpr, Eqn, Jaxpr, Var
 from ember._src.lowering.module import lower_jaxpr_inline
-from ember._src.primitives.control_flow.common import flatten_operands, trace_function
 from ember._src.primitives.jaxpr_transforms import (
     batch_jaxpr,
     jvp_jaxpr,
@@ -40,94 +37,20 @@ from ember._src.primitives.jaxpr_transforms import (
     trace_const_free,
     transpose_jaxpr,
 )
-from ember._src.primitives.linalg import dot_general_p
 from ember._src.primitives.shape import move_axis
-from ember._src.transforms.arguments import normalize_argnums
-from ember._src.tree.util import tree_unflatten
-
-remat_p = Primitive("remat", multiple_results=True)
-
-# --------------------------------------------------------------------------------------------
-# Policies: (primitive, *input avals, **params) -> may this equation's output be saved?
-
-
-def everything_saveable(primitive: Primitive, *avals: Any, **params: Any) -> bool:
-    return True
-
-
-def nothing_saveable(primitive: Primitive, *avals: Any, **params: Any) -> bool:
-    return False
-
-
-def dots_saveable(primitive: Primitive, *avals: Any, **params: Any) -> bool:
-    return primitive is dot_general_p
-
-
-def dots_with_no_batch_dims_saveable(primitive: Primitive, *avals: Any, **params: Any) -> bool:
-    if primitive is not dot_general_p:
-        return False
-    (_, _), (lhs_batch, rhs_batch) = params["dimension_numbers"]
-    return not lhs_batch and not rhs_batch
-
-
-# --------------------------------------------------------------------------------------------
-# The user-facing decorator
-
-
-def checkpoint(
-    fun: Callable[..., Any],
-    *,
-    prevent_cse: bool = True,
-    policy: Callable[..., bool] | None = None,
-    static_argnums: int | Sequence[int] = (),
-) -> Callable[..., Any]:
-    """``fun``, recomputed in the backward pass instead of storing its intermediates."""
-    policy = policy or nothing_saveable
-    if not callable(policy):
-        raise errors.EmberTypeError(
-            f"checkpoint: policy must be callable, got {policy!r}{errors.where()}"
-        )
-
-    @functools.wraps(fun)
-    def remat_fun(*args: Any, **kwargs: Any) -> Any:
-        static = set(normalize_argnums(static_argnums, len(args), "static_argnums"))
-        dynamic = tuple(a for i, a in enumerate(args) if i not in static)
-        leaves, in_tree, avals = flatten_operands((dynamic, kwargs), "checkpoint")
-
-        def call(dyn: tuple, kw: dict) -> Any:
-            it = iter(dyn)
-            return fun(*[args[i] if i in static else next(it) for i in range(len(args))], **kw)
-
-        consts, jaxpr, out_tree = trace_function(call, in_tree, avals, _name(fun))
-        outs = remat_p.bind(
-            *consts, *leaves, jaxpr=jaxpr, policy=policy, prevent_cse=bool(prevent_cse)
-        )
-        return tree_unflatten(out_tree, outs)
-
-    return remat_fun
-
-
-def _name(fun: Any) -> str:
-    return getattr(fun, "__name__", "checkpointed")
-
-
-remat = checkpoint
 
 # --------------------------------------------------------------------------------------------
 # Evaluation, lowering, jvp, batching, transpose
 
 
-@rules.def_abstract_eval(remat_p)
 def _remat_abstract_eval(*avals, jaxpr, policy, prevent_cse):
     return jaxpr.out_avals
 
 
-@rules.def_reference(remat_p)
 def _remat_reference(*args, jaxpr, policy, prevent_cse):
     return evaluate_jaxpr(jaxpr, args)
 
 
-@rules.def_lowering(remat_p)
 def _remat_lowering(ctx, *args, jaxpr, policy, prevent_cse):
     if prevent_cse and args:
         # A barrier on the inputs: XLA may not fold this (re)computation into another copy.
@@ -135,7 +58,6 @@ def _remat_lowering(ctx, *args, jaxpr, policy, prevent_cse):
     return lower_jaxpr_inline(ctx, jaxpr.jaxpr, [], list(args))
 
 
-@rules.def_jvp(remat_p)
 def _remat_jvp(primals, tangents, *, jaxpr, policy, prevent_cse):
     nonzero = [type(t) is not Zero for t in tangents]
     consts, jvp, out_nz = jvp_jaxpr(jaxpr, nonzero)
@@ -146,7 +68,6 @@ def _remat_jvp(primals, tangents, *, jaxpr, policy, prevent_cse):
     return outs[:n], merge(out_nz, zeros, outs[n:])
 
 
-@rules.def_batch(remat_p)
 def _remat_batch(vals, dims, *, jaxpr, policy, prevent_cse):
     size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
     fronts = [v if d is not_mapped else move_axis(v, d, 0) for v, d in zip(vals, dims)]
@@ -155,7 +76,6 @@ def _remat_batch(vals, dims, *, jaxpr, policy, prevent_cse):
     return outs, [0 if b else not_mapped for b in out_b]
 
 
-@rules.def_transpose(remat_p)
 def _remat_transpose(cts, *args, jaxpr, policy, prevent_cse):
     linear = [is_undefined(x) for x in args]
     residuals = [x for x in args if not is_undefined(x)]
@@ -233,9 +153,6 @@ def _remat_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: di
     return merge(split.out_unknowns, known_results, staged)
 
 
-rules.def_partial_eval(remat_p)(_remat_partial_eval)
-
-
 def _choose_saved(
     needed: Sequence[Any], eqns: Sequence[Eqn], policy: Callable[..., bool]
 ) -> tuple[list[Var], set[int]]:
@@ -263,3 +180,16 @@ def _choose_saved(
             recomputed.add(id(eqn))
             pending.extend(v for v in eqn.invars if type(v) is Var)
     return saved, recomputed
+
+
+remat_p = rules.define_primitive(
+    "remat",
+    abstract_eval=_remat_abstract_eval,
+    jvp=_remat_jvp,
+    transpose=_remat_transpose,
+    batch=_remat_batch,
+    lowering=_remat_lowering,
+    reference=_remat_reference,
+    partial_eval=_remat_partial_eval,
+    multiple_results=True,
+)

@@ -35,10 +35,10 @@ from ember._src.primitives.shape import (
     expand_dims,
     move_axis,
     reshape,
-    slice_op,
     squeeze,
     transpose,
 )
+from ember._src.primitives.slicing import slice_op
 from ember._src.sharding.mesh import Mesh
 from ember._src.sharding.shardings import NamedSharding, PartitionSpec
 

@@ -19,7 +19,8 @@ from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray, Zero, get_aval
 from ember._src.interpreters.batching import not_mapped
 from ember._src.primitives.gather_scatter import GatherDimensionNumbers, gather
-from ember._src.primitives.shape import bdim_to_front, compare_type, concatenate, expand_dims, iota
+from ember._src.primitives.shape import bdim_to_front, compare_type, expand_dims, iota
+from ember._src.primitives.slicing import concatenate
 
 
 def _sort_abstract_eval(*avals, dimension, is_stable, num_keys):

@@ -11,7 +11,7 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.lax.numeric import optimization_barrier
+from ember._src.primitives.optimization_barrier import optimization_barrier
 from ember._src.primitives.shape import convert_element_type
 from ember._src.primitives.sharding_constraint import laid_out as _constrain
 from ember._src.random.gamma import _check_key, _nth, _out_shape as _shape_with

@@ -8,9 +8,9 @@ Gamma(a + 1) is scaled by ``U ** (1 / a)`` (in log space for ``loggamma``, where
 samples would underflow). Drawing the same numbers in the same order from the same keys
 gives the same samples as JAX.
 
-``random_gamma`` is a primitive so that its derivative can be given directly: the implicit
-reparameterisation gradient d(sample)/da at a fixed quantile (``lax.random_gamma_grad``).
-Its lowering and reference rule run the sampler's own jaxpr.
+The samples come from the ``random_gamma`` primitive (``primitives/random_gamma.py``), so that
+their derivative can be given directly; its lowering and reference rules run the sampler
+defined here, registered with it below.
 """
 
 from __future__ import annotations
@@ -20,28 +20,23 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import dtypes, errors, rules
-from ember._src.core import Primitive, ShapedArray, Zero, get_aval, tangent_aval
-from ember._src.interpreters.batching import not_mapped
-from ember._src.interpreters.reference import evaluate_jaxpr
-from ember._src.interpreters.staging import trace_to_jaxpr
-from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src import errors
+from ember._src.core import get_aval
 from ember._src.primitives.arithmetic import add, div, max as max_, mul, neg, sub
 from ember._src.primitives.bits import bitwise_and, bitwise_or
 from ember._src.primitives.comparisons import eq, ge, le
 from ember._src.primitives.control_flow.loops import while_loop
-from ember._src.primitives.igamma import random_gamma_grad
 from ember._src.primitives.math_functions import exp, log, pow as pow_, sqrt
+from ember._src.primitives.random_gamma import random_gamma_p, register_sampler
 from ember._src.primitives.reduce import reduce_max
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import (
-    bdim_to_front,
     broadcast_in_dim,
     convert_element_type,
     reduce_sum,
     reshape,
-    slice_op,
 )
+from ember._src.primitives.slicing import slice_op
 from ember._src.random.prng import (
     _broadcast,
     _exponential,
@@ -134,76 +129,7 @@ def _gamma_impl(key: Any, a: Any, *, log_space: bool) -> Any:
     return reshape(samples, a_shape)
 
 
-# --------------------------------------------------------------------------------------------
-# The primitive
-
-random_gamma_p = Primitive("random_gamma")
-
-
-@rules.def_abstract_eval(random_gamma_p)
-def _random_gamma_abstract_eval(key: ShapedArray, a: ShapedArray, *, log_space: bool):
-    batch = key.shape[:-1]
-    if (
-        key.dtype != np.dtype(np.uint32)
-        or not key.shape
-        or key.shape[-1] != 2
-        or a.shape[: len(batch)] != batch
-    ):
-        raise errors.EmberTypeError(
-            f"random_gamma: keys {key.str_short()} do not batch a {a.str_short()}{errors.where()}"
-        )
-    if not dtypes.is_float(a.dtype) or a.dtype.kind == "c":
-        raise errors.EmberTypeError(
-            f"random_gamma needs a real floating-point a, got {a.str_short()}{errors.where()}"
-        )
-    return ShapedArray(a.shape, a.dtype)
-
-
-def _sampler_jaxpr(avals, log_space):
-    return trace_to_jaxpr(lambda k, a: [_gamma_impl(k, a, log_space=log_space)], avals)
-
-
-@rules.def_lowering(random_gamma_p)
-def _random_gamma_lowering(ctx, key, a, *, log_space):
-    closed = _sampler_jaxpr(ctx.avals_in, log_space)
-    consts = [ctx.constant(c, get_aval(c)) for c in closed.consts]
-    return lower_jaxpr_inline(ctx, closed.jaxpr, consts, [key, a])[0]
-
-
-@rules.def_reference(random_gamma_p)
-def _random_gamma_reference(key, a, *, log_space):
-    avals = [ShapedArray(key.shape, key.dtype), ShapedArray(a.shape, a.dtype)]
-    return evaluate_jaxpr(_sampler_jaxpr(avals, log_space), [key, a])[0]
-
-
-@rules.def_batch(random_gamma_p)
-def _random_gamma_batch(vals, dims, *, log_space):
-    key, a = vals
-    key_dim, a_dim = dims
-    size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
-    key, a = bdim_to_front(key, key_dim, size), bdim_to_front(a, a_dim, size)
-    return random_gamma_p.bind(key, a, log_space=log_space), 0
-
-
-def _gamma_grad(sample: Any, a: Any, log_space: bool) -> Any:
-    if not log_space:
-        return random_gamma_grad(a, sample)
-    # d log(x) = dx / x; exp(log x) may round to 0, so it is kept at the smallest normal.
-    dtype = get_aval(sample).dtype
-    x = exp(sample)
-    tiny = _broadcast(np.asarray(dtypes.finfo(dtype).tiny, dtype), get_aval(x).shape)
-    x = select_n(eq(x, np.asarray(0, dtype)), x, tiny)
-    return div(random_gamma_grad(a, x), x)
-
-
-@rules.def_jvp(random_gamma_p)
-def _random_gamma_jvp(primals, tangents, *, log_space):
-    key, a = primals
-    _, ta = tangents
-    out = random_gamma_p.bind(key, a, log_space=log_space)
-    if type(ta) is Zero:
-        return out, Zero(tangent_aval(get_aval(out)))
-    return out, mul(ta, _gamma_grad(out, a, log_space))
+register_sampler(_gamma_impl)
 
 
 # --------------------------------------------------------------------------------------------

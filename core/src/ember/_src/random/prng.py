@@ -52,14 +52,13 @@ from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import (
     broadcast_in_dim,
     broadcast_to_shape,
-    concatenate,
     convert_element_type,
     expand_dims,
     iota,
     reshape,
-    slice_op,
 )
 from ember._src.primitives.sharding_constraint import laid_out
+from ember._src.primitives.slicing import concatenate, slice_op
 from ember._src.primitives.special import erf, erf_inv
 from ember._src.transforms.jit import jit
 

@@ -17,7 +17,7 @@ from ember._src.numpy import creation, elementwise as jnp, manipulation
 from ember._src.numpy.util import prepare_inexact
 from ember._src.primitives import special as _special
 from ember._src.primitives.control_flow.loops import fori_loop
-from ember._src.primitives.custom_derivatives import custom_jvp
+from ember._src.transforms.custom_derivatives import custom_jvp
 
 _SERIES_TERMS = 25  # E_n(x) for x <= 1
 _FRACTION_TERMS = 60  # E_n(x) for x > 1: relative error below 1e-13 from x = 1 on

@@ -19,7 +19,7 @@ from ember._src.core import get_aval
 from ember._src.numpy import elementwise as jnp
 from ember._src.numpy.util import prepare_inexact
 from ember._src.primitives import special as _special
-from ember._src.primitives.custom_derivatives import custom_jvp
+from ember._src.transforms.custom_derivatives import custom_jvp
 
 _SQRT_2 = math.sqrt(2.0)
 _SQRT_PI = math.sqrt(math.pi)

@@ -18,7 +18,7 @@ from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as jnp
 from ember._src.numpy.util import prepare_inexact
 from ember._src.primitives.control_flow.loops import fori_loop
-from ember._src.primitives.custom_derivatives import custom_jvp
+from ember._src.transforms.custom_derivatives import custom_jvp
 
 _SWITCH = 4.0
 _SERIES_ORDER = 33  # powers x^1 .. x^33: below float64 rounding for |x| < 4

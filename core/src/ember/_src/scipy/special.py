@@ -21,7 +21,7 @@ from ember._src.nn import functions as nn
 from ember._src.numpy import creation, elementwise as jnp, manipulation, more, reductions
 from ember._src.numpy.util import prepare_inexact
 from ember._src.primitives import igamma as _igamma, special as _special
-from ember._src.primitives.custom_derivatives import custom_jvp
+from ember._src.transforms.custom_derivatives import custom_jvp
 
 
 def _c(x: Any, value: float) -> np.ndarray:

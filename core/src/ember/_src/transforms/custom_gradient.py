@@ -20,8 +20,8 @@ from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.interpreters.staging import StagingTracer, trace_to_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr, Var
 from ember._src.numpy.creation import asarray
-from ember._src.primitives.custom_derivatives import CustomDerivativeError, custom_vjp
 from ember._src.transforms.arguments import leaf_aval
+from ember._src.transforms.custom_derivatives import CustomDerivativeError, custom_vjp
 from ember._src.transforms.jacobians import jacrev
 from ember._src.tree.ops import Partial
 from ember._src.tree.util import (

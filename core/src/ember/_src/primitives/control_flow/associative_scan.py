@@ -14,7 +14,8 @@ from typing import Any
 
 from ember._src import errors
 from ember._src.core import get_aval
-from ember._src.primitives.shape import concatenate, expand_dims, move_axis, reshape, rev, slice_op
+from ember._src.primitives.shape import expand_dims, move_axis, reshape
+from ember._src.primitives.slicing import concatenate, rev, slice_op
 from ember._src.tree.util import tree_flatten, tree_unflatten
 
 

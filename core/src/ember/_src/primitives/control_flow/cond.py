@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes, errors, rules
-from ember._src.core import Primitive, ShapedArray, Zero, get_aval, set_current_trace, tangent_aval
+from ember._src.core import ShapedArray, Zero, get_aval, set_current_trace, tangent_aval
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import zeros
 from ember._src.interpreters.batching import not_mapped
@@ -25,7 +25,7 @@ from ember._src.ir import ClosedJaxpr
 from ember._src.lowering.module import lower_jaxpr_inline
 from ember._src.primitives.arithmetic import max as max_, min as min_
 from ember._src.primitives.comparisons import ne
-from ember._src.primitives.control_flow.common import (
+from ember._src.primitives.control_flow.body_jaxprs import (
     ControlFlowTypeError,
     describe_avals,
     flatten_operands,
@@ -47,7 +47,157 @@ from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import broadcast_in_dim, convert_element_type, move_axis
 from ember._src.tree.util import tree_unflatten
 
-cond_p = Primitive("cond", multiple_results=True)
+# --------------------------------------------------------------------------------------------
+# Rules
+
+
+def _cond_abstract_eval(index, *avals, branches):
+    if index.shape != () or index.dtype != dtypes.int32:
+        raise errors.EmberTypeError(f"cond: the index must be int32[], got {index.str_short()}")
+    for b in branches:
+        if not same_types(b.in_avals, avals):
+            raise errors.EmberTypeError(
+                f"cond: a branch takes {describe_avals(b.in_avals)}, got {describe_avals(avals)}"
+            )
+    return join_weak_types(*[b.out_avals for b in branches])
+
+
+def _cond_reference(index, *operands, branches):
+    chosen = branches[int(np.clip(index, 0, len(branches) - 1))]
+    return evaluate_jaxpr(chosen, operands)
+
+
+def _cond_lowering(ctx, index, *operands, branches):
+    out_avals = list(ctx.avals_out)
+
+    def region(branch: ClosedJaxpr):
+        return ctx.region([], lambda c: lower_jaxpr_inline(c, branch.jaxpr, [], operands))
+
+    regions = [region(b) for b in branches]
+    return ctx.op("stablehlo.case", [index], out_avals, regions=regions)
+
+
+def _cond_jvp(primals, tangents, *, branches):
+    index, operands = primals[0], primals[1:]
+    nonzero = [type(t) is not Zero for t in tangents[1:]]
+    out_nonzero = _union(jvp_jaxpr(b, nonzero)[2] for b in branches)
+    transformed = [jvp_jaxpr(b, nonzero, out_nonzero) for b in branches]
+    consts, new_branches = join_branch_consts([(c, j) for c, j, _ in transformed])
+    live = [t for t in tangents[1:] if type(t) is not Zero]
+    outs = cond_p.bind(index, *consts, *operands, *live, branches=tuple(new_branches))
+    n = len(branches[0].out_avals)
+    primal_out, tangent_live = outs[:n], outs[n:]
+    zero_outs = [
+        Zero(tangent_aval(a)) for a, nz in zip(branches[0].out_avals, out_nonzero) if not nz
+    ]
+    return primal_out, merge(out_nonzero, zero_outs, tangent_live)
+
+
+def _union(flag_lists) -> list[bool]:
+    flag_lists = list(flag_lists)
+    return [any(flags) for flags in zip(*flag_lists)]
+
+
+def _cond_batch(vals, dims, *, branches):
+    index, operands = vals[0], vals[1:]
+    index_dim, op_dims = dims[0], dims[1:]
+    size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
+    ops_front = [v if d is not_mapped else move_axis(v, d, 0) for v, d in zip(operands, op_dims)]
+    in_batched = [d is not not_mapped for d in op_dims]
+    if index_dim is not not_mapped:
+        return _batched_index_select(index, index_dim, ops_front, in_batched, size, branches)
+    out_batched = _union(batch_jaxpr(b, in_batched, size)[2] for b in branches)
+    transformed = [batch_jaxpr(b, in_batched, size, out_batched) for b in branches]
+    consts, new_branches = join_branch_consts([(c, j) for c, j, _ in transformed])
+    outs = cond_p.bind(index, *consts, *ops_front, branches=tuple(new_branches))
+    return outs, [0 if b else not_mapped for b in out_batched]
+
+
+def _batched_index_select(index, index_dim, ops_front, in_batched, size, branches):
+    """Each lane picks its own branch: run every branch on the batch, select per lane."""
+    index = move_axis(index, index_dim, 0)
+    results = []
+    for b in branches:
+        consts, batched, _ = batch_jaxpr(b, in_batched, size, True)
+        results.append(eval_jaxpr(batched.jaxpr, [], *consts, *ops_front))
+    outs = []
+    for per_branch in zip(*results):
+        shape = get_aval(per_branch[0]).shape
+        which = broadcast_in_dim(index, shape, (0,))
+        outs.append(select_n(which, *per_branch))
+    return outs, [0] * len(outs)
+
+
+def _cond_transpose(cts, index, *operands, branches):
+    linear = [is_undefined(x) for x in operands]
+    residuals = [x for x in operands if not is_undefined(x)]
+    transformed = [transpose_jaxpr(b, linear) for b in branches]
+    consts, new_branches = join_branch_consts(transformed)
+    ct_args = materialize_cts(cts)
+    outs = cond_p.bind(index, *consts, *residuals, *ct_args, branches=tuple(new_branches))
+    return [None, *merge(linear, [None] * len(residuals), outs)]
+
+
+def _cond_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) -> Any:
+    branches = params["branches"]
+    index, operands = args[0], args[1:]
+    if trace.owns(index):  # the choice itself is unknown: stage all of it
+        return trace.stage(cond_p, args, params)
+    unknowns = [trace.owns(x) for x in operands]
+    out_unknowns = _union(partial_eval_jaxpr(b, unknowns).out_unknowns for b in branches)
+    splits = [partial_eval_jaxpr(b, unknowns, out_unknowns) for b in branches]
+    res_avals = [list(s.unknown.in_avals[: s.num_residuals]) for s in splits]
+    all_res = [a for avals in res_avals for a in avals]
+    known_pairs, unknown_branches = [], []
+    start = 0
+    for split, avals in zip(splits, res_avals):
+        known_pairs.append(_known_with_all_residuals(split, all_res, start))
+        # The unknown part takes its own residuals first: the later branches' go after them.
+        unknown = with_inputs_at(split.unknown, len(avals), all_res[start + len(avals) :])
+        unknown_branches.append(with_leading_inputs(unknown, all_res[:start]))
+        start += len(avals)
+    known_consts, known_branches = join_branch_consts(known_pairs)
+    known_ops = [x for x, u in zip(operands, unknowns) if not u]
+    with set_current_trace(trace.parent):
+        known_outs = cond_p.bind(index, *known_consts, *known_ops, branches=tuple(known_branches))
+    n_known = len(known_outs) - len(all_res)
+    residuals = known_outs[n_known:]
+    unknown_ops = [x for x, u in zip(operands, unknowns) if u]
+    unknown_outs = trace.stage(
+        cond_p, [index, *residuals, *unknown_ops], {"branches": tuple(unknown_branches)}
+    )
+    return merge(out_unknowns, known_outs[:n_known], unknown_outs)
+
+
+def _known_with_all_residuals(split, all_res: list[ShapedArray], start: int):
+    """The known part of one branch, returning zeros in the other branches' residual slots."""
+    consts, known = hoist_consts(split.known)
+    n_out = len(known.out_avals) - split.num_residuals
+
+    def fun(*args):
+        outs = eval_jaxpr(known.jaxpr, [], *args)
+        own = outs[n_out:]
+        before = [zeros(a) for a in all_res[:start]]
+        after = [zeros(a) for a in all_res[start + len(own) :]]
+        return [*outs[:n_out], *before, *own, *after]
+
+    # The wrapper takes (its own captured values, the known part's consts, known operands).
+    inner_consts, wrapped = trace_const_free(fun, known.in_avals, "cond_known")
+    return [*inner_consts, *consts], wrapped
+
+
+cond_p = rules.define_primitive(
+    "cond",
+    abstract_eval=_cond_abstract_eval,
+    jvp=_cond_jvp,
+    transpose=_cond_transpose,
+    batch=_cond_batch,
+    lowering=_cond_lowering,
+    reference=_cond_reference,
+    partial_eval=_cond_partial_eval,
+    multiple_results=True,
+)
+
 
 # --------------------------------------------------------------------------------------------
 # The user-facing functions
@@ -157,151 +307,3 @@ def join_branch_consts(
         jaxprs.append(with_leading_inputs(jaxpr, all_avals[:start]))
         start = end
     return all_consts, jaxprs
-
-
-# --------------------------------------------------------------------------------------------
-# Rules
-
-
-@rules.def_abstract_eval(cond_p)
-def _cond_abstract_eval(index, *avals, branches):
-    if index.shape != () or index.dtype != dtypes.int32:
-        raise errors.EmberTypeError(f"cond: the index must be int32[], got {index.str_short()}")
-    for b in branches:
-        if not same_types(b.in_avals, avals):
-            raise errors.EmberTypeError(
-                f"cond: a branch takes {describe_avals(b.in_avals)}, got {describe_avals(avals)}"
-            )
-    return join_weak_types(*[b.out_avals for b in branches])
-
-
-@rules.def_reference(cond_p)
-def _cond_reference(index, *operands, branches):
-    chosen = branches[int(np.clip(index, 0, len(branches) - 1))]
-    return evaluate_jaxpr(chosen, operands)
-
-
-@rules.def_lowering(cond_p)
-def _cond_lowering(ctx, index, *operands, branches):
-    out_avals = list(ctx.avals_out)
-
-    def region(branch: ClosedJaxpr):
-        return ctx.region([], lambda c: lower_jaxpr_inline(c, branch.jaxpr, [], operands))
-
-    regions = [region(b) for b in branches]
-    return ctx.op("stablehlo.case", [index], out_avals, regions=regions)
-
-
-@rules.def_jvp(cond_p)
-def _cond_jvp(primals, tangents, *, branches):
-    index, operands = primals[0], primals[1:]
-    nonzero = [type(t) is not Zero for t in tangents[1:]]
-    out_nonzero = _union(jvp_jaxpr(b, nonzero)[2] for b in branches)
-    transformed = [jvp_jaxpr(b, nonzero, out_nonzero) for b in branches]
-    consts, new_branches = join_branch_consts([(c, j) for c, j, _ in transformed])
-    live = [t for t in tangents[1:] if type(t) is not Zero]
-    outs = cond_p.bind(index, *consts, *operands, *live, branches=tuple(new_branches))
-    n = len(branches[0].out_avals)
-    primal_out, tangent_live = outs[:n], outs[n:]
-    zero_outs = [
-        Zero(tangent_aval(a)) for a, nz in zip(branches[0].out_avals, out_nonzero) if not nz
-    ]
-    return primal_out, merge(out_nonzero, zero_outs, tangent_live)
-
-
-def _union(flag_lists) -> list[bool]:
-    flag_lists = list(flag_lists)
-    return [any(flags) for flags in zip(*flag_lists)]
-
-
-@rules.def_batch(cond_p)
-def _cond_batch(vals, dims, *, branches):
-    index, operands = vals[0], vals[1:]
-    index_dim, op_dims = dims[0], dims[1:]
-    size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
-    ops_front = [v if d is not_mapped else move_axis(v, d, 0) for v, d in zip(operands, op_dims)]
-    in_batched = [d is not not_mapped for d in op_dims]
-    if index_dim is not not_mapped:
-        return _batched_index_select(index, index_dim, ops_front, in_batched, size, branches)
-    out_batched = _union(batch_jaxpr(b, in_batched, size)[2] for b in branches)
-    transformed = [batch_jaxpr(b, in_batched, size, out_batched) for b in branches]
-    consts, new_branches = join_branch_consts([(c, j) for c, j, _ in transformed])
-    outs = cond_p.bind(index, *consts, *ops_front, branches=tuple(new_branches))
-    return outs, [0 if b else not_mapped for b in out_batched]
-
-
-def _batched_index_select(index, index_dim, ops_front, in_batched, size, branches):
-    """Each lane picks its own branch: run every branch on the batch, select per lane."""
-    index = move_axis(index, index_dim, 0)
-    results = []
-    for b in branches:
-        consts, batched, _ = batch_jaxpr(b, in_batched, size, True)
-        results.append(eval_jaxpr(batched.jaxpr, [], *consts, *ops_front))
-    outs = []
-    for per_branch in zip(*results):
-        shape = get_aval(per_branch[0]).shape
-        which = broadcast_in_dim(index, shape, (0,))
-        outs.append(select_n(which, *per_branch))
-    return outs, [0] * len(outs)
-
-
-@rules.def_transpose(cond_p)
-def _cond_transpose(cts, index, *operands, branches):
-    linear = [is_undefined(x) for x in operands]
-    residuals = [x for x in operands if not is_undefined(x)]
-    transformed = [transpose_jaxpr(b, linear) for b in branches]
-    consts, new_branches = join_branch_consts(transformed)
-    ct_args = materialize_cts(cts)
-    outs = cond_p.bind(index, *consts, *residuals, *ct_args, branches=tuple(new_branches))
-    return [None, *merge(linear, [None] * len(residuals), outs)]
-
-
-def _cond_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) -> Any:
-    branches = params["branches"]
-    index, operands = args[0], args[1:]
-    if trace.owns(index):  # the choice itself is unknown: stage all of it
-        return trace.stage(cond_p, args, params)
-    unknowns = [trace.owns(x) for x in operands]
-    out_unknowns = _union(partial_eval_jaxpr(b, unknowns).out_unknowns for b in branches)
-    splits = [partial_eval_jaxpr(b, unknowns, out_unknowns) for b in branches]
-    res_avals = [list(s.unknown.in_avals[: s.num_residuals]) for s in splits]
-    all_res = [a for avals in res_avals for a in avals]
-    known_pairs, unknown_branches = [], []
-    start = 0
-    for split, avals in zip(splits, res_avals):
-        known_pairs.append(_known_with_all_residuals(split, all_res, start))
-        # The unknown part takes its own residuals first: the later branches' go after them.
-        unknown = with_inputs_at(split.unknown, len(avals), all_res[start + len(avals) :])
-        unknown_branches.append(with_leading_inputs(unknown, all_res[:start]))
-        start += len(avals)
-    known_consts, known_branches = join_branch_consts(known_pairs)
-    known_ops = [x for x, u in zip(operands, unknowns) if not u]
-    with set_current_trace(trace.parent):
-        known_outs = cond_p.bind(index, *known_consts, *known_ops, branches=tuple(known_branches))
-    n_known = len(known_outs) - len(all_res)
-    residuals = known_outs[n_known:]
-    unknown_ops = [x for x, u in zip(operands, unknowns) if u]
-    unknown_outs = trace.stage(
-        cond_p, [index, *residuals, *unknown_ops], {"branches": tuple(unknown_branches)}
-    )
-    return merge(out_unknowns, known_outs[:n_known], unknown_outs)
-
-
-rules.def_partial_eval(cond_p)(_cond_partial_eval)
-
-
-def _known_with_all_residuals(split, all_res: list[ShapedArray], start: int):
-    """The known part of one branch, returning zeros in the other branches' residual slots."""
-    consts, known = hoist_consts(split.known)
-    n_out = len(known.out_avals) - split.num_residuals
-
-    def fun(*args):
-        outs = eval_jaxpr(known.jaxpr, [], *args)
-        own = outs[n_out:]
-        before = [zeros(a) for a in all_res[:start]]
-        after = [zeros(a) for a in all_res[start + len(own) :]]
-        return [*outs[:n_out], *before, *own, *after]
-
-    # The wrapper takes (its own captured values, the known part's consts, known operands).
-    inner_consts, wrapped = trace_const_free(fun, known.in_avals, "cond_known")
-    return [*inner_consts, *consts], wrapped

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ember._src import core, dtypes, errors, rules
-from ember._src.core import Primitive, Zero, get_aval, set_current_trace, tangent_aval
+from ember._src.core import Zero, get_aval, set_current_trace, tangent_aval
 from ember._src.interpreters.ad_util import instantiate
 from ember._src.interpreters.batching import not_mapped
 from ember._src.interpreters.eval import eval_jaxpr
@@ -33,7 +33,7 @@ from ember._src.ir import ClosedJaxpr, Jaxpr, Var
 from ember._src.lowering.module import lower_jaxpr_inline
 from ember._src.primitives.arithmetic import add
 from ember._src.primitives.comparisons import lt
-from ember._src.primitives.control_flow.common import (
+from ember._src.primitives.control_flow.body_jaxprs import (
     ControlFlowTypeError,
     flatten_operands,
     permute_jaxpr,
@@ -54,7 +54,226 @@ from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import bdim_to_front, broadcast_in_dim, convert_element_type
 from ember._src.tree.util import tree_flatten, tree_unflatten
 
-while_p = Primitive("while", multiple_results=True)
+# --------------------------------------------------------------------------------------------
+# Abstract evaluation, reference, lowering
+
+
+def _split(args, cond_nconsts, body_nconsts):
+    return split_list(args, [cond_nconsts, body_nconsts])
+
+
+def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    return list(body_jaxpr.out_avals)
+
+
+def _while_reference(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cond_consts, body_consts, carry = _split(args, cond_nconsts, body_nconsts)
+    while bool(evaluate_jaxpr(cond_jaxpr, [*cond_consts, *carry])[0]):
+        carry = evaluate_jaxpr(body_jaxpr, [*body_consts, *carry])
+    return carry
+
+
+def _while_lowering(ctx, *operands, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cond_consts, body_consts, carry = _split(operands, cond_nconsts, body_nconsts)
+    carry_avals = list(ctx.avals_out)
+
+    def cond_region(c, *state):
+        return lower_jaxpr_inline(c, cond_jaxpr.jaxpr, [], [*cond_consts, *state])
+
+    def body_region(c, *state):
+        return lower_jaxpr_inline(c, body_jaxpr.jaxpr, [], [*body_consts, *state])
+
+    regions = [ctx.region(carry_avals, cond_region), ctx.region(carry_avals, body_region)]
+    return ctx.op("stablehlo.while", list(carry), carry_avals, regions=regions)
+
+
+# --------------------------------------------------------------------------------------------
+# Forward mode
+
+
+def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cond_consts, body_consts, carry = _split(primals, cond_nconsts, body_nconsts)
+    _, body_t, init_t = _split(tangents, cond_nconsts, body_nconsts)
+    const_nz = [type(t) is not Zero for t in body_t]
+    carry_nz = fixpoint(
+        lambda cnz: jvp_jaxpr(body_jaxpr, [*const_nz, *cnz])[2],
+        [type(t) is not Zero for t in init_t],
+    )
+    jconsts, jj, _ = jvp_jaxpr(body_jaxpr, [*const_nz, *carry_nz], carry_nz)
+    n_j, n_c, n_k = len(jconsts), body_nconsts, len(carry)
+    n_ct = sum(const_nz)
+    order = list(range(n_j + n_c))  # jvp consts, body consts
+    order += list(range(n_j + n_c + n_k, n_j + n_c + n_k + n_ct))  # const tangents
+    order += list(range(n_j + n_c, n_j + n_c + n_k))  # carry
+    order += list(range(n_j + n_c + n_k + n_ct, len(jj.in_avals)))  # carry tangents
+    body = permute_jaxpr(jj, order, list(range(len(jj.out_avals))))
+    tangent_avals = list(jj.in_avals[n_j + n_c + n_k + n_ct :])
+    cond = with_inputs_at(cond_jaxpr, cond_nconsts + n_k, tangent_avals)
+    live_ct = [t for t in body_t if type(t) is not Zero]
+    live_kt = [instantiate(t) for t, nz in zip(init_t, carry_nz) if nz]
+    outs = while_p.bind(
+        *cond_consts,
+        *jconsts,
+        *body_consts,
+        *live_ct,
+        *carry,
+        *live_kt,
+        cond_jaxpr=cond,
+        body_jaxpr=body,
+        cond_nconsts=cond_nconsts,
+        body_nconsts=n_j + n_c + n_ct,
+    )
+    primal_out, tangent_live = outs[:n_k], outs[n_k:]
+    zeros = [Zero(tangent_aval(get_aval(c))) for c, nz in zip(carry, carry_nz) if not nz]
+    return primal_out, merge(carry_nz, zeros, tangent_live)
+
+
+# --------------------------------------------------------------------------------------------
+# Partial evaluation: the known carries run now; anything unknown re-runs the whole loop
+
+
+def _while_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) -> Any:
+    cond_jaxpr, body_jaxpr = params["cond_jaxpr"], params["body_jaxpr"]
+    cond_nconsts, body_nconsts = params["cond_nconsts"], params["body_nconsts"]
+    unknowns = [trace.owns(x) for x in args]
+    cond_uk, body_uk, init_uk = _split(unknowns, cond_nconsts, body_nconsts)
+    carry_uk = fixpoint(
+        lambda cu: partial_eval_jaxpr(body_jaxpr, [*body_uk, *cu]).out_unknowns, init_uk
+    )
+    pred_uk = partial_eval_jaxpr(cond_jaxpr, [*cond_uk, *carry_uk]).out_unknowns[0]
+    staged = trace.stage(while_p, args, params)
+    if pred_uk or all(carry_uk):
+        return staged
+    cond_consts, body_consts, carry = _split(args, cond_nconsts, body_nconsts)
+    known_cond = _drop_inputs(cond_jaxpr, [False] * cond_nconsts + carry_uk)
+    split = partial_eval_jaxpr(body_jaxpr, [*body_uk, *carry_uk], carry_uk)
+    kconsts, known = hoist_consts(split.known)
+    n_known = len(known.out_avals) - split.num_residuals
+    kj = known.jaxpr
+    known_body = ClosedJaxpr(
+        dce_jaxpr(Jaxpr([], kj.invars, kj.outvars[:n_known], kj.eqns, kj.debug_info)), []
+    )
+    known_body_consts = [*kconsts, *[x for x, u in zip(body_consts, body_uk) if not u]]
+    with set_current_trace(trace.parent):
+        known_outs = while_p.bind(
+            *cond_consts,
+            *known_body_consts,
+            *[x for x, u in zip(carry, carry_uk) if not u],
+            cond_jaxpr=known_cond,
+            body_jaxpr=known_body,
+            cond_nconsts=cond_nconsts,
+            body_nconsts=len(known_body_consts),
+        )
+    return merge(carry_uk, known_outs, [x for x, u in zip(staged, carry_uk) if u])
+
+
+def _drop_inputs(closed: ClosedJaxpr, drop: Sequence[bool]) -> ClosedJaxpr:
+    """``closed`` without the inputs marked in ``drop`` (which it must not use)."""
+    jaxpr = dce_jaxpr(closed.jaxpr)
+    used = {id(v) for eqn in jaxpr.eqns for v in eqn.invars if type(v) is Var}
+    used |= {id(v) for v in jaxpr.outvars if type(v) is Var}
+    invars = []
+    for var, dropped in zip(jaxpr.invars, drop):
+        if dropped and id(var) in used:
+            raise AssertionError("internal error: dropping an input the loop condition reads")
+        if not dropped:
+            invars.append(var)
+    return ClosedJaxpr(Jaxpr([], invars, jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info), [])
+
+
+def _while_transpose(cts, *args, **params):
+    raise errors.EmberTypeError(
+        "reverse-mode differentiation (grad, vjp) does not work through lax.while_loop or a "
+        "lax.fori_loop with traced bounds, because the number of iterations is only known at "
+        "run time; use lax.scan, or fori_loop with Python-int bounds, or forward mode (jvp, "
+        f"jacfwd){errors.where()}"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Batching
+
+
+def _while_batch(vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
+    batched = [d is not not_mapped for d in dims]
+    cond_b, body_b, init_b = _split(batched, cond_nconsts, body_nconsts)
+    carry_b = fixpoint(lambda cb: batch_jaxpr(body_jaxpr, [*body_b, *cb], size)[2], init_b)
+    pred_b = batch_jaxpr(cond_jaxpr, [*cond_b, *carry_b], size)[2][0]
+    if pred_b:
+        carry_b = [True] * len(carry_b)
+    fronts = [v if d is not_mapped else bdim_to_front(v, d, size) for v, d in zip(vals, dims)]
+    cond_consts, body_consts, carry = _split(fronts, cond_nconsts, body_nconsts)
+    carry = [
+        bdim_to_front(v, not_mapped, size) if b and not ib else v
+        for v, b, ib in zip(carry, carry_b, init_b)
+    ]
+    ccs, cj, _ = batch_jaxpr(cond_jaxpr, [*cond_b, *carry_b], size)
+    bcs, bj, _ = batch_jaxpr(body_jaxpr, [*body_b, *carry_b], size, carry_b)
+    if not pred_b:
+        outs = while_p.bind(
+            *ccs,
+            *cond_consts,
+            *bcs,
+            *body_consts,
+            *carry,
+            cond_jaxpr=cj,
+            body_jaxpr=bj,
+            cond_nconsts=len(ccs) + cond_nconsts,
+            body_nconsts=len(bcs) + body_nconsts,
+        )
+        return outs, [0 if b else not_mapped for b in carry_b]
+    n_cc = len(ccs) + cond_nconsts
+    carry_avals = [get_aval(c) for c in carry]
+    cond_const_avals = [get_aval(c) for c in [*ccs, *cond_consts]]
+    body_const_avals = [get_aval(c) for c in [*bcs, *body_consts]]
+
+    def any_lane(*args):
+        return [reduce_or(eval_jaxpr(cj.jaxpr, [], *args)[0], (0,))]
+
+    def step_live_lanes(*args):
+        cc, bc, state = split_list(args, [n_cc, len(body_const_avals)])
+        live = eval_jaxpr(cj.jaxpr, [], *cc, *state)[0]
+        new = eval_jaxpr(bj.jaxpr, [], *bc, *state)
+        return [
+            select_n(broadcast_in_dim(live, get_aval(old).shape, (0,)), old, updated)
+            for old, updated in zip(state, new)
+        ]
+
+    c2, new_cond = trace_const_free(any_lane, [*cond_const_avals, *carry_avals], "while_cond")
+    b2, new_body = trace_const_free(
+        step_live_lanes, [*cond_const_avals, *body_const_avals, *carry_avals], "while_body"
+    )
+    outs = while_p.bind(
+        *c2,
+        *ccs,
+        *cond_consts,
+        *b2,
+        *ccs,
+        *cond_consts,
+        *bcs,
+        *body_consts,
+        *carry,
+        cond_jaxpr=new_cond,
+        body_jaxpr=new_body,
+        cond_nconsts=len(c2) + n_cc,
+        body_nconsts=len(b2) + n_cc + len(body_const_avals),
+    )
+    return outs, [0] * len(outs)
+
+
+while_p = rules.define_primitive(
+    "while",
+    abstract_eval=_while_abstract_eval,
+    jvp=_while_jvp,
+    transpose=_while_transpose,
+    batch=_while_batch,
+    lowering=_while_lowering,
+    reference=_while_reference,
+    partial_eval=_while_partial_eval,
+    multiple_results=True,
+)
+
 
 # --------------------------------------------------------------------------------------------
 # The user-facing functions
@@ -183,220 +402,3 @@ def _static_int(x: Any) -> int | None:
 def map(f: Callable[[Any], Any], xs: Any) -> Any:
     """``f`` applied to each slice of ``xs`` along its leading axis, sequentially (a scan)."""
     return scan(lambda _, x: ((), f(x)), (), xs)[1]
-
-
-# --------------------------------------------------------------------------------------------
-# Abstract evaluation, reference, lowering
-
-
-def _split(args, cond_nconsts, body_nconsts):
-    return split_list(args, [cond_nconsts, body_nconsts])
-
-
-@rules.def_abstract_eval(while_p)
-def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    return list(body_jaxpr.out_avals)
-
-
-@rules.def_reference(while_p)
-def _while_reference(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cond_consts, body_consts, carry = _split(args, cond_nconsts, body_nconsts)
-    while bool(evaluate_jaxpr(cond_jaxpr, [*cond_consts, *carry])[0]):
-        carry = evaluate_jaxpr(body_jaxpr, [*body_consts, *carry])
-    return carry
-
-
-@rules.def_lowering(while_p)
-def _while_lowering(ctx, *operands, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cond_consts, body_consts, carry = _split(operands, cond_nconsts, body_nconsts)
-    carry_avals = list(ctx.avals_out)
-
-    def cond_region(c, *state):
-        return lower_jaxpr_inline(c, cond_jaxpr.jaxpr, [], [*cond_consts, *state])
-
-    def body_region(c, *state):
-        return lower_jaxpr_inline(c, body_jaxpr.jaxpr, [], [*body_consts, *state])
-
-    regions = [ctx.region(carry_avals, cond_region), ctx.region(carry_avals, body_region)]
-    return ctx.op("stablehlo.while", list(carry), carry_avals, regions=regions)
-
-
-# --------------------------------------------------------------------------------------------
-# Forward mode
-
-
-@rules.def_jvp(while_p)
-def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cond_consts, body_consts, carry = _split(primals, cond_nconsts, body_nconsts)
-    _, body_t, init_t = _split(tangents, cond_nconsts, body_nconsts)
-    const_nz = [type(t) is not Zero for t in body_t]
-    carry_nz = fixpoint(
-        lambda cnz: jvp_jaxpr(body_jaxpr, [*const_nz, *cnz])[2],
-        [type(t) is not Zero for t in init_t],
-    )
-    jconsts, jj, _ = jvp_jaxpr(body_jaxpr, [*const_nz, *carry_nz], carry_nz)
-    n_j, n_c, n_k = len(jconsts), body_nconsts, len(carry)
-    n_ct = sum(const_nz)
-    order = list(range(n_j + n_c))  # jvp consts, body consts
-    order += list(range(n_j + n_c + n_k, n_j + n_c + n_k + n_ct))  # const tangents
-    order += list(range(n_j + n_c, n_j + n_c + n_k))  # carry
-    order += list(range(n_j + n_c + n_k + n_ct, len(jj.in_avals)))  # carry tangents
-    body = permute_jaxpr(jj, order, list(range(len(jj.out_avals))))
-    tangent_avals = list(jj.in_avals[n_j + n_c + n_k + n_ct :])
-    cond = with_inputs_at(cond_jaxpr, cond_nconsts + n_k, tangent_avals)
-    live_ct = [t for t in body_t if type(t) is not Zero]
-    live_kt = [instantiate(t) for t, nz in zip(init_t, carry_nz) if nz]
-    outs = while_p.bind(
-        *cond_consts,
-        *jconsts,
-        *body_consts,
-        *live_ct,
-        *carry,
-        *live_kt,
-        cond_jaxpr=cond,
-        body_jaxpr=body,
-        cond_nconsts=cond_nconsts,
-        body_nconsts=n_j + n_c + n_ct,
-    )
-    primal_out, tangent_live = outs[:n_k], outs[n_k:]
-    zeros = [Zero(tangent_aval(get_aval(c))) for c, nz in zip(carry, carry_nz) if not nz]
-    return primal_out, merge(carry_nz, zeros, tangent_live)
-
-
-# --------------------------------------------------------------------------------------------
-# Partial evaluation: the known carries run now; anything unknown re-runs the whole loop
-
-
-def _while_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) -> Any:
-    cond_jaxpr, body_jaxpr = params["cond_jaxpr"], params["body_jaxpr"]
-    cond_nconsts, body_nconsts = params["cond_nconsts"], params["body_nconsts"]
-    unknowns = [trace.owns(x) for x in args]
-    cond_uk, body_uk, init_uk = _split(unknowns, cond_nconsts, body_nconsts)
-    carry_uk = fixpoint(
-        lambda cu: partial_eval_jaxpr(body_jaxpr, [*body_uk, *cu]).out_unknowns, init_uk
-    )
-    pred_uk = partial_eval_jaxpr(cond_jaxpr, [*cond_uk, *carry_uk]).out_unknowns[0]
-    staged = trace.stage(while_p, args, params)
-    if pred_uk or all(carry_uk):
-        return staged
-    cond_consts, body_consts, carry = _split(args, cond_nconsts, body_nconsts)
-    known_cond = _drop_inputs(cond_jaxpr, [False] * cond_nconsts + carry_uk)
-    split = partial_eval_jaxpr(body_jaxpr, [*body_uk, *carry_uk], carry_uk)
-    kconsts, known = hoist_consts(split.known)
-    n_known = len(known.out_avals) - split.num_residuals
-    kj = known.jaxpr
-    known_body = ClosedJaxpr(
-        dce_jaxpr(Jaxpr([], kj.invars, kj.outvars[:n_known], kj.eqns, kj.debug_info)), []
-    )
-    known_body_consts = [*kconsts, *[x for x, u in zip(body_consts, body_uk) if not u]]
-    with set_current_trace(trace.parent):
-        known_outs = while_p.bind(
-            *cond_consts,
-            *known_body_consts,
-            *[x for x, u in zip(carry, carry_uk) if not u],
-            cond_jaxpr=known_cond,
-            body_jaxpr=known_body,
-            cond_nconsts=cond_nconsts,
-            body_nconsts=len(known_body_consts),
-        )
-    return merge(carry_uk, known_outs, [x for x, u in zip(staged, carry_uk) if u])
-
-
-rules.def_partial_eval(while_p)(_while_partial_eval)
-
-
-def _drop_inputs(closed: ClosedJaxpr, drop: Sequence[bool]) -> ClosedJaxpr:
-    """``closed`` without the inputs marked in ``drop`` (which it must not use)."""
-    jaxpr = dce_jaxpr(closed.jaxpr)
-    used = {id(v) for eqn in jaxpr.eqns for v in eqn.invars if type(v) is Var}
-    used |= {id(v) for v in jaxpr.outvars if type(v) is Var}
-    invars = []
-    for var, dropped in zip(jaxpr.invars, drop):
-        if dropped and id(var) in used:
-            raise AssertionError("internal error: dropping an input the loop condition reads")
-        if not dropped:
-            invars.append(var)
-    return ClosedJaxpr(Jaxpr([], invars, jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info), [])
-
-
-@rules.def_transpose(while_p)
-def _while_transpose(cts, *args, **params):
-    raise errors.EmberTypeError(
-        "reverse-mode differentiation (grad, vjp) does not work through lax.while_loop or a "
-        "lax.fori_loop with traced bounds, because the number of iterations is only known at "
-        "run time; use lax.scan, or fori_loop with Python-int bounds, or forward mode (jvp, "
-        f"jacfwd){errors.where()}"
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# Batching
-
-
-@rules.def_batch(while_p)
-def _while_batch(vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
-    batched = [d is not not_mapped for d in dims]
-    cond_b, body_b, init_b = _split(batched, cond_nconsts, body_nconsts)
-    carry_b = fixpoint(lambda cb: batch_jaxpr(body_jaxpr, [*body_b, *cb], size)[2], init_b)
-    pred_b = batch_jaxpr(cond_jaxpr, [*cond_b, *carry_b], size)[2][0]
-    if pred_b:
-        carry_b = [True] * len(carry_b)
-    fronts = [v if d is not_mapped else bdim_to_front(v, d, size) for v, d in zip(vals, dims)]
-    cond_consts, body_consts, carry = _split(fronts, cond_nconsts, body_nconsts)
-    carry = [
-        bdim_to_front(v, not_mapped, size) if b and not ib else v
-        for v, b, ib in zip(carry, carry_b, init_b)
-    ]
-    ccs, cj, _ = batch_jaxpr(cond_jaxpr, [*cond_b, *carry_b], size)
-    bcs, bj, _ = batch_jaxpr(body_jaxpr, [*body_b, *carry_b], size, carry_b)
-    if not pred_b:
-        outs = while_p.bind(
-            *ccs,
-            *cond_consts,
-            *bcs,
-            *body_consts,
-            *carry,
-            cond_jaxpr=cj,
-            body_jaxpr=bj,
-            cond_nconsts=len(ccs) + cond_nconsts,
-            body_nconsts=len(bcs) + body_nconsts,
-        )
-        return outs, [0 if b else not_mapped for b in carry_b]
-    n_cc = len(ccs) + cond_nconsts
-    carry_avals = [get_aval(c) for c in carry]
-    cond_const_avals = [get_aval(c) for c in [*ccs, *cond_consts]]
-    body_const_avals = [get_aval(c) for c in [*bcs, *body_consts]]
-
-    def any_lane(*args):
-        return [reduce_or(eval_jaxpr(cj.jaxpr, [], *args)[0], (0,))]
-
-    def step_live_lanes(*args):
-        cc, bc, state = split_list(args, [n_cc, len(body_const_avals)])
-        live = eval_jaxpr(cj.jaxpr, [], *cc, *state)[0]
-        new = eval_jaxpr(bj.jaxpr, [], *bc, *state)
-        return [
-            select_n(broadcast_in_dim(live, get_aval(old).shape, (0,)), old, updated)
-            for old, updated in zip(state, new)
-        ]
-
-    c2, new_cond = trace_const_free(any_lane, [*cond_const_avals, *carry_avals], "while_cond")
-    b2, new_body = trace_const_free(
-        step_live_lanes, [*cond_const_avals, *body_const_avals, *carry_avals], "while_body"
-    )
-    outs = while_p.bind(
-        *c2,
-        *ccs,
-        *cond_consts,
-        *b2,
-        *ccs,
-        *cond_consts,
-        *bcs,
-        *body_consts,
-        *carry,
-        cond_jaxpr=new_cond,
-        body_jaxpr=new_body,
-        cond_nconsts=len(c2) + n_cc,
-        body_nconsts=len(b2) + n_cc + len(body_const_avals),
-    )
-    return outs, [0] * len(outs)

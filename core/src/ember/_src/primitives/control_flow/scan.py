@@ -17,7 +17,6 @@ import numpy as np
 
 from ember._src import dtypes, errors, rules
 from ember._src.core import (
-    Primitive,
     ShapedArray,
     Zero,
     get_aval,
@@ -33,7 +32,7 @@ from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr, Var
 from ember._src.lowering.mlir import i64_array
 from ember._src.lowering.module import lower_jaxpr_inline
-from ember._src.primitives.control_flow.common import (
+from ember._src.primitives.control_flow.body_jaxprs import (
     ControlFlowTypeError,
     describe_avals,
     flatten_operands,
@@ -53,131 +52,6 @@ from ember._src.primitives.jaxpr_transforms import (
 from ember._src.primitives.shape import bdim_to_front, convert_element_type, move_axis
 from ember._src.tree.util import tree_flatten, tree_unflatten
 
-scan_p = Primitive("scan", multiple_results=True)
-
-# --------------------------------------------------------------------------------------------
-# The user-facing function
-
-
-def scan(
-    f: Callable[[Any, Any], tuple[Any, Any]],
-    init: Any,
-    xs: Any = None,
-    length: int | None = None,
-    reverse: bool = False,
-    unroll: int | bool = 1,
-    _split_transpose: bool = False,
-) -> tuple[Any, Any]:
-    """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; return (carry, ys).
-
-    Like ``jax.lax.scan``: ``xs`` and the ``ys`` are pytrees of arrays stacked along axis 0;
-    ``length`` is needed only when ``xs`` is None; ``reverse`` scans from the end.
-    """
-    if not callable(f):
-        raise errors.EmberTypeError(f"scan: f must be callable{errors.where()}")
-    if _split_transpose:
-        raise NotImplementedError(
-            f"scan: _split_transpose=True (an experimental JAX option) is not supported"
-            f"{errors.where()}"
-        )
-    x_leaves, x_tree, x_avals = flatten_operands(xs, "scan xs")
-    length = _scan_length(x_avals, length)
-    carry_leaves, carry_tree, carry_avals = flatten_operands(init, "scan init")
-    slice_avals = [ShapedArray(a.shape[1:], a.dtype, a.weak_type) for a in x_avals]
-    unroll = int(unroll) if not isinstance(unroll, bool) else (length if unroll else 1)
-
-    def body(carry: Any, x: Any) -> Any:
-        out = f(carry, x)
-        if not (isinstance(out, tuple) and len(out) == 2):
-            raise ControlFlowTypeError(
-                f"scan: f must return a pair (carry, y), got {type(out).__name__}{errors.where()}"
-            )
-        return out
-
-    in_tree = tree_flatten((init, xs))[1]
-    n_carry = len(carry_avals)
-    for _ in range(2):  # a second trace only when weak types of the carry had to be settled
-        consts, jaxpr, out_tree = trace_function(
-            body, in_tree, [*carry_avals, *slice_avals], "scan_body"
-        )
-        out_carry_tree, y_tree = _out_trees(out_tree)
-        if out_carry_tree != carry_tree:
-            raise ControlFlowTypeError(
-                f"scan: f must return a carry with the structure of init ({carry_tree}), got "
-                f"{out_carry_tree}{errors.where()}"
-            )
-        settled = settle_weak_types(carry_avals, jaxpr.out_avals[:n_carry], "scan")
-        if settled == list(carry_avals):
-            break
-        carry_avals = settled
-        carry_leaves = [
-            convert_element_type(x, a.dtype, a.weak_type) for x, a in zip(carry_leaves, settled)
-        ]
-    outs = scan_p.bind(
-        *consts,
-        *carry_leaves,
-        *x_leaves,
-        jaxpr=jaxpr,
-        length=length,
-        reverse=bool(reverse),
-        num_consts=len(consts),
-        num_carry=n_carry,
-        unroll=max(1, unroll),
-    )
-    return tree_unflatten(carry_tree, outs[:n_carry]), tree_unflatten(y_tree, outs[n_carry:])
-
-
-def _out_trees(out_tree):
-    if out_tree.node is not tuple or len(out_tree.subtrees) != 2:
-        raise ControlFlowTypeError(f"scan: f must return a pair (carry, y){errors.where()}")
-    return out_tree.subtrees[0], out_tree.subtrees[1]
-
-
-def _scan_length(x_avals: Sequence[ShapedArray], length: int | None) -> int:
-    lengths = set()
-    for a in x_avals:
-        if not a.shape:
-            raise ControlFlowTypeError(
-                f"scan: every leaf of xs needs a leading axis to scan over, got a scalar"
-                f"{errors.where()}"
-            )
-        lengths.add(a.shape[0])
-    if length is not None:
-        length = int(length)
-        if lengths and lengths != {length}:
-            raise ControlFlowTypeError(
-                f"scan: length={length} disagrees with the leading axes of xs {sorted(lengths)}"
-                f"{errors.where()}"
-            )
-        return length
-    if not lengths:
-        raise ControlFlowTypeError(f"scan: with xs=None, pass length{errors.where()}")
-    if len(lengths) > 1:
-        raise ControlFlowTypeError(
-            f"scan: the leaves of xs have different leading axes {sorted(lengths)}{errors.where()}"
-        )
-    return lengths.pop()
-
-
-def settle_weak_types(
-    carry_in: Sequence[ShapedArray], carry_out: Sequence[ShapedArray], what: str
-) -> list[ShapedArray]:
-    """Check the body keeps the carry's types; a weakly typed init takes the body's type."""
-    settled = []
-    for i, (a, b) in enumerate(zip(carry_in, carry_out)):
-        if a.weak_type and a.shape == b.shape and a.dtype != b.dtype:
-            settled.append(b)  # as JAX: a Python-scalar init takes the body's dtype
-            continue
-        if a.shape != b.shape or a.dtype != b.dtype:
-            raise ControlFlowTypeError(
-                f"{what}: the carry must keep its type, but leaf #{i} enters as {a.str_short()} "
-                f"and leaves as {b.str_short()} (carry in {describe_avals(carry_in)}, out "
-                f"{describe_avals(carry_out)}){errors.where()}"
-            )
-        settled.append(a if a.weak_type == b.weak_type or not a.weak_type else b)
-    return settled
-
-
 # --------------------------------------------------------------------------------------------
 # Abstract evaluation, reference, lowering
 
@@ -187,7 +61,6 @@ def _split_operands(args, num_consts, num_carry):
     return consts, carry, xs
 
 
-@rules.def_abstract_eval(scan_p)
 def _scan_abstract_eval(*avals, jaxpr, length, reverse, num_consts, num_carry, unroll):
     _, carry, xs = _split_operands(avals, num_consts, num_carry)
     for a in xs:
@@ -198,7 +71,6 @@ def _scan_abstract_eval(*avals, jaxpr, length, reverse, num_consts, num_carry, u
     return [*out[:num_carry], *ys]
 
 
-@rules.def_reference(scan_p)
 def _scan_reference(*args, jaxpr, length, reverse, num_consts, num_carry, unroll):
     consts, carry, xs = _split_operands(args, num_consts, num_carry)
     ys_per_step = []
@@ -221,7 +93,6 @@ _I32 = ShapedArray((), dtypes.int32)
 _BOOL = ShapedArray((), dtypes.bool_)
 
 
-@rules.def_lowering(scan_p)
 def _scan_lowering(ctx, *operands, jaxpr, length, reverse, num_consts, num_carry, unroll):
     consts, carry, xs = _split_operands(operands, num_consts, num_carry)
     x_avals = ctx.avals_in[num_consts + num_carry :]
@@ -286,7 +157,6 @@ def _update_leading(ctx, buf: str, y: str, aval: ShapedArray, index: str, zero: 
 # Forward mode
 
 
-@rules.def_jvp(scan_p)
 def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carry, unroll):
     n_x = len(primals) - num_consts - num_carry
     nonzero = [type(t) is not Zero for t in tangents]
@@ -444,14 +314,10 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
     return [*carry_out, *ys_out]
 
 
-rules.def_partial_eval(scan_p)(_scan_partial_eval)
-
-
 # --------------------------------------------------------------------------------------------
 # Transposition
 
 
-@rules.def_transpose(scan_p)
 def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, unroll):
     consts, carry, xs = split_list(args, [num_consts, num_carry])
     const_lin = [is_undefined(x) for x in consts]
@@ -512,7 +378,6 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
 # Batching
 
 
-@rules.def_batch(scan_p)
 def _scan_batch(vals, dims, *, jaxpr, length, reverse, num_consts, num_carry, unroll):
     size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
     batched = [d is not not_mapped for d in dims]
@@ -543,3 +408,139 @@ def _scan_batch(vals, dims, *, jaxpr, length, reverse, num_consts, num_carry, un
     out_dims = [0 if b else not_mapped for b in carry_b]
     out_dims += [1 if b else not_mapped for b in out_b[num_carry:]]
     return outs, out_dims
+
+
+scan_p = rules.define_primitive(
+    "scan",
+    abstract_eval=_scan_abstract_eval,
+    jvp=_scan_jvp,
+    transpose=_scan_transpose,
+    batch=_scan_batch,
+    lowering=_scan_lowering,
+    reference=_scan_reference,
+    partial_eval=_scan_partial_eval,
+    multiple_results=True,
+)
+
+
+# --------------------------------------------------------------------------------------------
+# The user-facing function
+
+
+def scan(
+    f: Callable[[Any, Any], tuple[Any, Any]],
+    init: Any,
+    xs: Any = None,
+    length: int | None = None,
+    reverse: bool = False,
+    unroll: int | bool = 1,
+    _split_transpose: bool = False,
+) -> tuple[Any, Any]:
+    """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; return (carry, ys).
+
+    Like ``jax.lax.scan``: ``xs`` and the ``ys`` are pytrees of arrays stacked along axis 0;
+    ``length`` is needed only when ``xs`` is None; ``reverse`` scans from the end.
+    """
+    if not callable(f):
+        raise errors.EmberTypeError(f"scan: f must be callable{errors.where()}")
+    if _split_transpose:
+        raise NotImplementedError(
+            f"scan: _split_transpose=True (an experimental JAX option) is not supported"
+            f"{errors.where()}"
+        )
+    x_leaves, x_tree, x_avals = flatten_operands(xs, "scan xs")
+    length = _scan_length(x_avals, length)
+    carry_leaves, carry_tree, carry_avals = flatten_operands(init, "scan init")
+    slice_avals = [ShapedArray(a.shape[1:], a.dtype, a.weak_type) for a in x_avals]
+    unroll = int(unroll) if not isinstance(unroll, bool) else (length if unroll else 1)
+
+    def body(carry: Any, x: Any) -> Any:
+        out = f(carry, x)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise ControlFlowTypeError(
+                f"scan: f must return a pair (carry, y), got {type(out).__name__}{errors.where()}"
+            )
+        return out
+
+    in_tree = tree_flatten((init, xs))[1]
+    n_carry = len(carry_avals)
+    for _ in range(2):  # a second trace only when weak types of the carry had to be settled
+        consts, jaxpr, out_tree = trace_function(
+            body, in_tree, [*carry_avals, *slice_avals], "scan_body"
+        )
+        out_carry_tree, y_tree = _out_trees(out_tree)
+        if out_carry_tree != carry_tree:
+            raise ControlFlowTypeError(
+                f"scan: f must return a carry with the structure of init ({carry_tree}), got "
+                f"{out_carry_tree}{errors.where()}"
+            )
+        settled = settle_weak_types(carry_avals, jaxpr.out_avals[:n_carry], "scan")
+        if settled == list(carry_avals):
+            break
+        carry_avals = settled
+        carry_leaves = [
+            convert_element_type(x, a.dtype, a.weak_type) for x, a in zip(carry_leaves, settled)
+        ]
+    outs = scan_p.bind(
+        *consts,
+        *carry_leaves,
+        *x_leaves,
+        jaxpr=jaxpr,
+        length=length,
+        reverse=bool(reverse),
+        num_consts=len(consts),
+        num_carry=n_carry,
+        unroll=max(1, unroll),
+    )
+    return tree_unflatten(carry_tree, outs[:n_carry]), tree_unflatten(y_tree, outs[n_carry:])
+
+
+def _out_trees(out_tree):
+    if out_tree.node is not tuple or len(out_tree.subtrees) != 2:
+        raise ControlFlowTypeError(f"scan: f must return a pair (carry, y){errors.where()}")
+    return out_tree.subtrees[0], out_tree.subtrees[1]
+
+
+def _scan_length(x_avals: Sequence[ShapedArray], length: int | None) -> int:
+    lengths = set()
+    for a in x_avals:
+        if not a.shape:
+            raise ControlFlowTypeError(
+                f"scan: every leaf of xs needs a leading axis to scan over, got a scalar"
+                f"{errors.where()}"
+            )
+        lengths.add(a.shape[0])
+    if length is not None:
+        length = int(length)
+        if lengths and lengths != {length}:
+            raise ControlFlowTypeError(
+                f"scan: length={length} disagrees with the leading axes of xs {sorted(lengths)}"
+                f"{errors.where()}"
+            )
+        return length
+    if not lengths:
+        raise ControlFlowTypeError(f"scan: with xs=None, pass length{errors.where()}")
+    if len(lengths) > 1:
+        raise ControlFlowTypeError(
+            f"scan: the leaves of xs have different leading axes {sorted(lengths)}{errors.where()}"
+        )
+    return lengths.pop()
+
+
+def settle_weak_types(
+    carry_in: Sequence[ShapedArray], carry_out: Sequence[ShapedArray], what: str
+) -> list[ShapedArray]:
+    """Check the body keeps the carry's types; a weakly typed init takes the body's type."""
+    settled = []
+    for i, (a, b) in enumerate(zip(carry_in, carry_out)):
+        if a.weak_type and a.shape == b.shape and a.dtype != b.dtype:
+            settled.append(b)  # as JAX: a Python-scalar init takes the body's dtype
+            continue
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise ControlFlowTypeError(
+                f"{what}: the carry must keep its type, but leaf #{i} enters as {a.str_short()} "
+                f"and leaves as {b.str_short()} (carry in {describe_avals(carry_in)}, out "
+                f"{describe_avals(carry_out)}){errors.where()}"
+            )
+        settled.append(a if a.weak_type == b.weak_type or not a.weak_type else b)
+    return settled

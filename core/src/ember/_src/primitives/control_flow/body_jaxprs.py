@@ -1,4 +1,4 @@
-"""What every control-flow primitive shares: tracing user functions into branch/body jaxprs,
+"""The jaxprs of control-flow bodies and branches: tracing user functions into them,
 checking their types, and reading the user's structures."""
 
 from __future__ import annotations
