@@ -94,67 +94,10 @@ def define_primitive(
     return primitive
 
 
-def _decorator(table: dict[Primitive, Rule], primitive: Primitive):
-    _primitives.setdefault(primitive.name, primitive)
-
-    def register(rule: Rule) -> Rule:
-        table[primitive] = rule
-        return rule
-
-    return register
-
-
-def def_abstract_eval(primitive: Primitive):
-    return _decorator(_abstract_eval, primitive)
-
-
-def def_jvp(primitive: Primitive):
-    return _decorator(_jvp, primitive)
-
-
-def def_transpose(primitive: Primitive):
-    return _decorator(_transpose, primitive)
-
-
-def def_batch(primitive: Primitive):
-    return _decorator(_batch, primitive)
-
-
-def def_reference(primitive: Primitive):
-    return _decorator(_reference, primitive)
-
-
-def def_partial_eval(primitive: Primitive):
-    """A custom partial-evaluation rule (call-like primitives: jit, control flow)."""
-    return _decorator(_partial_eval, primitive)
-
-
-def def_collective_batch(primitive: Primitive):
-    """The batching rule of a collective over named axes.
-
-    ``rule(axis_name, axis_size, vals, dims, **params)``: ``axis_name`` and ``axis_size`` are
-    those of the vmap doing the batching, which the collective may or may not name.
-    """
-    return _decorator(_collective_batch, primitive)
-
-
-def collective_batch_rule(primitive: Primitive) -> Rule | None:
-    return _collective_batch.get(primitive)
-
-
-def def_lowering(primitive: Primitive, platform: str | None = None):
-    """Register a StableHLO lowering, for every platform (None) or one platform's override."""
-    _primitives.setdefault(primitive.name, primitive)
-
-    def register(rule: Rule) -> Rule:
-        _lowering.setdefault(primitive, {})[platform] = rule
-        return rule
-
-    return register
-
-
 def register_lowering(primitive: Primitive, rule: Rule, platform: str | None = None) -> None:
-    def_lowering(primitive, platform)(rule)
+    """A plugin's lowering for ``platform`` (through the ``ember_register_lowerings`` hook),
+    used there instead of the primitive's own."""
+    _lowering.setdefault(primitive, {})[platform] = rule
 
 
 def _missing(primitive: Primitive, what: str, transformation: str) -> NotImplementedError:
@@ -199,6 +142,13 @@ def reference_rule(primitive: Primitive) -> Rule:
         raise _missing(primitive, "reference (NumPy) evaluation", "the reference backend") from None
 
 
+def collective_batch_rule(primitive: Primitive) -> Rule | None:
+    """The batching rule of a collective over named axes, if ``primitive`` is one:
+    ``rule(axis_name, axis_size, vals, dims, **params)``, where ``axis_name`` and ``axis_size``
+    are those of the vmap doing the batching, which the collective may or may not name."""
+    return _collective_batch.get(primitive)
+
+
 def partial_eval_rule(primitive: Primitive) -> Rule | None:
     return _partial_eval.get(primitive)
 
@@ -225,6 +175,15 @@ def has_reference(primitive: Primitive) -> bool:
 
 def has_transpose(primitive: Primitive) -> bool:
     return primitive in _transpose
+
+
+def primitive_named(name: str) -> Primitive:
+    """The primitive called ``name``: for the few rules of a low layer that must bind a
+    primitive defined higher up (see ``interpreters/ad_util.py``)."""
+    try:
+        return _primitives[name]
+    except KeyError:
+        raise NotImplementedError(f"internal error: no primitive named {name!r}") from None
 
 
 def all_primitives() -> dict[str, Primitive]:

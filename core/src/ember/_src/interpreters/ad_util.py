@@ -3,8 +3,10 @@
 They are defined here, with ``define_primitive`` like every other primitive, rather than in
 the primitives package, because the AD interpreter creates them (accumulating cotangents,
 materialising symbolic zeros) and sits below that package in the layer chain. ``add_any``'s
-batching rule needs shape primitives from above this layer: it is registered beside ``add``
-in ``primitives/arithmetic.py``. ``zeros`` takes no operands, so it is never batched.
+batching rule moves and broadcasts batch axes with two shape primitives defined above this
+layer; it binds them by name (``rules.primitive_named``) when it runs, so every rule of
+``add_any`` is still registered here, in its one ``define_primitive`` call. ``zeros`` takes no
+operands, so it is never batched.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from ember._src import rules
-from ember._src.core import ShapedArray, Zero, tangent_aval
+from ember._src.core import ShapedArray, Zero, get_aval, tangent_aval
+from ember._src.interpreters.batching import not_mapped
 
 
 def _add_any_abstract_eval(x: ShapedArray, y: ShapedArray) -> ShapedArray:
@@ -41,8 +44,34 @@ def _add_any_lowering(ctx, x, y):
     return ctx.op("stablehlo.add", [x, y], ctx.avals_out[0])
 
 
+def _add_any_batch(vals, dims):
+    """Both cotangents carried to the batched one's layout.
+
+    Unlike the elementwise primitives, add_any takes two values of exactly one type (it sums
+    cotangents of one variable), so an unbatched operand is not left to broadcast: it is
+    broadcast explicitly, else the sum of a batched and an unbatched scalar cotangent (as
+    ``vmap(grad(f))`` makes) would be rejected.
+    """
+    (x, y), (dx, dy) = vals, dims
+    if dx == dy:
+        return add_any_p.bind(x, y), dx
+    if dx is not_mapped or dy is not_mapped:
+        d = dy if dx is not_mapped else dx
+        batched, other = (y, x) if dx is not_mapped else (x, y)
+        shape = get_aval(batched).shape
+        kept = tuple(i for i in range(len(shape)) if i != d)
+        broadcast_in_dim_p = rules.primitive_named("broadcast_in_dim")
+        other = broadcast_in_dim_p.bind(other, shape=shape, broadcast_dimensions=kept)
+        return add_any_p.bind(batched, other), d
+    permutation = [i for i in range(get_aval(y).ndim) if i != dy]
+    permutation.insert(dx, dy)
+    y = rules.primitive_named("transpose").bind(y, permutation=tuple(permutation))
+    return add_any_p.bind(x, y), dx
+
+
 add_any_p = rules.define_primitive(
     "add_any",
+    batch=_add_any_batch,
     abstract_eval=_add_any_abstract_eval,
     jvp=_add_any_jvp,
     transpose=_add_any_transpose,

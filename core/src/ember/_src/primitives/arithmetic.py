@@ -15,8 +15,7 @@ import numpy as np
 from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad import is_undefined
-from ember._src.interpreters.ad_util import add_any_p, add_tangents, instantiate, zeros
-from ember._src.interpreters.batching import not_mapped
+from ember._src.interpreters.ad_util import add_tangents, instantiate, zeros
 from ember._src.primitives import complex_math
 from ember._src.primitives.bits import bitwise_and, bitwise_or
 from ember._src.primitives.comparisons import eq, ge, gt, lt
@@ -42,10 +41,8 @@ from ember._src.primitives.elementwise import (
 )
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import (
-    broadcast_in_dim,
     compare_type,
     convert_element_type,
-    move_axis,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -111,31 +108,6 @@ sub_p = rules.define_primitive(
 
 def sub(x: Any, y: Any) -> Any:
     return sub_p.bind(*coerce(x, y))
-
-
-def _add_any_batch(vals, dims):
-    """Both cotangents carried to the batched one's layout.
-
-    Unlike the other elementwise primitives, add_any takes two values of exactly one type (it
-    sums cotangents of one variable), so a rank-0 unbatched operand is not left to broadcast:
-    it is broadcast explicitly, else the sum of a batched and an unbatched scalar cotangent
-    (as ``vmap(grad(f))`` makes) would be rejected.
-    """
-    (x, y), (dx, dy) = vals, dims
-    if dx == dy:
-        return add_any_p.bind(x, y), dx
-    if dx is not_mapped or dy is not_mapped:
-        d = dy if dx is not_mapped else dx
-        batched, other = (y, x) if dx is not_mapped else (x, y)
-        shape = get_aval(batched).shape
-        other = broadcast_in_dim(other, shape, tuple(i for i in range(len(shape)) if i != d))
-        return add_any_p.bind(batched, other), d
-    return add_any_p.bind(x, move_axis(y, dy, dx)), dx
-
-
-# add_any is defined with automatic differentiation, below the op library; its batching needs
-# the shape primitives, so it is registered here.
-rules.def_batch(add_any_p)(_add_any_batch)
 
 
 # --------------------------------------------------------------------------------------------
