@@ -12,7 +12,9 @@
 Rules are written above the call that registers them; a rule that binds its own primitive
 names it as a module global (``clamp_p``), looked up when the rule runs. Optional rules:
 ``transpose`` (for primitives linear in some operands), ``partial_eval`` (call-like
-primitives: jit, control flow), ``collective_batch`` (collectives over named axes).
+primitives: jit, control flow), ``collective_batch`` (collectives over named axes),
+``eager_layouts`` (primitives that decide where their operands and results live when run
+eagerly: shard_map, the sharding constraint).
 ``lowering`` is one rule for every platform, or ``{None: rule, "cpu": override}``.
 
 A family of similar primitives (the elementwise ones, the comparisons) calls the same form
@@ -42,6 +44,7 @@ _lowering: dict[Primitive, dict[str | None, Rule]] = {}
 _reference: dict[Primitive, Rule] = {}
 _partial_eval: dict[Primitive, Rule] = {}
 _collective_batch: dict[Primitive, Rule] = {}
+_eager_layouts: dict[Primitive, Rule] = {}
 _primitives: dict[str, Primitive] = {}
 
 
@@ -66,6 +69,7 @@ def define_primitive(
     reference: Rule | per_primitive | None = None,
     partial_eval: Rule | per_primitive | None = None,
     collective_batch: Rule | per_primitive | None = None,
+    eager_layouts: Rule | per_primitive | None = None,
     multiple_results: bool = False,
 ) -> Primitive:
     """A new primitive named ``name``, with its rules registered (see the module docstring)."""
@@ -85,6 +89,7 @@ def define_primitive(
         (_reference, reference),
         (_partial_eval, partial_eval),
         (_collective_batch, collective_batch),
+        (_eager_layouts, eager_layouts),
     ):
         if rule is not None:
             table[primitive] = built(rule)
@@ -147,6 +152,12 @@ def collective_batch_rule(primitive: Primitive) -> Rule | None:
     ``rule(axis_name, axis_size, vals, dims, **params)``, where ``axis_name`` and ``axis_size``
     are those of the vmap doing the batching, which the collective may or may not name."""
     return _collective_batch.get(primitive)
+
+
+def eager_layouts_rule(primitive: Primitive) -> Rule | None:
+    """``rule(**params) -> (operand shardings, result shardings)`` (None: as it is / as the
+    partitioner decides) for running ``primitive`` eagerly, if it decides them."""
+    return _eager_layouts.get(primitive)
 
 
 def partial_eval_rule(primitive: Primitive) -> Rule | None:

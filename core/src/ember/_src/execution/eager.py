@@ -15,7 +15,7 @@ run eagerly they compile and run through this same path.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ember._src import rules
@@ -24,20 +24,10 @@ from ember._src.execution import placement
 from ember._src.execution.compiled import Program, compile_program, mesh_in_jaxpr, remember
 from ember._src.ir import ClosedJaxpr, Eqn, Jaxpr, Var
 from ember._src.runtime.array import Array
-from ember._src.sharding.shardings import Sharding
 
 _cache: dict[tuple, Program] = {}
 # Programs kept (see compiled.remember): the oldest one is dropped past this many.
 EAGER_CACHE_SIZE = 1024
-
-LayoutRule = Callable[..., tuple[Sequence[Sharding | None], Sequence[Sharding | None]]]
-_layout_rules: dict[Primitive, LayoutRule] = {}
-
-
-def def_layouts(primitive: Primitive, rule: LayoutRule) -> None:
-    """Register ``rule(**params) -> (operand shardings, result shardings)`` (None: as it is /
-    as the partitioner decides) for running ``primitive`` eagerly."""
-    _layout_rules[primitive] = rule
 
 
 def single_equation(primitive: Primitive, avals: list[ShapedArray], params: dict) -> ClosedJaxpr:
@@ -76,7 +66,7 @@ def apply_primitive(primitive: Primitive, args: Sequence[Any], params: dict) -> 
 def _apply_placing(primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
     """Place the operands where the primitive runs, then find or compile its program."""
     name = primitive.name
-    rule = _layout_rules.get(primitive)
+    rule = rules.eager_layouts_rule(primitive)
     wanted, out_shardings = rule(**params) if rule is not None else (None, None)
     if wanted is not None:
         mesh = placement.mesh_of(wanted, args, name)

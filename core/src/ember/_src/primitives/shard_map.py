@@ -18,7 +18,6 @@ from typing import Any
 
 from ember._src import core, errors, rules
 from ember._src.core import ShapedArray, Zero, extend_axis_env, get_aval, tangent_aval
-from ember._src.execution.eager import def_layouts
 from ember._src.interpreters.ad import UndefinedPrimal, backward_pass, is_undefined
 from ember._src.interpreters.ad_util import instantiate
 from ember._src.interpreters.batching import batch_flat, not_mapped
@@ -394,5 +393,5 @@ shard_map_p = rules.define_primitive(
     reference=_reference,
     partial_eval=_partial_eval,
     multiple_results=True,
+    eager_layouts=_layouts,
 )
-def_layouts(shard_map_p, _layouts)

@@ -15,7 +15,6 @@ from typing import Any
 from ember._src import core, rules
 from ember._src.core import Zero
 from ember._src.execution import placement
-from ember._src.execution.eager import def_layouts
 from ember._src.interpreters.batching import not_mapped
 from ember._src.sharding.shardings import NamedSharding, PartitionSpec
 from ember._src.tree.util import tree_flatten, tree_unflatten
@@ -101,5 +100,5 @@ sharding_constraint_p = rules.define_primitive(
     batch=_batch,
     lowering=_lowering,
     reference=_reference,
+    eager_layouts=_layouts,
 )
-def_layouts(sharding_constraint_p, _layouts)
