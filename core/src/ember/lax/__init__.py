@@ -2,32 +2,6 @@
 
 import importlib as _importlib
 
-from ember._src.lax.composites import (
-    approx_max_k as approx_max_k,
-    approx_min_k as approx_min_k,
-    bessel_i0e as bessel_i0e,
-    bessel_i1e as bessel_i1e,
-    betainc as betainc,
-    broadcast as broadcast,
-    broadcast_in_dim as broadcast_in_dim,
-    conv_general_dilated as conv_general_dilated,
-    convert_element_type as convert_element_type,
-    cumlogsumexp as cumlogsumexp,
-    cummax as cummax,
-    cummin as cummin,
-    custom_linear_solve as custom_linear_solve,
-    custom_root as custom_root,
-    dot_general as dot_general,
-    iota as iota,
-    map as map,
-    reduce_sum as reduce_sum,
-    reshape as reshape,
-    rng_bit_generator as rng_bit_generator,
-    select as select,
-    stop_gradient as stop_gradient,
-    top_k as top_k,
-    zeta as zeta,
-)
 from ember._src.lax.convolution import (
     ConvGeneralDilatedDimensionNumbers as ConvGeneralDilatedDimensionNumbers,
     conv as conv,
@@ -43,6 +17,18 @@ from ember._src.lax.convolution import (
     padtype_to_pads as padtype_to_pads,
     reduce_window_shape_tuple as reduce_window_shape_tuple,
 )
+from ember._src.lax.cumulative import (
+    cumlogsumexp as cumlogsumexp,
+    cummax as cummax,
+    cummin as cummin,
+    cumprod as cumprod,
+    cumsum as cumsum,
+)
+from ember._src.lax.implicit_solvers import (
+    custom_linear_solve as custom_linear_solve,
+    custom_root as custom_root,
+)
+from ember._src.lax.mapping import map as map
 from ember._src.lax.numeric import (
     DotDimensionNumbers as DotDimensionNumbers,
     Precision as Precision,
@@ -60,6 +46,19 @@ from ember._src.lax.numeric import (
     reduce_xor as reduce_xor,
     round as round,
     square as square,
+)
+from ember._src.lax.operators import (
+    broadcast as broadcast,
+    broadcast_in_dim as broadcast_in_dim,
+    conv_general_dilated as conv_general_dilated,
+    convert_element_type as convert_element_type,
+    dot_general as dot_general,
+    iota as iota,
+    reduce_sum as reduce_sum,
+    reshape as reshape,
+    rng_bit_generator as rng_bit_generator,
+    select as select,
+    stop_gradient as stop_gradient,
 )
 from ember._src.lax.slicing import (
     GatherDimensionNumbers as GatherDimensionNumbers,
@@ -94,9 +93,16 @@ from ember._src.lax.slicing import (
     tile as tile,
     unstack as unstack,
 )
-from ember._src.numpy.sorting import (
-    lax_cumprod as cumprod,
-    lax_cumsum as cumsum,
+from ember._src.lax.sorting import (
+    approx_max_k as approx_max_k,
+    approx_min_k as approx_min_k,
+    top_k as top_k,
+)
+from ember._src.lax.special_compiled import (
+    bessel_i0e as bessel_i0e,
+    bessel_i1e as bessel_i1e,
+    betainc as betainc,
+    zeta as zeta,
 )
 from ember._src.primitives.bits import (
     bitcast_convert_type as bitcast_convert_type,

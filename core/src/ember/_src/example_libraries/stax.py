@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ember._src import errors
-from ember._src.lax.composites import conv_general_dilated
+from ember._src.lax.operators import conv_general_dilated
 from ember._src.lax.convolution import (
     conv_general_shape_tuple,
     conv_transpose,

@@ -9,6 +9,7 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import ShapedArray, Tracer, get_aval
+from ember._src.lax.log_add_exp import log_add_exp
 from ember._src.numpy.util import (
     as_operand,
     broadcast_args,
@@ -465,36 +466,10 @@ def exp2(x: Any, /) -> Any:
 
 def _logaddexp(x: Any, y: Any, /) -> Any:
     x, y = prepare_inexact("logaddexp", x, y)
-    amax = lax.max(x, y)
-    if get_aval(x).dtype.kind == "c":
-        return complex_log_add(x, y, amax, lax.exp, 1.0, np.pi)
-    delta = lax.sub(x, y)
-    # Where both are the same infinity, delta is nan: the answer is that infinity.
-    safe = lax.select_n(
-        lax.ne(delta, delta), lax.neg(lax.abs(delta)), np.zeros((), get_aval(x).dtype)
-    )
-    return lax.add(amax, lax.log1p(lax.exp(safe)))
+    return log_add_exp(x, y)
 
 
 logaddexp = as_ufunc(_logaddexp, "logaddexp", 2)
-
-
-def complex_log_add(x: Any, y: Any, amax: Any, exp_fn, scale: float, half_period: float) -> Any:
-    """log(exp(x) + exp(y)) for complex x, y (or the base-2 form, with exp_fn = exp2 and
-    scale = 1/log(2)), as JAX: amax + scale * log1p(exp_fn(x + y - 2 amax)), its imaginary
-    part wrapped into [-half_period, half_period]."""
-    dtype = get_aval(x).dtype
-    delta = lax.sub(lax.add(x, y), lax.mul(amax, np.asarray(2, dtype)[()]))
-    out = lax.add(amax, lax.mul(np.asarray(scale, dtype)[()], lax.log1p(exp_fn(delta))))
-    return lax.complex(lax.real(out), _wrap_between(lax.imag(out), half_period))
-
-
-def _wrap_between(x: Any, half: float) -> Any:
-    dtype = get_aval(x).dtype
-    a, two_a = np.asarray(half, dtype)[()], np.asarray(2 * half, dtype)[()]
-    rem = lax.rem(lax.add(x, a), two_a)
-    rem = lax.select_n(lax.lt(rem, np.zeros((), dtype)), rem, lax.add(rem, two_a))
-    return lax.sub(rem, a)
 
 
 def clip(arr: Any = None, /, min: Any = None, max: Any = None) -> Any:

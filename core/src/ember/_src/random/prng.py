@@ -23,6 +23,7 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
+from ember._src.lax.sorting import top_k
 from ember._src.numpy import advanced_indexing, contractions, extras, linalg, sorting
 from ember._src.primitives import elementwise as lax, sort as sort_ops
 from ember._src.primitives.bits import bitcast_convert_type, shift_left, shift_right_logical
@@ -605,7 +606,7 @@ def choice(key: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = Non
             index = extras.searchsorted(cumulative, r).astype(dtypes.default_int())
         else:
             g = lax.add(gumbel(key, (n,), get_aval(weights).dtype), lax.log(weights))
-            index = sorting.top_k(g, draws)[1].astype(dtypes.default_int())
+            index = top_k(g, draws)[1].astype(dtypes.default_int())
     if scalar:
         return reshape(index, shape)
     picked = advanced_indexing.take(a, reshape(index, (draws,)), axis=axis, mode="clip")

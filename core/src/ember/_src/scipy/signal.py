@@ -13,7 +13,7 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.lax.composites import conv_general_dilated
+from ember._src.lax.operators import conv_general_dilated
 from ember._src.numpy import (
     contractions,
     creation,
