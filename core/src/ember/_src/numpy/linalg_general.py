@@ -22,17 +22,19 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
+from ember._src.lax.linalg_operands import (
+    batched,
+    conj_transpose,
+    identity,
+    inexact_dtype,
+    main_diagonal,
+    positions,
+    static_fori,
+)
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.contractions import matmul
 from ember._src.numpy.linalg import (
-    _batched,
-    _diag,
-    _eye,
     _float_matrix,
-    _fori,
-    _h,
-    _inexact_dtype,
-    _iota,
     inv,
     norm,
     solve,
@@ -80,7 +82,7 @@ def _hessenberg(a: Any) -> tuple[Any, Any]:
     zero column k below its subdiagonal, one column at a time)."""
     n = shape_of(a)[0]
     dtype = dtype_of(a)
-    rows = _iota(n)
+    rows = positions(n)
 
     def reflect(k, state):
         h, q = state
@@ -98,7 +100,7 @@ def _hessenberg(a: Any) -> tuple[Any, Any]:
         q = q - matmul(q, v)[:, None] * enp.conjugate(two_v)[None, :]
         return h, q
 
-    h, q = _fori(0, max(n - 2, 0), reflect, (a, _eye(n, dtype)))
+    h, q = static_fori(0, max(n - 2, 0), reflect, (a, identity(n, dtype)))
     below_subdiagonal = np.tril(np.ones((n, n), bool), -2)
     return enp.where(below_subdiagonal, _const(0, dtype), h), q
 
@@ -146,7 +148,7 @@ def _qr_step(h: Any, z: Any, shift: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
     column k, which column rotation k - 1 would change, and the two commute otherwise."""
     n = shape_of(h)[0]
     dtype = dtype_of(h)
-    index = _iota(n)
+    index = positions(n)
     in_window = enp.logical_and(enp.greater_equal(index, lo), enp.less_equal(index, hi))
     diagonal_shift = enp.where(in_window, shift, _const(0, dtype))
     h = h - creation.eye(n, dtype=dtype) * diagonal_shift[None, :]
@@ -165,7 +167,7 @@ def _qr_step(h: Any, z: Any, shift: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
         return h, _rotate_columns(z, column, c_before, s_before), c, s
 
     identity = (_const(1, dtype), _const(0, dtype))
-    h, z, _, _ = _fori(0, n, rotate, (h, z, *identity))
+    h, z, _, _ = static_fori(0, n, rotate, (h, z, *identity))
     return h + creation.eye(n, dtype=dtype) * diagonal_shift[None, :], z
 
 
@@ -196,7 +198,7 @@ def _active_window(h: Any) -> tuple[Any, Any, Any]:
     threshold = enp.maximum((diagonal + above) * _const(eps, real), _const(tiny, real))
     negligible = enp.less_equal(enp.abs(subdiagonal), threshold)  # row i: h[i, i - 1]
     h = enp.where(enp.logical_and(on_subdiagonal, negligible[:, None]), _const(0, dtype), h)
-    row = _iota(n)
+    row = positions(n)
     no_row = np.int32(0)
     hi = reductions.max(enp.where(negligible, no_row, row))
     lo = reductions.max(enp.where(enp.logical_and(negligible, enp.less_equal(row, hi)), row, 0))
@@ -250,10 +252,10 @@ def _unit_scale(a: Any) -> tuple[Any, Any]:
 def _eigenvalues_single(a: Any) -> Any:
     n = shape_of(a)[0]
     if n <= 1:
-        return _diag(a)
+        return main_diagonal(a)
     scaled, scale = _unit_scale(a)
     t, _ = _schur(scaled)
-    return _diag(t) * scale
+    return main_diagonal(t) * scale
 
 
 def _triangular_eigenvectors(t: Any) -> Any:
@@ -263,8 +265,8 @@ def _triangular_eigenvectors(t: Any) -> Any:
     n = shape_of(t)[0]
     dtype = dtype_of(t)
     real = dtypes.real_dtype(dtype)
-    w = _diag(t)
-    columns = _iota(n)
+    w = main_diagonal(t)
+    columns = positions(n)
     finfo = dtypes.finfo(real)
     smallest = enp.maximum(enp.abs(w) * _const(finfo.eps, real), _const(finfo.tiny, real))
 
@@ -280,7 +282,7 @@ def _triangular_eigenvectors(t: Any) -> Any:
         value = enp.where(enp.equal(columns, i), _const(1, dtype), value)
         return dynamic_update_slice(x, value[None, :], (i, 0))
 
-    return _fori(0, n - 1, solve_row, _eye(n, dtype))
+    return static_fori(0, n - 1, solve_row, identity(n, dtype))
 
 
 def _largest_rows(v: Any) -> Any:
@@ -290,7 +292,7 @@ def _largest_rows(v: Any) -> Any:
 
 def _pick_rows(m: Any, rows: Any) -> Any:
     """m[rows[j], j] for each column j."""
-    chosen = enp.equal(_iota(shape_of(m)[0])[:, None], rows[None, :])
+    chosen = enp.equal(positions(shape_of(m)[0])[:, None], rows[None, :])
     return reductions.sum(enp.where(chosen, m, _const(0, dtype_of(m))), axis=0)
 
 
@@ -307,10 +309,10 @@ def _normalize_columns(v: Any) -> Any:
 def _eig_single(a: Any) -> tuple[Any, Any]:
     n = shape_of(a)[0]
     if n <= 1:
-        return _diag(a), creation.ones((n, n), dtype_of(a))
+        return main_diagonal(a), creation.ones((n, n), dtype_of(a))
     scaled, scale = _unit_scale(a)
     t, z = _schur(scaled)
-    return _diag(t) * scale, _normalize_columns(matmul(z, _triangular_eigenvectors(t)))
+    return main_diagonal(t) * scale, _normalize_columns(matmul(z, _triangular_eigenvectors(t)))
 
 
 def _eig_tangents(a: Any, da: Any) -> tuple[Any, Any, Any, Any]:
@@ -320,7 +322,7 @@ def _eig_tangents(a: Any, da: Any) -> tuple[Any, Any, Any, Any]:
     w, v = _eig_single(a)
     dtype = dtype_of(v)
     m = solve(v, matmul(da, v))
-    dw = _diag(m)
+    dw = main_diagonal(m)
     gaps = w[None, :] - w[:, None]
     f = _safe_divide(_const(1, dtype), gaps)
     dv = matmul(v, f * m)
@@ -351,9 +353,9 @@ def _eigvals_differentiable(a: Any) -> Any:
 def _eigvals_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
     if shape_of(a)[0] <= 1:
-        return _diag(a), _diag(da)
+        return main_diagonal(a), main_diagonal(da)
     w, v = _eig_single(a)
-    return w, _diag(solve(v, matmul(da, v)))
+    return w, main_diagonal(solve(v, matmul(da, v)))
 
 
 class EigResult(NamedTuple):
@@ -377,8 +379,8 @@ def eigvals(a: Any) -> Any:
 
 
 # one compiled program per shape when called eagerly (inlined under an outer jit)
-_eig_compiled = jit(lambda a: _batched(_eig_differentiable, a), inline=True)
-_eigvals_compiled = jit(lambda a: _batched(_eigvals_differentiable, a), inline=True)
+_eig_compiled = jit(lambda a: batched(_eig_differentiable, a), inline=True)
+_eigvals_compiled = jit(lambda a: batched(_eigvals_differentiable, a), inline=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -403,7 +405,7 @@ def _truncated_pinv(u: Any, s: Any, vh: Any, ratio: Any) -> Any:
     """The pseudo-inverse from a thin SVD, without the singular values below ratio * largest."""
     keep = _kept_singular_values(s, ratio)
     inverse = enp.where(keep, _safe_divide(_const(1, dtype_of(s)), s), _const(0, dtype_of(s)))
-    return matmul(_h(vh) * inverse.astype(dtype_of(u))[None, :], _h(u))
+    return matmul(conj_transpose(vh) * inverse.astype(dtype_of(u))[None, :], conj_transpose(u))
 
 
 @custom_jvp
@@ -422,18 +424,18 @@ def _lstsq_solution_jvp(primals, tangents):
     p = _truncated_pinv(u, s, vh, ratio)
     m, n = shape_of(a)
     dtype = dtype_of(a)
-    dah, ph = _h(da), _h(p)
+    dah, ph = conj_transpose(da), conj_transpose(p)
     dp = -matmul(p, matmul(da, p))
-    dp = dp + matmul(matmul(p, ph), matmul(dah, _eye(m, dtype) - matmul(a, p)))
-    dp = dp + matmul(_eye(n, dtype) - matmul(p, a), matmul(dah, matmul(ph, p)))
-    ds = enp.real(reductions.sum(enp.conjugate(u) * matmul(da, _h(vh)), axis=0))
+    dp = dp + matmul(matmul(p, ph), matmul(dah, identity(m, dtype) - matmul(a, p)))
+    dp = dp + matmul(identity(n, dtype) - matmul(p, a), matmul(dah, matmul(ph, p)))
+    ds = enp.real(reductions.sum(enp.conjugate(u) * matmul(da, conj_transpose(vh)), axis=0))
     x = matmul(p, b)
     return (x, s), (matmul(dp, b) + matmul(p, db), ds.astype(dtype_of(s)))
 
 
 def _lstsq_operands(a: Any, b: Any) -> tuple[Any, Any]:
     a, b = promote_dtypes(creation.asarray(a), creation.asarray(b))
-    dtype = _inexact_dtype(dtype_of(a))
+    dtype = inexact_dtype(dtype_of(a))
     a, b = manipulation.astype(a, dtype), manipulation.astype(b, dtype)
     if get_aval(a).ndim != 2:
         raise np.linalg.LinAlgError(
@@ -644,7 +646,7 @@ def _companion(p: Any, degree: Any) -> Any:
     it ignored), in the top-left block of a (len(p) - 1)^2 matrix; the rest is zero and
     decoupled, so its eigenvalues sit at the end of the Schur form's diagonal."""
     size = shape_of(p)[0] - 1
-    index = _iota(size)
+    index = positions(size)
     inside = enp.less(index, degree)
     first_row = enp.where(inside, -p[1:] / p[0], _const(0, dtype_of(p)))
     below = enp.logical_and(enp.equal(index[:, None], index[None, :] + 1), inside[:, None])
@@ -657,7 +659,7 @@ def roots(p: Any, *, strip_zeros: bool = True) -> Any:
     eigenvalues of its companion matrix. Leading zeros are stripped (which needs concrete
     coefficients); with ``strip_zeros=False`` each leading zero gives a nan root instead."""
     p = creation.asarray(p)
-    p = manipulation.astype(p, _inexact_dtype(dtype_of(p)))
+    p = manipulation.astype(p, inexact_dtype(dtype_of(p)))
     if get_aval(p).ndim == 0:
         p = manipulation.reshape(p, (1,))
     if get_aval(p).ndim != 1:
@@ -670,10 +672,10 @@ def roots(p: Any, *, strip_zeros: bool = True) -> Any:
     leading = _leading_zero_count(p)
     degree = shape_of(p)[0] - 1 - leading
     shifted = manipulation.concatenate([p, creation.zeros_like(p)])
-    shifted = shifted[leading + _iota(shape_of(p)[0])]
+    shifted = shifted[leading + positions(shape_of(p)[0])]
     # only the top-left degree x degree block carries roots; the others are undefined
     found = eigvals(_companion(shifted, degree))
-    undefined = enp.greater_equal(_iota(shape_of(p)[0] - 1), degree)
+    undefined = enp.greater_equal(positions(shape_of(p)[0] - 1), degree)
     return enp.where(undefined, _const(np.nan + 1j * np.nan, complex_dtype), found)
 
 

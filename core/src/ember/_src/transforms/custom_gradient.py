@@ -19,8 +19,8 @@ from ember._src.interpreters.ad_util import zeros
 from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.interpreters.staging import StagingTracer, trace_to_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr, Var
-from ember._src.numpy.creation import asarray
 from ember._src.primitives.custom_derivatives import CustomDerivativeError, custom_vjp
+from ember._src.transforms.api import device_put
 from ember._src.transforms.arguments import leaf_aval
 from ember._src.transforms.jacobians import jacrev
 from ember._src.tree.ops import Partial
@@ -195,7 +195,7 @@ def _check_transposable(jaxpr: Jaxpr, name: str) -> None:
 
 def _transpose_call(closed, consts, in_tree, in_avals, out_tree, out_avals, name, out_cotangent):
     ct_leaves, ct_tree = tree_flatten(out_cotangent)
-    ct_leaves = [x if isinstance(x, Tracer) else asarray(x) for x in ct_leaves]
+    ct_leaves = [x if isinstance(x, Tracer) else device_put(x) for x in ct_leaves]
     if ct_tree != out_tree:
         raise errors.EmberTypeError(
             f"cotangent tree does not match function output, expected {out_tree} but got "
