@@ -20,7 +20,7 @@ from ember._src.lax.numeric import canonical_precision
 from ember._src.primitives import conv as _conv
 from ember._src.primitives.conv import ConvDimensionNumbers, conv_general_dilated, padding_pairs
 from ember._src.primitives.linalg import dot_general
-from ember._src.primitives.reduce_window import _out_shape as _window_out_shape
+from ember._src.primitives.reduce_window import windowed_shape
 from ember._src.primitives.shape import rev, transpose
 
 ConvGeneralDilatedDimensionNumbers = Any
@@ -369,7 +369,7 @@ def reduce_window_shape_tuple(
     window_dilation = tuple(window_dilation or (1,) * ndim)
     pairs = tuple((int(lo), int(hi)) for lo, hi in padding)
     return tuple(
-        _window_out_shape(
+        windowed_shape(
             tuple(operand_shape),
             tuple(window_dimensions),
             tuple(window_strides),

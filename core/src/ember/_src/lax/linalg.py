@@ -13,12 +13,12 @@ from ember._src.lax.linalg_jacobi import eigh_differentiable, jacobi_svd
 from ember._src.lax.linalg_lu import lu_pivoted_stack, solve_triangular
 from ember._src.lax.linalg_operands import (
     batched,
-    conj,
+    conj_if_complex,
     float_matrix,
     hermitian_from_triangle,
-    matrix_transpose,
     right_hand_side,
     symmetrized,
+    transpose_last_axes,
 )
 from ember._src.lax.linalg_qr import QRResult, householder_qr
 from ember._src.lax.linalg_tridiagonal import tridiagonal_solve as tridiagonal_solve
@@ -111,11 +111,11 @@ def triangular_solve(
     a = float_matrix(a, "triangular_solve")
     b = right_hand_side(b, get_aval(a).dtype)
     a = convert_element_type(a, get_aval(b).dtype)
-    op = matrix_transpose(a) if transpose_a else a
-    op = conj(op) if conjugate_a else op
+    op = transpose_last_axes(a) if transpose_a else a
+    op = conj_if_complex(op) if conjugate_a else op
     op_lower = lower != transpose_a
     if left_side:
         return solve_triangular(op, b, 0, op_lower, bool(unit_diagonal))
     # x op(a) = b  <=>  op(a)^T x^T = b^T
-    x_t = solve_triangular(op, matrix_transpose(b), 1, op_lower, bool(unit_diagonal))
-    return matrix_transpose(x_t)
+    x_t = solve_triangular(op, transpose_last_axes(b), 1, op_lower, bool(unit_diagonal))
+    return transpose_last_axes(x_t)

@@ -8,11 +8,11 @@ from typing import Any
 from ember._src.core import get_aval
 from ember._src.lax.linalg_operands import (
     batched,
-    conj,
+    conj_if_complex,
     positions,
-    select,
     static_fori,
     symmetrized,
+    where_broadcast,
 )
 from ember._src.lax.slicing import full_like
 from ember._src.primitives import elementwise as ew
@@ -32,11 +32,11 @@ def cholesky_lower(a: Any, symmetrize_input: bool = True) -> Any:
         dtype = get_aval(a1).dtype
 
         def step(j, lower):
-            left = select(rows < j, lower[j], 0.0).astype(dtype)
-            d = ew.sqrt(a1[j, j] - (left * conj(left)).sum())
-            column = (a1[:, j] - lower @ conj(left)) / d
-            column = select(rows > j, column, 0.0).astype(dtype)
-            column = select(rows == j, d, column).astype(dtype)
+            left = where_broadcast(rows < j, lower[j], 0.0).astype(dtype)
+            d = ew.sqrt(a1[j, j] - (left * conj_if_complex(left)).sum())
+            column = (a1[:, j] - lower @ conj_if_complex(left)) / d
+            column = where_broadcast(rows > j, column, 0.0).astype(dtype)
+            column = where_broadcast(rows == j, d, column).astype(dtype)
             return lower.at[:, j].set(column)
 
         return static_fori(0, n, step, full_like(a1, 0))

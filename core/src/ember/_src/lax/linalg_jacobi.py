@@ -12,14 +12,14 @@ from ember._src import dtypes
 from ember._src.core import get_aval
 from ember._src.lax.linalg_operands import (
     batched,
-    conj,
+    conj_if_complex,
     conj_transpose,
-    identity,
+    identity_matrix,
     main_diagonal,
-    matrix_transpose,
-    real,
-    select,
+    real_part,
     static_fori,
+    transpose_last_axes,
+    where_broadcast,
 )
 from ember._src.lax.linalg_qr import householder_qr
 from ember._src.lax.slicing import full
@@ -44,8 +44,8 @@ def _argsort(values: Any) -> Any:
 
 
 def _jacobi_rotation(app: Any, aqq: Any, apq: Any, dtype: np.dtype) -> tuple[Any, Any]:
-    """(c, w) of the unitary J = [[c, w], [-conj(w), c]] that diagonalises the Hermitian
-    2x2 [[app, apq], [conj(apq), aqq]] as J^H B J (app, aqq real; c real).
+    """(c, w) of the unitary J = [[c, w], [-conj_if_complex(w), c]] that diagonalises the Hermitian
+    2x2 [[app, apq], [conj_if_complex(apq), aqq]] as J^H B J (app, aqq real; c real).
 
     For a complex apq = |apq| e^{i phi}, J = P R P^H with P = diag(1, e^{-i phi}) and R the
     real rotation of the real symmetric P^H B P = [[app, |apq|], [|apq|, aqq]]: w = s e^{i phi}.
@@ -54,22 +54,22 @@ def _jacobi_rotation(app: Any, aqq: Any, apq: Any, dtype: np.dtype) -> tuple[Any
     one = np.asarray(1.0, real_dtype)
     magnitude = abs(apq) if dtype.kind == "c" else apq
     tiny = abs(magnitude) <= np.asarray(np.finfo(real_dtype).tiny, real_dtype)
-    safe = select(tiny, one, magnitude)
+    safe = where_broadcast(tiny, one, magnitude)
     theta = (aqq - app) / (2.0 * safe)
     t = ew.sign(theta) / (abs(theta) + ew.sqrt(theta * theta + one))
-    t = select(theta == 0, one, t)
-    c = select(tiny, one, one / ew.sqrt(t * t + one))
-    s = select(tiny, np.asarray(0.0, real_dtype), t * c)
+    t = where_broadcast(theta == 0, one, t)
+    c = where_broadcast(tiny, one, one / ew.sqrt(t * t + one))
+    s = where_broadcast(tiny, np.asarray(0.0, real_dtype), t * c)
     if dtype.kind != "c":
         return c, s
-    phase = select(tiny, np.asarray(1.0, dtype), apq / safe.astype(dtype)).astype(dtype)
+    phase = where_broadcast(tiny, np.asarray(1.0, dtype), apq / safe.astype(dtype)).astype(dtype)
     return c, s.astype(dtype) * phase
 
 
 def _rotate_columns(x: Any, p: Any, q: Any, c: Any, w: Any) -> Any:
-    """x <- x J for J = [[c, w], [-conj(w), c]] acting on columns p and q."""
+    """x <- x J for J = [[c, w], [-conj_if_complex(w), c]] acting on columns p and q."""
     xp, xq = x[:, p], x[:, q]
-    return x.at[:, p].set(c * xp - conj(w) * xq).at[:, q].set(w * xp + c * xq)
+    return x.at[:, p].set(c * xp - conj_if_complex(w) * xq).at[:, q].set(w * xp + c * xq)
 
 
 def _rotation_schedule(n: int) -> tuple[Any, Any]:
@@ -88,22 +88,22 @@ def eigh_single(a: Any) -> tuple[Any, Any]:
     dtype = get_aval(a).dtype
     a = (a + conj_transpose(a)) * np.asarray(0.5, dtype)  # use the Hermitian part
     if n <= 1:  # already diagonal (or empty)
-        return reshape(real(a), (n,)), full((n, n), 1, dtype)
+        return reshape(real_part(a), (n,)), full((n, n), 1, dtype)
     sp, sq = _rotation_schedule(n)
 
     def rotate(i, state):
         m, v = state
         p, q = sp[i], sq[i]
-        app, aqq, apq = real(m[p, p]), real(m[q, q]), m[p, q]
+        app, aqq, apq = real_part(m[p, p]), real_part(m[q, q]), m[p, q]
         c, w = _jacobi_rotation(app, aqq, apq, dtype)
         # m <- J^H m J with J the rotation in the (p, q) plane
         row_p, row_q = m[p], m[q]
-        m = m.at[p].set(c * row_p - w * row_q).at[q].set(conj(w) * row_p + c * row_q)
+        m = m.at[p].set(c * row_p - w * row_q).at[q].set(conj_if_complex(w) * row_p + c * row_q)
         m = _rotate_columns(m, p, q, c, w)
         return m, _rotate_columns(v, p, q, c, w)
 
-    m, v = static_fori(0, int(sp.shape[0]), rotate, (a, identity(n, dtype)))
-    values = real(main_diagonal(m))
+    m, v = static_fori(0, int(sp.shape[0]), rotate, (a, identity_matrix(n, dtype)))
+    values = real_part(main_diagonal(m))
     order = _argsort(values)
     return values[order], v[:, order]
 
@@ -127,8 +127,8 @@ def _eigh_jvp(primals, tangents):
     vdv = conj_transpose(v) @ (da @ v)
     gaps = w[None, :] - w[:, None]
     same = gaps == 0
-    f = select(same, 0.0, 1.0 / select(same, 1.0, gaps)).astype(get_aval(w).dtype)
-    dw = real(main_diagonal(vdv))
+    f = where_broadcast(same, 0.0, 1.0 / where_broadcast(same, 1.0, gaps)).astype(get_aval(w).dtype)
+    dw = real_part(main_diagonal(vdv))
     dv = v @ (f.astype(dtype) * vdv)
     return (w, v), (dw, dv)
 
@@ -147,13 +147,13 @@ def _svd_single(a: Any) -> tuple[Any, Any]:
         u, v = state
         p, q = sp[i], sq[i]
         up, uq = u[:, p], u[:, q]
-        alpha = real((conj(up) * up).sum())
-        beta = real((conj(uq) * uq).sum())
-        gamma = (conj(up) * uq).sum()
+        alpha = real_part((conj_if_complex(up) * up).sum())
+        beta = real_part((conj_if_complex(uq) * uq).sum())
+        gamma = (conj_if_complex(up) * uq).sum()
         c, w = _jacobi_rotation(alpha, beta, gamma, dtype)
         return _rotate_columns(u, p, q, c, w), _rotate_columns(v, p, q, c, w)
 
-    return static_fori(0, int(sp.shape[0]), rotate, (a, identity(n, dtype)))
+    return static_fori(0, int(sp.shape[0]), rotate, (a, identity_matrix(n, dtype)))
 
 
 def _svd_tall(a: Any, full_matrices: bool, compute_uv: bool = True) -> Any:
@@ -167,19 +167,19 @@ def _svd_tall(a: Any, full_matrices: bool, compute_uv: bool = True) -> Any:
         sigma = full((0,), 0, real_dtype)
         if not compute_uv:
             return sigma
-        u = identity(m, dtype) if full_matrices else full((m, 0), 0, dtype)
+        u = identity_matrix(m, dtype) if full_matrices else full((m, 0), 0, dtype)
         return u, sigma, full((0, 0), 0, dtype)
     u, v = _svd_single(a)
-    sigma = ew.sqrt(real(conj(u) * u).sum(axis=0))
+    sigma = ew.sqrt(real_part(conj_if_complex(u) * u).sum(axis=0))
     order = _argsort(-sigma)
     sigma, u, v = sigma[order], u[:, order], v[:, order]
     if not compute_uv:
         return sigma
     keep = sigma > np.asarray(np.finfo(real_dtype).tiny, real_dtype)
-    safe = select(keep, sigma, np.asarray(1.0, real_dtype)).astype(dtype)
-    u = select(keep[None, :], u / safe[None, :], np.asarray(0.0, dtype)).astype(dtype)
+    safe = where_broadcast(keep, sigma, np.asarray(1.0, real_dtype)).astype(dtype)
+    u = where_broadcast(keep[None, :], u / safe[None, :], np.asarray(0.0, dtype)).astype(dtype)
     basis, _ = householder_qr(stop_gradient(u), complete=True)
-    u = select(keep[None, :], u, basis[:, :n]).astype(dtype)
+    u = where_broadcast(keep[None, :], u, basis[:, :n]).astype(dtype)
     if full_matrices and m > n:
         u = concatenate([u, basis[:, n:]], 1)
     return u, sigma, conj_transpose(v)
@@ -190,10 +190,10 @@ def jacobi_svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> A
     vh``, u and vh unitary) of a matrix or a stack, in the dtype linear algebra works in."""
     m, n = get_aval(a).shape[-2:]
     if m < n:
-        result = jacobi_svd(matrix_transpose(a), full_matrices, compute_uv)
+        result = jacobi_svd(transpose_last_axes(a), full_matrices, compute_uv)
         if not compute_uv:
             return result
         u, s, vh = result
-        return SVDResult(matrix_transpose(vh), s, matrix_transpose(u))
+        return SVDResult(transpose_last_axes(vh), s, transpose_last_axes(u))
     result = batched(lambda x: _svd_tall(x, full_matrices, compute_uv), a)
     return SVDResult(*result) if compute_uv else result

@@ -11,11 +11,11 @@ import numpy as np
 from ember._src import dtypes
 from ember._src.core import get_aval
 from ember._src.lax.linalg_operands import (
-    conj,
-    matrix_transpose,
+    conj_if_complex,
     positions,
-    select,
     static_fori,
+    transpose_last_axes,
+    where_broadcast,
 )
 from ember._src.lax.slicing import full, full_like
 from ember._src.primitives.control_flow.loops import fori_loop
@@ -31,22 +31,22 @@ def lu_square(a: Any) -> tuple[Any, Any, Any]:
 
     def step(k, state):
         lu, perm, parity = state
-        column = select(rows >= k, abs(lu[:, k]), -1.0)
+        column = where_broadcast(rows >= k, abs(lu[:, k]), -1.0)
         p = column.argmax().astype(np.int32)
         # swap rows k and p
         row_k, row_p = lu[k], lu[p]
         lu = lu.at[k].set(row_p).at[p].set(row_k)
         pk, pp = perm[k], perm[p]
         perm = perm.at[k].set(pp).at[p].set(pk)
-        parity = select(p == k, parity, -parity)
+        parity = where_broadcast(p == k, parity, -parity)
         pivot = lu[k, k]
-        safe = select(pivot == 0, 1.0, pivot).astype(get_aval(lu).dtype)
+        safe = where_broadcast(pivot == 0, 1.0, pivot).astype(get_aval(lu).dtype)
         below = rows > k
-        factors = select(below, lu[:, k] / safe, 0.0).astype(get_aval(lu).dtype)
+        factors = where_broadcast(below, lu[:, k] / safe, 0.0).astype(get_aval(lu).dtype)
         right = (rows > k).astype(get_aval(lu).dtype)
         update = factors[:, None] * (lu[k] * right)[None, :]
         lu = lu - update
-        lu = select(below[:, None] & (rows == k)[None, :], factors[:, None], lu)
+        lu = where_broadcast(below[:, None] & (rows == k)[None, :], factors[:, None], lu)
         return lu, perm, parity
 
     parity0 = np.asarray(1.0, dtypes.real_dtype(get_aval(a).dtype))
@@ -62,14 +62,14 @@ def lu_solve_square(lu: Any, perm: Any, b: Any) -> Any:
     y = b[perm]
 
     def forward(i, y):  # L y = P b, unit diagonal
-        coeffs = select(rows < i, lu[i], 0.0).astype(get_aval(lu).dtype)
+        coeffs = where_broadcast(rows < i, lu[i], 0.0).astype(get_aval(lu).dtype)
         return y.at[i].set(y[i] - coeffs @ y)
 
     y = static_fori(0, n, forward, y)
 
     def backward(j, x):  # U x = y, from the last row up
         i = n - 1 - j
-        coeffs = select(rows > i, lu[i], 0.0).astype(get_aval(lu).dtype)
+        coeffs = where_broadcast(rows > i, lu[i], 0.0).astype(get_aval(lu).dtype)
         return x.at[i].set((x[i] - coeffs @ x) / lu[i, i])
 
     return static_fori(0, n, backward, y)
@@ -85,7 +85,7 @@ def lu_pivoted(a: Any) -> tuple[Any, Any, Any]:
 
     def step(j, state):
         lu, piv, perm = state
-        column = select(rows >= j, abs(lu[:, j]), -1.0)
+        column = where_broadcast(rows >= j, abs(lu[:, j]), -1.0)
         p = column.argmax().astype(np.int32)
         row_j, row_p = lu[j], lu[p]
         lu = lu.at[j].set(row_p).at[p].set(row_j)
@@ -93,12 +93,12 @@ def lu_pivoted(a: Any) -> tuple[Any, Any, Any]:
         perm = perm.at[j].set(perm_p).at[p].set(perm_j)
         piv = piv.at[j].set(p)
         pivot = lu[j, j]
-        safe = select(pivot == 0, 1, pivot).astype(dtype)
+        safe = where_broadcast(pivot == 0, 1, pivot).astype(dtype)
         below = rows > j
-        factors = select(below, lu[:, j] / safe, 0).astype(dtype)
-        right = select(cols > j, lu[j], 0).astype(dtype)
+        factors = where_broadcast(below, lu[:, j] / safe, 0).astype(dtype)
+        right = where_broadcast(cols > j, lu[j], 0).astype(dtype)
         lu = lu - factors[:, None] * right[None, :]
-        lu = select(below[:, None] & (cols == j)[None, :], factors[:, None], lu)
+        lu = where_broadcast(below[:, None] & (cols == j)[None, :], factors[:, None], lu)
         return lu, piv, perm
 
     start = (a, full((k,), 0, np.int32), rows)
@@ -123,7 +123,7 @@ def substitute(a: Any, b: Any, lower: bool, unit_diagonal: bool) -> Any:
     dtype = get_aval(b).dtype
 
     def row_update(i, x, solved):
-        coeffs = select(solved, a[i], 0).astype(dtype)
+        coeffs = where_broadcast(solved, a[i], 0).astype(dtype)
         value = x[i] - coeffs @ x
         if not unit_diagonal:
             value = value / a[i, i]
@@ -143,8 +143,8 @@ def triangular_operator(a: Any, code: int) -> Any:
     """op(a) for LAPACK's trans code: a (0), a^T (1) or a^H (2)."""
     if code == 0:
         return a
-    t = matrix_transpose(a)
-    return conj(t) if code == 2 else t
+    t = transpose_last_axes(a)
+    return conj_if_complex(t) if code == 2 else t
 
 
 def _solve_triangular_impl(a: Any, b: Any, code: int, lower: bool, unit: bool) -> Any:

@@ -16,7 +16,12 @@ from ember._src.core import get_aval
 from ember._src.lax.slicing import full
 from ember._src.primitives import elementwise as ew
 from ember._src.primitives.control_flow.loops import fori_loop
-from ember._src.primitives.shape import broadcast_to_shape, convert_element_type, iota, transpose
+from ember._src.primitives.shape import (
+    broadcast_to_shape,
+    convert_element_type,
+    iota_along,
+    transpose,
+)
 from ember._src.transforms.api import ShapeDtypeStruct, eval_shape, vmap
 from ember._src.tree import util as tree_util
 
@@ -73,7 +78,7 @@ def _no_matrices(fn, batch: int, *operands: Any) -> Any:
 
 def positions(n: int) -> Any:
     """``[0, 1, ..., n - 1]`` as int32: row and column numbers, compared with loop indices."""
-    return iota(np.int32, (n,), 0)
+    return iota_along(np.int32, (n,), 0)
 
 
 def static_fori(lower: int, upper: int, body: Any, init: Any) -> Any:
@@ -86,14 +91,14 @@ def static_fori(lower: int, upper: int, body: Any, init: Any) -> Any:
     return fori_loop(np.int32(lower), np.int32(upper), body, init)
 
 
-def identity(n: int, dtype: Any, m: int | None = None) -> Any:
+def identity_matrix(n: int, dtype: Any, m: int | None = None) -> Any:
     """The (n, m) identity matrix of ``dtype`` (square by default)."""
     m = n if m is None else m
-    ones = ew.eq(iota(np.int32, (n, m), 0), iota(np.int32, (n, m), 1))
+    ones = ew.eq(iota_along(np.int32, (n, m), 0), iota_along(np.int32, (n, m), 1))
     return convert_element_type(ones, dtype)
 
 
-def select(condition: Any, on_true: Any, on_false: Any) -> Any:
+def where_broadcast(condition: Any, on_true: Any, on_false: Any) -> Any:
     """``on_true`` where ``condition`` holds, else ``on_false``: the three broadcast together
     and the two values promote to one dtype (Python numbers are weakly typed), as NumPy's
     ``where`` does."""
@@ -122,17 +127,17 @@ def _as_dtype(x: Any, dtype: np.dtype, weak: bool) -> Any:
     return convert_element_type(x, dtype, weak)
 
 
-def conj(x: Any) -> Any:
+def conj_if_complex(x: Any) -> Any:
     """The complex conjugate (``x`` itself when real)."""
     return ew.conj(x) if get_aval(x).dtype.kind == "c" else x
 
 
-def real(x: Any) -> Any:
+def real_part(x: Any) -> Any:
     """The real part (``x`` itself when real)."""
     return ew.real(x) if get_aval(x).dtype.kind == "c" else x
 
 
-def matrix_transpose(x: Any) -> Any:
+def transpose_last_axes(x: Any) -> Any:
     """The last two axes swapped."""
     ndim = get_aval(x).ndim
     return transpose(x, (*range(ndim - 2), ndim - 1, ndim - 2))
@@ -140,7 +145,7 @@ def matrix_transpose(x: Any) -> Any:
 
 def conj_transpose(x: Any) -> Any:
     """The conjugate transpose of a matrix (or a stack)."""
-    return conj(matrix_transpose(x))
+    return conj_if_complex(transpose_last_axes(x))
 
 
 def main_diagonal(m: Any) -> Any:
@@ -160,9 +165,9 @@ def hermitian_from_triangle(a: Any, lower: bool) -> Any:
     n = get_aval(a).shape[-1]
     strictly = np.tril(np.ones((n, n), bool), -1) if lower else np.triu(np.ones((n, n), bool), 1)
     zero = np.asarray(0, get_aval(a).dtype)
-    triangle = select(strictly, a, zero)
-    real_diagonal = convert_element_type(real(a), get_aval(a).dtype)
-    diagonal_part = select(np.eye(n, dtype=bool), real_diagonal, zero)
+    triangle = where_broadcast(strictly, a, zero)
+    real_diagonal = convert_element_type(real_part(a), get_aval(a).dtype)
+    diagonal_part = where_broadcast(np.eye(n, dtype=bool), real_diagonal, zero)
     return triangle + conj_transpose(triangle) + diagonal_part
 
 

@@ -7,12 +7,12 @@ from typing import Any, NamedTuple
 
 from ember._src.core import get_aval
 from ember._src.lax.linalg_operands import (
-    conj,
-    identity,
+    conj_if_complex,
+    identity_matrix,
     positions,
-    real,
-    select,
+    real_part,
     static_fori,
+    where_broadcast,
 )
 from ember._src.primitives import elementwise as ew
 
@@ -23,7 +23,7 @@ class QRResult(NamedTuple):
 
 
 def _norm(x: Any) -> Any:
-    return ew.sqrt(real(x * conj(x)).sum())
+    return ew.sqrt(real_part(x * conj_if_complex(x)).sum())
 
 
 def householder_qr(a: Any, complete: bool = False) -> tuple[Any, Any]:
@@ -36,19 +36,19 @@ def householder_qr(a: Any, complete: bool = False) -> tuple[Any, Any]:
 
     def step(j, state):
         q, r = state
-        x = select(rows >= j, r[:, j], 0.0).astype(dtype)
+        x = where_broadcast(rows >= j, r[:, j], 0.0).astype(dtype)
         norm_x = _norm(x)
         lead = r[j, j]
-        sign = select(lead == 0, 1.0, lead / abs(lead)).astype(dtype)
+        sign = where_broadcast(lead == 0, 1.0, lead / abs(lead)).astype(dtype)
         alpha = -sign * norm_x
-        v = x - select(rows == j, alpha, 0.0).astype(dtype)
+        v = x - where_broadcast(rows == j, alpha, 0.0).astype(dtype)
         v_norm = _norm(v)
-        v = select(v_norm == 0, 0.0, v / select(v_norm == 0, 1.0, v_norm))
+        v = where_broadcast(v_norm == 0, 0.0, v / where_broadcast(v_norm == 0, 1.0, v_norm))
         v = v.astype(dtype)
-        r = r - 2.0 * v[:, None] * (conj(v) @ r)[None, :]
-        q = q - 2.0 * (q @ v)[:, None] * conj(v)[None, :]
+        r = r - 2.0 * v[:, None] * (conj_if_complex(v) @ r)[None, :]
+        q = q - 2.0 * (q @ v)[:, None] * conj_if_complex(v)[None, :]
         return q, r
 
-    q, r = static_fori(0, k, step, (identity(m, dtype), a))
-    r = select(rows[:, None] > positions(n)[None, :], 0.0, r).astype(dtype)
+    q, r = static_fori(0, k, step, (identity_matrix(m, dtype), a))
+    r = where_broadcast(rows[:, None] > positions(n)[None, :], 0.0, r).astype(dtype)
     return (q, r) if complete else (q[:, :k], r[:k])

@@ -9,7 +9,7 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.lax.linalg_operands import select
+from ember._src.lax.linalg_operands import where_broadcast
 from ember._src.lax.slicing import full_like
 from ember._src.primitives.control_flow.loops import fori_loop
 from ember._src.primitives.shape import convert_element_type
@@ -79,6 +79,6 @@ def tridiagonal_solve(dl: Any, d: Any, du: Any, b: Any, *, perturb_singular: boo
         )
     # dl[0] and du[-1] lie outside the matrix: zero them so they cannot leak in
     n = shape[-1]
-    dl = convert_element_type(select(np.arange(n) == 0, 0, dl), dtype)
-    du = convert_element_type(select(np.arange(n) == n - 1, 0, du), dtype)
+    dl = convert_element_type(where_broadcast(np.arange(n) == 0, 0, dl), dtype)
+    du = convert_element_type(where_broadcast(np.arange(n) == n - 1, 0, du), dtype)
     return _tridiagonal(dl, d, du, b)

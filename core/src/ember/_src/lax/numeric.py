@@ -271,7 +271,7 @@ def clz(x: Any) -> Any:
 
 def mulhi(x: Any, y: Any, /) -> Any:
     """The high half of the double-width product of two integers of one type."""
-    x, y = ew._coerce(x, y)
+    x, y = ew.coerce_scalars(x, y)
     aval = get_aval(x)
     if not dtypes.is_integer(aval.dtype) or get_aval(y).dtype != aval.dtype:
         raise TypeError(

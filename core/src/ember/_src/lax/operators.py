@@ -20,7 +20,7 @@ from ember._src.primitives.rng_bit_generator import (
 from ember._src.primitives.shape import (
     broadcast_in_dim as _broadcast_in_dim,
     convert_element_type as _convert_element_type,
-    iota as _iota,
+    iota_along,
     reduce_sum as _reduce_sum,
     reshape as _reshape,
 )
@@ -53,7 +53,7 @@ def convert_element_type(operand: Any, new_dtype: Any) -> Any:
 
 def iota(dtype: Any, size: int) -> Any:
     """The 1-D array ``[0, 1, ..., size - 1]`` of ``dtype`` (see broadcasted_iota for n-D)."""
-    return _iota(dtype, (operator.index(size),), 0)
+    return iota_along(dtype, (operator.index(size),), 0)
 
 
 def broadcast_in_dim(

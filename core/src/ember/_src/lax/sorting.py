@@ -11,7 +11,7 @@ import numpy as np
 from ember._src import errors
 from ember._src.core import get_aval
 from ember._src.primitives import elementwise as ew
-from ember._src.primitives.shape import iota, rev, slice_op, transpose
+from ember._src.primitives.shape import iota_along, rev, slice_op, transpose
 from ember._src.primitives.sort import sort
 
 
@@ -22,7 +22,7 @@ def sort_with_indices(
     ``index_dtype``); NaNs sort last (first when ``descending``). Descending order is stable
     too: equal values keep their original order."""
     shape = get_aval(operand).shape
-    positions = iota(index_dtype, shape, axis)
+    positions = iota_along(index_dtype, shape, axis)
     if descending:  # stable descending: sort the reversed array, map indices back
         keys, idx = sort((rev(operand, (axis,)), positions), axis, is_stable=True, num_keys=1)
         flipped = ew.sub(np.asarray(shape[axis] - 1, index_dtype)[()], idx)

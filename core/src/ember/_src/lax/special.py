@@ -28,7 +28,7 @@ from ember._src.primitives.control_flow.loops import fori_loop
 from ember._src.primitives.custom_derivatives import custom_jvp
 from ember._src.primitives.shape import broadcast_to_shape, convert_element_type
 from ember._src.primitives.special import lgamma
-from ember._src.primitives.special_numpy import _ZETA_TAIL
+from ember._src.primitives.special_numpy import ZETA_TAIL
 
 # (series terms, asymptotic terms, switch point) per precision; chosen so that the relative
 # error against a float64 reference stays within a few ulps.
@@ -37,7 +37,7 @@ _BESSEL_PLAN = {4: (32, 12, 20.0), 8: (60, 30, 25.0)}
 
 def _float_operands(name: str, *args: Any) -> list[Any]:
     """The arguments as arrays of one floating dtype and shape (Python scalars follow)."""
-    args = ew._coerce(*args)
+    args = ew.coerce_scalars(*args)
     avals = [get_aval(a) for a in args]
     dtype = avals[0].dtype
     for aval in avals:
@@ -156,7 +156,7 @@ def _zeta_sum(s: Any, q: Any) -> Any:
     total = ew.add(total, ew.mul(_full(s, 0.5), ew.pow(w, neg_s)))
     rising, power = s, ew.pow(w, ew.sub(neg_s, one))
     w2 = ew.mul(w, w)
-    for j, coefficient in enumerate(_ZETA_TAIL):
+    for j, coefficient in enumerate(ZETA_TAIL):
         total = ew.add(total, ew.mul(_full(s, coefficient), ew.mul(rising, power)))
         step = ew.mul(ew.add(s, _full(s, 2 * j + 1)), ew.add(s, _full(s, 2 * j + 2)))
         rising = ew.mul(rising, step)

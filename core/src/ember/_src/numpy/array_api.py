@@ -17,9 +17,9 @@ from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
 from ember._src.execution import dispatch
 from ember._src.numpy import creation, dlpack, elementwise, manipulation
-from ember._src.numpy.extras import unique
+from ember._src.numpy.operands import canonicalize_axis, prepare, prepare_inexact
+from ember._src.numpy.set_routines import unique
 from ember._src.numpy.sorting import cumprod, cumsum
-from ember._src.numpy.util import canonicalize_axis, prepare, prepare_inexact
 from ember._src.plugin import manager
 from ember._src.primitives import bits, precision
 from ember._src.primitives.shape import convert_element_type, reshape, slice_op

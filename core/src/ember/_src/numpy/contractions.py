@@ -11,7 +11,7 @@ import numpy as np
 from ember._src import errors
 from ember._src.core import get_aval
 from ember._src.numpy.manipulation import ravel
-from ember._src.numpy.util import (
+from ember._src.numpy.operands import (
     as_operand,
     broadcast_shapes,
     canonicalize_axis,

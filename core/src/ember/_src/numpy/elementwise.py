@@ -10,7 +10,7 @@ import numpy as np
 from ember._src import dtypes, errors
 from ember._src.core import ShapedArray, Tracer, get_aval
 from ember._src.lax.log_add_exp import log_add_exp
-from ember._src.numpy.util import (
+from ember._src.numpy.operands import (
     as_operand,
     broadcast_args,
     cast,

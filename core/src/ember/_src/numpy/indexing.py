@@ -16,7 +16,7 @@ from ember._src import dtypes, errors
 from ember._src.core import Tracer, get_aval
 from ember._src.numpy.advanced_indexing import advanced_getitem, axes_consumed, is_advanced
 from ember._src.primitives import elementwise as ew
-from ember._src.primitives.indexing import dynamic_slice, index_to_int32
+from ember._src.primitives.indexing import dynamic_slice_op, index_to_int32
 from ember._src.primitives.shape import reshape, rev, slice_op, squeeze
 from ember._src.runtime.array import Array
 
@@ -119,7 +119,7 @@ def _dynamic_pick(x: Any, traced: list[tuple[int, Any]]) -> Any:
             index = ew.select_n(ew.lt(index, np.int32(0)), index, ew.add(index, size))
         starts[dim] = index
         sizes[dim] = 1
-    return dynamic_slice(x, starts, sizes)
+    return dynamic_slice_op(x, starts, sizes)
 
 
 def _expand_ellipsis(entries: tuple, ndim: int) -> tuple:

@@ -31,7 +31,7 @@ from ember._src.lax.linalg_operands import (
     conj_transpose,
     float_matrix,
     hermitian_from_triangle,
-    identity,
+    identity_matrix,
     inexact_dtype,
     symmetrized,
 )
@@ -119,7 +119,7 @@ def inv(a: Any) -> Any:
 
     def single(a1):
         lu, perm, _ = lu_square(a1)
-        return lu_solve_square(lu, perm, identity(n, get_aval(a1).dtype))
+        return lu_solve_square(lu, perm, identity_matrix(n, get_aval(a1).dtype))
 
     return batched(single, a)
 
@@ -292,7 +292,7 @@ def matrix_power(a: Any, n: int) -> Any:
     if n < 0:
         a, n = inv(a), -n
     size = get_aval(a).shape[-1]
-    result = manipulation.broadcast_to(identity(size, get_aval(a).dtype), get_aval(a).shape)
+    result = manipulation.broadcast_to(identity_matrix(size, get_aval(a).dtype), get_aval(a).shape)
     base = a
     while n:
         if n & 1:

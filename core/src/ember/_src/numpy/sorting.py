@@ -8,7 +8,7 @@ from typing import Any
 from ember._src import dtypes, errors
 from ember._src.lax.cumulative import cumulative, operand_and_axis
 from ember._src.lax.sorting import sort_with_indices
-from ember._src.numpy.util import cast, check_dtype_arg, check_no_out
+from ember._src.numpy.operands import cast, check_dtype_arg, check_no_out
 from ember._src.primitives.shape import rev
 from ember._src.primitives.sort import sort as lax_sort
 from ember._src.transforms.jit import jit

@@ -13,7 +13,7 @@ import numpy as np
 
 from ember._src import dtypes, errors, rules
 from ember._src.core import Primitive, ShapedArray
-from ember._src.primitives.elementwise import _coerce, def_zero_jvp, make_elementwise
+from ember._src.primitives.elementwise import coerce_scalars, def_zero_jvp, make_elementwise
 
 _INT_ONLY = "int"
 
@@ -77,15 +77,15 @@ for _primitive in (
 
 
 def shift_left(x: Any, y: Any) -> Any:
-    return shift_left_p.bind(*_coerce(x, y))
+    return shift_left_p.bind(*coerce_scalars(x, y))
 
 
 def shift_right_logical(x: Any, y: Any) -> Any:
-    return shift_right_logical_p.bind(*_coerce(x, y))
+    return shift_right_logical_p.bind(*coerce_scalars(x, y))
 
 
 def shift_right_arithmetic(x: Any, y: Any) -> Any:
-    return shift_right_arithmetic_p.bind(*_coerce(x, y))
+    return shift_right_arithmetic_p.bind(*coerce_scalars(x, y))
 
 
 def population_count(x: Any) -> Any:

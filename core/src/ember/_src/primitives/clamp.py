@@ -16,8 +16,8 @@ from ember._src.core import ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad_util import add_tangents, zeros
 from ember._src.interpreters.batching import not_mapped
 from ember._src.primitives.elementwise import (
-    _coerce,
     bitwise_and,
+    coerce_scalars,
     gt,
     lt,
     select_n,
@@ -26,7 +26,7 @@ from ember._src.primitives.shape import batch_size, bdim_to_front, broadcast_in_
 
 
 def clamp(min: Any, x: Any, max: Any) -> Any:
-    return clamp_p.bind(*_coerce(min, x, max))
+    return clamp_p.bind(*coerce_scalars(min, x, max))
 
 
 def _clamp_abstract_eval(lo: ShapedArray, x: ShapedArray, hi: ShapedArray) -> ShapedArray:

@@ -23,7 +23,7 @@ from ember._src.primitives.shape import (
     bdim_to_front,
     concatenate,
     expand_dims,
-    iota,
+    iota_along,
     move_axis,
     reduce_sum,
     reshape,
@@ -396,7 +396,7 @@ def _psum_scatter_batch(axis_name, vmap_size, vals, dims, *, axes, dimension, ti
 def _axis_index_batch(axis_name, size, vals, dims, *, axes):
     if axis_name not in axes:
         return axis_index_p.bind(axes=axes), not_mapped
-    return iota(dtypes.int32, (size,), 0), 0
+    return iota_along(dtypes.int32, (size,), 0), 0
 
 
 @rules.def_collective_batch(ppermute_p)

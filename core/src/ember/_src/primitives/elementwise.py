@@ -217,7 +217,7 @@ def _unbroadcast(aval: ShapedArray, ct: Any) -> Any:
     return ct
 
 
-def _coerce(*args: Any) -> list[Any]:
+def coerce_scalars(*args: Any) -> list[Any]:
     """Give Python scalars the dtype of the array operands (as weakly typed values)."""
     arrays = [a for a in args if not dtypes.is_python_scalar(a)]
     if len(arrays) == len(args):
@@ -258,43 +258,43 @@ atan2_p = make_elementwise("atan2", np.arctan2, "stablehlo.atan2", _FLOAT)
 
 
 def add(x: Any, y: Any) -> Any:
-    return add_p.bind(*_coerce(x, y))
+    return add_p.bind(*coerce_scalars(x, y))
 
 
 def sub(x: Any, y: Any) -> Any:
-    return sub_p.bind(*_coerce(x, y))
+    return sub_p.bind(*coerce_scalars(x, y))
 
 
 def mul(x: Any, y: Any, *, out_dtype: Any = None) -> Any:
     """``x * y``; with ``out_dtype``, both are cast to it before multiplying (as JAX)."""
-    x, y = _coerce(x, y)
+    x, y = coerce_scalars(x, y)
     if out_dtype is not None:
         x, y = convert_element_type(x, out_dtype), convert_element_type(y, out_dtype)
     return mul_p.bind(x, y)
 
 
 def div(x: Any, y: Any) -> Any:
-    return div_p.bind(*_coerce(x, y))
+    return div_p.bind(*coerce_scalars(x, y))
 
 
 def rem(x: Any, y: Any) -> Any:
-    return rem_p.bind(*_coerce(x, y))
+    return rem_p.bind(*coerce_scalars(x, y))
 
 
 def pow(x: Any, y: Any) -> Any:
-    return pow_p.bind(*_coerce(x, y))
+    return pow_p.bind(*coerce_scalars(x, y))
 
 
 def max(x: Any, y: Any) -> Any:
-    return max_p.bind(*_coerce(x, y))
+    return max_p.bind(*coerce_scalars(x, y))
 
 
 def min(x: Any, y: Any) -> Any:
-    return min_p.bind(*_coerce(x, y))
+    return min_p.bind(*coerce_scalars(x, y))
 
 
 def atan2(x: Any, y: Any) -> Any:
-    return atan2_p.bind(*_coerce(x, y))
+    return atan2_p.bind(*coerce_scalars(x, y))
 
 
 @rules.def_reference(div_p)
@@ -740,7 +740,7 @@ def conj(x: Any) -> Any:
 
 
 def complex(x: Any, y: Any) -> Any:
-    return complex_p.bind(*_coerce(x, y))
+    return complex_p.bind(*coerce_scalars(x, y))
 
 
 def _complex_part(name: str):
@@ -1007,27 +1007,27 @@ ge_p = _make_comparison("ge", np.greater_equal)
 
 
 def eq(x: Any, y: Any) -> Any:
-    return eq_p.bind(*_coerce(x, y))
+    return eq_p.bind(*coerce_scalars(x, y))
 
 
 def ne(x: Any, y: Any) -> Any:
-    return ne_p.bind(*_coerce(x, y))
+    return ne_p.bind(*coerce_scalars(x, y))
 
 
 def lt(x: Any, y: Any) -> Any:
-    return lt_p.bind(*_coerce(x, y))
+    return lt_p.bind(*coerce_scalars(x, y))
 
 
 def le(x: Any, y: Any) -> Any:
-    return le_p.bind(*_coerce(x, y))
+    return le_p.bind(*coerce_scalars(x, y))
 
 
 def gt(x: Any, y: Any) -> Any:
-    return gt_p.bind(*_coerce(x, y))
+    return gt_p.bind(*coerce_scalars(x, y))
 
 
 def ge(x: Any, y: Any) -> Any:
-    return ge_p.bind(*_coerce(x, y))
+    return ge_p.bind(*coerce_scalars(x, y))
 
 
 and_p = make_elementwise("and", np.bitwise_and, "stablehlo.and", _INT)
@@ -1039,15 +1039,15 @@ for _primitive in (and_p, or_p, xor_p, not_p):
 
 
 def bitwise_and(x: Any, y: Any) -> Any:
-    return and_p.bind(*_coerce(x, y))
+    return and_p.bind(*coerce_scalars(x, y))
 
 
 def bitwise_or(x: Any, y: Any) -> Any:
-    return or_p.bind(*_coerce(x, y))
+    return or_p.bind(*coerce_scalars(x, y))
 
 
 def bitwise_xor(x: Any, y: Any) -> Any:
-    return xor_p.bind(*_coerce(x, y))
+    return xor_p.bind(*coerce_scalars(x, y))
 
 
 def bitwise_not(x: Any) -> Any:
@@ -1064,7 +1064,7 @@ def select_n(which: Any, *cases: Any) -> Any:
     """Pick ``cases[which]`` elementwise; ``which`` is bool (two cases) or int32."""
     if len(cases) == 1:
         return cases[0]
-    cases = _coerce(*cases)
+    cases = coerce_scalars(*cases)
     return select_n_p.bind(which, *cases)
 
 

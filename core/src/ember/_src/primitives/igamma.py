@@ -25,13 +25,13 @@ from ember._src.primitives import special_numpy
 from ember._src.primitives.control_flow.loops import while_loop
 from ember._src.primitives.elementwise import (
     _FLOAT,
-    _coerce,
     _lower_via,
     abs,
     add,
     bitwise_and,
     bitwise_not,
     bitwise_or,
+    coerce_scalars,
     div,
     eq,
     exp,
@@ -266,23 +266,23 @@ random_gamma_grad_p = _make(
 
 def igamma(a: Any, x: Any) -> Any:
     """The regularized lower incomplete gamma function P(a, x)."""
-    return igamma_p.bind(*_coerce(a, x))
+    return igamma_p.bind(*coerce_scalars(a, x))
 
 
 def igammac(a: Any, x: Any) -> Any:
     """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
-    return igammac_p.bind(*_coerce(a, x))
+    return igammac_p.bind(*coerce_scalars(a, x))
 
 
 def igamma_grad_a(a: Any, x: Any) -> Any:
     """dP(a, x)/da."""
-    return igamma_grad_a_p.bind(*_coerce(a, x))
+    return igamma_grad_a_p.bind(*coerce_scalars(a, x))
 
 
 def random_gamma_grad(a: Any, x: Any) -> Any:
     """The derivative with respect to ``a`` of a sample ``x`` of Gamma(a, 1), holding its
     quantile P(a, x) fixed."""
-    return random_gamma_grad_p.bind(*_coerce(a, x))
+    return random_gamma_grad_p.bind(*coerce_scalars(a, x))
 
 
 def _density(a: Any, x: Any) -> Any:

@@ -18,9 +18,9 @@ from ember._src import dtypes, errors, rules
 from ember._src.core import Primitive, ShapedArray, Zero
 from ember._src.primitives.elementwise import (
     _FLOAT,
-    _coerce,
     _elementwise_batch,
     _nary_abstract_eval,
+    coerce_scalars,
     make_elementwise,
 )
 
@@ -47,7 +47,7 @@ rules.def_abstract_eval(nextafter_p)(_real_float_abstract_eval("nextafter", 2))
 def nextafter(x1: Any, x2: Any) -> Any:
     """The next representable value after ``x1`` in the direction of ``x2``. (Whether
     subnormal results survive later arithmetic depends on the backend.)"""
-    return nextafter_p.bind(*_coerce(x1, x2))
+    return nextafter_p.bind(*coerce_scalars(x1, x2))
 
 
 # --------------------------------------------------------------------------------------------
@@ -66,7 +66,7 @@ def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> An
             f"reduce_precision: mantissa_bits must be non-negative; got {mantissa_bits}"
         )
     return reduce_precision_p.bind(
-        *_coerce(operand), exponent_bits=exponent_bits, mantissa_bits=mantissa_bits
+        *coerce_scalars(operand), exponent_bits=exponent_bits, mantissa_bits=mantissa_bits
     )
 
 

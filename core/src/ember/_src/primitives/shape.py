@@ -777,7 +777,7 @@ def _convert_reference(x, *, new_dtype, weak_type):
 iota_p = Primitive("iota")
 
 
-def iota(dtype: Any, shape: Sequence[int], dimension: int = 0) -> Any:
+def iota_along(dtype: Any, shape: Sequence[int], dimension: int = 0) -> Any:
     return iota_p.bind(dtype=dtypes.canonicalize(dtype), shape=tuple(shape), dimension=dimension)
 
 

@@ -19,7 +19,13 @@ from ember._src import dtypes, errors, rules
 from ember._src.core import Primitive, ShapedArray, Zero, get_aval
 from ember._src.interpreters.batching import not_mapped
 from ember._src.primitives.gather_scatter import GatherDimensionNumbers, gather
-from ember._src.primitives.shape import bdim_to_front, compare_type, concatenate, expand_dims, iota
+from ember._src.primitives.shape import (
+    bdim_to_front,
+    compare_type,
+    concatenate,
+    expand_dims,
+    iota_along,
+)
 
 sort_p = Primitive("sort", multiple_results=True)
 
@@ -145,7 +151,7 @@ def _less_than(c, args, avals, num_keys):
 @rules.def_jvp(sort_p)
 def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
     shape = get_aval(primals[0]).shape
-    positions = iota(dtypes.int32, shape, dimension)
+    positions = iota_along(dtypes.int32, shape, dimension)
     *outs, permutation = sort_p.bind(
         *primals, positions, dimension=dimension, is_stable=is_stable, num_keys=num_keys
     )
@@ -159,7 +165,7 @@ def _permute(x: Any, permutation: Any, dimension: int) -> Any:
     shape = get_aval(x).shape
     columns = []
     for d in range(len(shape)):
-        index = permutation if d == dimension else iota(dtypes.int32, shape, d)
+        index = permutation if d == dimension else iota_along(dtypes.int32, shape, d)
         columns.append(expand_dims(index, (-1,)))
     indices = concatenate(columns, len(shape))
     dn = GatherDimensionNumbers(

@@ -18,8 +18,8 @@ from ember._src.core import Zero, get_aval, tangent_aval
 from ember._src.primitives import special_numpy
 from ember._src.primitives.elementwise import (
     _FLOAT,
-    _coerce,
     add,
+    coerce_scalars,
     def_unary_jvp,
     div,
     exp,
@@ -125,7 +125,7 @@ def digamma(x: Any) -> Any:
 def polygamma(m: Any, x: Any) -> Any:
     """The m-th derivative of digamma at x; ``m`` is a float holding a non-negative integer
     (other values give nan, as in XLA)."""
-    return polygamma_p.bind(*_coerce(m, x))
+    return polygamma_p.bind(*coerce_scalars(m, x))
 
 
 def_unary_jvp(lgamma_p, lambda x, y: digamma(x))

@@ -59,7 +59,7 @@ def digamma(x: np.ndarray) -> np.ndarray:
 
 
 # B_2j / (2j)! for j = 1..8, for the Euler-Maclaurin tail of the Hurwitz zeta function.
-_ZETA_TAIL = (
+ZETA_TAIL = (
     1 / 12,
     -1 / 720,
     1 / 30240,
@@ -83,7 +83,7 @@ def hurwitz_zeta(s: np.ndarray, q: np.ndarray) -> np.ndarray:
         total = total + w ** (1 - s) / (s - 1) + 0.5 * w**-s
         rising = s.copy()  # s (s + 1) ... (s + 2j - 2)
         power = w ** (-s - 1)
-        for j, coefficient in enumerate(_ZETA_TAIL):
+        for j, coefficient in enumerate(ZETA_TAIL):
             total = total + coefficient * rising * power
             rising = rising * (s + 2 * j + 1) * (s + 2 * j + 2)
             power = power / (w * w)

@@ -18,7 +18,7 @@ import numpy as np
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import advanced_indexing
-from ember._src.numpy.util import promote_to_inexact
+from ember._src.numpy.operands import promote_to_inexact
 from ember._src.primitives import elementwise as lax
 from ember._src.primitives.clamp import clamp
 from ember._src.primitives.control_flow.associative_scan import associative_scan

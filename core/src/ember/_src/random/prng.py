@@ -24,7 +24,7 @@ import numpy as np
 from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
 from ember._src.lax.sorting import top_k
-from ember._src.numpy import advanced_indexing, contractions, extras, linalg, sorting
+from ember._src.numpy import advanced_indexing, contractions, linalg, searching, sorting
 from ember._src.primitives import elementwise as lax, sort as sort_ops
 from ember._src.primitives.bits import bitcast_convert_type, shift_left, shift_right_logical
 from ember._src.primitives.reduce import argmax
@@ -34,7 +34,7 @@ from ember._src.primitives.shape import (
     concatenate,
     convert_element_type,
     expand_dims,
-    iota,
+    iota_along,
     reshape,
     slice_op,
 )
@@ -81,7 +81,7 @@ def _counters(shape: tuple[int, ...]) -> tuple[Any, Any]:
             f"random samples of shape {shape} ({size} elements): ember draws at most 2**32 - 1 "
             f"values per call; draw in pieces with split keys{errors.where()}"
         )
-    low = reshape(iota(_U32, (size,), 0), shape) if shape else np.zeros((), _U32)
+    low = reshape(iota_along(_U32, (size,), 0), shape) if shape else np.zeros((), _U32)
     # the high words are all zero: a broadcast scalar, not a host array of the whole shape
     return broadcast_to_shape(np.zeros((), _U32), shape), low
 
@@ -567,7 +567,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> A
     """A random permutation of ``range(x)`` (an integer) or of ``x`` along ``axis``."""
     if np.ndim(x) == 0 and not isinstance(x, core.Tracer):
         n = operator.index(x)
-        return _shuffle_jit(key, iota(dtypes.default_int(), core.canonicalize_shape(n), 0), 0)
+        return _shuffle_jit(key, iota_along(dtypes.default_int(), core.canonicalize_shape(n), 0), 0)
     aval = get_aval(x)
     axis %= aval.ndim
     if independent or aval.ndim == 1:
@@ -603,7 +603,7 @@ def choice(key: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = Non
             total = reshape(slice_op(cumulative, (n - 1,), (n,)), ())
             u = uniform(key, shape, get_aval(cumulative).dtype)
             r = lax.mul(total, lax.sub(np.asarray(1.0, get_aval(cumulative).dtype), u))
-            index = extras.searchsorted(cumulative, r).astype(dtypes.default_int())
+            index = searching.searchsorted(cumulative, r).astype(dtypes.default_int())
         else:
             g = lax.add(gumbel(key, (n,), get_aval(weights).dtype), lax.log(weights))
             index = top_k(g, draws)[1].astype(dtypes.default_int())

@@ -34,8 +34,8 @@ from ember._src.numpy import (
     reductions,
 )
 from ember._src.numpy.contractions import matmul
-from ember._src.numpy.extras import where
-from ember._src.numpy.linalg_general import _hessenberg, _schur, _unit_scale
+from ember._src.numpy.linalg_eig import hessenberg_householder, schur_complex, unit_scaled
+from ember._src.numpy.nonzero import where
 from ember._src.primitives.control_flow.loops import fori_loop
 from ember._src.transforms.api import vmap
 from ember._src.transforms.jit import jit
@@ -368,7 +368,7 @@ def hessenberg(
     return (h, q) if calc_q else h
 
 
-_hessenberg_compiled = jit(_hessenberg, inline=True)
+_hessenberg_compiled = jit(hessenberg_householder, inline=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -571,8 +571,8 @@ def _triangular_sqrt(t: Any) -> Any:
 def _sqrtm_single(a: Any) -> Any:
     if _shape(a)[0] == 1:
         return enp.sqrt(a)
-    scaled, scale = _unit_scale(a)
-    t, z = _schur(scaled)
+    scaled, scale = unit_scaled(a)
+    t, z = schur_complex(scaled)
     r = _triangular_sqrt(t)
     return matmul(matmul(z, r), _h(z)) * enp.sqrt(scale)
 
@@ -646,4 +646,4 @@ def funm(A: Any, func: Any, disp: bool = True) -> Any:
     return result if disp else (result, _funm_error(t))
 
 
-_schur_compiled = jit(_schur, inline=True)
+_schur_compiled = jit(schur_complex, inline=True)

@@ -8,7 +8,7 @@ import numpy as np
 
 from ember._src.core import get_aval
 from ember._src.numpy import elementwise as jnp
-from ember._src.numpy.util import prepare_inexact
+from ember._src.numpy.operands import prepare_inexact
 
 __all__ = ["c", "floats", "standardize", "where"]
 

@@ -19,7 +19,7 @@ from ember._src.numpy import (
     manipulation,
     reductions,
 )
-from ember._src.numpy.util import promote_to_inexact
+from ember._src.numpy.operands import promote_to_inexact
 from ember._src.scipy import special as _special
 from ember._src.scipy.stats.common import c, where
 

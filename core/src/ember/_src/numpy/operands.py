@@ -1,4 +1,5 @@
-"""NumPy semantics on top of the primitives: dtype promotion, broadcasting, axis handling."""
+"""How NumPy functions prepare their operands over the primitives: dtype promotion,
+broadcasting, axis and dtype argument checks."""
 
 from __future__ import annotations
 
