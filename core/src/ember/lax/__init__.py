@@ -49,14 +49,8 @@ from ember._src.lax.numeric import (
 )
 from ember._src.lax.operators import (
     broadcast as broadcast,
-    broadcast_in_dim as broadcast_in_dim,
-    conv_general_dilated as conv_general_dilated,
     convert_element_type as convert_element_type,
-    dot_general as dot_general,
     iota as iota,
-    reduce_sum as reduce_sum,
-    reshape as reshape,
-    rng_bit_generator as rng_bit_generator,
     select as select,
     stop_gradient as stop_gradient,
 )
@@ -133,6 +127,7 @@ from ember._src.primitives.control_flow.loops import (
 from ember._src.primitives.control_flow.scan import scan as scan
 from ember._src.primitives.conv import (
     ConvDimensionNumbers as ConvDimensionNumbers,
+    conv_general_dilated as conv_general_dilated,
 )
 from ember._src.primitives.elementwise import (
     abs as abs,
@@ -194,6 +189,7 @@ from ember._src.primitives.igamma import (
     igammac as igammac,
     random_gamma_grad as random_gamma_grad,
 )
+from ember._src.primitives.linalg import dot_general as dot_general
 from ember._src.primitives.precision import (
     nextafter as nextafter,
     reduce_precision as reduce_precision,
@@ -210,11 +206,15 @@ from ember._src.primitives.reduce import (
 from ember._src.primitives.reduce_window import reduce_window as reduce_window
 from ember._src.primitives.rng_bit_generator import (
     RandomAlgorithm as RandomAlgorithm,
+    rng_bit_generator as rng_bit_generator,
 )
 from ember._src.primitives.shape import (
+    broadcast_in_dim as broadcast_in_dim,
     concatenate as concatenate,
     expand_dims as expand_dims,
     pad as pad,
+    reduce_sum as reduce_sum,
+    reshape as reshape,
     rev as rev,
     slice_op as slice,
     squeeze as squeeze,

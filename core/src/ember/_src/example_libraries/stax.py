@@ -27,7 +27,6 @@ from ember._src.lax.convolution import (
     padtype_to_pads,
     reduce_window_shape_tuple,
 )
-from ember._src.lax.operators import conv_general_dilated
 from ember._src.nn.functions import (
     elu,
     gelu,
@@ -43,6 +42,7 @@ from ember._src.nn.functions import (
 from ember._src.nn.initializers import glorot_normal, normal, ones, zeros
 from ember._src.numpy import contractions, creation, elementwise as enp, manipulation, nonzero
 from ember._src.primitives import elementwise as lax
+from ember._src.primitives.conv import conv_general_dilated
 from ember._src.primitives.reduce_window import reduce_window
 from ember._src.random.prng import bernoulli, split
 

@@ -52,7 +52,7 @@ def conv_dimension_numbers(
         lhs, rhs, out = dimension_numbers
         if isinstance(lhs, str):
             _check_layouts(lhs, rhs, out, len(lhs_shape))
-    return _conv.conv_dimension_numbers(len(lhs_shape), dimension_numbers)
+    return _conv.conv_dimension_numbers_for_rank(len(lhs_shape), dimension_numbers)
 
 
 def _check_layouts(lhs: str, rhs: str, out: str, ndim: int) -> None:
@@ -352,7 +352,7 @@ def conv_general_permutations(dimension_numbers: Any) -> tuple[tuple[int, ...], 
             f"conv_general_permutations needs three layout strings{errors.where()}"
         )
     _check_layouts(lhs, rhs, out, len(lhs))
-    return tuple(_conv.conv_dimension_numbers(len(lhs), dimension_numbers))
+    return tuple(_conv.conv_dimension_numbers_for_rank(len(lhs), dimension_numbers))
 
 
 def reduce_window_shape_tuple(

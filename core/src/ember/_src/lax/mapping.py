@@ -9,7 +9,7 @@ from typing import Any
 from ember._src import errors
 from ember._src.core import get_aval
 from ember._src.lax.slicing import slice_in_dim
-from ember._src.primitives.control_flow.loops import map as _map
+from ember._src.primitives.control_flow.loops import sequential_map
 from ember._src.primitives.shape import concatenate, reshape as _reshape
 from ember._src.transforms import api
 from ember._src.tree.util import tree_flatten, tree_map
@@ -19,20 +19,20 @@ def map(f: Callable[[Any], Any], xs: Any, *, batch_size: int | None = None) -> A
     """``f`` over the leading axis of ``xs``, sequentially; with ``batch_size``, ``f`` is
     vmapped over chunks of that many slices (the remainder is one last, smaller chunk)."""
     if batch_size is None:
-        return _map(f, xs)
+        return sequential_map(f, xs)
     batch_size = operator.index(batch_size)
     if batch_size < 1:
         raise ValueError(f"lax.map: batch_size must be positive, got {batch_size}{errors.where()}")
     leaves = tree_flatten(xs)[0]
     if not leaves:
-        return _map(f, xs)
+        return sequential_map(f, xs)
     length = get_aval(leaves[0]).shape[0]
     full = (length // batch_size) * batch_size
     batched_f = api.vmap(f)
     pieces = []
     if full:
         chunks = tree_map(lambda x: _chunked(slice_in_dim(x, 0, full), batch_size), xs)
-        ys = _map(batched_f, chunks)
+        ys = sequential_map(batched_f, chunks)
         pieces.append(tree_map(lambda y: _unchunked(y, full), ys))
     if full < length:
         pieces.append(batched_f(tree_map(lambda x: slice_in_dim(x, full, length), xs)))

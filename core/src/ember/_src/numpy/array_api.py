@@ -20,9 +20,9 @@ from ember._src.numpy import creation, dlpack, elementwise, manipulation
 from ember._src.numpy.operands import canonicalize_axis, prepare, prepare_inexact
 from ember._src.numpy.set_routines import unique
 from ember._src.numpy.sorting import cumprod, cumsum
-from ember._src.plugin import manager
 from ember._src.primitives import bits, precision
 from ember._src.primitives.shape import convert_element_type, reshape, slice_op
+from ember._src.transforms.api import devices as default_backend_devices, local_devices
 
 # --------------------------------------------------------------------------------------------
 # Elementwise: the standard's names
@@ -284,10 +284,10 @@ class ArrayNamespaceInfo:
         return {"boolean indexing": True, "data-dependent shapes": False, "max dimensions": 64}
 
     def default_device(self) -> Any:
-        return dispatch.default_device()
+        return local_devices()[0]
 
     def devices(self) -> list[Any]:
-        return list(manager.default_backend().devices())
+        return list(default_backend_devices())
 
     def default_dtypes(self, *, device: Any = None) -> dict[str, np.dtype]:
         return {

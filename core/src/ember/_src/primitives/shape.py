@@ -18,6 +18,7 @@ from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import zeros
 from ember._src.interpreters.batching import not_mapped
 from ember._src.lowering.mlir import i64_array
+from ember._src.primitives.sharding_constraint import laid_out
 
 
 def _shape_error(message: str) -> errors.EmberTypeError:
@@ -44,13 +45,20 @@ broadcast_in_dim_p = Primitive("broadcast_in_dim")
 
 
 def broadcast_in_dim(
-    operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int]
+    operand: Any,
+    shape: Sequence[int],
+    broadcast_dimensions: Sequence[int],
+    *,
+    out_sharding: Any = None,
 ) -> Any:
+    """``operand`` broadcast to ``shape``; its axis i becomes ``broadcast_dimensions[i]``."""
     shape, dims = tuple(shape), tuple(broadcast_dimensions)
     aval = get_aval(operand)
     if aval.shape == shape and dims == tuple(range(len(shape))):
-        return operand
-    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims)
+        out = operand
+    else:
+        out = broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims)
+    return out if out_sharding is None else laid_out(out, out_sharding)
 
 
 def broadcast_to_shape(x: Any, shape: Sequence[int]) -> Any:
@@ -129,11 +137,11 @@ def _broadcast_in_dim_reference(x, *, shape, broadcast_dimensions):
 reduce_sum_p = Primitive("reduce_sum")
 
 
-def reduce_sum(operand: Any, axes: Sequence[int]) -> Any:
+def reduce_sum(operand: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:
+    """The sum of ``operand`` over ``axes``."""
     axes = tuple(axes)
-    if not axes:
-        return operand
-    return reduce_sum_p.bind(operand, axes=axes)
+    out = reduce_sum_p.bind(operand, axes=axes) if axes else operand
+    return out if out_sharding is None else laid_out(out, out_sharding)
 
 
 def reduced_shape(shape: tuple[int, ...], axes: Sequence[int]) -> tuple[int, ...]:
@@ -203,15 +211,23 @@ def _reduce_sum_reference(x, *, axes):
 reshape_p = Primitive("reshape")
 
 
-def reshape(operand: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None) -> Any:
+def reshape(
+    operand: Any,
+    new_sizes: Sequence[int],
+    dimensions: Sequence[int] | None = None,
+    *,
+    out_sharding: Any = None,
+) -> Any:
     """Reshape ``operand`` (read in row-major order) to ``new_sizes``; with ``dimensions``,
     transpose it by that permutation first."""
     if dimensions is not None:
         operand = transpose(operand, dimensions)
     new_sizes = tuple(int(d) for d in new_sizes)
     if get_aval(operand).shape == new_sizes:
-        return operand
-    return reshape_p.bind(operand, new_sizes=new_sizes)
+        out = operand
+    else:
+        out = reshape_p.bind(operand, new_sizes=new_sizes)
+    return out if out_sharding is None else laid_out(out, out_sharding)
 
 
 @rules.def_abstract_eval(reshape_p)
