@@ -27,7 +27,16 @@ from ember._src.primitives.control_flow.scan import scan
 from ember._src.primitives.reduce import reduce_or
 from ember._src.primitives.shape import convert_element_type, move_axis
 from ember._src.primitives.special import lgamma
-from ember._src.random.common import (
+from ember._src.random.gamma import _check_key, _nth
+from ember._src.random.prng import (
+    _bernoulli,
+    _broadcast,
+    _float_dtype,
+    _shape,
+    _split,
+    _uniform,
+)
+from ember._src.random.sampling import (
     _as,
     _c,
     _constrain,
@@ -37,15 +46,6 @@ from ember._src.random.common import (
     _param_shape,
     _sampler_jit,
     _two_keys,
-)
-from ember._src.random.gamma import _check_key, _nth
-from ember._src.random.prng import (
-    _bernoulli,
-    _broadcast,
-    _float_dtype,
-    _shape,
-    _split,
-    _uniform,
 )
 
 _F32 = np.dtype(np.float32)

@@ -659,3 +659,31 @@ def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | No
     signs = lax.sign(linalg.diagonal(r))
     q = q * expand_dims(signs, (-2,))
     return linalg.matrix_transpose(q) if n < m else q
+
+
+def clone(key: Any) -> Any:
+    """The same key. JAX uses it to reuse a key deliberately under its key-reuse checker;
+    ember's keys are plain ``uint32`` data, so this is the identity."""
+    _key_data_shape(key, "clone")
+    return key
+
+
+def key_impl(keys: Any) -> str:
+    """The name of the keys' PRNG implementation: always ``"threefry2x32"`` in ember."""
+    _key_data_shape(keys, "key_impl")
+    return "threefry2x32"
+
+
+def _key_data_shape(keys: Any, what: str) -> tuple[int, ...]:
+    """Checks that ``keys`` are Threefry key data (any batch shape, last axis of 2)."""
+    try:
+        aval = get_aval(keys)
+    except errors.EmberTypeError:
+        aval = None
+    if aval is None or not aval.shape or aval.shape[-1] != 2 or aval.dtype != np.uint32:
+        shown = aval.str_short() if aval is not None else type(keys).__name__
+        raise errors.EmberTypeError(
+            f"{what} expects PRNG keys (uint32 data with a last axis of 2, from "
+            f"ember.random.key), got {shown}{errors.where()}"
+        )
+    return aval.shape[:-1]

@@ -1,4 +1,6 @@
-"""Helpers shared by the ``ember.scipy.stats`` distributions."""
+"""How the ``ember.scipy.stats`` distributions prepare their operands: promotion to one
+inexact dtype and shape, constants in the operands' dtype, standardising, NaN outside the
+support."""
 
 from __future__ import annotations
 
