@@ -1,7 +1,9 @@
 """``ember.numpy.linalg``, written over ember's own operations.
 
-Factorisations are loops over columns (``fori_loop`` with static bounds, so they compile
-into one XLA loop each and differentiate through reverse-mode like any ``scan``):
+The factorisations live one layer down, in ``lax.linalg_*`` (``lax.linalg`` exposes them
+under JAX's lower-level names); this module gives them NumPy's signatures and results. They
+are loops over columns (``fori_loop`` with static bounds, so they compile into one XLA loop
+each and differentiate through reverse-mode like any ``scan``):
 
 - LU with partial pivoting backs ``solve``, ``inv``, ``det`` and ``slogdet``;
 - ``cholesky`` is the column-by-column Cholesky–Banachiewicz recurrence;

@@ -1,4 +1,5 @@
-"""``ember.scipy.linalg``: SciPy's dense linear algebra, written over ``ember.numpy.linalg``.
+"""``ember.scipy.linalg``: SciPy's dense linear algebra, written over ``ember.numpy.linalg``
+and the factorisations of ``lax.linalg_*`` (pivoted LU and triangular solves).
 
 Factorisations are loops with static bounds (``fori_loop``), so they compile into one XLA
 loop each and differentiate in both modes. LU records LAPACK-style pivots (row ``j`` swapped
