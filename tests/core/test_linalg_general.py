@@ -9,7 +9,7 @@ import pytest
 import ember
 import ember.numpy as enp
 from ember import errors
-from ember._src.numpy.linalg_general import _chain_order
+from ember._src.numpy.linalg_tensor import _chain_order
 
 from .util import assert_close, numerical_gradient
 

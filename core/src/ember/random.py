@@ -1,9 +1,5 @@
 """Pseudo-random numbers (``import ember.random``), bit-for-bit those of JAX 0.10."""
 
-from ember._src.random.common import (
-    clone as clone,
-    key_impl as key_impl,
-)
 from ember._src.random.continuous import (
     ball as ball,
     cauchy as cauchy,
@@ -39,11 +35,13 @@ from ember._src.random.prng import (
     bits as bits,
     categorical as categorical,
     choice as choice,
+    clone as clone,
     exponential as exponential,
     fold_in as fold_in,
     gumbel as gumbel,
     key as key,
     key_data as key_data,
+    key_impl as key_impl,
     laplace as laplace,
     logistic as logistic,
     multivariate_normal as multivariate_normal,

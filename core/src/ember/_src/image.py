@@ -19,7 +19,7 @@ from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.lax.numeric import Precision, canonical_precision
 from ember._src.numpy import contractions, creation, elementwise as enp, manipulation, reductions
-from ember._src.numpy.extras import where
+from ember._src.numpy.nonzero import where
 
 
 class ResizeMethod(enum.Enum):

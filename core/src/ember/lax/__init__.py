@@ -2,32 +2,6 @@
 
 import importlib as _importlib
 
-from ember._src.lax.composites import (
-    approx_max_k as approx_max_k,
-    approx_min_k as approx_min_k,
-    bessel_i0e as bessel_i0e,
-    bessel_i1e as bessel_i1e,
-    betainc as betainc,
-    broadcast as broadcast,
-    broadcast_in_dim as broadcast_in_dim,
-    conv_general_dilated as conv_general_dilated,
-    convert_element_type as convert_element_type,
-    cumlogsumexp as cumlogsumexp,
-    cummax as cummax,
-    cummin as cummin,
-    custom_linear_solve as custom_linear_solve,
-    custom_root as custom_root,
-    dot_general as dot_general,
-    iota as iota,
-    map as map,
-    reduce_sum as reduce_sum,
-    reshape as reshape,
-    rng_bit_generator as rng_bit_generator,
-    select as select,
-    stop_gradient as stop_gradient,
-    top_k as top_k,
-    zeta as zeta,
-)
 from ember._src.lax.convolution import (
     ConvGeneralDilatedDimensionNumbers as ConvGeneralDilatedDimensionNumbers,
     conv as conv,
@@ -43,6 +17,18 @@ from ember._src.lax.convolution import (
     padtype_to_pads as padtype_to_pads,
     reduce_window_shape_tuple as reduce_window_shape_tuple,
 )
+from ember._src.lax.cumulative import (
+    cumlogsumexp as cumlogsumexp,
+    cummax as cummax,
+    cummin as cummin,
+    cumprod as cumprod,
+    cumsum as cumsum,
+)
+from ember._src.lax.implicit_solvers import (
+    custom_linear_solve as custom_linear_solve,
+    custom_root as custom_root,
+)
+from ember._src.lax.mapping import map as map
 from ember._src.lax.numeric import (
     DotDimensionNumbers as DotDimensionNumbers,
     Precision as Precision,
@@ -59,6 +45,13 @@ from ember._src.lax.numeric import (
     reduce_xor as reduce_xor,
     round as round,
     square as square,
+)
+from ember._src.lax.operators import (
+    broadcast as broadcast,
+    convert_element_type as convert_element_type,
+    iota as iota,
+    select as select,
+    stop_gradient as stop_gradient,
 )
 from ember._src.lax.slicing import (
     GatherDimensionNumbers as GatherDimensionNumbers,
@@ -93,9 +86,16 @@ from ember._src.lax.slicing import (
     tile as tile,
     unstack as unstack,
 )
-from ember._src.numpy.sorting import (
-    lax_cumprod as cumprod,
-    lax_cumsum as cumsum,
+from ember._src.lax.sorting import (
+    approx_max_k as approx_max_k,
+    approx_min_k as approx_min_k,
+    top_k as top_k,
+)
+from ember._src.lax.special_compiled import (
+    bessel_i0e as bessel_i0e,
+    bessel_i1e as bessel_i1e,
+    betainc as betainc,
+    zeta as zeta,
 )
 from ember._src.primitives.arithmetic import (
     abs as abs,
@@ -157,6 +157,7 @@ from ember._src.primitives.control_flow.loops import (
 from ember._src.primitives.control_flow.scan import scan as scan
 from ember._src.primitives.conv import (
     ConvDimensionNumbers as ConvDimensionNumbers,
+    conv_general_dilated as conv_general_dilated,
 )
 from ember._src.primitives.fft import FftType as FftType, fft as fft
 from ember._src.primitives.igamma import (
@@ -165,6 +166,7 @@ from ember._src.primitives.igamma import (
     igammac as igammac,
     random_gamma_grad as random_gamma_grad,
 )
+from ember._src.primitives.linalg import dot_general as dot_general
 from ember._src.primitives.math_functions import (
     acos as acos,
     acosh as acosh,
@@ -209,12 +211,16 @@ from ember._src.primitives.reduce import (
 from ember._src.primitives.reduce_window import reduce_window as reduce_window
 from ember._src.primitives.rng_bit_generator import (
     RandomAlgorithm as RandomAlgorithm,
+    rng_bit_generator as rng_bit_generator,
 )
 from ember._src.primitives.selection import (
     select_n as select_n,
 )
 from ember._src.primitives.shape import (
+    broadcast_in_dim as broadcast_in_dim,
     expand_dims as expand_dims,
+    reduce_sum as reduce_sum,
+    reshape as reshape,
     squeeze as squeeze,
     transpose as transpose,
 )

@@ -43,10 +43,16 @@ from ember._src.numpy.broadcasting import (
     broadcast_shapes as broadcast_shapes,
 )
 from ember._src.numpy.calculus import (
+    diff as diff,
     ediff1d as ediff1d,
     gradient as gradient,
     trapezoid as trapezoid,
     unwrap as unwrap,
+)
+from ember._src.numpy.comparison import (
+    allclose as allclose,
+    array_equal as array_equal,
+    isclose as isclose,
 )
 from ember._src.numpy.contractions import (
     dot as dot,
@@ -84,8 +90,10 @@ from ember._src.numpy.diagonals import (
     mask_indices as mask_indices,
     trace as trace,
     tri as tri,
+    tril as tril,
     tril_indices as tril_indices,
     tril_indices_from as tril_indices_from,
+    triu as triu,
     triu_indices as triu_indices,
     triu_indices_from as triu_indices_from,
     vander as vander,
@@ -171,41 +179,12 @@ from ember._src.numpy.elementwise import (
     true_divide as true_divide,
     trunc as trunc,
 )
-from ember._src.numpy.extras import (
-    allclose as allclose,
-    argwhere as argwhere,
-    array_equal as array_equal,
-    convolve as convolve,
-    count_nonzero as count_nonzero,
-    diff as diff,
-    digitize as digitize,
-    flatnonzero as flatnonzero,
-    histogram as histogram,
-    interp as interp,
-    isclose as isclose,
-    median as median,
-    meshgrid as meshgrid,
-    nanmax as nanmax,
-    nanmean as nanmean,
-    nanmin as nanmin,
-    nanprod as nanprod,
-    nanstd as nanstd,
-    nansum as nansum,
-    nanvar as nanvar,
-    nonzero as nonzero,
-    percentile as percentile,
-    polyval as polyval,
-    quantile as quantile,
-    repeat as repeat,
-    roll as roll,
-    searchsorted as searchsorted,
-    tile as tile,
-    unique as unique,
-    where as where,
-)
 from ember._src.numpy.float_functions import (
     angle as angle,
     bitwise_count as bitwise_count,
+    copysign as copysign,
+    deg2rad as deg2rad,
+    degrees as degrees,
     divmod as divmod,
     fabs as fabs,
     float_power as float_power,
@@ -213,6 +192,8 @@ from ember._src.numpy.float_functions import (
     fmin as fmin,
     frexp as frexp,
     gcd as gcd,
+    heaviside as heaviside,
+    hypot as hypot,
     i0 as i0,
     iscomplex as iscomplex,
     iscomplexobj as iscomplexobj,
@@ -222,8 +203,13 @@ from ember._src.numpy.float_functions import (
     isrealobj as isrealobj,
     lcm as lcm,
     ldexp as ldexp,
+    logaddexp2 as logaddexp2,
     modf as modf,
     nan_to_num as nan_to_num,
+    rad2deg as rad2deg,
+    radians as radians,
+    signbit as signbit,
+    sinc as sinc,
     spacing as spacing,
 )
 from ember._src.numpy.functional import (
@@ -254,6 +240,7 @@ from ember._src.numpy.index_tricks import (
     index_exp as index_exp,
     indices as indices,
     ix_ as ix_,
+    meshgrid as meshgrid,
     mgrid as mgrid,
     ogrid as ogrid,
     r_ as r_,
@@ -261,6 +248,7 @@ from ember._src.numpy.index_tricks import (
     s_ as s_,
     unravel_index as unravel_index,
 )
+from ember._src.numpy.interpolation import interp as interp
 from ember._src.numpy.joining import (
     append as append,
     atleast_3d as atleast_3d,
@@ -271,7 +259,6 @@ from ember._src.numpy.joining import (
     insert as insert,
 )
 from ember._src.numpy.linalg import matrix_transpose as matrix_transpose
-from ember._src.numpy.linalg_general import roots as roots
 from ember._src.numpy.manipulation import (
     astype as astype,
     atleast_1d as atleast_1d,
@@ -296,24 +283,21 @@ from ember._src.numpy.manipulation import (
     transpose as transpose,
     vstack as vstack,
 )
-from ember._src.numpy.more import (
-    copysign as copysign,
-    deg2rad as deg2rad,
-    degrees as degrees,
-    heaviside as heaviside,
-    hypot as hypot,
-    intersect1d as intersect1d,
-    isin as isin,
-    kron as kron,
-    logaddexp2 as logaddexp2,
-    rad2deg as rad2deg,
-    radians as radians,
-    setdiff1d as setdiff1d,
-    signbit as signbit,
-    sinc as sinc,
-    tril as tril,
-    triu as triu,
-    union1d as union1d,
+from ember._src.numpy.nan_reductions import (
+    nanmax as nanmax,
+    nanmean as nanmean,
+    nanmin as nanmin,
+    nanprod as nanprod,
+    nanstd as nanstd,
+    nansum as nansum,
+    nanvar as nanvar,
+)
+from ember._src.numpy.nonzero import (
+    argwhere as argwhere,
+    count_nonzero as count_nonzero,
+    flatnonzero as flatnonzero,
+    nonzero as nonzero,
+    where as where,
 )
 from ember._src.numpy.packing import (
     packbits as packbits,
@@ -335,13 +319,22 @@ from ember._src.numpy.polynomials import (
     polyint as polyint,
     polymul as polymul,
     polysub as polysub,
+    polyval as polyval,
+    roots as roots,
 )
 from ember._src.numpy.products import (
+    convolve as convolve,
     correlate as correlate,
     cross as cross,
     einsum_path as einsum_path,
+    kron as kron,
     matvec as matvec,
     vecmat as vecmat,
+)
+from ember._src.numpy.quantiles import (
+    median as median,
+    percentile as percentile,
+    quantile as quantile,
 )
 from ember._src.numpy.ranges import (
     geomspace as geomspace,
@@ -362,6 +355,8 @@ from ember._src.numpy.reductions import (
     sum as sum,
     var as var,
 )
+from ember._src.numpy.repetition import repeat as repeat, roll as roll, tile as tile
+from ember._src.numpy.searching import digitize as digitize, searchsorted as searchsorted
 from ember._src.numpy.selection import (
     choose as choose,
     compress as compress,
@@ -372,8 +367,13 @@ from ember._src.numpy.selection import (
     put_along_axis as put_along_axis,
     select as select,
 )
-from ember._src.numpy.set_xor import (
+from ember._src.numpy.set_routines import (
+    intersect1d as intersect1d,
+    isin as isin,
+    setdiff1d as setdiff1d,
     setxor1d as setxor1d,
+    union1d as union1d,
+    unique as unique,
 )
 from ember._src.numpy.sorting import (
     argsort as argsort,
@@ -393,6 +393,7 @@ from ember._src.numpy.statistics import (
     bincount as bincount,
     corrcoef as corrcoef,
     cov as cov,
+    histogram as histogram,
     histogram2d as histogram2d,
     histogram_bin_edges as histogram_bin_edges,
     histogramdd as histogramdd,

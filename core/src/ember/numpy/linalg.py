@@ -24,12 +24,10 @@ from ember._src.numpy.linalg import (
     trace as trace,
     vector_norm as vector_norm,
 )
-from ember._src.numpy.linalg_api import matmul as matmul, tensordot as tensordot
-from ember._src.numpy.linalg_general import (
-    cond as cond,
-    eig as eig,
-    eigvals as eigvals,
-    lstsq as lstsq,
+from ember._src.numpy.linalg_array_api import matmul as matmul, tensordot as tensordot
+from ember._src.numpy.linalg_eig import eig as eig, eigvals as eigvals
+from ember._src.numpy.linalg_lstsq import cond as cond, lstsq as lstsq
+from ember._src.numpy.linalg_tensor import (
     multi_dot as multi_dot,
     tensorinv as tensorinv,
     tensorsolve as tensorsolve,

@@ -26,8 +26,8 @@ from ember._src.numpy import (
     contractions,
     creation,
     elementwise as enp,
-    extras,
     manipulation,
+    nonzero,
     reductions,
 )
 from ember._src.tree.util import (
@@ -182,7 +182,7 @@ def nesterov(step_size: Schedule, mass: float):
 
 def _inverse_sqrt_or_zero(accum):
     """``1/sqrt(accum)`` where ``accum > 0``, else 0 (a never-seen coordinate stays put)."""
-    return extras.where(accum > 0, 1.0 / enp.sqrt(accum), 0.0)
+    return nonzero.where(accum > 0, 1.0 / enp.sqrt(accum), 0.0)
 
 
 @optimizer
@@ -411,7 +411,7 @@ def clip_grads(grad_tree, max_norm):
     norm = l2_norm(grad_tree)
 
     def clip(g):
-        return extras.where(norm < max_norm, g, g * (max_norm / norm))
+        return nonzero.where(norm < max_norm, g, g * (max_norm / norm))
 
     return tree_map(clip, grad_tree)
 

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from ember._src import errors
-from ember._src.lax.composites import conv_general_dilated
 from ember._src.lax.convolution import (
     conv_general_shape_tuple,
     conv_transpose,
@@ -41,8 +40,9 @@ from ember._src.nn.functions import (
     standardize,
 )
 from ember._src.nn.initializers import glorot_normal, normal, ones, zeros
-from ember._src.numpy import contractions, creation, elementwise as enp, extras, manipulation
+from ember._src.numpy import contractions, creation, elementwise as enp, manipulation, nonzero
 from ember._src.primitives.arithmetic import add, max as max_
+from ember._src.primitives.conv import conv_general_dilated
 from ember._src.primitives.reduce_window import reduce_window
 from ember._src.random.prng import bernoulli, split
 
@@ -326,7 +326,7 @@ def Dropout(rate, mode="train"):
         if mode != "train":
             return inputs
         keep = bernoulli(rng, rate, inputs.shape)
-        return extras.where(keep, inputs / rate, 0)
+        return nonzero.where(keep, inputs / rate, 0)
 
     return init_fun, apply_fun
 

@@ -20,7 +20,7 @@ from ember._src.lax.numeric import canonical_precision
 from ember._src.primitives import conv as _conv
 from ember._src.primitives.conv import ConvDimensionNumbers, conv_general_dilated, padding_pairs
 from ember._src.primitives.linalg import dot_general
-from ember._src.primitives.reduce_window import _out_shape as _window_out_shape
+from ember._src.primitives.reduce_window import windowed_shape
 from ember._src.primitives.shape import transpose
 from ember._src.primitives.slicing import rev
 
@@ -53,7 +53,7 @@ def conv_dimension_numbers(
         lhs, rhs, out = dimension_numbers
         if isinstance(lhs, str):
             _check_layouts(lhs, rhs, out, len(lhs_shape))
-    return _conv.conv_dimension_numbers(len(lhs_shape), dimension_numbers)
+    return _conv.conv_dimension_numbers_for_rank(len(lhs_shape), dimension_numbers)
 
 
 def _check_layouts(lhs: str, rhs: str, out: str, ndim: int) -> None:
@@ -353,7 +353,7 @@ def conv_general_permutations(dimension_numbers: Any) -> tuple[tuple[int, ...], 
             f"conv_general_permutations needs three layout strings{errors.where()}"
         )
     _check_layouts(lhs, rhs, out, len(lhs))
-    return tuple(_conv.conv_dimension_numbers(len(lhs), dimension_numbers))
+    return tuple(_conv.conv_dimension_numbers_for_rank(len(lhs), dimension_numbers))
 
 
 def reduce_window_shape_tuple(
@@ -370,7 +370,7 @@ def reduce_window_shape_tuple(
     window_dilation = tuple(window_dilation or (1,) * ndim)
     pairs = tuple((int(lo), int(hi)) for lo, hi in padding)
     return tuple(
-        _window_out_shape(
+        windowed_shape(
             tuple(operand_shape),
             tuple(window_dimensions),
             tuple(window_strides),

@@ -1,25 +1,45 @@
 """``ember.lax.linalg``: JAX's lower-level linear algebra names over ember's factorisations
-(the same loops that back ``ember.numpy.linalg`` and ``ember.scipy.linalg``)."""
+(the loops in ``lax.linalg_*``, which ``ember.numpy.linalg`` and ``ember.scipy.linalg`` wrap
+too). Called eagerly, each runs as one program compiled once per shape."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from ember._src import dtypes, errors
+from ember._src import errors
 from ember._src.core import get_aval
-from ember._src.numpy import creation, elementwise as enp, linalg as nla, manipulation
-from ember._src.numpy.extras import where
-from ember._src.primitives.control_flow.loops import fori_loop
-from ember._src.scipy import linalg as sla
+from ember._src.lax.linalg_cholesky import cholesky_lower
+from ember._src.lax.linalg_jacobi import eigh_differentiable, jacobi_svd
+from ember._src.lax.linalg_lu import lu_pivoted_stack, solve_triangular
+from ember._src.lax.linalg_operands import (
+    batched,
+    conj_if_complex,
+    float_matrix,
+    hermitian_from_triangle,
+    right_hand_side,
+    symmetrized,
+    transpose_last_axes,
+)
+from ember._src.lax.linalg_qr import QRResult, householder_qr
+from ember._src.lax.linalg_tridiagonal import tridiagonal_solve as tridiagonal_solve
+from ember._src.primitives.shape import convert_element_type
 from ember._src.transforms.jit import jit
-from ember._src.transforms.vmap import vmap
+
+_cholesky = jit(cholesky_lower, inline=True, static_argnums=1)
 
 
 def cholesky(x: Any, *, symmetrize_input: bool = True) -> Any:
     """The lower Cholesky factor (NaN where ``x`` is not positive definite)."""
-    return nla.cholesky(x, symmetrize_input=symmetrize_input)
+    return _cholesky(float_matrix(x, "cholesky"), bool(symmetrize_input))
+
+
+def _eigh_impl(x: Any, lower: bool, symmetrize_input: bool) -> tuple[Any, Any]:
+    x = symmetrized(x) if symmetrize_input else hermitian_from_triangle(x, lower)
+    w, v = batched(eigh_differentiable, x)
+    return v, w
+
+
+_eigh = jit(_eigh_impl, inline=True, static_argnums=(1, 2))
 
 
 def eigh(
@@ -35,17 +55,19 @@ def eigh(
     del sort_eigenvalues, implementation  # ember's eigenvalues always come sorted
     if subset_by_index is not None:
         raise NotImplementedError(f"eigh: subset_by_index= is not supported{errors.where()}")
-    x = nla._float_matrix(x, "eigh")
-    if symmetrize_input:
-        w, v = nla.eigh(x)
-    else:
-        w, v = nla.eigh(sla._hermitian_from_triangle(x, lower), symmetrize_input=False)
-    return v, w
+    return _eigh(float_matrix(x, "eigh"), bool(lower), bool(symmetrize_input))
 
 
 def lu(x: Any) -> tuple[Any, Any, Any]:
     """(lu, pivots, permutation) with ``x[permutation] = L @ U``."""
-    return sla._lu_compiled(nla._float_matrix(x, "lu", square=False))
+    return lu_pivoted_stack(float_matrix(x, "lu", square=False))
+
+
+def _qr_impl(x: Any, full_matrices: bool) -> QRResult:
+    return QRResult(*batched(lambda m: householder_qr(m, complete=full_matrices), x))
+
+
+_qr = jit(_qr_impl, inline=True, static_argnums=1)
 
 
 def qr(
@@ -54,7 +76,10 @@ def qr(
     del use_magma
     if pivoting:
         raise NotImplementedError(f"qr: pivoting=True is not supported{errors.where()}")
-    return nla.qr(x, mode="complete" if full_matrices else "reduced")
+    return _qr(float_matrix(x, "qr", square=False), bool(full_matrices))
+
+
+_svd = jit(jacobi_svd, inline=True, static_argnums=(1, 2))
 
 
 def svd(
@@ -66,9 +91,9 @@ def svd(
     algorithm: Any = None,
 ) -> Any:
     del algorithm
-    return nla.svd(
-        x, full_matrices=full_matrices, compute_uv=compute_uv, subset_by_index=subset_by_index
-    )
+    if subset_by_index is not None:
+        raise NotImplementedError(f"svd: subset_by_index= is not supported{errors.where()}")
+    return _svd(float_matrix(x, "svd", square=False), bool(full_matrices), bool(compute_uv))
 
 
 def triangular_solve(
@@ -83,80 +108,14 @@ def triangular_solve(
 ) -> Any:
     """x with ``op(a) @ x = b`` (left_side) or ``x @ op(a) = b``; op transposes and/or
     conjugates as asked. b is a matrix (or a stack matching a's)."""
-    a = nla._float_matrix(a, "triangular_solve")
-    b = sla._rhs(b, get_aval(a).dtype)
-    a = a.astype(get_aval(b).dtype)
-    op = manipulation.swapaxes(a, -1, -2) if transpose_a else a
-    op = enp.conjugate(op) if conjugate_a else op
+    a = float_matrix(a, "triangular_solve")
+    b = right_hand_side(b, get_aval(a).dtype)
+    a = convert_element_type(a, get_aval(b).dtype)
+    op = transpose_last_axes(a) if transpose_a else a
+    op = conj_if_complex(op) if conjugate_a else op
     op_lower = lower != transpose_a
     if left_side:
-        return sla._solve_triangular(op, b, 0, op_lower, bool(unit_diagonal))
+        return solve_triangular(op, b, 0, op_lower, bool(unit_diagonal))
     # x op(a) = b  <=>  op(a)^T x^T = b^T
-    x_t = sla._solve_triangular(
-        op, manipulation.swapaxes(b, -1, -2), 1, op_lower, bool(unit_diagonal)
-    )
-    return manipulation.swapaxes(x_t, -1, -2)
-
-
-def _thomas(dl: Any, d: Any, du: Any, b: Any) -> Any:
-    """Tridiagonal solve by forward elimination and back substitution (no pivoting)."""
-    n = get_aval(d).shape[0]
-    if n == 0:
-        return b
-
-    def eliminate(i, state):
-        c, y = state  # c: modified superdiagonal, y: modified right-hand side
-        denominator = d[i] - dl[i] * c[i - 1]
-        c = c.at[i].set(du[i] / denominator)
-        return c, y.at[i].set((b[i] - dl[i] * y[i - 1]) / denominator)
-
-    c0 = creation.zeros_like(d).at[0].set(du[0] / d[0])
-    y0 = creation.zeros_like(b).at[0].set(b[0] / d[0])
-    c, y = fori_loop(1, n, eliminate, (c0, y0))
-
-    def substitute(j, x):
-        i = n - 2 - j
-        return x.at[i].set(y[i] - c[i] * x[i + 1])
-
-    return fori_loop(0, n - 1, substitute, y)
-
-
-def _tridiagonal_impl(dl: Any, d: Any, du: Any, b: Any) -> Any:
-    fn = _thomas
-    for _ in range(get_aval(d).ndim - 1):
-        fn = vmap(fn)
-    return fn(dl, d, du, b)
-
-
-_tridiagonal = jit(_tridiagonal_impl, inline=True)
-
-
-def tridiagonal_solve(dl: Any, d: Any, du: Any, b: Any, *, perturb_singular: bool = False):
-    """x with ``T @ x = b`` for the tridiagonal T of sub-, main and superdiagonals dl, d, du
-    (shape (..., n); dl[0] and du[-1] are ignored) and b of shape (..., n, k)."""
-    if perturb_singular:
-        raise NotImplementedError(
-            f"tridiagonal_solve: perturb_singular=True is not supported{errors.where()}"
-        )
-    d = creation.asarray(d)
-    if not dtypes.is_inexact(get_aval(d).dtype):
-        d = d.astype(dtypes.default_float())
-    dtype = get_aval(d).dtype
-    dl, du = (creation.asarray(v).astype(dtype) for v in (dl, du))
-    b = creation.asarray(b).astype(dtype)
-    shape = get_aval(d).shape
-    if get_aval(dl).shape != shape or get_aval(du).shape != shape:
-        raise ValueError(
-            f"tridiagonal_solve: dl, d and du must have one shape, got {get_aval(dl).shape}, "
-            f"{shape} and {get_aval(du).shape}{errors.where()}"
-        )
-    if get_aval(b).ndim != len(shape) + 1 or get_aval(b).shape[:-1] != shape:
-        raise ValueError(
-            f"tridiagonal_solve: b must have shape {shape} + (k,), got {get_aval(b).shape}"
-            f"{errors.where()}"
-        )
-    # dl[0] and du[-1] lie outside the matrix: zero them so they cannot leak in
-    n = shape[-1]
-    dl = where(np.arange(n) == 0, 0, dl).astype(dtype)
-    du = where(np.arange(n) == n - 1, 0, du).astype(dtype)
-    return _tridiagonal(dl, d, du, b)
+    x_t = solve_triangular(op, transpose_last_axes(b), 1, op_lower, bool(unit_diagonal))
+    return transpose_last_axes(x_t)

@@ -40,8 +40,8 @@ from ember._src.primitives.gather_scatter import (
     scatter_p,
 )
 from ember._src.primitives.indexing import (
-    dynamic_slice as _dynamic_slice,
-    dynamic_update_slice as _dynamic_update_slice,
+    dynamic_slice_op,
+    dynamic_update_slice_op,
 )
 from ember._src.primitives.reduce import extreme_value, reduce_and, reduce_max
 from ember._src.primitives.selection import select_n
@@ -49,7 +49,7 @@ from ember._src.primitives.shape import (
     broadcast_in_dim,
     convert_element_type,
     expand_dims,
-    iota,
+    iota_along,
     reshape,
     squeeze,
 )
@@ -388,7 +388,7 @@ def dynamic_slice(
     starts are then clamped so the block fits, as XLA does)."""
     shape = get_aval(operand).shape
     starts = _wrapped_starts("dynamic_slice", shape, start_indices, allow_negative_indices)
-    return _dynamic_slice(operand, starts, slice_sizes)
+    return dynamic_slice_op(operand, starts, slice_sizes)
 
 
 def dynamic_update_slice(
@@ -402,7 +402,7 @@ def dynamic_update_slice(
     the end; starts are then clamped so the update fits)."""
     shape = get_aval(operand).shape
     starts = _wrapped_starts("dynamic_update_slice", shape, start_indices, allow_negative_indices)
-    return _dynamic_update_slice(operand, update, starts)
+    return dynamic_update_slice_op(operand, update, starts)
 
 
 def dynamic_slice_in_dim(
@@ -419,7 +419,7 @@ def dynamic_slice_in_dim(
     sizes = list(shape)
     sizes[axis] = int(slice_size)
     starts = _starts_in_dim(shape, axis, start_index, allow_negative_indices)
-    return _dynamic_slice(operand, starts, sizes)
+    return dynamic_slice_op(operand, starts, sizes)
 
 
 def dynamic_index_in_dim(
@@ -451,7 +451,7 @@ def dynamic_update_slice_in_dim(
     shape = get_aval(operand).shape
     axis = _axis(axis, len(shape))
     starts = _starts_in_dim(shape, axis, start_index, allow_negative_indices)
-    return _dynamic_update_slice(operand, update, starts)
+    return dynamic_update_slice_op(operand, update, starts)
 
 
 def dynamic_update_index_in_dim(
@@ -575,7 +575,7 @@ def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *, out_sh
     shape = tuple(int(s) for s in shape)
     dimension = _axis(dimension, len(shape), "dimension")
     dtype = dtypes.canonicalize(np.dtype(dtype))
-    return broadcast_in_dim(iota(dtype, (shape[dimension],)), shape, (dimension,))
+    return broadcast_in_dim(iota_along(dtype, (shape[dimension],)), shape, (dimension,))
 
 
 def _fill_dtype(fill_value: Any, dtype: Any) -> tuple[np.dtype, bool]:

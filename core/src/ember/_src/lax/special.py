@@ -23,6 +23,9 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
+from ember._src.primitives import (
+    elementwise as ew,
+)
 from ember._src.primitives.arithmetic import (
     abs as abs_,
     add,
@@ -38,7 +41,6 @@ from ember._src.primitives.arithmetic import (
 from ember._src.primitives.bits import bitwise_and, bitwise_not, bitwise_or
 from ember._src.primitives.comparisons import eq, gt, le, lt, ne
 from ember._src.primitives.control_flow.loops import fori_loop
-from ember._src.primitives.elementwise import coerce
 from ember._src.primitives.math_functions import exp, log, log1p, pow as pow_, rsqrt
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import broadcast_to_shape, convert_element_type
@@ -53,7 +55,7 @@ _BESSEL_PLAN = {4: (32, 12, 20.0), 8: (60, 30, 25.0)}
 
 def _float_operands(name: str, *args: Any) -> list[Any]:
     """The arguments as arrays of one floating dtype and shape (Python scalars follow)."""
-    args = coerce(*args)
+    args = ew.coerce_scalars(*args)
     avals = [get_aval(a) for a in args]
     dtype = avals[0].dtype
     for aval in avals:
@@ -136,7 +138,10 @@ def _i1e_jvp(primals, tangents):
     out = _i1e_custom(x)
     zero = eq(x, _full(x, 0.0))
     safe_x = select_n(zero, x, _full(x, 1.0))
-    slope = sub(_i0e_custom(x), mul(add(sign(x), div(_full(x, 1.0), safe_x)), out))
+    slope = sub(
+        _i0e_custom(x),
+        mul(add(sign(x), div(_full(x, 1.0), safe_x)), out),
+    )
     slope = select_n(zero, slope, _full(x, 0.5))
     return out, mul(t, slope)
 
@@ -216,7 +221,13 @@ def _continued_fraction(a: Any, b: Any, x: Any) -> Any:
     tiny = _full(a, np.finfo(get_aval(a).dtype).tiny * 1e3)
     apb = add(a, b)
     c = one
-    d = div(one, _guard(sub(one, div(mul(apb, x), add(a, one))), tiny))
+    d = div(
+        one,
+        _guard(
+            sub(one, div(mul(apb, x), add(a, one))),
+            tiny,
+        ),
+    )
 
     def lentz(coefficient: Any, c: Any, d: Any) -> tuple[Any, Any, Any]:
         d = div(one, _guard(add(one, mul(coefficient, d)), tiny))
@@ -257,7 +268,10 @@ def _continued_fraction(a: Any, b: Any, x: Any) -> Any:
 def _log_prefactor(a: Any, b: Any, x: Any) -> Any:
     """``log(x^a (1-x)^b / B(a, b))``."""
     log_beta = sub(add(lgamma(a), lgamma(b)), lgamma(add(a, b)))
-    power = add(mul(a, log(x)), mul(b, log1p(neg(x))))
+    power = add(
+        mul(a, log(x)),
+        mul(b, log1p(neg(x))),
+    )
     return sub(power, log_beta)
 
 
@@ -273,7 +287,10 @@ def betainc(a: Any, b: Any, x: Any) -> Any:
     positive = bitwise_and(gt(a, zero), gt(b, zero))
     a_s = select_n(positive, one, a)
     b_s = select_n(positive, one, b)
-    direct = lt(xs, div(add(a_s, one), add(add(a_s, b_s), _full(x, 2.0))))
+    direct = lt(
+        xs,
+        div(add(a_s, one), add(add(a_s, b_s), _full(x, 2.0))),
+    )
     # Swap (a, b, x) -> (b, a, 1 - x) where the fraction converges faster that way.
     a_cf = select_n(direct, b_s, a_s)
     b_cf = select_n(direct, a_s, b_s)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.lax.composites import stop_gradient
+from ember._src.lax.operators import stop_gradient
 from ember._src.numpy import contractions, creation, elementwise as enp, manipulation, reductions
 from ember._src.primitives.slicing import slice_op
 from ember._src.primitives.special import erf

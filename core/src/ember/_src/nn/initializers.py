@@ -20,7 +20,7 @@ from ember._src.numpy import (
     linalg as _linalg,
     manipulation as _manipulation,
 )
-from ember._src.primitives.indexing import dynamic_update_slice
+from ember._src.primitives.indexing import dynamic_update_slice_op
 from ember._src.random.prng import (
     normal as _normal,
     truncated_normal as _truncated_normal,
@@ -198,6 +198,6 @@ def delta_orthogonal(scale: float = 1.0, column_axis: int = -1, dtype: Any = Non
         spatial = len(shape) - 2
         block = _manipulation.reshape(matrix, (1,) * spatial + shape[-2:])
         starts = [np.int32(c) for c in centre] + [np.int32(0)] * 2
-        return dynamic_update_slice(creation.zeros(shape, dt), block, starts)
+        return dynamic_update_slice_op(creation.zeros(shape, dt), block, starts)
 
     return init

@@ -11,8 +11,8 @@ from ember._src import core, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, manipulation
 from ember._src.numpy.concrete import concrete_or_error
-from ember._src.numpy.extras import tile
-from ember._src.numpy.util import canonicalize_axis
+from ember._src.numpy.operands import canonicalize_axis
+from ember._src.numpy.repetition import tile
 
 
 def fliplr(m: Any) -> Any:

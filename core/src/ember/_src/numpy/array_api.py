@@ -16,11 +16,11 @@ import numpy as np
 from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
 from ember._src.execution import placement
+from ember._src.execution.devices import devices as default_backend_devices, local_devices
 from ember._src.numpy import creation, dlpack, elementwise, manipulation
-from ember._src.numpy.extras import unique
+from ember._src.numpy.operands import canonicalize_axis, prepare, prepare_inexact
+from ember._src.numpy.set_routines import unique
 from ember._src.numpy.sorting import cumprod, cumsum
-from ember._src.numpy.util import canonicalize_axis, prepare, prepare_inexact
-from ember._src.plugin import manager
 from ember._src.primitives import bits, precision
 from ember._src.primitives.shape import convert_element_type, reshape
 from ember._src.primitives.slicing import slice_op
@@ -285,10 +285,10 @@ class ArrayNamespaceInfo:
         return {"boolean indexing": True, "data-dependent shapes": False, "max dimensions": 64}
 
     def default_device(self) -> Any:
-        return placement.default_device()
+        return local_devices()[0]
 
     def devices(self) -> list[Any]:
-        return list(manager.default_backend().devices())
+        return list(default_backend_devices())
 
     def default_dtypes(self, *, device: Any = None) -> dict[str, np.dtype]:
         return {

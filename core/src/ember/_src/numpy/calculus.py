@@ -1,5 +1,5 @@
 """Numerical calculus on sampled data: finite-difference ``gradient``, the ``trapezoid``
-rule, phase ``unwrap`` and flattened differences (``ediff1d``)."""
+rule, phase ``unwrap`` and differences (``diff``, ``ediff1d``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import numpy as np
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
-from ember._src.numpy.sorting import cumsum
-from ember._src.numpy.util import (
+from ember._src.numpy.operands import (
     as_operand,
     canonicalize_axes,
     canonicalize_axis,
@@ -20,7 +19,9 @@ from ember._src.numpy.util import (
     promote_dtypes,
     shape_of,
 )
-from ember._src.primitives.shape import convert_element_type
+from ember._src.numpy.searching import digitize, searchsorted  # noqa: F401 (re-exported)
+from ember._src.numpy.sorting import cumsum
+from ember._src.primitives.shape import broadcast_in_dim, convert_element_type
 from ember._src.primitives.slicing import slice_along
 from ember._src.transforms.jit import jit
 
@@ -230,3 +231,25 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
         end = manipulation.ravel(creation.asarray(as_operand(to_end)))
         parts.append(convert_element_type(end, dtype_of(flat)))
     return manipulation.concatenate(parts)
+
+
+def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
+    a = creation.asarray(a)
+    axis = canonicalize_axis(axis, get_aval(a).ndim)
+    parts = [p for p in (prepend, a, append) if p is not None]
+    if len(parts) > 1:
+        shape = list(shape_of(a))
+        fixed = []
+        for p in parts:
+            p = creation.asarray(p)
+            if not shape_of(p):
+                shape[axis] = 1
+                p = broadcast_in_dim(p, tuple(shape), ())
+            fixed.append(p)
+        a = manipulation.concatenate(fixed, axis=axis)
+    # Booleans have no subtraction: their difference is "changed", as in NumPy and JAX.
+    op = enp.not_equal if get_aval(a).dtype == dtypes.bool_ else enp.subtract
+    for _ in range(n):
+        size = shape_of(a)[axis]
+        a = op(slice_along(a, axis, 1, size), slice_along(a, axis, 0, size - 1))
+    return a

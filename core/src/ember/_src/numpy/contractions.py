@@ -11,9 +11,9 @@ import numpy as np
 from ember._src import errors
 from ember._src.core import get_aval
 from ember._src.numpy.manipulation import ravel
-from ember._src.numpy.util import (
+from ember._src.numpy.operands import (
     as_operand,
-    broadcast_shapes,
+    broadcast_shapes_for,
     canonicalize_axis,
     cast,
     check_dtype_arg,
@@ -83,7 +83,7 @@ def _matmul(a: Any, b: Any, precision: Any = None, preferred_element_type: Any =
         dims = (((a_axis,), (b_axis,)), ((), ()))
         return dot_general(a, b, dims, precision, preferred_element_type)
     _check_contracted("matmul", a, b, len(a_shape) - 1, len(b_shape) - 2)
-    batch = broadcast_shapes("matmul", a_shape[:-2], b_shape[:-2])
+    batch = broadcast_shapes_for("matmul", a_shape[:-2], b_shape[:-2])
     a = broadcast_to_shape(a, batch + a_shape[-2:])
     b = broadcast_to_shape(b, batch + b_shape[-2:])
     nb = len(batch)

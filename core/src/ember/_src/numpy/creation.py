@@ -12,7 +12,7 @@ from ember._src import core, dtypes, errors
 from ember._src.core import Tracer, get_aval
 from ember._src.execution import placement
 from ember._src.numpy.manipulation import stack
-from ember._src.numpy.util import (
+from ember._src.numpy.operands import (
     as_operand,
     cast,
     check_dtype_arg,
@@ -26,7 +26,7 @@ from ember._src.primitives.shape import (
     broadcast_in_dim,
     broadcast_to_shape,
     convert_element_type,
-    iota,
+    iota_along,
     reshape,
 )
 from ember._src.runtime.array import Array
@@ -187,7 +187,7 @@ def _arange(start: Any, stop: Any, step: Any, dtype: Any) -> Any:
         count = operator.index(start) if isinstance(start, (int, np.integer)) else None
         if count is not None:
             length = core.canonicalize_shape(max(count, 0), "arange's length")
-            return iota(dtype or dtypes.default_int(), length, 0)
+            return iota_along(dtype or dtypes.default_int(), length, 0)
     if step is not None and step == 0:
         raise ValueError(f"arange: step must not be zero{errors.where()}")
     # NumPy's result dtype, from an empty range of the same argument types (the values
@@ -199,7 +199,7 @@ def _arange(start: Any, stop: Any, step: Any, dtype: Any) -> Any:
     if kind.kind in "iu" and step in (None, 1) and np.dtype(dtype).kind in "iuf":
         lo, hi = (0, start) if stop is None else (start, stop)
         length = max(0, int(hi) - int(lo))
-        base = iota(dtype, core.canonicalize_shape(length, "arange's length"), 0)
+        base = iota_along(dtype, core.canonicalize_shape(length, "arange's length"), 0)
         offset = np.asarray(lo, dtype)[()]
         return add(base, offset) if offset else base
     return asarray(_host_arange(start, stop, step).astype(dtype))
@@ -266,7 +266,7 @@ def _linspace(start: Any, stop: Any, num: Any, endpoint: bool, dtype: Any) -> tu
         else convert_element_type(asarray(stop), compute)
     )
     divisor = (num - 1) if endpoint else num
-    index = iota(dtypes.int32, (num,), 0)
+    index = iota_along(dtypes.int32, (num,), 0)
     delta = sub(stop_c, start_c)
     if get_aval(delta).shape:
         raise ValueError(f"linspace supports scalar start and stop only{errors.where()}")
@@ -286,8 +286,8 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: 
         raise ValueError(f"eye: negative dimensions are not allowed (N={n}, M={m}){errors.where()}")
     k = diagonal_offset(core.concrete_or_error(k, "eye's k"), n, m)
     dtype = check_dtype_arg(dtype) or dtypes.default_float()
-    rows = iota(dtypes.int32, (n, m), 0)
-    cols = iota(dtypes.int32, (n, m), 1)
+    rows = iota_along(dtypes.int32, (n, m), 0)
+    cols = iota_along(dtypes.int32, (n, m), 1)
     return _place(convert_element_type(eq(add(rows, np.int32(k)), cols), dtype), device)
 
 

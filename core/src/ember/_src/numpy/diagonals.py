@@ -1,6 +1,6 @@
 """Diagonals and triangles: diag, diagflat, diagonal, trace, fill_diagonal, tri, vander, and
 the index helpers diag_indices, tril_indices, triu_indices (and their ``*_from``) and
-mask_indices.
+mask_indices; the triangles ``tril`` and ``triu``.
 
 Offsets and sizes are static; the index helpers return arrays of the default integer type
 (int64 under x64, as JAX) computed on the host.
@@ -16,11 +16,19 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
-from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
+from ember._src.numpy import (
+    creation,
+    elementwise as enp,
+    manipulation,
+    reductions,
+)
 from ember._src.numpy.advanced_indexing import take
-from ember._src.numpy.extras import nonzero
-from ember._src.numpy.util import canonicalize_axis, check_dtype_arg
-from ember._src.primitives.shape import iota
+from ember._src.numpy.nonzero import nonzero
+from ember._src.numpy.operands import (
+    canonicalize_axis,
+    check_dtype_arg,
+)
+from ember._src.primitives.shape import iota_along
 
 
 def _static_int(value: Any, what: str) -> int:
@@ -120,8 +128,8 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
         raise ValueError(f"tri: negative dimensions are not allowed (N={n}, M={m}){errors.where()}")
     k = creation.diagonal_offset(k, n, m)
     dtype = check_dtype_arg(dtype) or dtypes.default_float()
-    rows = iota(dtypes.int32, (n, m), 0)
-    cols = iota(dtypes.int32, (n, m), 1)
+    rows = iota_along(dtypes.int32, (n, m), 0)
+    cols = iota_along(dtypes.int32, (n, m), 1)
     return manipulation.astype(enp.less_equal(cols, rows + np.int32(k)), dtype)
 
 
@@ -277,3 +285,20 @@ def mask_indices(n: int, mask_func: Callable[[Any, int], Any], k: int = 0, *,
             f"static size=...{errors.where()}"
         )
     return nonzero(mask, size=size)
+
+
+def _triangle(m: Any, k: int, lower: bool) -> Any:
+    m = creation.asarray(m)
+    rows, cols = get_aval(m).shape[-2:]
+    i = np.arange(rows)[:, None]
+    j = np.arange(cols)[None, :]
+    keep = (j - i <= k) if lower else (j - i >= k)
+    return enp.where(keep, m, np.zeros((), get_aval(m).dtype))
+
+
+def tril(m: Any, k: int = 0) -> Any:
+    return _triangle(m, k, lower=True)
+
+
+def triu(m: Any, k: int = 0) -> Any:
+    return _triangle(m, k, lower=False)

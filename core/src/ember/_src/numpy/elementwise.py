@@ -9,7 +9,8 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import ShapedArray, Tracer, get_aval
-from ember._src.numpy.util import (
+from ember._src.lax.log_add_exp import log_add_exp
+from ember._src.numpy.operands import (
     as_operand,
     broadcast_args,
     cast,
@@ -219,8 +220,8 @@ def floor_divide(x1: Any, x2: Any, /) -> Any:
     x, y = _prepare_numeric("floor_divide", x1, x2)
     dtype = get_aval(x).dtype
     if dtype.kind in "iu":
-        # lax.div truncates toward zero; NumPy floors. Step down where the signs differ and the
-        # division was inexact (as JAX, which makes x // 0 one less than lax.div's answer for
+        # div truncates toward zero; NumPy floors. Step down where the signs differ and the
+        # division was inexact (as JAX, which makes x // 0 one less than div's answer for
         # x != 0).
         quotient = arithmetic.div(x, y)
         if dtype.kind == "u":
@@ -254,7 +255,7 @@ def _float_floor_divide(x: Any, y: Any) -> Any:
 
 
 def _nonzero_int_divisor(y: Any) -> Any:
-    """An integer divisor with its zeros replaced by 1, so that x % 0 is 0 (as JAX; lax.rem
+    """An integer divisor with its zeros replaced by 1, so that x % 0 is 0 (as JAX; arithmetic.rem
     would give x)."""
     dtype = get_aval(y).dtype
     if dtype.kind not in "iu":
@@ -266,7 +267,7 @@ def remainder(x1: Any, x2: Any, /) -> Any:
     x, y = _prepare_numeric("remainder", x1, x2)
     dtype = get_aval(x).dtype
     y = _nonzero_int_divisor(y)
-    # lax.rem takes the sign of x (C fmod); NumPy's remainder takes the sign of y, except that
+    # rem takes the sign of x (C fmod); NumPy's remainder takes the sign of y, except that
     # a zero result keeps the sign of x (as JAX).
     r = arithmetic.rem(x, y)
     if dtype.kind == "u":
@@ -485,44 +486,10 @@ def exp2(x: Any, /) -> Any:
 
 def _logaddexp(x: Any, y: Any, /) -> Any:
     x, y = prepare_inexact("logaddexp", x, y)
-    amax = arithmetic.max(x, y)
-    if get_aval(x).dtype.kind == "c":
-        return complex_log_add(x, y, amax, math_functions.exp, 1.0, np.pi)
-    delta = arithmetic.sub(x, y)
-    # Where both are the same infinity, delta is nan: the answer is that infinity.
-    safe = selection.select_n(
-        comparisons.ne(delta, delta),
-        arithmetic.neg(arithmetic.abs(delta)),
-        np.zeros((), get_aval(x).dtype),
-    )
-    return arithmetic.add(amax, math_functions.log1p(math_functions.exp(safe)))
+    return log_add_exp(x, y)
 
 
 logaddexp = as_ufunc(_logaddexp, "logaddexp", 2)
-
-
-def complex_log_add(x: Any, y: Any, amax: Any, exp_fn, scale: float, half_period: float) -> Any:
-    """log(exp(x) + exp(y)) for complex x, y (or the base-2 form, with exp_fn = exp2 and
-    scale = 1/log(2)), as JAX: amax + scale * log1p(exp_fn(x + y - 2 amax)), its imaginary
-    part wrapped into [-half_period, half_period]."""
-    dtype = get_aval(x).dtype
-    delta = arithmetic.sub(arithmetic.add(x, y), arithmetic.mul(amax, np.asarray(2, dtype)[()]))
-    out = arithmetic.add(
-        amax, arithmetic.mul(np.asarray(scale, dtype)[()], math_functions.log1p(exp_fn(delta)))
-    )
-    return arithmetic.complex(
-        arithmetic.real(out), _wrap_between(arithmetic.imag(out), half_period)
-    )
-
-
-def _wrap_between(x: Any, half: float) -> Any:
-    dtype = get_aval(x).dtype
-    a, two_a = np.asarray(half, dtype)[()], np.asarray(2 * half, dtype)[()]
-    rem = arithmetic.rem(arithmetic.add(x, a), two_a)
-    rem = selection.select_n(
-        comparisons.lt(rem, np.zeros((), dtype)), rem, arithmetic.add(rem, two_a)
-    )
-    return arithmetic.sub(rem, a)
 
 
 def clip(arr: Any = None, /, min: Any = None, max: Any = None) -> Any:

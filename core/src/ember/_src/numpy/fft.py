@@ -16,8 +16,8 @@ import numpy as np
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation
-from ember._src.numpy.extras import roll
-from ember._src.numpy.util import canonicalize_axis
+from ember._src.numpy.operands import canonicalize_axis
+from ember._src.numpy.repetition import roll
 from ember._src.primitives.fft import fft as lax_fft
 from ember._src.primitives.shape import convert_element_type
 from ember._src.primitives.slicing import pad, slice_op

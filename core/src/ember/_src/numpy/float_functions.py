@@ -1,6 +1,8 @@
 """NumPy's floating-point toolbox: splitting floats into mantissa and exponent (``frexp``,
 ``ldexp``, ``modf``, ``spacing``), NaN-aware extrema (``fmax``, ``fmin``), ``nan_to_num``,
-infinity and complex tests, ``gcd``/``lcm``, ``bitwise_count`` and the Bessel function ``i0``.
+infinity and complex tests, ``gcd``/``lcm``, ``bitwise_count`` the Bessel function ``i0``; sign
+and angle helpers (``copysign``, ``signbit``, ``hypot``, ``heaviside``, ``sinc``, ``deg2rad``,
+``rad2deg``) and ``logaddexp2``.
 
 ``frexp`` and ``ldexp`` work on the bits of the number, so subnormals, zeros of either sign,
 infinities and NaN come out as in NumPy; ``ldexp`` rounds once, even into the subnormal range.
@@ -15,9 +17,16 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.numpy import creation, elementwise as enp, manipulation
-from ember._src.numpy.util import (
+from ember._src.lax.log_add_exp import complex_log_add
+from ember._src.lax.numeric import exp2 as lax_exp2
+from ember._src.numpy import (
+    creation,
+    elementwise as enp,
+    manipulation,
+)
+from ember._src.numpy.operands import (
     as_operand,
+    broadcast_args,
     dtype_of,
     prepare,
     promote_dtypes,
@@ -25,6 +34,7 @@ from ember._src.numpy.util import (
     scalar_like,
 )
 from ember._src.primitives import bits
+from ember._src.primitives.bits import bitcast_convert_type
 from ember._src.primitives.control_flow.loops import while_loop
 from ember._src.primitives.reduce import reduce_or
 from ember._src.primitives.shape import convert_element_type
@@ -475,3 +485,91 @@ def _i0_jvp(primals, tangents):
 def _i1(x: Any) -> Any:
     """I1, odd: sign(x) * I1(|x|)."""
     return enp.multiply(enp.sign(x), _bessel(enp.abs(x), 1))
+
+
+def _inexact(x: Any) -> Any:
+    return promote_to_inexact(x)[0]
+
+
+def _real_only(name: str, *xs: Any) -> None:
+    for x in xs:
+        if get_aval(x).dtype.kind == "c":
+            raise errors.EmberTypeError(
+                f"{name} does not accept complex operands, got {get_aval(x).dtype}{errors.where()}"
+            )
+
+
+def copysign(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = promote_to_inexact(x1, x2)
+    _real_only("copysign", x1, x2)
+    negative = signbit(x2)
+    magnitude = enp.abs(x1)
+    return enp.where(negative, enp.negative(magnitude), magnitude)
+
+
+def signbit(x: Any, /) -> Any:
+    x = creation.asarray(x)
+    dtype = get_aval(x).dtype
+    if dtype.kind in "uib":
+        return enp.less(x, 0)
+    if dtype.kind == "c":
+        raise ValueError(f"signbit is not well defined for {dtype}{errors.where()}")
+    # the sign bit itself, so that -0.0 and -nan count as negative
+    return enp.less(bitcast_convert_type(x, np.dtype(f"i{dtype.itemsize}")), 0)
+
+
+def hypot(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = promote_to_inexact(x1, x2)
+    if get_aval(x1).dtype.kind == "c":
+        raise ValueError(
+            "jnp.hypot is not well defined for complex-valued inputs. Please convert to real "
+            f"values first, such as by using jnp.real or jnp.imag to take the real or imaginary "
+            f"components respectively.{errors.where()}"
+        )
+    a, b = enp.abs(x1), enp.abs(x2)
+    big, small = enp.maximum(a, b), enp.minimum(a, b)
+    safe = enp.where(enp.equal(big, 0), np.ones((), get_aval(big).dtype), big)
+    ratio = small / safe
+    # An infinite side makes the hypotenuse infinite, even beside nan (inf/inf would be nan).
+    return enp.where(enp.isinf(a) | enp.isinf(b), np.inf, big * enp.sqrt(1 + ratio * ratio))
+
+
+def heaviside(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = promote_to_inexact(x1, x2)
+    _real_only("heaviside", x1, x2)
+    zero = np.zeros((), get_aval(x1).dtype)
+    one = np.ones((), get_aval(x1).dtype)
+    return enp.where(enp.less(x1, 0), zero, enp.where(enp.greater(x1, 0), one, x2))
+
+
+def sinc(x: Any, /) -> Any:
+    x = _inexact(x)
+    pi_x = x * np.asarray(np.pi, get_aval(x).dtype)
+    safe = enp.where(enp.equal(x, 0), np.ones((), get_aval(x).dtype), pi_x)
+    return enp.where(enp.equal(x, 0), np.ones((), get_aval(x).dtype), enp.sin(safe) / safe)
+
+
+def deg2rad(x: Any, /) -> Any:
+    x = _inexact(x)
+    return x * np.asarray(np.pi / 180, get_aval(x).dtype)
+
+
+def rad2deg(x: Any, /) -> Any:
+    x = _inexact(x)
+    return x * np.asarray(180 / np.pi, get_aval(x).dtype)
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def _logaddexp2(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = promote_to_inexact(x1, x2)
+    if get_aval(x1).dtype.kind == "c":
+        x1, x2 = broadcast_args("logaddexp2", x1, x2)
+        amax = enp.maximum(x1, x2)
+        return complex_log_add(x1, x2, amax, lax_exp2, 1 / np.log(2), np.pi / np.log(2))
+    ln2 = np.asarray(np.log(2), get_aval(x1).dtype)
+    return enp.logaddexp(x1 * ln2, x2 * ln2) / ln2
+
+
+logaddexp2 = enp.as_ufunc(_logaddexp2, "logaddexp2", 2)

@@ -17,7 +17,7 @@ import numpy as np
 from ember._src import core, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, manipulation
-from ember._src.numpy.util import canonicalize_axis, check_dtype_arg
+from ember._src.numpy.operands import canonicalize_axis, check_dtype_arg
 from ember._src.transforms.vmap import vmap
 
 # A gufunc signature such as "(m,n),(n)->(m)": comma-separated argument lists of names.

@@ -1,5 +1,5 @@
 """Building indices and grids: indices, ix_, mgrid, ogrid, r_, c_, s_, index_exp,
-unravel_index, ravel_multi_index.
+unravel_index, ravel_multi_index, meshgrid.
 
 Grid bounds and concatenation directives are static. ``unravel_index`` of concrete indices
 checks them as NumPy does (ValueError); traced indices are clipped into range, as in JAX.
@@ -17,8 +17,15 @@ from ember._src import core, dtypes, errors
 from ember._src.core import Tracer, get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation
 from ember._src.numpy.concrete import concrete_or_error
-from ember._src.numpy.extras import meshgrid
-from ember._src.numpy.util import check_dtype_arg, promote_dtypes
+from ember._src.numpy.operands import (
+    check_dtype_arg,
+    promote_dtypes,
+)
+from ember._src.numpy.searching import digitize, searchsorted  # noqa: F401 (re-exported)
+from ember._src.primitives.shape import (
+    broadcast_in_dim,
+    reshape,
+)
 
 s_ = np.s_
 index_exp = np.index_exp
@@ -280,3 +287,24 @@ def _apply_mode(coord: Any, extent: int, mode: str) -> Any:
     raise ValueError(
         f"ravel_multi_index: mode must be 'raise', 'wrap' or 'clip', got {mode!r}{errors.where()}"
     )
+
+
+def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list:
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    arrays = [reshape(creation.asarray(x), (get_aval(creation.asarray(x)).size,)) for x in xi]
+    shape = [get_aval(a).size for a in arrays]
+    if indexing == "xy" and len(arrays) > 1:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for i, a in enumerate(arrays):
+        dim = i
+        if indexing == "xy" and len(arrays) > 1 and i < 2:
+            dim = 1 - i
+        if sparse:
+            target = [1] * len(arrays)
+            target[dim] = shape[dim]
+            out.append(reshape(a, tuple(target)))
+        else:
+            out.append(broadcast_in_dim(a, tuple(shape), (dim,)))
+    return out

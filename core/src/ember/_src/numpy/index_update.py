@@ -26,7 +26,12 @@ from ember._src.primitives.gather_scatter import (
     scatter_mul_p,
     scatter_p,
 )
-from ember._src.primitives.shape import broadcast_to_shape, convert_element_type, iota, reshape
+from ember._src.primitives.shape import (
+    broadcast_to_shape,
+    convert_element_type,
+    iota_along,
+    reshape,
+)
 
 
 class IndexUpdateHelper:
@@ -190,7 +195,7 @@ def _positions(aval, index: Any, mode: str | None, wrap_negative: bool, what: st
             f"at[...].{what} with mode={mode!r}, wrap_negative_indices={wrap_negative} needs "
             f"one integer index (array) per axis{errors.where()}"
         )
-    return getitem(reshape(iota(dtypes.int32, (aval.size,), 0), aval.shape), index), None
+    return getitem(reshape(iota_along(dtypes.int32, (aval.size,), 0), aval.shape), index), None
 
 
 def _is_integer_index(entry: Any) -> bool:

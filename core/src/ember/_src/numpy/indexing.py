@@ -17,7 +17,7 @@ from ember._src.core import Tracer, get_aval
 from ember._src.numpy.advanced_indexing import advanced_getitem, axes_consumed, is_advanced
 from ember._src.primitives.arithmetic import add
 from ember._src.primitives.comparisons import lt
-from ember._src.primitives.indexing import dynamic_slice, index_to_int32
+from ember._src.primitives.indexing import dynamic_slice_op, index_to_int32
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import reshape, squeeze
 from ember._src.primitives.slicing import rev, slice_op
@@ -122,7 +122,7 @@ def _dynamic_pick(x: Any, traced: list[tuple[int, Any]]) -> Any:
             index = select_n(lt(index, np.int32(0)), index, add(index, size))
         starts[dim] = index
         sizes[dim] = 1
-    return dynamic_slice(x, starts, sizes)
+    return dynamic_slice_op(x, starts, sizes)
 
 
 def _expand_ellipsis(entries: tuple, ndim: int) -> tuple:

@@ -16,8 +16,8 @@ from ember._src.core import Tracer, get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.advanced_indexing import take
 from ember._src.numpy.concrete import concrete_or_none
+from ember._src.numpy.operands import canonicalize_axis
 from ember._src.numpy.sorting import argsort, sort
-from ember._src.numpy.util import canonicalize_axis
 from ember._src.runtime.array import Array
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from ember._src import core, errors
 from ember._src.core import get_aval
 from ember._src.execution import placement
-from ember._src.numpy.util import (
+from ember._src.numpy.operands import (
     as_operand,
     canonicalize_axes,
     canonicalize_axis,

@@ -11,7 +11,7 @@ from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.array_api import bitwise_right_shift
-from ember._src.numpy.util import as_operand, canonicalize_axis
+from ember._src.numpy.operands import as_operand, canonicalize_axis
 from ember._src.primitives.shape import convert_element_type
 from ember._src.primitives.slicing import pad as lax_pad
 

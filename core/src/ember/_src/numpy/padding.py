@@ -14,8 +14,8 @@ from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.advanced_indexing import take
-from ember._src.numpy.extras import median
-from ember._src.numpy.util import as_operand, shape_of
+from ember._src.numpy.operands import as_operand, shape_of
+from ember._src.numpy.quantiles import median
 from ember._src.primitives.shape import convert_element_type
 from ember._src.primitives.slicing import pad as lax_pad, rev, slice_along
 from ember._src.transforms.vmap import vmap

@@ -15,10 +15,10 @@ import numpy as np
 from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation
+from ember._src.numpy.operands import canonicalize_axis
 from ember._src.numpy.sorting import argsort, sort
-from ember._src.numpy.util import canonicalize_axis
 from ember._src.primitives.arithmetic import complex as make_complex
-from ember._src.primitives.shape import iota
+from ember._src.primitives.shape import iota_along
 from ember._src.primitives.sort import sort as lax_sort
 
 
@@ -40,7 +40,7 @@ def lexsort(keys: Any, axis: int = -1) -> Any:
     if not shape:
         raise np.exceptions.AxisError(f"lexsort: keys must have at least one axis{errors.where()}")
     axis = canonicalize_axis(axis, len(shape))
-    positions = iota(dtypes.default_int(), shape, axis)
+    positions = iota_along(dtypes.default_int(), shape, axis)
     *_, order = lax_sort((*reversed(keys), positions), axis, is_stable=True, num_keys=len(keys))
     return order
 

@@ -1,5 +1,6 @@
 """Polynomials as 1-D coefficient arrays, highest power first (NumPy's ``poly1d`` order):
-construction from roots, arithmetic, division, derivatives, integrals and least-squares fits.
+construction from roots, arithmetic, division, derivatives, integrals, least-squares fits,
+evaluation (``polyval``) and ``roots`` (the eigenvalues of the companion matrix).
 
 Output lengths follow the inputs' static lengths, as in JAX: ``polydiv``'s remainder keeps the
 dividend's length unless ``trim_leading_zeros=True`` (which needs concrete values).
@@ -15,13 +16,29 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
+from ember._src.lax.linalg_operands import (
+    inexact_dtype,
+    positions,
+)
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.contractions import matmul
-from ember._src.numpy.extras import convolve
-from ember._src.numpy.linalg import inv, svd
-from ember._src.numpy.linalg_general import eigvals
-from ember._src.numpy.util import as_operand, dtype_of, promote_dtypes, promote_to_inexact, shape_of
-from ember._src.primitives.shape import convert_element_type
+from ember._src.numpy.linalg import (
+    inv,
+    svd,
+)
+from ember._src.numpy.linalg_eig import _const, eigvals
+from ember._src.numpy.operands import (
+    as_operand,
+    dtype_of,
+    promote_dtypes,
+    promote_to_inexact,
+    shape_of,
+)
+from ember._src.numpy.products import convolve
+from ember._src.numpy.searching import digitize, searchsorted  # noqa: F401 (re-exported)
+from ember._src.primitives.shape import (
+    convert_element_type,
+)
 from ember._src.transforms.jit import jit
 
 
@@ -241,3 +258,80 @@ def _least_squares(a: Any, b: Any, rcond: float) -> tuple[Any, Any, Any, Any]:
         resids = manipulation.reshape(resids, (1,))
     rank = reductions.sum(keep, dtype=dtypes.default_int())
     return solution, resids, rank, s
+
+
+def polyval(p: Any, x: Any, *, unroll: int = 16) -> Any:
+    """``p[0] * x**(n-1) + ... + p[n-1]`` by Horner's rule (``unroll`` only tunes JAX's
+    loop; ember's loop is unrolled at trace time)."""
+    operator.index(unroll)
+    p, x = promote_dtypes(creation.asarray(p), creation.asarray(x))
+    result = creation.zeros_like(x)
+    for k in range(shape_of(p)[0]):
+        result = enp.add(enp.multiply(result, x), p[k])
+    return result
+
+
+def _leading_zero_count(p: Any) -> Any:
+    nonzero = enp.not_equal(p, 0)
+    return enp.where(
+        reductions.any(nonzero), reductions.argmax(nonzero).astype(np.int32), shape_of(p)[0]
+    )
+
+
+def _companion(p: Any, degree: Any) -> Any:
+    """The companion matrix of p[0] x^degree + ... + p[degree] (trailing entries of p beyond
+    it ignored), in the top-left block of a (len(p) - 1)^2 matrix; the rest is zero and
+    decoupled, so its eigenvalues sit at the end of the Schur form's diagonal."""
+    size = shape_of(p)[0] - 1
+    index = positions(size)
+    inside = enp.less(index, degree)
+    first_row = enp.where(inside, -p[1:] / p[0], _const(0, dtype_of(p)))
+    below = enp.logical_and(enp.equal(index[:, None], index[None, :] + 1), inside[:, None])
+    matrix = enp.where(below, _const(1, dtype_of(p)), _const(0, dtype_of(p)))
+    return matrix.at[0].set(first_row)
+
+
+def roots(p: Any, *, strip_zeros: bool = True) -> Any:
+    """The roots of the polynomial ``p[0] x^(n-1) + ... + p[n-1]`` (complex), as the
+    eigenvalues of its companion matrix. Leading zeros are stripped (which needs concrete
+    coefficients); with ``strip_zeros=False`` each leading zero gives a nan root instead."""
+    p = creation.asarray(p)
+    p = manipulation.astype(p, inexact_dtype(dtype_of(p)))
+    if get_aval(p).ndim == 0:
+        p = manipulation.reshape(p, (1,))
+    if get_aval(p).ndim != 1:
+        raise ValueError(f"roots: p must be a vector, got shape {shape_of(p)}{errors.where()}")
+    complex_dtype = dtypes.complex_dtype(dtypes.real_dtype(dtype_of(p)))
+    if shape_of(p)[0] < 2:
+        return creation.zeros((0,), complex_dtype)
+    if strip_zeros:
+        return _roots_of_concrete(p, complex_dtype)
+    leading = _leading_zero_count(p)
+    degree = shape_of(p)[0] - 1 - leading
+    shifted = manipulation.concatenate([p, creation.zeros_like(p)])
+    shifted = shifted[leading + positions(shape_of(p)[0])]
+    # only the top-left degree x degree block carries roots; the others are undefined
+    found = eigvals(_companion(shifted, degree))
+    undefined = enp.greater_equal(positions(shape_of(p)[0] - 1), degree)
+    return enp.where(undefined, _const(np.nan + 1j * np.nan, complex_dtype), found)
+
+
+def _roots_of_concrete(p: Any, complex_dtype: np.dtype) -> Any:
+    """Strip leading zeros (they lower the degree) and trailing ones (exact zero roots)."""
+    if isinstance(p, core.Tracer):
+        raise errors.ConcretizationTypeError(
+            f"roots: stripping leading zeros of p needs concrete coefficients; under jit or "
+            f"other transformations pass strip_zeros=False (leading zeros then give nan "
+            f"roots){errors.where()}"
+        )
+    nonzero = np.flatnonzero(np.asarray(p) != 0)
+    if nonzero.size == 0:
+        return creation.zeros((0,), complex_dtype)
+    first, last = int(nonzero[0]), int(nonzero[-1])
+    trailing = shape_of(p)[0] - 1 - last
+    zeros = creation.zeros((trailing,), complex_dtype)
+    if last == first:
+        return zeros
+    core_p = p[first : last + 1]
+    found = eigvals(_companion(core_p, last - first))
+    return manipulation.concatenate([found, zeros])

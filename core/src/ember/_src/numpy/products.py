@@ -1,6 +1,6 @@
 """Products beyond matmul: matrix-vector and vector-matrix products (NumPy 2's ``matvec`` and
 ``vecmat``), sliding dot products (``correlate``) and the contraction order of an ``einsum``
-(``einsum_path``, planned from shapes alone)."""
+(``einsum_path``, planned from shapes alone); ``kron`` and ``convolve``."""
 
 from __future__ import annotations
 
@@ -10,12 +10,24 @@ import numpy as np
 
 from ember._src import errors
 from ember._src.core import get_aval
-from ember._src.numpy import creation, elementwise as enp, manipulation
+from ember._src.numpy import (
+    creation,
+    elementwise as enp,
+    manipulation,
+    reductions,
+)
+from ember._src.numpy.advanced_indexing import take
 from ember._src.numpy.contractions import matmul
-from ember._src.numpy.extras import convolve
-from ember._src.numpy.util import as_operand, promote_dtypes
+from ember._src.numpy.operands import (
+    as_operand,
+    check_dtype_arg,
+    promote_dtypes,
+    promote_to_inexact,
+    shape_of,
+)
+from ember._src.numpy.searching import digitize, searchsorted  # noqa: F401 (re-exported)
 from ember._src.primitives.shape import convert_element_type
-from ember._src.primitives.slicing import rev
+from ember._src.primitives.slicing import rev, slice_along
 
 
 def _operands(name: str, x1: Any, x2: Any, x1_min: int, x2_min: int) -> tuple[Any, Any]:
@@ -126,3 +138,55 @@ def _components(v: Any) -> tuple[Any, Any, Any]:
     if get_aval(v).shape[-1] == 3:
         return v[..., 0], v[..., 1], v[..., 2]
     return v[..., 0], v[..., 1], creation.zeros_like(v[..., 0])
+
+
+def kron(a: Any, b: Any) -> Any:
+    a, b = promote_dtypes(creation.asarray(a), creation.asarray(b))
+    ndim = max(get_aval(a).ndim, get_aval(b).ndim)
+    a = manipulation.reshape(a, (1,) * (ndim - get_aval(a).ndim) + get_aval(a).shape)
+    b = manipulation.reshape(b, (1,) * (ndim - get_aval(b).ndim) + get_aval(b).shape)
+    sa, sb = get_aval(a).shape, get_aval(b).shape
+    # a[i] * b[j] laid out as a (n_a, n_b) block per axis, then merged
+    a_exp = manipulation.reshape(a, tuple(d for s in sa for d in (s, 1)))
+    b_exp = manipulation.reshape(b, tuple(d for s in sb for d in (1, s)))
+    return manipulation.reshape(a_exp * b_exp, tuple(x * y for x, y in zip(sa, sb)))
+
+
+def convolve(
+    a: Any,
+    v: Any,
+    mode: str = "full",
+    *,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Any:
+    """1-D discrete convolution (``full``, ``same`` or ``valid``). ``precision`` is a hint
+    ember's backends do not need; ``preferred_element_type`` sets the accumulation and
+    result dtype."""
+    a, v = creation.asarray(a), creation.asarray(v)
+    if preferred_element_type is None:  # as JAX: integers convolve as floats
+        a, v = promote_to_inexact(a, v)
+    else:
+        a, v = promote_dtypes(a, v)
+        result_dtype = check_dtype_arg(preferred_element_type)
+        a, v = manipulation.astype(a, result_dtype), manipulation.astype(v, result_dtype)
+    n, m = shape_of(a)[0], shape_of(v)[0]
+    if not n or not m:
+        raise ValueError(f"convolve: empty input{errors.where()}")
+    if n < m:
+        a, v, n, m = v, a, m, n
+    length = n + m - 1
+    # out[k] = sum_j v[j] a[k - j]: gather a shifted copy of `a` per tap of `v`.
+    k = np.arange(length)[:, None] - np.arange(m)[None, :]
+    valid = (k >= 0) & (k < n)
+    padded = take(a, np.clip(k, 0, n - 1), mode="clip")
+    padded = enp.where(valid, padded, np.asarray(0, get_aval(padded).dtype))
+    full = reductions.sum(enp.multiply(padded, v), axis=1)
+    if mode == "full":
+        return full
+    if mode == "same":
+        start = (m - 1) // 2
+        return slice_along(full, 0, start, start + n)
+    if mode == "valid":
+        return slice_along(full, 0, m - 1, n)
+    raise ValueError(f"convolve: mode must be 'full', 'same' or 'valid', got {mode!r}")

@@ -11,7 +11,7 @@ import numpy as np
 from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation
-from ember._src.numpy.util import as_operand, check_dtype_arg, promote_to_inexact
+from ember._src.numpy.operands import as_operand, check_dtype_arg, promote_to_inexact
 from ember._src.primitives.shape import convert_element_type
 
 

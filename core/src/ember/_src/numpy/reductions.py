@@ -10,7 +10,7 @@ import numpy as np
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy.elementwise import where as select
-from ember._src.numpy.util import (
+from ember._src.numpy.operands import (
     as_operand,
     canonicalize_axes,
     canonicalize_axis,

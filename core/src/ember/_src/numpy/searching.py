@@ -23,11 +23,11 @@ from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, reductions
 from ember._src.numpy.advanced_indexing import take
-from ember._src.numpy.util import as_operand, promote_dtypes, shape_of
+from ember._src.numpy.operands import as_operand, promote_dtypes, shape_of
 from ember._src.primitives.arithmetic import add, div, sub
 from ember._src.primitives.comparisons import gt
 from ember._src.primitives.control_flow.loops import fori_loop
-from ember._src.primitives.shape import broadcast_in_dim, iota, reshape
+from ember._src.primitives.shape import broadcast_in_dim, iota_along, reshape
 from ember._src.primitives.slicing import concatenate, rev
 from ember._src.primitives.sort import sort as lax_sort
 from ember._src.transforms.jit import jit
@@ -147,7 +147,7 @@ def _by_sorting(a: Any, v: Any, side: str) -> Any:
 
 def _ranks(x: Any) -> Any:
     """Each entry's position in the stable sort of the 1-D ``x``."""
-    positions = iota(_INDEX, shape_of(x), 0)
+    positions = iota_along(_INDEX, shape_of(x), 0)
     _, order = lax_sort((x, positions), 0, is_stable=True, num_keys=1)
     return creation.zeros(shape_of(x), _INDEX).at[order].set(positions)
 

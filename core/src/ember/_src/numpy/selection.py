@@ -18,9 +18,9 @@ from ember._src.core import Tracer, get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.advanced_indexing import take, take_along_axis
 from ember._src.numpy.concrete import concrete_or_error
-from ember._src.numpy.extras import tile
+from ember._src.numpy.operands import canonicalize_axis, promote_dtypes
+from ember._src.numpy.repetition import tile
 from ember._src.numpy.sorting import argsort, cumsum
-from ember._src.numpy.util import canonicalize_axis, promote_dtypes
 from ember._src.runtime.array import Array
 
 

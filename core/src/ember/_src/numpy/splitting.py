@@ -15,7 +15,7 @@ from ember._src import errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation
 from ember._src.numpy.concrete import concrete_or_error
-from ember._src.numpy.util import canonicalize_axis
+from ember._src.numpy.operands import canonicalize_axis
 from ember._src.primitives.slicing import slice_op
 
 

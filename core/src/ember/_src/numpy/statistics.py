@@ -1,6 +1,6 @@
 """Statistics: weighted averages, covariance and correlation, counting (``bincount``),
 peak-to-peak, the NaN-ignoring arg-reductions, cumulative reductions and quantiles, and
-multi-dimensional histograms.
+histograms (``histogram`` and the multi-dimensional ones).
 
 ``bincount`` has a value-dependent output length: under ``jit`` it needs JAX's static
 ``length=``. Histogram bin edges from a bin count follow the data's (possibly traced) minimum
@@ -20,11 +20,11 @@ from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.advanced_indexing import take_along_axis
+from ember._src.numpy.calculus import diff
 from ember._src.numpy.contractions import matmul
-from ember._src.numpy.extras import _nan_to, searchsorted
 from ember._src.numpy.linalg import diagonal
-from ember._src.numpy.sorting import cumprod, cumsum, sort
-from ember._src.numpy.util import (
+from ember._src.numpy.nan_reductions import _nan_to
+from ember._src.numpy.operands import (
     as_operand,
     canonicalize_axes,
     canonicalize_axis,
@@ -34,7 +34,13 @@ from ember._src.numpy.util import (
     scalar_like,
     shape_of,
 )
-from ember._src.primitives.shape import broadcast_to_shape, convert_element_type
+from ember._src.numpy.searching import digitize, searchsorted  # noqa: F401 (re-exported)
+from ember._src.numpy.sorting import cumprod, cumsum, sort
+from ember._src.primitives.shape import (
+    broadcast_to_shape,
+    convert_element_type,
+    reshape,
+)
 from ember._src.transforms.jit import jit
 
 # --------------------------------------------------------------------------------------------
@@ -524,3 +530,52 @@ def histogram2d(
     sample = manipulation.stack([x, y], axis=1)
     counts, edges = histogramdd(sample, bins, range, weights, density)
     return counts, edges[0], edges[1]
+
+
+def histogram(
+    a: Any, bins: Any = 10, range: Any = None, weights: Any = None, density: bool = False
+):
+    """Counts (or weights) per bin; ``bins`` is a count (with static ``range``) or edges.
+    Counts, edges and weights share one inexact dtype (``a``'s and the weights' promoted), as
+    JAX."""
+    a = creation.asarray_inexact(a)
+    if weights is not None:
+        a, weights = promote_to_inexact(a, creation.asarray(as_operand(weights)))
+        if shape_of(weights) != shape_of(a):
+            raise ValueError(
+                f"histogram: weights shape {shape_of(weights)} differs from a's {shape_of(a)}"
+                f"{errors.where()}"
+            )
+        weights = reshape(weights, (get_aval(weights).size,))
+    a = reshape(a, (get_aval(a).size,))
+    dtype = get_aval(a).dtype
+    if np.ndim(bins) == 0:
+        if range is None:
+            if isinstance(a, core.Tracer):
+                raise errors.ConcretizationTypeError(
+                    f"histogram of a traced array with a bin count needs a static range"
+                    f"{errors.where()}"
+                )
+            concrete = np.asarray(a)
+            range = (concrete.min(), concrete.max()) if concrete.size else (0.0, 1.0)
+        lo, hi = builtins.map(float, range)
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = creation.asarray(np.linspace(lo, hi, operator.index(bins) + 1).astype(dtype))
+    else:
+        edges = creation.asarray(bins)
+    n_bins = shape_of(edges)[0] - 1
+    index = enp.subtract(searchsorted(edges, a, side="right"), np.int32(1))
+    index = enp.where(enp.equal(a, edges[-1]), np.int32(n_bins - 1), index)  # last bin is closed
+    inside = enp.logical_and(enp.greater_equal(index, 0), enp.less(index, np.int32(n_bins)))
+    weight = creation.ones_like(a) if weights is None else weights
+    weight = enp.where(inside, weight, np.asarray(0, get_aval(weight).dtype))
+    counts = (
+        creation.zeros((n_bins,), get_aval(weight).dtype)
+        .at[enp.clip(index, 0, n_bins - 1)]
+        .add(weight)
+    )
+    if density:
+        widths = diff(edges)
+        counts = enp.divide(counts, enp.multiply(reductions.sum(counts), widths))
+    return counts, edges

@@ -12,9 +12,9 @@ from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation, reductions
 from ember._src.numpy.advanced_indexing import take
+from ember._src.numpy.operands import canonicalize_axis, shape_of
 from ember._src.numpy.partitioning import lexsort
 from ember._src.numpy.sorting import cumsum
-from ember._src.numpy.util import canonicalize_axis, shape_of
 
 
 def unique_slices(ar: Any, axis: int, return_index: bool, return_inverse: bool,

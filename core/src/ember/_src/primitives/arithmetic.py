@@ -25,7 +25,7 @@ from ember._src.primitives.elementwise import (
     _NUM,
     _REAL,
     _REAL_FLOAT,
-    coerce,
+    coerce_scalars,
     elementwise_batch,
     elementwise_rules,
     full_shape,
@@ -81,7 +81,7 @@ add_p = rules.define_primitive(
 
 
 def add(x: Any, y: Any) -> Any:
-    return add_p.bind(*coerce(x, y))
+    return add_p.bind(*coerce_scalars(x, y))
 
 
 def _sub_jvp(primals, tangents):
@@ -107,7 +107,7 @@ sub_p = rules.define_primitive(
 
 
 def sub(x: Any, y: Any) -> Any:
-    return sub_p.bind(*coerce(x, y))
+    return sub_p.bind(*coerce_scalars(x, y))
 
 
 # --------------------------------------------------------------------------------------------
@@ -144,7 +144,7 @@ mul_p = rules.define_primitive(
 
 def mul(x: Any, y: Any, *, out_dtype: Any = None) -> Any:
     """``x * y``; with ``out_dtype``, both are cast to it before multiplying (as JAX)."""
-    x, y = coerce(x, y)
+    x, y = coerce_scalars(x, y)
     if out_dtype is not None:
         x, y = convert_element_type(x, out_dtype), convert_element_type(y, out_dtype)
     return mul_p.bind(x, y)
@@ -188,7 +188,7 @@ div_p = rules.define_primitive(
 
 
 def div(x: Any, y: Any) -> Any:
-    return div_p.bind(*coerce(x, y))
+    return div_p.bind(*coerce_scalars(x, y))
 
 
 def _rem_reference(x, y):
@@ -218,7 +218,7 @@ rem_p = rules.define_primitive(
 
 
 def rem(x: Any, y: Any) -> Any:
-    return rem_p.bind(*coerce(x, y))
+    return rem_p.bind(*coerce_scalars(x, y))
 
 
 # --------------------------------------------------------------------------------------------
@@ -285,7 +285,7 @@ max_p = rules.define_primitive(
 
 
 def max(x: Any, y: Any) -> Any:
-    return max_p.bind(*coerce(x, y))
+    return max_p.bind(*coerce_scalars(x, y))
 
 
 min_p = rules.define_primitive(
@@ -300,7 +300,7 @@ min_p = rules.define_primitive(
 
 
 def min(x: Any, y: Any) -> Any:
-    return min_p.bind(*coerce(x, y))
+    return min_p.bind(*coerce_scalars(x, y))
 
 
 # --------------------------------------------------------------------------------------------
@@ -564,4 +564,4 @@ complex_p = rules.define_primitive(
 
 
 def complex(x: Any, y: Any) -> Any:
-    return complex_p.bind(*coerce(x, y))
+    return complex_p.bind(*coerce_scalars(x, y))

@@ -14,7 +14,7 @@ import numpy as np
 
 from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray
-from ember._src.primitives.elementwise import _INT, coerce, elementwise_rules, zero_jvp
+from ember._src.primitives.elementwise import _INT, coerce_scalars, elementwise_rules, zero_jvp
 
 and_p = rules.define_primitive(
     "and", **elementwise_rules(np.bitwise_and, "stablehlo.and", _INT), jvp=zero_jvp
@@ -22,7 +22,7 @@ and_p = rules.define_primitive(
 
 
 def bitwise_and(x: Any, y: Any) -> Any:
-    return and_p.bind(*coerce(x, y))
+    return and_p.bind(*coerce_scalars(x, y))
 
 
 or_p = rules.define_primitive(
@@ -31,7 +31,7 @@ or_p = rules.define_primitive(
 
 
 def bitwise_or(x: Any, y: Any) -> Any:
-    return or_p.bind(*coerce(x, y))
+    return or_p.bind(*coerce_scalars(x, y))
 
 
 xor_p = rules.define_primitive(
@@ -40,7 +40,7 @@ xor_p = rules.define_primitive(
 
 
 def bitwise_xor(x: Any, y: Any) -> Any:
-    return xor_p.bind(*coerce(x, y))
+    return xor_p.bind(*coerce_scalars(x, y))
 
 
 not_p = rules.define_primitive(
@@ -75,7 +75,7 @@ shift_left_p = rules.define_primitive(
 
 
 def shift_left(x: Any, y: Any) -> Any:
-    return shift_left_p.bind(*coerce(x, y))
+    return shift_left_p.bind(*coerce_scalars(x, y))
 
 
 def _shift_right_logical(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -93,7 +93,7 @@ shift_right_logical_p = rules.define_primitive(
 
 
 def shift_right_logical(x: Any, y: Any) -> Any:
-    return shift_right_logical_p.bind(*coerce(x, y))
+    return shift_right_logical_p.bind(*coerce_scalars(x, y))
 
 
 def _shift_right_arithmetic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -111,7 +111,7 @@ shift_right_arithmetic_p = rules.define_primitive(
 
 
 def shift_right_arithmetic(x: Any, y: Any) -> Any:
-    return shift_right_arithmetic_p.bind(*coerce(x, y))
+    return shift_right_arithmetic_p.bind(*coerce_scalars(x, y))
 
 
 def _population_count(x: np.ndarray) -> np.ndarray:

@@ -17,13 +17,13 @@ from ember._src.interpreters.ad_util import add_tangents, zeros
 from ember._src.interpreters.batching import not_mapped
 from ember._src.primitives.bits import bitwise_and
 from ember._src.primitives.comparisons import gt, lt
-from ember._src.primitives.elementwise import coerce
+from ember._src.primitives.elementwise import coerce_scalars
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import batch_size, bdim_to_front, broadcast_in_dim
 
 
 def clamp(min: Any, x: Any, max: Any) -> Any:
-    return clamp_p.bind(*coerce(min, x, max))
+    return clamp_p.bind(*coerce_scalars(min, x, max))
 
 
 def _clamp_abstract_eval(lo: ShapedArray, x: ShapedArray, hi: ShapedArray) -> ShapedArray:

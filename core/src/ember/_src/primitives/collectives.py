@@ -24,7 +24,7 @@ from ember._src.primitives.reduce import reduce_max, reduce_min
 from ember._src.primitives.shape import (
     bdim_to_front,
     expand_dims,
-    iota,
+    iota_along,
     move_axis,
     reduce_sum,
     reshape,
@@ -475,7 +475,7 @@ def _axis_index_abstract_eval(*, axes):
 def _axis_index_batch(axis_name, size, vals, dims, *, axes):
     if axis_name not in axes:
         return axis_index_p.bind(axes=axes), not_mapped
-    return iota(dtypes.int32, (size,), 0), 0
+    return iota_along(dtypes.int32, (size,), 0), 0
 
 
 def _axis_index_lowering(ctx, *, axes):

@@ -17,7 +17,7 @@ from ember._src.primitives.elementwise import (
     _ORDERED,
     _REAL_FLOAT,
     broadcast_operands,
-    coerce,
+    coerce_scalars,
     elementwise_rules,
     zero_jvp,
 )
@@ -52,42 +52,42 @@ eq_p = rules.define_primitive("eq", **_comparison_rules(np.equal, "EQ", _ANY))
 
 
 def eq(x: Any, y: Any) -> Any:
-    return eq_p.bind(*coerce(x, y))
+    return eq_p.bind(*coerce_scalars(x, y))
 
 
 ne_p = rules.define_primitive("ne", **_comparison_rules(np.not_equal, "NE", _ANY))
 
 
 def ne(x: Any, y: Any) -> Any:
-    return ne_p.bind(*coerce(x, y))
+    return ne_p.bind(*coerce_scalars(x, y))
 
 
 lt_p = rules.define_primitive("lt", **_comparison_rules(np.less, "LT", _ORDERED))
 
 
 def lt(x: Any, y: Any) -> Any:
-    return lt_p.bind(*coerce(x, y))
+    return lt_p.bind(*coerce_scalars(x, y))
 
 
 le_p = rules.define_primitive("le", **_comparison_rules(np.less_equal, "LE", _ORDERED))
 
 
 def le(x: Any, y: Any) -> Any:
-    return le_p.bind(*coerce(x, y))
+    return le_p.bind(*coerce_scalars(x, y))
 
 
 gt_p = rules.define_primitive("gt", **_comparison_rules(np.greater, "GT", _ORDERED))
 
 
 def gt(x: Any, y: Any) -> Any:
-    return gt_p.bind(*coerce(x, y))
+    return gt_p.bind(*coerce_scalars(x, y))
 
 
 ge_p = rules.define_primitive("ge", **_comparison_rules(np.greater_equal, "GE", _ORDERED))
 
 
 def ge(x: Any, y: Any) -> Any:
-    return ge_p.bind(*coerce(x, y))
+    return ge_p.bind(*coerce_scalars(x, y))
 
 
 # --------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from ember._src.interpreters.ad_util import add_tangents
 from ember._src.interpreters.batching import not_mapped
 from ember._src.lowering.mlir import i64_array
 from ember._src.primitives.shape import expand_dims, move_axis, reshape
+from ember._src.primitives.sharding_constraint import laid_out
 from ember._src.primitives.slicing import concatenate, rev, slice_op
 
 
@@ -34,7 +35,7 @@ class ConvDimensionNumbers(NamedTuple):
     out_spec: tuple[int, ...]
 
 
-def conv_dimension_numbers(lhs_ndim: int, dimension_numbers: Any) -> ConvDimensionNumbers:
+def conv_dimension_numbers_for_rank(lhs_ndim: int, dimension_numbers: Any) -> ConvDimensionNumbers:
     """Dimension numbers from None (NC... / OI... / NC...), strings such as
     ("NHWC", "HWIO", "NHWC"), or explicit position tuples."""
     if isinstance(dimension_numbers, ConvDimensionNumbers):
@@ -406,9 +407,13 @@ def conv_general_dilated(
     batch_group_count: int = 1,
     precision: Any = None,
     preferred_element_type: Any = None,
+    *,
+    out_sharding: Any = None,
 ) -> Any:
+    """General dilated convolution (XLA's ConvGeneralDilated); ``out_sharding`` lays out the
+    result."""
     lhs_aval, rhs_aval = get_aval(lhs), get_aval(rhs)
-    dn = conv_dimension_numbers(lhs_aval.ndim, dimension_numbers)
+    dn = conv_dimension_numbers_for_rank(lhs_aval.ndim, dimension_numbers)
     n_spatial = lhs_aval.ndim - 2
     lhs_dilation = tuple(lhs_dilation or (1,) * n_spatial)
     rhs_dilation = tuple(rhs_dilation or (1,) * n_spatial)
@@ -416,7 +421,7 @@ def conv_general_dilated(
     in_spatial = [lhs_aval.shape[d] for d in dn.lhs_spec[2:]]
     window = [rhs_aval.shape[d] for d in dn.rhs_spec[2:]]
     pads = padding_pairs(padding, in_spatial, window, window_strides, lhs_dilation, rhs_dilation)
-    return conv_p.bind(
+    out = conv_p.bind(
         lhs,
         rhs,
         window_strides=window_strides,
@@ -430,3 +435,4 @@ def conv_general_dilated(
         if preferred_element_type is None
         else np.dtype(preferred_element_type),
     )
+    return out if out_sharding is None else laid_out(out, out_sharding)

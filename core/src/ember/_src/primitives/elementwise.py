@@ -278,7 +278,7 @@ def scalar_like(x: Any, value: Any) -> Any:
     return np.asarray(value, get_aval(x).dtype)[()]
 
 
-def coerce(*args: Any) -> list[Any]:
+def coerce_scalars(*args: Any) -> list[Any]:
     """Give Python scalars the dtype of the array operands (as weakly typed values)."""
     arrays = [a for a in args if not dtypes.is_python_scalar(a)]
     if len(arrays) == len(args):

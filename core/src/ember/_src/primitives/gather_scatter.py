@@ -29,7 +29,13 @@ from ember._src.lowering.mlir import i64_array
 from ember._src.primitives.arithmetic import add, div, mul
 from ember._src.primitives.comparisons import eq
 from ember._src.primitives.selection import select_n
-from ember._src.primitives.shape import bdim_to_front, broadcast_in_dim, iota, move_axis, reshape
+from ember._src.primitives.shape import (
+    bdim_to_front,
+    broadcast_in_dim,
+    iota_along,
+    move_axis,
+    reshape,
+)
 
 
 @dataclass(frozen=True)
@@ -504,7 +510,7 @@ def _winners(operand, indices, updates, params):
     up_aval, op_aval = get_aval(updates), get_aval(operand)
     scatter_dims = [d for d in range(up_aval.ndim) if d not in dn.update_window_dims]
     count = int(np.prod([up_aval.shape[d] for d in scatter_dims], dtype=np.int64))
-    ids = reshape(iota(dtypes.int32, (count,), 0), [up_aval.shape[d] for d in scatter_dims])
+    ids = reshape(iota_along(dtypes.int32, (count,), 0), [up_aval.shape[d] for d in scatter_dims])
     ids = add(ids, np.int32(1))
     update_ids = broadcast_in_dim(ids, up_aval.shape, scatter_dims)
     blank = broadcast_in_dim(np.zeros((), np.int32), op_aval.shape, ())

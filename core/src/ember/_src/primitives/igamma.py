@@ -26,7 +26,7 @@ from ember._src.primitives.arithmetic import abs, add, div, mul, neg, sub
 from ember._src.primitives.bits import bitwise_and, bitwise_not, bitwise_or
 from ember._src.primitives.comparisons import eq, ge, gt, le, lt, ne
 from ember._src.primitives.control_flow.loops import while_loop
-from ember._src.primitives.elementwise import _FLOAT, coerce, elementwise_rules, lower_via
+from ember._src.primitives.elementwise import _FLOAT, coerce_scalars, elementwise_rules, lower_via
 from ember._src.primitives.math_functions import exp, log
 from ember._src.primitives.reduce import reduce_or
 from ember._src.primitives.selection import select_n
@@ -283,7 +283,7 @@ igamma_p = rules.define_primitive(
 
 def igamma(a: Any, x: Any) -> Any:
     """The regularized lower incomplete gamma function P(a, x)."""
-    return igamma_p.bind(*coerce(a, x))
+    return igamma_p.bind(*coerce_scalars(a, x))
 
 
 igammac_p = rules.define_primitive(
@@ -295,7 +295,7 @@ igammac_p = rules.define_primitive(
 
 def igammac(a: Any, x: Any) -> Any:
     """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
-    return igammac_p.bind(*coerce(a, x))
+    return igammac_p.bind(*coerce_scalars(a, x))
 
 
 # d/dx dP/da = d/da dP/dx; derivatives in a of the derivative functions are not defined
@@ -309,7 +309,7 @@ igamma_grad_a_p = rules.define_primitive(
 
 def igamma_grad_a(a: Any, x: Any) -> Any:
     """dP(a, x)/da."""
-    return igamma_grad_a_p.bind(*coerce(a, x))
+    return igamma_grad_a_p.bind(*coerce_scalars(a, x))
 
 
 random_gamma_grad_p = rules.define_primitive(
@@ -322,4 +322,4 @@ random_gamma_grad_p = rules.define_primitive(
 def random_gamma_grad(a: Any, x: Any) -> Any:
     """The derivative with respect to ``a`` of a sample ``x`` of Gamma(a, 1), holding its
     quantile P(a, x) fixed."""
-    return random_gamma_grad_p.bind(*coerce(a, x))
+    return random_gamma_grad_p.bind(*coerce_scalars(a, x))

@@ -123,7 +123,7 @@ dynamic_slice_p = rules.define_primitive(
 )
 
 
-def dynamic_slice(operand: Any, start_indices: Sequence[Any], slice_sizes: Sequence[int]) -> Any:
+def dynamic_slice_op(operand: Any, start_indices: Sequence[Any], slice_sizes: Sequence[int]) -> Any:
     return dynamic_slice_p.bind(
         operand, *_index_operands(start_indices), slice_sizes=tuple(int(s) for s in slice_sizes)
     )
@@ -210,7 +210,7 @@ dynamic_update_slice_p = rules.define_primitive(
 )
 
 
-def dynamic_update_slice(operand: Any, update: Any, start_indices: Sequence[Any]) -> Any:
+def dynamic_update_slice_op(operand: Any, update: Any, start_indices: Sequence[Any]) -> Any:
     return dynamic_update_slice_p.bind(operand, update, *_index_operands(start_indices))
 
 

@@ -14,6 +14,7 @@ from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import add_tangents
 from ember._src.interpreters.batching import not_mapped
 from ember._src.primitives.shape import convert_element_type, move_axis, transpose
+from ember._src.primitives.sharding_constraint import laid_out
 
 DimensionNumbers = tuple[
     tuple[tuple[int, ...], tuple[int, ...]], tuple[tuple[int, ...], tuple[int, ...]]
@@ -216,6 +217,8 @@ def dot_general(
     dimension_numbers: Any,
     precision: Any = None,
     preferred_element_type: Any = None,
+    *,
+    out_sharding: Any = None,
 ) -> Any:
     """Contract ``lhs`` and ``rhs``: ``((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
 
@@ -226,10 +229,11 @@ def dot_general(
     preferred = (
         None if preferred_element_type is None else dtypes.canonicalize(preferred_element_type)
     )
-    return dot_general_p.bind(
+    out = dot_general_p.bind(
         lhs,
         rhs,
         dimension_numbers=numbers,
         precision=_canonical_precision(precision),
         preferred_element_type=preferred,
     )
+    return out if out_sharding is None else laid_out(out, out_sharding)

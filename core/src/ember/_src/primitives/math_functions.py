@@ -23,7 +23,7 @@ from ember._src.primitives.elementwise import (
     _FLOAT,
     _NUM,
     _REAL_FLOAT,
-    coerce,
+    coerce_scalars,
     elementwise_batch,
     elementwise_rules,
     full_shape,
@@ -467,7 +467,7 @@ pow_p = rules.define_primitive(
 
 
 def pow(x: Any, y: Any) -> Any:
-    return pow_p.bind(*coerce(x, y))
+    return pow_p.bind(*coerce_scalars(x, y))
 
 
 # --------------------------------------------------------------------------------------------
@@ -491,4 +491,4 @@ atan2_p = rules.define_primitive(
 
 
 def atan2(x: Any, y: Any) -> Any:
-    return atan2_p.bind(*coerce(x, y))
+    return atan2_p.bind(*coerce_scalars(x, y))

@@ -18,7 +18,7 @@ from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray, Zero
 from ember._src.primitives.elementwise import (
     _FLOAT,
-    coerce,
+    coerce_scalars,
     elementwise_batch,
     hlo_lowering,
     nary_abstract_eval,
@@ -53,7 +53,7 @@ nextafter_p = rules.define_primitive(
 def nextafter(x1: Any, x2: Any) -> Any:
     """The next representable value after ``x1`` in the direction of ``x2``. (Whether
     subnormal results survive later arithmetic depends on the backend.)"""
-    return nextafter_p.bind(*coerce(x1, x2))
+    return nextafter_p.bind(*coerce_scalars(x1, x2))
 
 
 # --------------------------------------------------------------------------------------------
@@ -126,5 +126,5 @@ def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> An
             f"reduce_precision: mantissa_bits must be non-negative; got {mantissa_bits}"
         )
     return reduce_precision_p.bind(
-        *coerce(operand), exponent_bits=exponent_bits, mantissa_bits=mantissa_bits
+        *coerce_scalars(operand), exponent_bits=exponent_bits, mantissa_bits=mantissa_bits
     )

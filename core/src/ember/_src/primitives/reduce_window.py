@@ -24,7 +24,13 @@ from ember._src.primitives.conv import padding_pairs
 from ember._src.primitives.gather_scatter import GatherDimensionNumbers, gather
 from ember._src.primitives.reduce import argmax
 from ember._src.primitives.selection import select_n
-from ember._src.primitives.shape import broadcast_in_dim, expand_dims, iota, move_axis, reshape
+from ember._src.primitives.shape import (
+    broadcast_in_dim,
+    expand_dims,
+    iota_along,
+    move_axis,
+    reshape,
+)
 from ember._src.primitives.slicing import concatenate, pad, slice_op
 
 
@@ -32,7 +38,7 @@ def _dilate(size: int, dilation: int) -> int:
     return 0 if size == 0 else 1 + dilation * (size - 1)
 
 
-def _out_shape(shape, window, strides, padding, base_dilation, window_dilation):
+def windowed_shape(shape, window, strides, padding, base_dilation, window_dilation):
     out = []
     for n, k, s, (lo, hi), bd, wd in zip(
         shape, window, strides, padding, base_dilation, window_dilation
@@ -69,7 +75,7 @@ def _abstract_eval(x, *, window_dimensions, window_strides, padding, base_dilati
             f"reduce_window: window {window_dimensions}, strides {window_strides} and "
             f"padding {padding} need one entry per axis of {x.str_short()}{errors.where()}"
         )
-    shape = _out_shape(x.shape, window_dimensions, window_strides, padding, base_dilation,
+    shape = windowed_shape(x.shape, window_dimensions, window_strides, padding, base_dilation,
                        window_dilation)  # fmt: skip
     return ShapedArray(shape, x.dtype, x.weak_type)
 
@@ -138,7 +144,7 @@ def _reference(kind: str, x: np.ndarray, *, window_dimensions, window_strides, p
     x = np.pad(x, widths, constant_values=fill)
     crop = tuple(slice(max(-lo, 0), x.shape[a] - max(-hi, 0)) for a, (lo, hi) in enumerate(padding))
     x = x[crop]
-    out_shape = _out_shape(
+    out_shape = windowed_shape(
         x.shape,
         window_dimensions,
         window_strides,
@@ -220,7 +226,7 @@ def _window_positions(in_shape, window_dimensions, window_strides, padding, base
                       window_dilation) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """For each output position and window offset: the flat input index, and whether that
     offset falls on a real input element (not padding, not a dilation hole)."""
-    out_shape = _out_shape(in_shape, window_dimensions, window_strides, padding, base_dilation,
+    out_shape = windowed_shape(in_shape, window_dimensions, window_strides, padding, base_dilation,
                            window_dilation)  # fmt: skip
     per_axis_index, per_axis_valid = [], []
     for n, k, s, (lo, _), bd, wd, m in zip(in_shape, window_dimensions, window_strides, padding,
@@ -274,7 +280,9 @@ def _take_last(patches: Any, which: Any) -> Any:
     """``patches[..., which[...]]``: one entry of the last axis per leading position."""
     shape = get_aval(patches).shape
     lead = shape[:-1]
-    columns = [expand_dims(iota(dtypes.int32, lead, axis), (-1,)) for axis in range(len(lead))]
+    columns = [
+        expand_dims(iota_along(dtypes.int32, lead, axis), (-1,)) for axis in range(len(lead))
+    ]
     indices = concatenate([*columns, expand_dims(which, (-1,))], len(lead))
     ndim = len(shape)
     dn = GatherDimensionNumbers(
@@ -392,7 +400,7 @@ def _fold_windows(
     if isinstance(padding, str):
         padding = padding_pairs(padding, shape, window, strides, base_dilation, window_dilation)
     padding = tuple((int(lo), int(hi)) for lo, hi in padding)
-    out_shape = _out_shape(shape, window, strides, padding, base_dilation, window_dilation)
+    out_shape = windowed_shape(shape, window, strides, padding, base_dilation, window_dilation)
     inits = [_scalar_of(init, aval.dtype) for init, aval in zip(inits, avals)]
     # Padding and base dilation hold the init value, which the fold then treats as XLA's
     # reduce_window does.

@@ -20,9 +20,10 @@ import numpy as np
 from ember._src import core, dtypes, errors, rules
 from ember._src.core import ShapedArray
 from ember._src.interpreters.batching import not_mapped
-from ember._src.primitives.control_flow.loops import map as loop_map
+from ember._src.primitives.control_flow.loops import sequential_map
 from ember._src.primitives.elementwise import zero_jvp
 from ember._src.primitives.shape import move_axis
+from ember._src.primitives.sharding_constraint import laid_out
 
 
 class RandomAlgorithm(enum.IntEnum):
@@ -80,7 +81,7 @@ def _batch(vals, dims, **params):
     if d is not_mapped:
         return rng_bit_generator_p.bind(key, **params), [not_mapped, not_mapped]
     keys = move_axis(key, d, 0)
-    new_keys, bits = loop_map(lambda k: tuple(rng_bit_generator_p.bind(k, **params)), keys)
+    new_keys, bits = sequential_map(lambda k: tuple(rng_bit_generator_p.bind(k, **params)), keys)
     return [new_keys, bits], [0, 0]
 
 
@@ -100,8 +101,11 @@ def rng_bit_generator(
     shape: Sequence[int],
     dtype: Any = np.uint32,
     algorithm: RandomAlgorithm = RandomAlgorithm.RNG_DEFAULT,
+    *,
+    out_sharding: Any = None,
 ) -> tuple[Any, Any]:
-    """Random bits of ``shape`` and unsigned ``dtype`` from ``key``, and the next key."""
+    """(the next key, random bits of ``shape`` and unsigned ``dtype`` from ``key``);
+    ``out_sharding`` lays out the bits."""
     shape = tuple(core.canonicalize_shape(shape))
     dtype = np.dtype(dtype)
     if dtype not in _UNSIGNED:
@@ -110,4 +114,5 @@ def rng_bit_generator(
             f"uint16, uint32 or uint64){errors.where()}"
         )
     algorithm = RandomAlgorithm(algorithm)
-    return tuple(rng_bit_generator_p.bind(key, shape=shape, dtype=dtype, algorithm=algorithm))
+    new_key, bits = rng_bit_generator_p.bind(key, shape=shape, dtype=dtype, algorithm=algorithm)
+    return new_key, bits if out_sharding is None else laid_out(bits, out_sharding)

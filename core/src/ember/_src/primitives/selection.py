@@ -16,7 +16,7 @@ from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import instantiate
 from ember._src.primitives.elementwise import (
     _ANY,
-    coerce,
+    coerce_scalars,
     elementwise_batch,
     full_shape,
     nary_abstract_eval,
@@ -128,5 +128,5 @@ def select_n(which: Any, *cases: Any) -> Any:
     """Pick ``cases[which]`` elementwise; ``which`` is bool (two cases) or int32."""
     if len(cases) == 1:
         return cases[0]
-    cases = coerce(*cases)
+    cases = coerce_scalars(*cases)
     return select_n_p.bind(which, *cases)

@@ -18,6 +18,7 @@ from ember._src.core import Primitive, ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad_util import zeros
 from ember._src.interpreters.batching import not_mapped
 from ember._src.lowering.mlir import i64_array
+from ember._src.primitives.sharding_constraint import laid_out
 
 
 def shape_error(message: str) -> errors.EmberTypeError:
@@ -100,13 +101,20 @@ broadcast_in_dim_p = rules.define_primitive(
 
 
 def broadcast_in_dim(
-    operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int]
+    operand: Any,
+    shape: Sequence[int],
+    broadcast_dimensions: Sequence[int],
+    *,
+    out_sharding: Any = None,
 ) -> Any:
+    """``operand`` broadcast to ``shape``; its axis i becomes ``broadcast_dimensions[i]``."""
     shape, dims = tuple(shape), tuple(broadcast_dimensions)
     aval = get_aval(operand)
     if aval.shape == shape and dims == tuple(range(len(shape))):
-        return operand
-    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims)
+        out = operand
+    else:
+        out = broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims)
+    return out if out_sharding is None else laid_out(out, out_sharding)
 
 
 def broadcast_to_shape(x: Any, shape: Sequence[int]) -> Any:
@@ -192,11 +200,11 @@ reduce_sum_p = rules.define_primitive(
 )
 
 
-def reduce_sum(operand: Any, axes: Sequence[int]) -> Any:
+def reduce_sum(operand: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:
+    """The sum of ``operand`` over ``axes``."""
     axes = tuple(axes)
-    if not axes:
-        return operand
-    return reduce_sum_p.bind(operand, axes=axes)
+    out = reduce_sum_p.bind(operand, axes=axes) if axes else operand
+    return out if out_sharding is None else laid_out(out, out_sharding)
 
 
 # --------------------------------------------------------------------------------------------
@@ -240,15 +248,23 @@ reshape_p = rules.define_primitive(
 )
 
 
-def reshape(operand: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None) -> Any:
+def reshape(
+    operand: Any,
+    new_sizes: Sequence[int],
+    dimensions: Sequence[int] | None = None,
+    *,
+    out_sharding: Any = None,
+) -> Any:
     """Reshape ``operand`` (read in row-major order) to ``new_sizes``; with ``dimensions``,
     transpose it by that permutation first."""
     if dimensions is not None:
         operand = transpose(operand, dimensions)
     new_sizes = tuple(int(d) for d in new_sizes)
     if get_aval(operand).shape == new_sizes:
-        return operand
-    return reshape_p.bind(operand, new_sizes=new_sizes)
+        out = operand
+    else:
+        out = reshape_p.bind(operand, new_sizes=new_sizes)
+    return out if out_sharding is None else laid_out(out, out_sharding)
 
 
 # --------------------------------------------------------------------------------------------
@@ -490,7 +506,7 @@ iota_p = rules.define_primitive(
 )
 
 
-def iota(dtype: Any, shape: Sequence[int], dimension: int = 0) -> Any:
+def iota_along(dtype: Any, shape: Sequence[int], dimension: int = 0) -> Any:
     return iota_p.bind(dtype=dtypes.canonicalize(dtype), shape=tuple(shape), dimension=dimension)
 
 

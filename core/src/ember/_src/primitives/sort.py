@@ -6,7 +6,7 @@ part then its imaginary part, each with NaNs last (JAX's order: ``1+nanj`` sorts
 ``2+0j``, where NumPy would put every complex value holding a NaN last).
 
 The derivative of a sort is the same permutation applied to the tangents: the jvp sorts an
-iota along with the operands and gathers the tangents with the resulting permutation.
+iota_along along with the operands and gathers the tangents with the resulting permutation.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray, Zero, get_aval
 from ember._src.interpreters.batching import not_mapped
 from ember._src.primitives.gather_scatter import GatherDimensionNumbers, gather
-from ember._src.primitives.shape import bdim_to_front, compare_type, expand_dims, iota
+from ember._src.primitives.shape import bdim_to_front, compare_type, expand_dims, iota_along
 from ember._src.primitives.slicing import concatenate
 
 
@@ -116,7 +116,7 @@ def _less_than(c, args, avals, num_keys):
 
 def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
     shape = get_aval(primals[0]).shape
-    positions = iota(dtypes.int32, shape, dimension)
+    positions = iota_along(dtypes.int32, shape, dimension)
     *outs, permutation = sort_p.bind(
         *primals, positions, dimension=dimension, is_stable=is_stable, num_keys=num_keys
     )
@@ -130,7 +130,7 @@ def _permute(x: Any, permutation: Any, dimension: int) -> Any:
     shape = get_aval(x).shape
     columns = []
     for d in range(len(shape)):
-        index = permutation if d == dimension else iota(dtypes.int32, shape, d)
+        index = permutation if d == dimension else iota_along(dtypes.int32, shape, d)
         columns.append(expand_dims(index, (-1,)))
     indices = concatenate(columns, len(shape))
     dn = GatherDimensionNumbers(

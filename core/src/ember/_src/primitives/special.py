@@ -17,7 +17,7 @@ from ember._src import rules
 from ember._src.core import Zero, get_aval, tangent_aval
 from ember._src.primitives import special_numpy
 from ember._src.primitives.arithmetic import add, div, mul, neg
-from ember._src.primitives.elementwise import _FLOAT, coerce, elementwise_rules
+from ember._src.primitives.elementwise import _FLOAT, coerce_scalars, elementwise_rules
 from ember._src.primitives.math_functions import exp, unary_jvp
 from ember._src.primitives.shape import broadcast_in_dim
 
@@ -156,4 +156,4 @@ polygamma_p = rules.define_primitive(
 def polygamma(m: Any, x: Any) -> Any:
     """The m-th derivative of digamma at x; ``m`` is a float holding a non-negative integer
     (other values give nan, as in XLA)."""
-    return polygamma_p.bind(*coerce(m, x))
+    return polygamma_p.bind(*coerce_scalars(m, x))

@@ -24,16 +24,6 @@ from ember._src.primitives.comparisons import le, lt
 from ember._src.primitives.math_functions import exp, integer_pow, log, log1p, sqrt, tan
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import convert_element_type, expand_dims, reduce_sum
-from ember._src.random.common import (
-    _as,
-    _c,
-    _constrain,
-    _draw_float,
-    _out_shape,
-    _param_shape,
-    _sampler_jit,
-    _two_keys,
-)
 from ember._src.random.discrete import _rademacher
 from ember._src.random.gamma import _check_key, _gamma
 from ember._src.random.prng import (
@@ -43,6 +33,16 @@ from ember._src.random.prng import (
     _normal,
     _shape,
     _uniform,
+)
+from ember._src.random.sampling import (
+    _as,
+    _c,
+    _constrain,
+    _draw_float,
+    _out_shape,
+    _param_shape,
+    _sampler_jit,
+    _two_keys,
 )
 
 _ONE = np.float32(1)  # lognormal's default sigma, as in JAX

@@ -18,7 +18,7 @@ import numpy as np
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import advanced_indexing
-from ember._src.numpy.util import promote_to_inexact
+from ember._src.numpy.operands import promote_to_inexact
 from ember._src.primitives.arithmetic import (
     abs as abs_,
     add,
@@ -40,7 +40,16 @@ from ember._src.primitives.reduce import reduce_or
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import convert_element_type, move_axis
 from ember._src.primitives.special import lgamma
-from ember._src.random.common import (
+from ember._src.random.gamma import _check_key, _nth
+from ember._src.random.prng import (
+    _bernoulli,
+    _broadcast,
+    _float_dtype,
+    _shape,
+    _split,
+    _uniform,
+)
+from ember._src.random.sampling import (
     _as,
     _c,
     _constrain,
@@ -50,15 +59,6 @@ from ember._src.random.common import (
     _param_shape,
     _sampler_jit,
     _two_keys,
-)
-from ember._src.random.gamma import _check_key, _nth
-from ember._src.random.prng import (
-    _bernoulli,
-    _broadcast,
-    _float_dtype,
-    _shape,
-    _split,
-    _uniform,
 )
 
 _F32 = np.dtype(np.float32)
@@ -169,12 +169,23 @@ def _poisson_rejection(key, lam, shape, dtype):
         u_shifted = sub_(c(0.5), abs_(u))
         k = floor(
             add(
-                add(mul(add(div(mul(c(2), a), u_shifted), b), u), lam),
+                add(
+                    mul(add(div(mul(c(2), a), u_shifted), b), u),
+                    lam,
+                ),
                 c(0.43),
             )
         )
-        s = log(div(mul(v, inv_alpha), add(div(a, mul(u_shifted, u_shifted)), b)))
-        t_ = sub_(add(neg(lam), mul(k, log_lam)), lgamma(add(k, c(1))))
+        s = log(
+            div(
+                mul(v, inv_alpha),
+                add(div(a, mul(u_shifted, u_shifted)), b),
+            )
+        )
+        t_ = sub_(
+            add(neg(lam), mul(k, log_lam)),
+            lgamma(add(k, c(1))),
+        )
         accept_fast = bitwise_and(ge(u_shifted, c(0.07)), le(v, v_r))
         reject = bitwise_or(
             lt(k, c(0)),
@@ -245,7 +256,10 @@ def _stirling_tail(k):
     k_plus_1 = add(k, _c(1, dtype))
     square = mul(k_plus_1, add(k, _c(1, dtype)))
     series = sub_(_c(1 / 360, dtype), div(_c(1 / 1260, dtype), square))
-    series = div(sub_(_c(1 / 12, dtype), div(series, square)), add(k, _c(1, dtype)))
+    series = div(
+        sub_(_c(1 / 12, dtype), div(series, square)),
+        add(k, _c(1, dtype)),
+    )
     index = convert_element_type(floor(k), np.dtype(np.int32))
     table = advanced_indexing.take(np.asarray(_STIRLING_TAIL, dtype), index, mode="clip")
     return select_n(small, series, table)
@@ -289,7 +303,10 @@ def _btrs(key, count, q, shape):
     m = floor(mul(add(count, c(1)), q))
     count_minus_m_plus_1 = add(sub_(count, m), c(1))
     # The bound's terms that do not depend on the proposal k.
-    bound_m = mul(add(m, c(0.5)), log(div(add(m, c(1)), mul(r, count_minus_m_plus_1))))
+    bound_m = mul(
+        add(m, c(0.5)),
+        log(div(add(m, c(1)), mul(r, count_minus_m_plus_1))),
+    )
 
     def not_done(state):
         return _any(bitwise_not(state[2]))
@@ -302,9 +319,19 @@ def _btrs(key, count, q, shape):
         u = sub_(u, c(0.5))
         us = sub_(c(0.5), abs_(u))
         accept_fast = bitwise_and(ge(us, c(0.07)), le(v, v_r))
-        k = floor(add(mul(add(div(mul(c(2), a), us), b), u), center))
+        k = floor(
+            add(
+                mul(add(div(mul(c(2), a), us), b), u),
+                center,
+            )
+        )
         reject = bitwise_or(lt(k, c(0)), gt(k, count))
-        log_v = log(div(mul(v, alpha), add(div(a, mul(us, us)), b)))
+        log_v = log(
+            div(
+                mul(v, alpha),
+                add(div(a, mul(us, us)), b),
+            )
+        )
         count_minus_k_plus_1 = add(sub_(count, k), c(1))
         bound = add(
             bound_m,
@@ -324,8 +351,15 @@ def _btrs(key, count, q, shape):
         bound = add(bound, _stirling_tail(sub_(count, m)))
         bound = sub_(bound, _stirling_tail(k))
         bound = sub_(bound, _stirling_tail(sub_(count, k)))
-        accept = bitwise_or(accept_fast, bitwise_and(bitwise_not(reject), le(log_v, bound)))
-        return _nth(keys, 0), select_n(accept, k_out, k), bitwise_or(accepted, accept)
+        accept = bitwise_or(
+            accept_fast,
+            bitwise_and(bitwise_not(reject), le(log_v, bound)),
+        )
+        return (
+            _nth(keys, 0),
+            select_n(accept, k_out, k),
+            bitwise_or(accepted, accept),
+        )
 
     init = (key, _broadcast(c(-1), shape), _broadcast(np.asarray(False), shape))
     return while_loop(not_done, draw, init)[1]
@@ -364,7 +398,10 @@ def _binomial(key, count, prob, shape, dtype):
     samples = select_n(invalid, samples, nan)
     infinite = bitwise_and(count_inf, bitwise_not(invalid))
     samples = select_n(infinite, samples, _broadcast(_c(np.inf, dtype), shape))
-    keep = bitwise_or(bitwise_or(bitwise_or(p_below_half, count_nan_or_negative), q_nan), count_inf)
+    keep = bitwise_or(
+        bitwise_or(bitwise_or(p_below_half, count_nan_or_negative), q_nan),
+        count_inf,
+    )
     return select_n(keep, sub_(convert_element_type(count, dtype), samples), samples)
 
 

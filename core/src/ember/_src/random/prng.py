@@ -23,8 +23,11 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src.core import get_aval
-from ember._src.numpy import advanced_indexing, contractions, extras, linalg, sorting
-from ember._src.primitives import sort as sort_ops
+from ember._src.lax.sorting import top_k
+from ember._src.numpy import advanced_indexing, contractions, linalg, searching, sorting
+from ember._src.primitives import (
+    sort as sort_ops,
+)
 from ember._src.primitives.arithmetic import (
     abs as abs_,
     add,
@@ -54,7 +57,7 @@ from ember._src.primitives.shape import (
     broadcast_to_shape,
     convert_element_type,
     expand_dims,
-    iota,
+    iota_along,
     reshape,
 )
 from ember._src.primitives.sharding_constraint import laid_out
@@ -99,7 +102,7 @@ def _counters(shape: tuple[int, ...]) -> tuple[Any, Any]:
             f"random samples of shape {shape} ({size} elements): ember draws at most 2**32 - 1 "
             f"values per call; draw in pieces with split keys{errors.where()}"
         )
-    low = reshape(iota(_U32, (size,), 0), shape) if shape else np.zeros((), _U32)
+    low = reshape(iota_along(_U32, (size,), 0), shape) if shape else np.zeros((), _U32)
     # the high words are all zero: a broadcast scalar, not a host array of the whole shape
     return broadcast_to_shape(np.zeros((), _U32), shape), low
 
@@ -394,7 +397,11 @@ def _randint(key_, shape, dtype, minval, maxval):
     span = convert_element_type(sub_(maxval, minval), unsigned)
     one = np.asarray(1, unsigned)
     span = select_n(le(maxval, minval), span, _broadcast(one, shape))
-    span = select_n(bitwise_and(out_of_range, gt(maxval, minval)), span, add(span, one))
+    span = select_n(
+        bitwise_and(out_of_range, gt(maxval, minval)),
+        span,
+        add(span, one),
+    )
     multiplier = rem(_broadcast(np.asarray(2 ** (nbits // 2), unsigned), shape), span)
     multiplier = rem(mul(multiplier, multiplier), span)
     offset = add(mul(rem(higher, span), multiplier), rem(lower, span))
@@ -581,7 +588,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> A
     """A random permutation of ``range(x)`` (an integer) or of ``x`` along ``axis``."""
     if np.ndim(x) == 0 and not isinstance(x, core.Tracer):
         n = operator.index(x)
-        return _shuffle_jit(key, iota(dtypes.default_int(), core.canonicalize_shape(n), 0), 0)
+        return _shuffle_jit(key, iota_along(dtypes.default_int(), core.canonicalize_shape(n), 0), 0)
     aval = get_aval(x)
     axis %= aval.ndim
     if independent or aval.ndim == 1:
@@ -617,10 +624,10 @@ def choice(key: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = Non
             total = reshape(slice_op(cumulative, (n - 1,), (n,)), ())
             u = uniform(key, shape, get_aval(cumulative).dtype)
             r = mul(total, sub_(np.asarray(1.0, get_aval(cumulative).dtype), u))
-            index = extras.searchsorted(cumulative, r).astype(dtypes.default_int())
+            index = searching.searchsorted(cumulative, r).astype(dtypes.default_int())
         else:
             g = add(gumbel(key, (n,), get_aval(weights).dtype), log(weights))
-            index = sorting.top_k(g, draws)[1].astype(dtypes.default_int())
+            index = top_k(g, draws)[1].astype(dtypes.default_int())
     if scalar:
         return reshape(index, shape)
     picked = advanced_indexing.take(a, reshape(index, (draws,)), axis=axis, mode="clip")
@@ -673,3 +680,31 @@ def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | No
     signs = sign(linalg.diagonal(r))
     q = q * expand_dims(signs, (-2,))
     return linalg.matrix_transpose(q) if n < m else q
+
+
+def clone(key: Any) -> Any:
+    """The same key. JAX uses it to reuse a key deliberately under its key-reuse checker;
+    ember's keys are plain ``uint32`` data, so this is the identity."""
+    _key_data_shape(key, "clone")
+    return key
+
+
+def key_impl(keys: Any) -> str:
+    """The name of the keys' PRNG implementation: always ``"threefry2x32"`` in ember."""
+    _key_data_shape(keys, "key_impl")
+    return "threefry2x32"
+
+
+def _key_data_shape(keys: Any, what: str) -> tuple[int, ...]:
+    """Checks that ``keys`` are Threefry key data (any batch shape, last axis of 2)."""
+    try:
+        aval = get_aval(keys)
+    except errors.EmberTypeError:
+        aval = None
+    if aval is None or not aval.shape or aval.shape[-1] != 2 or aval.dtype != np.uint32:
+        shown = aval.str_short() if aval is not None else type(keys).__name__
+        raise errors.EmberTypeError(
+            f"{what} expects PRNG keys (uint32 data with a last axis of 2, from "
+            f"ember.random.key), got {shown}{errors.where()}"
+        )
+    return aval.shape[:-1]

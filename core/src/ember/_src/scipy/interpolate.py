@@ -10,7 +10,8 @@ import numpy as np
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, manipulation
-from ember._src.numpy.extras import searchsorted, where
+from ember._src.numpy.nonzero import where
+from ember._src.numpy.searching import searchsorted
 
 _METHODS = ("linear", "nearest")
 

@@ -1,4 +1,5 @@
-"""``ember.scipy.linalg``: SciPy's dense linear algebra, written over ``ember.numpy.linalg``.
+"""``ember.scipy.linalg``: SciPy's dense linear algebra, written over ``ember.numpy.linalg``
+and the factorisations of ``lax.linalg_*`` (pivoted LU and triangular solves).
 
 Factorisations are loops with static bounds (``fori_loop``), so they compile into one XLA
 loop each and differentiate in both modes. LU records LAPACK-style pivots (row ``j`` swapped
@@ -13,6 +14,18 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
+from ember._src.lax.linalg_lu import (
+    lu_pivoted_solve,
+    lu_pivoted_stack,
+    solve_triangular as solve_triangular_stack,
+)
+from ember._src.lax.linalg_operands import (
+    float_matrix,
+    hermitian_from_triangle,
+    main_diagonal,
+    positions,
+    right_hand_side,
+)
 from ember._src.numpy import (
     creation,
     dtype_functions,
@@ -22,8 +35,8 @@ from ember._src.numpy import (
     reductions,
 )
 from ember._src.numpy.contractions import matmul
-from ember._src.numpy.extras import where
-from ember._src.numpy.linalg_general import _hessenberg, _schur, _unit_scale
+from ember._src.numpy.linalg_eig import hessenberg_householder, schur_complex, unit_scaled
+from ember._src.numpy.nonzero import where
 from ember._src.primitives.control_flow.loops import fori_loop
 from ember._src.transforms.jit import jit
 from ember._src.transforms.vmap import vmap
@@ -33,7 +46,7 @@ from ember._src.transforms.vmap import vmap
 
 
 def _matrix(a: Any, what: str, square: bool = True) -> Any:
-    return nla._float_matrix(a, what, square=square)
+    return float_matrix(creation.asarray(a), what, square=square)
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -47,15 +60,6 @@ def _dtype(x: Any) -> np.dtype:
 def _h(x: Any) -> Any:
     """Conjugate transpose of the last two axes."""
     return manipulation.swapaxes(enp.conjugate(x), -1, -2)
-
-
-def _iota(n: int) -> Any:
-    return creation.arange(n, dtype=np.int32)
-
-
-def _rhs(b: Any, dtype: np.dtype) -> Any:
-    b = creation.asarray(b)
-    return manipulation.astype(b, dtype_functions.result_type(dtype, _dtype(b)))
 
 
 def _check_rhs(a: Any, b: Any, what: str) -> None:
@@ -88,29 +92,6 @@ def _batched_solve(single, a: Any, b: Any) -> Any:
 # Triangular solves
 
 
-def _substitute(a: Any, b: Any, lower: bool, unit_diagonal: bool) -> Any:
-    """x with ``a @ x = b`` for one triangular a (n, n) and b (n,) or (n, k)."""
-    n = _shape(a)[0]
-    cols = _iota(n)
-    dtype = _dtype(b)
-
-    def row_update(i, x, solved):
-        coeffs = where(solved, a[i], 0).astype(dtype)
-        value = x[i] - matmul(coeffs, x)
-        if not unit_diagonal:
-            value = value / a[i, i]
-        return x.at[i].set(value.astype(dtype))
-
-    def forward(i, x):
-        return row_update(i, x, enp.less(cols, i))
-
-    def backward(j, x):
-        i = n - 1 - j
-        return row_update(i, x, enp.greater(cols, i))
-
-    return fori_loop(0, n, forward if lower else backward, b)
-
-
 def _trans_code(trans: Any) -> int:
     codes = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}
     if isinstance(trans, (int, np.integer, str)) and trans in codes:
@@ -118,14 +99,6 @@ def _trans_code(trans: Any) -> int:
     raise ValueError(
         f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}{errors.where()}"
     )
-
-
-def _operator(a: Any, code: int) -> Any:
-    """op(a) for LAPACK's trans code: a, a^T or a^H."""
-    if code == 0:
-        return a
-    t = manipulation.swapaxes(a, -1, -2)
-    return enp.conjugate(t) if code == 2 else t
 
 
 def solve_triangular(
@@ -142,67 +115,22 @@ def solve_triangular(
     del overwrite_b, debug, check_finite
     code = _trans_code(trans)
     a = _matrix(a, "solve_triangular")
-    b = _rhs(b, _dtype(a))
+    b = right_hand_side(b, _dtype(a))
     a = manipulation.astype(a, _dtype(b))
     _check_rhs(a, b, "solve_triangular")
     # op(a) of a lower-triangular a is upper-triangular when transposed
-    return _solve_triangular(a, b, code, bool(lower), bool(unit_diagonal))
-
-
-def _solve_triangular_impl(a: Any, b: Any, code: int, lower: bool, unit: bool) -> Any:
-    op = _operator(a, code)
-    op_lower = lower != (code != 0)
-    return _batched_solve(lambda a1, b1: _substitute(a1, b1, op_lower, unit), op, b)
-
-
-_solve_triangular = jit(_solve_triangular_impl, static_argnums=(2, 3, 4), inline=True)
+    return solve_triangular_stack(a, b, code, bool(lower), bool(unit_diagonal))
 
 
 # --------------------------------------------------------------------------------------------
 # LU with partial pivoting (rectangular)
 
 
-def _lu_single(a: Any) -> tuple[Any, Any, Any]:
-    """(packed LU, pivots, permutation) of one (m, n) matrix: ``a[perm] = L @ U``."""
-    m, n = _shape(a)
-    k = min(m, n)
-    rows, cols = _iota(m), _iota(n)
-    dtype = _dtype(a)
-
-    def step(j, state):
-        lu, piv, perm = state
-        column = where(enp.greater_equal(rows, j), enp.abs(lu[:, j]), -1.0)
-        p = reductions.argmax(column).astype(np.int32)
-        row_j, row_p = lu[j], lu[p]
-        lu = lu.at[j].set(row_p).at[p].set(row_j)
-        perm_j, perm_p = perm[j], perm[p]
-        perm = perm.at[j].set(perm_p).at[p].set(perm_j)
-        piv = piv.at[j].set(p)
-        pivot = lu[j, j]
-        safe = where(enp.equal(pivot, 0), 1, pivot).astype(dtype)
-        below = enp.greater(rows, j)
-        factors = where(below, lu[:, j] / safe, 0).astype(dtype)
-        right = where(enp.greater(cols, j), lu[j], 0).astype(dtype)
-        lu = lu - factors[:, None] * right[None, :]
-        lu = where(below[:, None] & enp.equal(cols, j)[None, :], factors[:, None], lu)
-        return lu, piv, perm
-
-    start = (a, creation.zeros((k,), np.int32), rows)
-    return fori_loop(0, k, step, start)
-
-
-def _lu_all(a: Any) -> tuple[Any, Any, Any]:
-    return _per_matrix(_lu_single, a)
-
-
-_lu_compiled = jit(_lu_all, inline=True)
-
-
 def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Any, Any]:
     """(lu, piv): L below the diagonal (unit diagonal implied), U on and above it; row ``i``
     was swapped with row ``piv[i]``."""
     del overwrite_a, check_finite
-    lu, piv, _ = _lu_compiled(_matrix(a, "lu_factor", square=False))
+    lu, piv, _ = lu_pivoted_stack(_matrix(a, "lu_factor", square=False))
     return lu, piv
 
 
@@ -222,41 +150,20 @@ def lu(
     """(p, l, u) with ``a = p @ l @ u``; ``permute_l=True`` gives (p @ l, u)."""
     del overwrite_a, check_finite
     a = _matrix(a, "lu", square=False)
-    packed, _, perm = _lu_compiled(a)
+    packed, _, perm = lu_pivoted_stack(a)
     l_factor, u_factor = _split_lu(packed)
     m = _shape(a)[-2]
     # a[perm] = l @ u, so a = P^T l u with P's row i the unit vector e_perm[i]
     p = manipulation.swapaxes(
-        manipulation.astype(enp.equal(perm[..., :, None], _iota(m)), _dtype(a)), -1, -2
+        manipulation.astype(enp.equal(perm[..., :, None], positions(m)), _dtype(a)), -1, -2
     )
     if permute_l:
         return matmul(p, l_factor), u_factor
     return p, l_factor, u_factor
 
 
-def _pivots_to_permutation(piv: Any, m: int) -> Any:
-    def swap(j, perm):
-        p = piv[j]
-        perm_j, perm_p = perm[j], perm[p]
-        return perm.at[j].set(perm_p).at[p].set(perm_j)
-
-    return fori_loop(0, _shape(piv)[0], swap, _iota(m))
-
-
-def _lu_solve_single(packed: Any, piv: Any, b: Any, code: int) -> Any:
-    n = _shape(packed)[0]
-    perm = _pivots_to_permutation(piv, n)
-    if code == 0:
-        y = _substitute(packed, b[perm], lower=True, unit_diagonal=True)
-        return _substitute(packed, y, lower=False, unit_diagonal=False)
-    op = _operator(packed, code)  # op(U) is lower, op(L) is upper with a unit diagonal
-    z = _substitute(op, b, lower=True, unit_diagonal=False)
-    w = _substitute(op, z, lower=False, unit_diagonal=True)
-    return creation.zeros_like(w).at[perm].set(w)
-
-
 def _lu_solve_impl(packed: Any, piv: Any, b: Any, code: int) -> Any:
-    single = lambda p1, v1, b1: _lu_solve_single(p1, v1, b1, code)
+    single = lambda p1, v1, b1: lu_pivoted_solve(p1, v1, b1, code)
     for _ in range(len(_shape(packed)) - 2):
         single = vmap(single)
     return single(packed, piv, b)
@@ -278,7 +185,7 @@ def lu_solve(
         raise ValueError(f"lu_solve: trans must be 0, 1 or 2, got {trans!r}{errors.where()}")
     packed, piv = lu_and_piv
     packed = _matrix(packed, "lu_solve")
-    b = _rhs(b, _dtype(packed))
+    b = right_hand_side(b, _dtype(packed))
     _check_rhs(packed, b, "lu_solve")
     packed = manipulation.astype(packed, _dtype(b))
     return _lu_solve(packed, creation.asarray(piv).astype(np.int32), b, int(trans))
@@ -310,13 +217,13 @@ def cho_solve(
     del overwrite_b, check_finite
     c, lower = c_and_lower
     c = _matrix(c, "cho_solve")
-    b = _rhs(b, _dtype(c))
+    b = right_hand_side(b, _dtype(c))
     _check_rhs(c, b, "cho_solve")
     c = manipulation.astype(c, _dtype(b))
     lower = bool(lower)
     # a = L L^H: solve L y = b, then L^H x = y (a = U^H U: U^H y = b, then U x = y)
-    y = _solve_triangular(c, b, 0 if lower else 2, lower, False)
-    return _solve_triangular(c, y, 2 if lower else 0, lower, False)
+    y = solve_triangular_stack(c, b, 0 if lower else 2, lower, False)
+    return solve_triangular_stack(c, y, 2 if lower else 0, lower, False)
 
 
 _ASSUME_A = ("gen", "general", "sym", "symmetric", "her", "hermitian", "pos", "positive definite")
@@ -340,24 +247,13 @@ def solve(
             f"solve: assume_a must be one of {_ASSUME_A}, got {assume_a!r}{errors.where()}"
         )
     a = _matrix(a, "solve")
-    b = _rhs(b, _dtype(a))
+    b = right_hand_side(b, _dtype(a))
     a = manipulation.astype(a, _dtype(b))
     _check_rhs(a, b, "solve")
     if assume_a in ("pos", "positive definite"):
-        full = _hermitian_from_triangle(a, lower)
+        full = hermitian_from_triangle(a, lower)
         return cho_solve((nla.cholesky(full, symmetrize_input=False), True), b)
     return nla.solve(a, b)
-
-
-def _hermitian_from_triangle(a: Any, lower: bool) -> Any:
-    """The Hermitian matrix whose ``lower`` (or upper) triangle is that of ``a``."""
-    n = _shape(a)[-1]
-    strict = np.tril(np.ones((n, n), bool), -1) if lower else np.triu(np.ones((n, n), bool), 1)
-    dtype = _dtype(a)
-    half = where(strict, a, 0).astype(dtype)
-    # a Hermitian matrix has a real diagonal: the imaginary parts there are ignored
-    diagonal = where(np.eye(n, dtype=bool), enp.real(a).astype(dtype), 0).astype(dtype)
-    return half + _h(half) + diagonal
 
 
 def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
@@ -392,7 +288,7 @@ def eigh(
     if eigvals is not None:
         raise NotImplementedError(f"eigh: eigvals= is not supported{errors.where()}")
     del type
-    full = _hermitian_from_triangle(_matrix(a, "eigh"), bool(lower))
+    full = hermitian_from_triangle(_matrix(a, "eigh"), bool(lower))
     w, v = nla.eigh(full, symmetrize_input=False)
     return w if eigvals_only else (w, v)
 
@@ -473,7 +369,7 @@ def hessenberg(
     return (h, q) if calc_q else h
 
 
-_hessenberg_compiled = jit(_hessenberg, inline=True)
+_hessenberg_compiled = jit(hessenberg_householder, inline=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -661,7 +557,7 @@ def _triangular_sqrt(t: Any) -> Any:
     n = _shape(t)[0]
     dtype = _dtype(t)
     offset = np.arange(n)[None, :] - np.arange(n)[:, None]
-    root = enp.sqrt(nla._diag(t))
+    root = enp.sqrt(main_diagonal(t))
     r = where(np.eye(n, dtype=bool), root[:, None], 0).astype(dtype)
     denominator = root[:, None] + root[None, :]
     safe = where(enp.equal(denominator, 0), 1, denominator).astype(dtype)
@@ -676,8 +572,8 @@ def _triangular_sqrt(t: Any) -> Any:
 def _sqrtm_single(a: Any) -> Any:
     if _shape(a)[0] == 1:
         return enp.sqrt(a)
-    scaled, scale = _unit_scale(a)
-    t, z = _schur(scaled)
+    scaled, scale = unit_scaled(a)
+    t, z = schur_complex(scaled)
     r = _triangular_sqrt(t)
     return matmul(matmul(z, r), _h(z)) * enp.sqrt(scale)
 
@@ -707,7 +603,7 @@ def _parlett(t: Any, diagonal: Any) -> Any:
     n = _shape(t)[0]
     dtype = _dtype(t)
     offset = np.arange(n)[None, :] - np.arange(n)[:, None]
-    d = nla._diag(t)
+    d = main_diagonal(t)
     gap = d[None, :] - d[:, None]
     usable = enp.not_equal(gap, 0)
     safe = where(usable, gap, 1).astype(dtype)
@@ -725,7 +621,7 @@ def _funm_error(t: Any) -> Any:
     n = _shape(t)[0]
     real = dtypes.real_dtype(_dtype(t))
     eps = np.asarray(np.finfo(real).eps, real)
-    d = nla._diag(t)
+    d = main_diagonal(t)
     gaps = enp.abs(d[None, :] - d[:, None])
     strict = np.triu(np.ones((n, n), bool), 1)
     smallest = reductions.min(where(strict, gaps, np.inf)) if n > 1 else eps
@@ -746,9 +642,9 @@ def funm(A: Any, func: Any, disp: bool = True) -> Any:
         t, z = a, creation.ones_like(a)
     else:
         t, z = _schur_compiled(a)
-    f = _parlett(t, creation.asarray(func(nla._diag(t))).astype(_dtype(t)))
+    f = _parlett(t, creation.asarray(func(main_diagonal(t))).astype(_dtype(t)))
     result = matmul(matmul(z, f), _h(z))
     return result if disp else (result, _funm_error(t))
 
 
-_schur_compiled = jit(_schur, inline=True)
+_schur_compiled = jit(schur_complex, inline=True)

@@ -17,7 +17,7 @@ import numpy as np
 from ember._src import errors
 from ember._src.core import get_aval
 from ember._src.numpy import elementwise as jnp
-from ember._src.numpy.util import prepare_inexact
+from ember._src.numpy.operands import prepare_inexact
 from ember._src.primitives import special as _special
 from ember._src.transforms.custom_derivatives import custom_jvp
 

@@ -19,7 +19,7 @@ from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, linalg as nla
 from ember._src.numpy.contractions import matmul, vdot
-from ember._src.numpy.extras import where
+from ember._src.numpy.nonzero import where
 from ember._src.primitives.control_flow.loops import while_loop
 from ember._src.transforms.autodiff import value_and_grad
 

@@ -18,7 +18,7 @@ from numpy.polynomial.legendre import leggauss
 
 from ember._src.core import get_aval
 from ember._src.numpy import elementwise as jnp, reductions
-from ember._src.numpy.util import prepare_inexact
+from ember._src.numpy.operands import prepare_inexact
 from ember._src.scipy import ndtr as _ndtr
 
 _NODES, _WEIGHTS = leggauss(30)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as jnp
-from ember._src.numpy.util import prepare_inexact
+from ember._src.numpy.operands import prepare_inexact
 from ember._src.primitives.control_flow.loops import fori_loop
 from ember._src.transforms.custom_derivatives import custom_jvp
 

@@ -13,7 +13,6 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.lax.composites import conv_general_dilated
 from ember._src.numpy import (
     contractions,
     creation,
@@ -23,6 +22,7 @@ from ember._src.numpy import (
     manipulation,
     reductions,
 )
+from ember._src.primitives.conv import conv_general_dilated
 
 _MODES = ("full", "same", "valid")
 

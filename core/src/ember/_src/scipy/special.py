@@ -18,8 +18,8 @@ from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.lax import special as _more
 from ember._src.nn import functions as nn
-from ember._src.numpy import creation, elementwise as jnp, manipulation, more, reductions
-from ember._src.numpy.util import prepare_inexact
+from ember._src.numpy import creation, elementwise as jnp, float_functions, manipulation, reductions
+from ember._src.numpy.operands import prepare_inexact
 from ember._src.primitives import igamma as _igamma, special as _special
 from ember._src.transforms.custom_derivatives import custom_jvp
 
@@ -52,7 +52,9 @@ def gammasgn(x: Any) -> Any:
     # Gamma is negative on (-2k-1, -2k) for k >= 0, i.e. where floor(x) is odd.
     odd = jnp.equal(jnp.remainder(floor_x, _c(x, 2)), _c(x, 1))
     sign = jnp.where(jnp.logical_and(jnp.less(x, _c(x, 0)), odd), _c(x, -1), _c(x, 1))
-    sign = jnp.where(jnp.logical_and(jnp.equal(x, _c(x, 0)), more.signbit(x)), _c(x, -1), sign)
+    sign = jnp.where(
+        jnp.logical_and(jnp.equal(x, _c(x, 0)), float_functions.signbit(x)), _c(x, -1), sign
+    )
     pole = jnp.logical_and(jnp.less(x, _c(x, 0)), jnp.equal(x, floor_x))
     return jnp.where(jnp.logical_or(pole, jnp.isnan(x)), _c(x, np.nan), sign)
 

@@ -17,10 +17,11 @@ from ember._src.core import get_aval
 from ember._src.numpy import (
     creation,
     elementwise as enp,
-    extras,
     fft,
     manipulation,
+    nonzero,
     padding,
+    quantiles,
     reductions,
 )
 from ember._src.scipy.signal import _remove_line
@@ -165,9 +166,9 @@ def _padded(v: Any, n: int) -> Any:
 
 def _median(p: Any) -> Any:
     if np.issubdtype(get_aval(p).dtype, np.complexfloating):
-        real, imag = extras.median(enp.real(p), axis=-2), extras.median(enp.imag(p), axis=-2)
+        real, imag = quantiles.median(enp.real(p), axis=-2), quantiles.median(enp.imag(p), axis=-2)
         return real + imag * np.asarray(1j, get_aval(p).dtype)
-    return extras.median(p, axis=-2)
+    return quantiles.median(p, axis=-2)
 
 
 def welch(
@@ -314,7 +315,7 @@ def istft(
     if boundary:
         half = nperseg // 2
         x, norm = x[..., half : length - half], norm[half : length - half]
-    x = x / extras.where(norm > 1e-10, norm, 1).astype(real)
+    x = x / nonzero.where(norm > 1e-10, norm, 1).astype(real)
     if ndim > 2 and time_axis != ndim - 1:
         x = manipulation.moveaxis(x, -1, time_axis - 1 if freq_axis < time_axis else time_axis)
     # SciPy and JAX count the times along x's first axis, whichever axis holds time

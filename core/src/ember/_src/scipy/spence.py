@@ -16,7 +16,7 @@ import numpy as np
 
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as jnp
-from ember._src.numpy.util import prepare_inexact
+from ember._src.numpy.operands import prepare_inexact
 from ember._src.transforms.custom_derivatives import custom_jvp
 
 _TERMS = 52  # 2^-52 / 52^2: below float64 resolution for |y| <= 1/2

@@ -14,19 +14,19 @@ from typing import Any
 
 from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray, Tracer, Zero, get_aval, tangent_aval
+from ember._src.errors import CustomDerivativeError
+from ember._src.execution.devices import device_put
 from ember._src.interpreters.ad import JVPTracer, UndefinedPrimal, backward_pass
 from ember._src.interpreters.ad_util import zeros
 from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.interpreters.staging import StagingTracer, trace_to_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr, Var
-from ember._src.numpy.creation import asarray
 from ember._src.transforms.arguments import leaf_aval
-from ember._src.transforms.custom_derivatives import CustomDerivativeError, custom_vjp
+from ember._src.transforms.custom_derivatives import custom_vjp
 from ember._src.transforms.jacobians import jacrev
 from ember._src.tree.ops import Partial
 from ember._src.tree.util import (
     PyTreeDef,
-    flatten_fun,
     register_pytree_node,
     tree_flatten,
     tree_structure,
@@ -50,9 +50,15 @@ def _name(fun: Any) -> str:
 def _trace_flat(fun: Callable[..., Any], in_tree: PyTreeDef, avals: list, name: str):
     """Stage ``fun`` (taking the pytree ``in_tree`` of arguments) to a jaxpr; also return the
     structure of its output."""
-    flat = flatten_fun(fun, in_tree)
+    out_trees: list[PyTreeDef] = []
+
+    def flat(*leaves: Any) -> list[Any]:
+        out_leaves, out_tree = tree_flatten(fun(*tree_unflatten(in_tree, leaves)))
+        out_trees.append(out_tree)
+        return out_leaves
+
     closed = trace_to_jaxpr(flat, avals, name=name)
-    return closed, flat.out_tree
+    return closed, out_trees[0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -190,7 +196,7 @@ def _check_transposable(jaxpr: Jaxpr, name: str) -> None:
 
 def _transpose_call(closed, consts, in_tree, in_avals, out_tree, out_avals, name, out_cotangent):
     ct_leaves, ct_tree = tree_flatten(out_cotangent)
-    ct_leaves = [x if isinstance(x, Tracer) else asarray(x) for x in ct_leaves]
+    ct_leaves = [x if isinstance(x, Tracer) else device_put(x) for x in ct_leaves]
     if ct_tree != out_tree:
         raise errors.EmberTypeError(
             f"cotangent tree does not match function output, expected {out_tree} but got "

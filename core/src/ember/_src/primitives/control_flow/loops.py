@@ -399,6 +399,6 @@ def _static_int(x: Any) -> int | None:
         return None
 
 
-def map(f: Callable[[Any], Any], xs: Any) -> Any:
+def sequential_map(f: Callable[[Any], Any], xs: Any) -> Any:
     """``f`` applied to each slice of ``xs`` along its leading axis, sequentially (a scan)."""
     return scan(lambda _, x: ((), f(x)), (), xs)[1]

@@ -15,7 +15,7 @@ import numpy as np
 
 from ember._src.numpy import elementwise as jnp
 from ember._src.scipy import ndtr as _ndtr, special as _special
-from ember._src.scipy.stats.common import c, floats, nan_unless, standardize, where
+from ember._src.scipy.stats.operands import c, floats, nan_unless, standardize, where
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ember._src.numpy import elementwise as jnp, reductions
 from ember._src.scipy import special as _special
-from ember._src.scipy.stats.common import c, floats, nan_unless, where
+from ember._src.scipy.stats.operands import c, floats, nan_unless, where
 
 gammaln = _special.gammaln
 

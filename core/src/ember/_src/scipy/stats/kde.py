@@ -24,7 +24,7 @@ from ember._src.numpy import (
     reductions,
     statistics,
 )
-from ember._src.numpy.util import promote_to_inexact
+from ember._src.numpy.operands import promote_to_inexact
 from ember._src.random import prng as random
 from ember._src.scipy import ndtr as _ndtr
 from ember._src.tree.util import register_pytree_node_class

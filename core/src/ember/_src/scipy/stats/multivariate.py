@@ -19,9 +19,9 @@ from ember._src.numpy import (
     manipulation,
     reductions,
 )
-from ember._src.numpy.util import promote_to_inexact
+from ember._src.numpy.operands import promote_to_inexact
 from ember._src.scipy import special as _special
-from ember._src.scipy.stats.common import c, where
+from ember._src.scipy.stats.operands import c, where
 
 _LOG_2PI = math.log(2 * math.pi)
 

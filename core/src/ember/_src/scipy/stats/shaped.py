@@ -14,9 +14,9 @@ import numpy as np
 
 from ember._src.numpy import elementwise as jnp
 from ember._src.scipy import ndtr as _ndtr, special as _special
-from ember._src.scipy.stats import common
-from ember._src.scipy.stats.common import c, floats, nan_unless, where
+from ember._src.scipy.stats import operands  # wrapcauchy's parameter c shadows operands.c
 from ember._src.scipy.stats.continuous import _log1mexp
+from ember._src.scipy.stats.operands import c, floats, nan_unless, where
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -208,11 +208,11 @@ def wrapcauchy_logpdf(x: Any, c: Any) -> Any:
     x, rho = floats("wrapcauchy.logpdf", x, c)
     value = (
         jnp.log1p(-rho * rho)
-        - common.c(x, math.log(2 * math.pi))
+        - operands.c(x, math.log(2 * math.pi))
         - jnp.log1p(rho * rho - 2 * rho * jnp.cos(x))
     )
     inside = (x >= 0) & (x <= 2 * math.pi)
-    return nan_unless((rho > 0) & (rho < 1), where(inside, value, common.c(x, -np.inf)))
+    return nan_unless((rho > 0) & (rho < 1), where(inside, value, operands.c(x, -np.inf)))
 
 
 def wrapcauchy_pdf(x: Any, c: Any) -> Any:

@@ -13,17 +13,17 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.lax.composites import cummax, cummin
+from ember._src.lax.cumulative import cummax, cummin
 from ember._src.numpy import (
     advanced_indexing,
     creation,
     elementwise as jnp,
-    extras,
     manipulation,
+    nan_reductions,
     reductions,
     sorting,
 )
-from ember._src.numpy.util import canonicalize_axis, promote_to_inexact
+from ember._src.numpy.operands import canonicalize_axis, promote_to_inexact
 
 
 class ModeResult(NamedTuple):
@@ -153,5 +153,5 @@ def sem(
         count = reductions.sum(jnp.logical_not(jnp.isnan(a)), axis=axis, keepdims=keepdims).astype(
             get_aval(a).dtype
         )
-        return extras.nanstd(a, axis=axis, ddof=ddof, keepdims=keepdims) / jnp.sqrt(count)
+        return nan_reductions.nanstd(a, axis=axis, ddof=ddof, keepdims=keepdims) / jnp.sqrt(count)
     raise ValueError(f"sem: nan_policy={nan_policy!r} is not supported{errors.where()}")

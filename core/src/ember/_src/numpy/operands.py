@@ -1,4 +1,5 @@
-"""NumPy semantics on top of the primitives: dtype promotion, broadcasting, axis handling."""
+"""How NumPy functions prepare their operands over the primitives: dtype promotion,
+broadcasting, axis and dtype argument checks."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ def promote_to_inexact(*args: Any) -> list[Any]:
     return [cast(a, dtypes.to_inexact(aval.dtype), aval.weak_type) for a in promoted]
 
 
-def broadcast_shapes(name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+def broadcast_shapes_for(name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
@@ -96,7 +97,7 @@ def broadcast_args(name: str, *args: Any) -> list[Any]:
     shapes = [get_aval(a).shape for a in args]
     if all(s == shapes[0] or not s for s in shapes):
         return list(args)
-    shape = broadcast_shapes(name, *shapes)
+    shape = broadcast_shapes_for(name, *shapes)
     return [
         a if not s or s == shape else broadcast_to_shape(a, shape) for a, s in zip(args, shapes)
     ]

@@ -1,5 +1,6 @@
-"""More of NumPy's everyday surface: triangles, Kronecker products, sign and angle helpers,
-and set operations (with JAX's static ``size=`` under jit)."""
+"""Set routines on arrays: ``unique``, ``isin``, ``union1d``, ``intersect1d``, ``setdiff1d`` and
+``setxor1d``; results are sorted and unique, and ``size=`` pads them to a static length under
+``jit``, as in JAX."""
 
 from __future__ import annotations
 
@@ -7,9 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import dtypes, errors
+from ember._src import core, dtypes, errors
 from ember._src.core import Tracer, get_aval
-from ember._src.lax.numeric import exp2 as lax_exp2
 from ember._src.numpy import (
     creation,
     elementwise as enp,
@@ -19,130 +19,36 @@ from ember._src.numpy import (
     sorting,
 )
 from ember._src.numpy.advanced_indexing import take
-from ember._src.numpy.extras import unique
-from ember._src.numpy.util import broadcast_args, promote_dtypes, promote_to_inexact, shape_of
-from ember._src.primitives.bits import bitcast_convert_type
+from ember._src.numpy.operands import (
+    promote_dtypes,
+    shape_of,
+)
+from ember._src.numpy.searching import digitize, searchsorted  # noqa: F401 (re-exported)
+from ember._src.numpy.sorting import argsort, cumsum
+from ember._src.numpy.unique_slices import unique_slices
+from ember._src.primitives.shape import reshape
+from ember._src.primitives.slicing import concatenate
 
 
-def _inexact(x: Any) -> Any:
-    return promote_to_inexact(x)[0]
-
-
-def _triangle(m: Any, k: int, lower: bool) -> Any:
-    m = creation.asarray(m)
-    rows, cols = get_aval(m).shape[-2:]
-    i = np.arange(rows)[:, None]
-    j = np.arange(cols)[None, :]
-    keep = (j - i <= k) if lower else (j - i >= k)
-    return enp.where(keep, m, np.zeros((), get_aval(m).dtype))
-
-
-def tril(m: Any, k: int = 0) -> Any:
-    return _triangle(m, k, lower=True)
-
-
-def triu(m: Any, k: int = 0) -> Any:
-    return _triangle(m, k, lower=False)
-
-
-def kron(a: Any, b: Any) -> Any:
-    a, b = promote_dtypes(creation.asarray(a), creation.asarray(b))
-    ndim = max(get_aval(a).ndim, get_aval(b).ndim)
-    a = manipulation.reshape(a, (1,) * (ndim - get_aval(a).ndim) + get_aval(a).shape)
-    b = manipulation.reshape(b, (1,) * (ndim - get_aval(b).ndim) + get_aval(b).shape)
-    sa, sb = get_aval(a).shape, get_aval(b).shape
-    # a[i] * b[j] laid out as a (n_a, n_b) block per axis, then merged
-    a_exp = manipulation.reshape(a, tuple(d for s in sa for d in (s, 1)))
-    b_exp = manipulation.reshape(b, tuple(d for s in sb for d in (1, s)))
-    return manipulation.reshape(a_exp * b_exp, tuple(x * y for x, y in zip(sa, sb)))
-
-
-def _real_only(name: str, *xs: Any) -> None:
-    for x in xs:
-        if get_aval(x).dtype.kind == "c":
-            raise errors.EmberTypeError(
-                f"{name} does not accept complex operands, got {get_aval(x).dtype}{errors.where()}"
-            )
-
-
-def copysign(x1: Any, x2: Any, /) -> Any:
-    x1, x2 = promote_to_inexact(x1, x2)
-    _real_only("copysign", x1, x2)
-    negative = signbit(x2)
-    magnitude = enp.abs(x1)
-    return enp.where(negative, enp.negative(magnitude), magnitude)
-
-
-def signbit(x: Any, /) -> Any:
-    x = creation.asarray(x)
-    dtype = get_aval(x).dtype
-    if dtype.kind in "uib":
-        return enp.less(x, 0)
-    if dtype.kind == "c":
-        raise ValueError(f"signbit is not well defined for {dtype}{errors.where()}")
-    # the sign bit itself, so that -0.0 and -nan count as negative
-    return enp.less(bitcast_convert_type(x, np.dtype(f"i{dtype.itemsize}")), 0)
-
-
-def hypot(x1: Any, x2: Any, /) -> Any:
-    x1, x2 = promote_to_inexact(x1, x2)
-    if get_aval(x1).dtype.kind == "c":
-        raise ValueError(
-            "jnp.hypot is not well defined for complex-valued inputs. Please convert to real "
-            f"values first, such as by using jnp.real or jnp.imag to take the real or imaginary "
-            f"components respectively.{errors.where()}"
-        )
-    a, b = enp.abs(x1), enp.abs(x2)
-    big, small = enp.maximum(a, b), enp.minimum(a, b)
-    safe = enp.where(enp.equal(big, 0), np.ones((), get_aval(big).dtype), big)
-    ratio = small / safe
-    # An infinite side makes the hypotenuse infinite, even beside nan (inf/inf would be nan).
-    return enp.where(enp.isinf(a) | enp.isinf(b), np.inf, big * enp.sqrt(1 + ratio * ratio))
-
-
-def heaviside(x1: Any, x2: Any, /) -> Any:
-    x1, x2 = promote_to_inexact(x1, x2)
-    _real_only("heaviside", x1, x2)
-    zero = np.zeros((), get_aval(x1).dtype)
-    one = np.ones((), get_aval(x1).dtype)
-    return enp.where(enp.less(x1, 0), zero, enp.where(enp.greater(x1, 0), one, x2))
-
-
-def sinc(x: Any, /) -> Any:
-    x = _inexact(x)
-    pi_x = x * np.asarray(np.pi, get_aval(x).dtype)
-    safe = enp.where(enp.equal(x, 0), np.ones((), get_aval(x).dtype), pi_x)
-    return enp.where(enp.equal(x, 0), np.ones((), get_aval(x).dtype), enp.sin(safe) / safe)
-
-
-def deg2rad(x: Any, /) -> Any:
-    x = _inexact(x)
-    return x * np.asarray(np.pi / 180, get_aval(x).dtype)
-
-
-def rad2deg(x: Any, /) -> Any:
-    x = _inexact(x)
-    return x * np.asarray(180 / np.pi, get_aval(x).dtype)
-
-
-radians, degrees = deg2rad, rad2deg
-
-
-def _logaddexp2(x1: Any, x2: Any, /) -> Any:
-    x1, x2 = promote_to_inexact(x1, x2)
-    if get_aval(x1).dtype.kind == "c":
-        x1, x2 = broadcast_args("logaddexp2", x1, x2)
-        amax = enp.maximum(x1, x2)
-        return enp.complex_log_add(x1, x2, amax, lax_exp2, 1 / np.log(2), np.pi / np.log(2))
-    ln2 = np.asarray(np.log(2), get_aval(x1).dtype)
-    return enp.logaddexp(x1 * ln2, x2 * ln2) / ln2
-
-
-logaddexp2 = enp.as_ufunc(_logaddexp2, "logaddexp2", 2)
-
-
-# --------------------------------------------------------------------------------------------
-# Set operations (sorted, unique results; ``size=`` pads to a static length under jit)
+def setxor1d(
+    ar1: Any,
+    ar2: Any,
+    assume_unique: bool = False,
+    *,
+    size: int | None = None,
+    fill_value: Any = None,
+) -> Any:
+    """Values in ``ar1`` or ``ar2`` but not both, sorted and unique; ``size=`` pads (with
+    ``fill_value``, default the smallest result) or truncates to a static length."""
+    a, b = promote_dtypes(
+        manipulation.ravel(creation.asarray(ar1)), manipulation.ravel(creation.asarray(ar2))
+    )
+    joined = manipulation.concatenate([a, b])
+    _needs_size(joined, size, "setxor1d")
+    # The values of each array missing from the other form two disjoint sets: their union
+    # (deduplicated) is the symmetric difference, whether or not the inputs were unique.
+    keep = manipulation.concatenate([isin(a, b, invert=True), isin(b, a, invert=True)])
+    return _masked_unique(joined, keep, size, fill_value)
 
 
 _ISIN_METHODS = ("auto", "compare_all", "binary_search", "sort")
@@ -284,3 +190,66 @@ def _masked_unique(a: Any, keep: Any, size: Any, fill_value: Any) -> Any:
     valid = enp.logical_and(valid, enp.greater(count, 0))
     fill = uniques[0] if fill_value is None else fill_value
     return enp.where(valid, uniques, np.asarray(fill, dtype) if fill_value is not None else fill)
+
+
+def unique(ar: Any, return_index=False, return_inverse=False, return_counts=False, axis=None,
+           *, equal_nan: bool = True, size: int | None = None, fill_value: Any = None,
+           sorted: bool = True) -> Any:  # fmt: skip
+    """Sorted unique values of the flattened ``ar`` (``size=`` pads to a static length).
+    ``equal_nan`` counts every NaN as one value; ``sorted`` is unused, as in JAX (the
+    result is always sorted)."""
+    if axis is not None:
+        return unique_slices(ar, axis, return_index, return_inverse, return_counts, equal_nan,
+                             size, fill_value)  # fmt: skip
+    ar = creation.asarray(ar)
+    flat = reshape(ar, (get_aval(ar).size,))
+    n = shape_of(flat)[0]
+    index_dtype = dtypes.default_int()  # of the index, inverse and counts, as JAX
+    order = argsort(flat)
+    values = take(flat, order, mode="clip")
+    # True where a sorted value differs from its predecessor: the first of each group.
+    differs = enp.not_equal(values[1:], values[:-1])
+    if equal_nan and dtypes.is_inexact(get_aval(values).dtype):  # NaNs sort together, last
+        both_nan = enp.logical_and(enp.isnan(values[1:]), enp.isnan(values[:-1]))
+        differs = enp.logical_and(differs, enp.logical_not(both_nan))
+    first = concatenate([creation.ones((1,), bool), differs], 0)
+    if size is None:
+        if isinstance(ar, core.Tracer):
+            raise errors.ConcretizationTypeError(
+                f"unique of a traced array has a value-dependent shape; pass size=..."
+                f"{errors.where()}"
+            )
+        keep = np.asarray(first)
+        uniques = creation.asarray(np.asarray(values)[keep])
+        extras = []
+        if return_index:
+            extras.append(creation.asarray(np.asarray(order)[keep]))
+        if return_inverse:
+            group = np.cumsum(keep) - 1
+            inverse = np.empty(n, index_dtype)
+            inverse[np.asarray(order)] = group
+            extras.append(creation.asarray(inverse.reshape(shape_of(ar))))
+        if return_counts:
+            starts = np.flatnonzero(keep)
+            extras.append(creation.asarray(np.diff(np.append(starts, n)).astype(index_dtype)))
+        return (uniques, *extras) if extras else uniques
+    # Static size: scatter each group's first value to its rank.
+    group = enp.subtract(cumsum(first, dtype=index_dtype), index_dtype.type(1))
+    fill = values[0] if fill_value is None else fill_value
+    out = creation.full((size,), fill, get_aval(values).dtype)
+    out = out.at[enp.where(first, group, index_dtype.type(size))].set(values)
+    extras = []
+    if return_index:
+        idx = (  # padded with the smallest value's index, as JAX
+            creation.full((size,), order[0], index_dtype)
+            .at[enp.where(first, group, index_dtype.type(size))]
+            .set(order)
+        )
+        extras.append(idx)
+    if return_inverse:
+        inverse = creation.zeros((n,), index_dtype).at[order].set(group)
+        extras.append(reshape(inverse, shape_of(ar)))
+    if return_counts:
+        counts = creation.zeros((size,), index_dtype).at[group].add(index_dtype.type(1))
+        extras.append(counts)
+    return (out, *extras) if extras else out

@@ -1,7 +1,6 @@
-"""What the samplers of ``random_continuous`` and ``random_discrete`` share: dtype and
+"""What the samplers of ``random.continuous`` and ``random.discrete`` share: dtype and
 parameter checks, the output shape, the jitted sampler behind an optimization barrier, and
-the checks and draw that the floating samplers' public functions have in common; also the
-key utilities ``clone`` and ``key_impl``."""
+the checks and draw that the floating samplers' public functions have in common."""
 
 from __future__ import annotations
 
@@ -112,35 +111,3 @@ def _draw_float(what: str, sampler_jit: Any, key: Any, shape: Any, dtype: Any,
     dtype = _float_dtype(dtype, what)
     shape = _out_shape(what, shape, *(_param_shape(x, name, what) for name, x in params.items()))
     return _constrain(sampler_jit(key, *params.values(), shape, dtype), out_sharding)
-
-
-# --------------------------------------------------------------------------------------------
-# Keys
-
-
-def clone(key: Any) -> Any:
-    """The same key. JAX uses it to reuse a key deliberately under its key-reuse checker;
-    ember's keys are plain ``uint32`` data, so this is the identity."""
-    _key_data_shape(key, "clone")
-    return key
-
-
-def key_impl(keys: Any) -> str:
-    """The name of the keys' PRNG implementation: always ``"threefry2x32"`` in ember."""
-    _key_data_shape(keys, "key_impl")
-    return "threefry2x32"
-
-
-def _key_data_shape(keys: Any, what: str) -> tuple[int, ...]:
-    """Checks that ``keys`` are Threefry key data (any batch shape, last axis of 2)."""
-    try:
-        aval = get_aval(keys)
-    except errors.EmberTypeError:
-        aval = None
-    if aval is None or not aval.shape or aval.shape[-1] != 2 or aval.dtype != np.uint32:
-        shown = aval.str_short() if aval is not None else type(keys).__name__
-        raise errors.EmberTypeError(
-            f"{what} expects PRNG keys (uint32 data with a last axis of 2, from "
-            f"ember.random.key), got {shown}{errors.where()}"
-        )
-    return aval.shape[:-1]

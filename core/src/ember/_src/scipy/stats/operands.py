@@ -1,4 +1,6 @@
-"""Helpers shared by the ``ember.scipy.stats`` distributions."""
+"""How the ``ember.scipy.stats`` distributions prepare their operands: promotion to one
+inexact dtype and shape, constants in the operands' dtype, standardising, NaN outside the
+support."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import numpy as np
 
 from ember._src.core import get_aval
 from ember._src.numpy import elementwise as jnp
-from ember._src.numpy.util import prepare_inexact
+from ember._src.numpy.operands import prepare_inexact
 
 __all__ = ["c", "floats", "standardize", "where"]
 
