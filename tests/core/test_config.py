@@ -9,8 +9,7 @@ import pytest
 
 import ember
 from ember._src.config import Config, config
-
-from .util import run_python
+from tests.core.util import run_python
 
 
 def test_update_and_option_restore():

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from .util import run_python
+from tests.core.util import run_python
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
