@@ -10,9 +10,7 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from ember.example_libraries import (
-    optimizers as O,  # noqa: N812
-)
+from ember.example_libraries import optimizers as O  # noqa: N812
 
 
 def _quadratic_run(opt, jit=True, steps=5):
