@@ -7,6 +7,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 FAKE_PLUGINS = pathlib.Path(__file__).parent / "fake_plugins"
 BAD_FAKES = ("fake_broken", "fake_misspelled", "fake_old_api", "fake_failing_init")
 
@@ -94,6 +96,7 @@ def test_doctor_exits_0_when_the_broken_plugins_are_disabled():
     assert "fake_broken  blocked" in done.stdout and "no problems found" in done.stdout
 
 
+@pytest.mark.slow
 def test_verbose_adds_full_tracebacks_config_and_paths():
     env = {"EMBER_REFERENCE_DEVICE_COUNT": "2"}
     short = ember_cli("doctor", fakes=True, **env)

@@ -64,6 +64,7 @@ TALL = rng.normal(size=(5, 3)).astype(np.float32)
 SYM = (A + A.T).astype(np.float32)
 
 
+@pytest.mark.slow
 def test_qr_eigh_svd():
     q, r = enp.linalg.qr(TALL)
     assert_close(np.asarray(q) @ np.asarray(r), TALL, rtol=1e-4, atol=1e-5)
@@ -262,6 +263,7 @@ def test_named_results_match_jax():
     assert type(enp.linalg.svd(TALL.T)).__name__ == "SVDResult"  # wide matrices too
 
 
+@pytest.mark.slow
 def test_named_results_are_pytrees_under_transformations():
     assert type(ember.jit(enp.linalg.svd)(TALL)).__name__ == "SVDResult"
     batched = ember.vmap(enp.linalg.eigh)(np.stack([SPD, 2 * SPD]).astype(np.float32))
@@ -401,6 +403,7 @@ X64_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.float64, np.complex128])
 def test_x64_matches_numpy(dtype):
     def random(shape):

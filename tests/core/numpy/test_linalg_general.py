@@ -52,6 +52,7 @@ def _check_eigenpairs(a, w, v, tol):
 # eig / eigvals
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [1, 3, 8])
 def test_eig_of_random_stacks_matches_numpy(n):
     # real and complex inputs share the complex working dtype (and so one compiled program)
@@ -86,6 +87,7 @@ def test_eig_of_special_matrices():
     assert_close(w[-2], np.ones(4), atol=0)  # identity: nothing to iterate
 
 
+@pytest.mark.slow
 def test_eig_edge_cases():
     w, v = enp.linalg.eig(np.zeros((2, 0, 0), np.float32))
     assert np.asarray(w).shape == (2, 0) and np.asarray(v).shape == (2, 0, 0)
@@ -303,6 +305,7 @@ def test_lstsq_under_jit_and_gradients():
 ORDERS = [None, 1, -1, 2, -2, np.inf, -np.inf, "fro", "nuc"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.float32, np.complex64])
 def test_cond_matches_numpy(dtype):
     a = _random((2, 4, 4), dtype)

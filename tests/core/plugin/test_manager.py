@@ -98,6 +98,7 @@ def test_a_platform_failing_on_first_use_warns_naming_plugin_and_error(manager):
     assert "OSError: no such accelerator attached" in manager.platforms["fakefail"].traceback
 
 
+@pytest.mark.slow
 def test_late_failure_warning_in_a_fresh_interpreter():
     code = (
         "import warnings\n"
@@ -169,6 +170,7 @@ def test_no_backend_installed():
             manager.default_backend()
 
 
+@pytest.mark.slow
 def test_broken_plugins_never_break_import_ember():
     code = "import ember, ember.numpy as enp; print(float(enp.ones(3).sum()))"
     done = run_python(code, PYTHONPATH=str(FAKE_PLUGINS), EMBER_PLATFORMS="reference")
@@ -176,6 +178,7 @@ def test_broken_plugins_never_break_import_ember():
     assert done.stdout.strip() == "3.0"
 
 
+@pytest.mark.slow
 def test_computing_without_any_backend_is_a_clear_error():
     code = (
         "import ember, ember.numpy as enp\n"
@@ -190,6 +193,7 @@ def test_computing_without_any_backend_is_a_clear_error():
     assert "pip install ember-plugin-cpu" in done.stdout
 
 
+@pytest.mark.slow
 def test_unknown_platform_in_environment():
     code = "import ember\ntry:\n    ember.devices()\nexcept ValueError as e:\n    print(e)\n"
     done = run_python(code, EMBER_PLATFORMS="gpuu")
@@ -198,6 +202,7 @@ def test_unknown_platform_in_environment():
     assert "reference" in done.stdout
 
 
+@pytest.mark.slow
 def test_doctor_reports_every_plugin_with_its_error():
     done = subprocess.run(
         [sys.executable, "-m", "ember", "doctor"],
@@ -238,6 +243,7 @@ def install_guide_plugin(root: pathlib.Path, package: str, entry_point: str) -> 
     return os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])
 
 
+@pytest.mark.slow
 def test_guide_interpreting_plugin_computes_on_its_own_platform(tmp_path):
     path = install_guide_plugin(tmp_path, "ember_plugin_toy", "toy")
     code = (
@@ -267,6 +273,7 @@ def test_guide_interpreting_plugin_computes_on_its_own_platform(tmp_path):
     assert got["costs"]["equations"] >= 3
 
 
+@pytest.mark.slow
 def test_guide_interpreting_plugin_runs_its_own_rule(tmp_path):
     # The guide's toy plugin replaces exp's rule by name: prove its rule is the one called.
     path = install_guide_plugin(tmp_path, "ember_plugin_toy", "toy")
@@ -281,6 +288,7 @@ def test_guide_interpreting_plugin_runs_its_own_rule(tmp_path):
     assert done.stdout.strip() == "[7.0, 7.0]"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     importlib.util.find_spec("jaxlib") is None, reason="the PJRT example needs jaxlib"
 )

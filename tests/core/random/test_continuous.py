@@ -112,6 +112,7 @@ def _on_reference() -> bool:
     return ember.default_backend() == "reference"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(KNOWN))
 def test_same_values_as_jax(name):
     got = np.asarray(_calls(er, ember.grad)[name]())
@@ -158,6 +159,7 @@ def _samplers():
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(_samplers()))
 def test_jit_of_vmap_over_keys_is_a_loop_of_calls(name):
     sample = _samplers()[name]
@@ -211,6 +213,7 @@ _MOMENT_NAMES = ["pareto", "rayleigh", "lognormal", "wald", "triangular", "weibu
                  "binomial_large"]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", _MOMENT_NAMES)
 def test_mean_and_variance_match_the_distribution(name):
     draw, mean, var = _moments(name)
@@ -222,6 +225,7 @@ def test_mean_and_variance_match_the_distribution(name):
     assert abs(x.var() - var) < 0.1 * var, (x.var(), var)
 
 
+@pytest.mark.slow
 def test_cauchy_quartiles_and_ball_radii():
     c = np.asarray(er.cauchy(er.key(2), (_COUNT,)))
     np.testing.assert_allclose(np.percentile(c, [25, 50, 75]), [-1, 0, 1], atol=0.05)
@@ -233,6 +237,7 @@ def test_cauchy_quartiles_and_ball_radii():
         assert abs(np.mean(radius < 0.5) - 0.125) < 0.02
 
 
+@pytest.mark.slow
 def test_multinomial_counts_add_up_and_follow_p():
     x = np.asarray(er.multinomial(er.key(5), 50.0, _PROBS, shape=(4000, 4)), np.float64)
     np.testing.assert_array_equal(x.sum(-1), 50.0)

@@ -93,6 +93,7 @@ def _calls():
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(KNOWN))
 def test_same_values_as_jax(name):
     if name == "uniform_bf16" and ember.dtypes.bfloat16 is None:
@@ -121,6 +122,7 @@ def test_keys_under_jit_and_vmap():
     )
 
 
+@pytest.mark.slow
 def test_distributions_look_right():
     k = er.key(7)
     u = np.asarray(er.uniform(k, (20000,)))
@@ -135,6 +137,7 @@ def test_distributions_look_right():
     assert abs(c.mean() - 0.8) < 0.02
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["cholesky", "eigh", "svd"])
 def test_multivariate_normal_has_the_asked_mean_and_covariance(method):
     # eigh and svd fix each eigenvector's sign their own way (as LAPACK does), so samples differ
@@ -173,6 +176,7 @@ def test_bad_keys_and_dtypes_are_reported():
 # gamma and the samplers built on it
 
 
+@pytest.mark.slow
 def test_gamma_is_the_same_under_jit_vmap_and_batched_keys():
     keys = er.split(er.key(3), 3)
     batched = ember.vmap(lambda k, a: er.gamma(k, a, (2,)))(keys, _ALPHAS[:3])
@@ -190,6 +194,7 @@ def test_gamma_is_the_same_under_jit_vmap_and_batched_keys():
     )
 
 
+@pytest.mark.slow
 def test_gamma_gradient_is_the_implicit_reparameterisation():
     """d(sample)/da at a fixed quantile q = P(a, x): finite differences of x(a) =
     P^-1(a, q), with SciPy's inverse of the incomplete gamma function."""
@@ -206,6 +211,7 @@ def test_gamma_gradient_is_the_implicit_reparameterisation():
     np.testing.assert_allclose(log_got, want / x, rtol=2e-3)
 
 
+@pytest.mark.slow
 def test_gamma_family_distributions_look_right():
     k = er.key(9)
     for a in (0.3, 1.0, 4.5):

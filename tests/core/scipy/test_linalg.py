@@ -145,6 +145,7 @@ def test_inv_det():
 # Decompositions
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lower", [True, False])
 def test_eigh_reads_one_triangle(lower):
     half = np.tril(SPD) if lower else np.triu(SPD)
@@ -209,6 +210,7 @@ def test_expm_matches_scipy_across_pade_degrees(scale):
     _close(linalg.expm(a), sl.expm(a.astype(np.float64)), rtol=2e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_expm_complex_batched_and_jitted():
     a = (0.5 * A + 0.3j * A.T).astype(np.complex64)
     stack = np.stack([a, -a])
@@ -227,6 +229,7 @@ def test_expm_too_many_squarings_is_nan():
     assert np.isfinite(np.asarray(linalg.expm(rotation, max_squarings=20))).all()
 
 
+@pytest.mark.slow
 def test_expm_derivative_along_itself():
     # d/dt expm(t a) = a expm(t a): the jvp along a itself is a @ expm(a), in closed form
     a = 3.0 * A / np.abs(A).sum(0).max()  # several squarings deep

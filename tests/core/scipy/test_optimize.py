@@ -35,6 +35,7 @@ def test_minimize_bfgs_rosenbrock():
     _close(result.hess_inv, np.linalg.inv([[802.0, -400.0], [-400.0, 200.0]]), rtol=0.05)
 
 
+@pytest.mark.slow
 def test_minimize_args_jit_and_vmap():
     def objective(x, a):
         return enp.sum((x - a) ** 2) + enp.sum(x**4)

@@ -308,6 +308,7 @@ def test_owens_t_against_scipy():
     check_grads(es.owens_t, [np.float32([0.3, 1.5]), np.float32([0.4, 2.5])], order=1, rtol=2e-2)
 
 
+@pytest.mark.slow
 def test_hyp1f1_against_scipy():
     a = np.float32([-3.0, -1.5, -0.5, 0.0, 0.5, 1.0, 2.5, 5.0])[:, None, None]
     b = np.float32([0.5, 0.7, 2.5, 6.0])[None, :, None]
@@ -395,6 +396,7 @@ GRAD_CASES = [
 ]
 
 
+@pytest.mark.slow
 def test_expn_and_bessel_jn_grads():
     check_grads(lambda x: es.expn(3.0, x), [np.float32([0.4, 2.0])], order=1, rtol=2e-2)
     check_grads(lambda x: es.expn(0.0, x), [np.float32([0.4, 2.0])], order=1, rtol=2e-2)

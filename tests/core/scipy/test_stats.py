@@ -83,6 +83,7 @@ SHAPED = {
 SHAPED_CASES = [(d, m) for d, (methods, _) in SHAPED.items() for m in methods]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, method", SHAPED_CASES, ids=[f"{d}.{m}" for d, m in SHAPED_CASES])
 def test_shaped_families(name, method):
     shapes = SHAPED[name][1]
@@ -273,6 +274,7 @@ GRADS += [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn, args", GRADS, ids=[f"{i}" for i in range(len(GRADS))])
 def test_grads(fn, args):
     check_grads(fn, [np.float32(a) for a in args], order=1, atol=2e-2, rtol=2e-2)
@@ -505,6 +507,7 @@ def test_gaussian_kde_is_a_pytree():
     check_grads(lambda p: kde.logpdf(p), [point], order=1, atol=2e-2, rtol=2e-2)
 
 
+@pytest.mark.slow
 def test_gaussian_kde_resample():
     import ember.random
 

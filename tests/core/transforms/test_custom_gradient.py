@@ -19,6 +19,7 @@ from ember.errors import EmberTypeError
 # top-level names
 
 
+@pytest.mark.slow
 def test_submodules_are_attributes_after_plain_import():
     code = (
         "import ember, sys\n"
