@@ -3,7 +3,7 @@ and special functions, implicitly differentiated solvers (gather/scatter and sli
 lax/test_slicing.py).
 
 Answers are checked against NumPy/SciPy (or, where JAX's conventions decide, against values
-pinned from JAX 0.10.2 in data/lax_extras_known_answers.json); gradients with check_grads or
+pinned from JAX 0.10.2 in data/lax_numeric_known_answers.json); gradients with check_grads or
 finite differences; vmap against a Python loop; jit against eager.
 """
 
@@ -32,7 +32,7 @@ def _decode(value):
 
 
 _DATA = json.loads(
-    (pathlib.Path(__file__).parents[1] / "data" / "lax_extras_known_answers.json").read_text()
+    (pathlib.Path(__file__).parents[1] / "data" / "lax_numeric_known_answers.json").read_text()
 )
 KNOWN = {k: _decode(v) if not isinstance(v, dict) else v for k, v in _DATA.items()}
 

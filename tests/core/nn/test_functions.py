@@ -15,7 +15,7 @@ from ember.test_util import check_grads
 from tests.core.util import assert_close
 
 _DATA = json.loads(
-    (pathlib.Path(__file__).parents[1] / "data" / "nn_known_answers.json").read_text()
+    (pathlib.Path(__file__).parents[1] / "data" / "nn_functions_known_answers.json").read_text()
 )
 X = np.array(_DATA["x"], np.float32)
 KNOWN = _DATA["answers"]

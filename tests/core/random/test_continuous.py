@@ -17,7 +17,9 @@ from tests.core.util import numerical_gradient
 # Produced by JAX 0.10.2 (jax.random with its defaults) on the CPU, by running `_calls` below
 # with jax.random and jax.grad in place of ember's.
 _DATA = json.loads(
-    (pathlib.Path(__file__).parents[1] / "data" / "random_more_known_answers.json").read_text()
+    (
+        pathlib.Path(__file__).parents[1] / "data" / "random_continuous_known_answers.json"
+    ).read_text()
 )
 KNOWN = {name: np.array(entry["value"], entry["dtype"]) for name, entry in _DATA["answers"].items()}
 

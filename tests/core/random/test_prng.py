@@ -16,7 +16,7 @@ import ember.random as er
 # Produced by JAX 0.10.2 (jax.random with its defaults) on the CPU; `_calls` below shows the
 # call behind each name.
 _DATA = json.loads(
-    (pathlib.Path(__file__).parents[1] / "data" / "random_known_answers.json").read_text()
+    (pathlib.Path(__file__).parents[1] / "data" / "random_prng_known_answers.json").read_text()
 )
 KNOWN = {name: np.array(entry["value"], entry["dtype"]) for name, entry in _DATA["answers"].items()}
 
