@@ -430,6 +430,7 @@ def test_lstsq_jvp_of_complex_wide_system():
 # enable_x64: eig, eigvals, roots and the least-squares fits in float64 and complex128
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.float64, np.complex128])
 def test_x64_eig_eigvals_and_roots(dtype):
     a = _random((2, 4, 4), dtype)

@@ -36,6 +36,7 @@ MODES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode,kwargs", MODES, ids=lambda v: str(v))
 @pytest.mark.parametrize("x", [A, A.astype(np.float32), F], ids=["int", "float2d", "float1d"])
 def test_pad_modes_match_numpy(x, mode, kwargs):

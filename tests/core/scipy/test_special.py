@@ -268,6 +268,7 @@ def test_bessel_jn_against_scipy():
         es.bessel_jn(1.0, v=-1)
 
 
+@pytest.mark.slow
 def test_sici_against_scipy():
     x = np.concatenate([np.linspace(-60, 60, 241), [3.99, 4.01, 1e3, np.inf, -np.inf, 0.0, 1e-5]])
     si, ci = ember.jit(es.sici)(x.astype(np.float32))
@@ -295,6 +296,7 @@ def test_fresnel_against_scipy():
     check_grads(es.fresnel, [np.float32([0.5, 1.1, 2.0])], order=1, atol=2e-2, rtol=2e-2)
 
 
+@pytest.mark.slow
 def test_owens_t_against_scipy():
     h = np.float32([0.0, 0.1, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, -2.0])[:, None]
     a = np.float32([0.0, 0.01, 0.1, 0.5, 0.99, 1.0, 1.5, 3.0, 10.0, 100.0, -2.0, np.inf])[None]

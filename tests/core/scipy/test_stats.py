@@ -280,6 +280,7 @@ def test_grads(fn, args):
     check_grads(fn, [np.float32(a) for a in args], order=1, atol=2e-2, rtol=2e-2)
 
 
+@pytest.mark.slow
 def test_grads_multivariate():
     cov = np.float32([[2.0, 0.3], [0.3, 1.0]])
     x, mean = np.float32([0.5, 1.0]), np.float32([0.0, 0.2])
