@@ -29,6 +29,7 @@ def test_unknown_option_names_the_known_ones():
         config.update("enable_x65", True)
 
 
+@pytest.mark.slow
 def test_environment_variable_seeds_an_option():
     env = dict(os.environ, EMBER_ENABLE_X64="1")
     out = subprocess.run(

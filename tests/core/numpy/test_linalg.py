@@ -108,6 +108,7 @@ def test_complex_eigh():
     assert _unitary_error(v) < 1e-5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4)])
 @pytest.mark.parametrize("dtype", [np.float32, np.complex64])
 def test_svd_full_and_reduced(shape, dtype):
@@ -245,6 +246,7 @@ def test_empty_matrices_under_jit_vmap_and_grad():
 # JAX's named results
 
 
+@pytest.mark.slow
 def test_named_results_match_jax():
     spd = SPD.astype(np.float32)
     expected = {
@@ -284,6 +286,7 @@ def test_named_results_are_pytrees_under_transformations():
 NONSYMMETRIC = np.array([[2.0, 1.0], [5.0, 3.0]], np.float32)
 
 
+@pytest.mark.slow
 def test_eigh_uplo_reads_the_named_triangle():
     # JAX's answers: symmetrize_input=True factorises (a + a^H)/2 whatever UPLO says; without
     # it only the UPLO triangle is read

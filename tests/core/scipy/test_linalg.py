@@ -172,6 +172,7 @@ def test_qr_modes(shape):
         linalg.qr(a, mode="raw")
 
 
+@pytest.mark.slow
 def test_svd():
     u, s, vh = linalg.svd(WIDE)
     assert (u.shape, s.shape, vh.shape) == ((3, 3), (3,), (5, 5))

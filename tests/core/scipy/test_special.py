@@ -200,6 +200,7 @@ def test_binary_against_scipy(name, x, y, reference, tol):
     _close(_both(getattr(es, name), x, y), _scipy(reference, x, y), **tol)
 
 
+@pytest.mark.slow
 def test_betainc_against_scipy():
     a = np.float32([0.5, 1.0, 3.0])[:, None, None]
     b = np.float32([0.7, 2.0, 9.0])[None, :, None]
