@@ -7,6 +7,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 FAKE_PLUGINS = pathlib.Path(__file__).parent / "fake_plugins"
 BAD_FAKES = ("fake_broken", "fake_misspelled", "fake_old_api", "fake_failing_init")
 
@@ -31,6 +33,7 @@ def disabled_except(*kept: str) -> str:
     return ",".join(name for name in BAD_FAKES if name not in kept)
 
 
+@pytest.mark.slow
 def test_help_lists_the_commands_and_options():
     done = ember_cli("--help")
     assert done.returncode == 0, done.stderr
@@ -52,12 +55,14 @@ def test_no_command_prints_help_and_fails():
     assert "doctor" in done.stdout and "config" in done.stdout
 
 
+@pytest.mark.slow
 def test_unknown_command_is_a_usage_error():
     done = ember_cli("doctr")
     assert done.returncode == 2
     assert "invalid choice: 'doctr'" in done.stderr
 
 
+@pytest.mark.slow
 def test_doctor_on_a_healthy_installation_exits_0():
     done = ember_cli("doctor", EMBER_PLATFORMS="reference")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -65,6 +70,7 @@ def test_doctor_on_a_healthy_installation_exits_0():
     assert "no problems found" in done.stdout
 
 
+@pytest.mark.slow
 def test_doctor_with_unknown_platform_exits_1_listing_the_available_ones():
     done = ember_cli("doctor", EMBER_PLATFORMS="tpuu")
     assert done.returncode == 1
@@ -73,6 +79,7 @@ def test_doctor_with_unknown_platform_exits_1_listing_the_available_ones():
     assert "available platforms:" in problems and "reference" in problems
 
 
+@pytest.mark.slow
 def test_doctor_exits_1_for_a_platform_that_fails_to_start():
     done = ember_cli(
         "doctor", fakes=True, EMBER_DISABLE_PLUGINS=disabled_except("fake_failing_init")
@@ -81,12 +88,14 @@ def test_doctor_exits_1_for_a_platform_that_fails_to_start():
     assert "platform 'fakefail' failed to initialise: OSError: no such accelerator" in done.stdout
 
 
+@pytest.mark.slow
 def test_doctor_exits_1_for_an_incompatible_plugin():
     done = ember_cli("doctor", fakes=True, EMBER_DISABLE_PLUGINS=disabled_except("fake_old_api"))
     assert done.returncode == 1, done.stdout
     assert "plugin 'fake_old_api' incompatible: written for ember plugin API" in done.stdout
 
 
+@pytest.mark.slow
 def test_doctor_exits_0_when_the_broken_plugins_are_disabled():
     # blocked on purpose (EMBER_DISABLE_PLUGINS) is not a problem
     done = ember_cli("doctor", fakes=True, EMBER_DISABLE_PLUGINS=disabled_except())
@@ -94,6 +103,7 @@ def test_doctor_exits_0_when_the_broken_plugins_are_disabled():
     assert "fake_broken  blocked" in done.stdout and "no problems found" in done.stdout
 
 
+@pytest.mark.slow
 def test_verbose_adds_full_tracebacks_config_and_paths():
     env = {"EMBER_REFERENCE_DEVICE_COUNT": "2"}
     short = ember_cli("doctor", fakes=True, **env)
@@ -127,6 +137,7 @@ def test_config_lists_every_option_with_its_environment_variable():
     assert "reference_device_count = 1" in done.stdout  # a plugin's option is listed too
 
 
+@pytest.mark.slow
 def test_version():
     import ember
 

@@ -9,8 +9,7 @@ import pytest
 
 import ember
 from ember._src.config import Config, config
-
-from .util import run_python
+from tests.core.util import run_python
 
 
 def test_update_and_option_restore():
@@ -30,6 +29,7 @@ def test_unknown_option_names_the_known_ones():
         config.update("enable_x65", True)
 
 
+@pytest.mark.slow
 def test_environment_variable_seeds_an_option():
     env = dict(os.environ, EMBER_ENABLE_X64="1")
     out = subprocess.run(
@@ -52,6 +52,7 @@ def test_bad_environment_value_is_reported_with_the_variable_name():
     assert "EMBER_ENABLE_X64" in out.stderr
 
 
+@pytest.mark.slow
 def test_plugin_options_can_be_set_before_plugins_load():
     # A plugin defines its options when it is imported, which ember does lazily; setting one
     # first must load the plugins rather than call the name unknown.
@@ -109,6 +110,7 @@ def _count_after_late_update(platform, option, env):
     return run_python(code, **env)
 
 
+@pytest.mark.slow
 def test_reference_device_count_after_start_is_an_error():
     done = _count_after_late_update(
         "reference", "reference_device_count", {"EMBER_PLATFORMS": "reference"}
@@ -122,6 +124,7 @@ def test_reference_device_count_after_start_is_an_error():
     assert last == "1 1"
 
 
+@pytest.mark.slow
 @needs_cpu_plugin
 def test_cpu_device_count_after_start_is_an_error():
     done = _count_after_late_update("cpu", "num_cpu_devices", {"EMBER_PLATFORMS": "cpu"})
@@ -133,6 +136,7 @@ def test_cpu_device_count_after_start_is_an_error():
     assert last == "1 1"
 
 
+@pytest.mark.slow
 @needs_cpu_plugin
 def test_num_cpu_devices_is_an_alias_of_cpu_device_count():
     code = (
@@ -145,6 +149,7 @@ def test_num_cpu_devices_is_an_alias_of_cpu_device_count():
     assert done.stdout.strip() == "3 3"
 
 
+@pytest.mark.slow
 @needs_cpu_plugin
 @pytest.mark.parametrize(
     "env, expected",
@@ -183,6 +188,7 @@ def test_xla_flags_device_count_is_honoured_when_ember_option_is_unset(env, expe
     assert done.stdout.strip() == expected
 
 
+@pytest.mark.slow
 @needs_cpu_plugin
 def test_bad_device_count_in_xla_flags_is_reported():
     code = (

@@ -29,8 +29,7 @@ import pytest
 import ember
 from ember.test_util import check_grads
 from ember.tree_util import tree_leaves
-
-from .program_gen import OPS, Program, generate
+from tests.core.program_gen import OPS, Program, generate
 
 DEFAULT_SEEDS = list(range(24))
 # The opt-in long run draws from seeds that the default run never uses.

@@ -145,6 +145,7 @@ except ember.errors.OutOfMemoryError as err:
 """
 
 
+@pytest.mark.slow
 def test_impossible_shapes_raise_instead_of_aborting():
     import subprocess
     import sys
@@ -234,6 +235,7 @@ f(1.0)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("filtering", ["auto", "off"])
 def test_uncaught_ember_errors_hide_internal_frames_unless_asked(filtering):
     import os

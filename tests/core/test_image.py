@@ -10,8 +10,7 @@ import ember
 import ember.numpy as enp
 from ember import image
 from ember.test_util import check_grads
-
-from .util import assert_close
+from tests.core.util import assert_close
 
 X = (np.arange(20.0).reshape(4, 5) ** 1.3).astype(np.float32)
 SCALE = np.array([1.5, 0.7], np.float32)

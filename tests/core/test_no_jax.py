@@ -6,9 +6,12 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_importing_and_running_ember_does_not_import_jax(tmp_path):
     code = (
         "import sys, ember, ember.numpy as enp\n"

@@ -23,15 +23,14 @@ from ember._src import rules
 from ember._src.interpreters.ad_util import add_any_p
 from ember._src.random.gamma import random_gamma_p
 from ember.test_util import check_grads
-
-from .util import assert_close
+from tests.core.util import assert_close
 
 # Tested in their own suites (control flow, calls, custom rules, collectives, checkpoint), or
 # taking no operands.
 ELSEWHERE = {
     "cond", "scan", "while", "jit", "remat", "custom_jvp_call", "custom_vjp_call", "custom_lin",
     "psum", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index", "iota", "zeros",
-    "rng_bit_generator",  # implementation-defined bits: tests/core/test_lax_precision.py
+    "rng_bit_generator",  # implementation-defined bits: tests/core/primitives/test_precision.py
     "ppermute", "all_to_all", "shard_map", "sharding_constraint",  # tests/sharding
 }  # fmt: skip
 
@@ -114,7 +113,7 @@ def _conv(x, w):
 
 def _random_gamma(a):
     # A gamma sample differentiates by implicit reparameterisation, not as the function of a
-    # that the sampler computes: its gradient is checked in test_random.py.
+    # that the sampler computes: its gradient is checked in random/test_prng.py.
     return random_gamma_p.bind(np.array([0, 42], np.uint32), a, log_space=False)
 
 
@@ -184,7 +183,7 @@ CASES = {
     "lgamma": (lax.lgamma, [f32(0.2, 4.0)], True),
     "digamma": (lax.digamma, [f32(0.2, 4.0)], True),
     "polygamma": (lambda x: lax.polygamma(np.float32(1), x), [POSITIVE], True),
-    # second derivatives in a are not defined (as in JAX): tests/core/test_lax_special.py
+    # second derivatives in a are not defined (as in JAX): tests/core/primitives/test_special.py
     "igamma": (lambda x: lax.igamma(np.float32(1.5), x), [POSITIVE], True),
     "igammac": (lambda x: lax.igammac(np.float32(0.7), x), [POSITIVE], True),
     "igamma_grad_a": (lambda x: lax.igamma_grad_a(np.float32(1.5), x), [POSITIVE], True),

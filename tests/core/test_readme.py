@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from .util import run_python
+from tests.core.util import run_python
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -23,6 +23,7 @@ def test_readme_has_python_blocks():
     assert python_blocks(README.read_text())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(python_blocks(README.read_text()))))
 def test_readme_python_block_runs(index):
     code = python_blocks(README.read_text())[index]
@@ -30,6 +31,7 @@ def test_readme_python_block_runs(index):
     assert done.returncode == 0, f"README python block {index} failed:\n{done.stderr}"
 
 
+@pytest.mark.slow
 def test_readme_first_block_computes_the_gradient():
     # Run the block, then check what it computed against the gradient written out by hand.
     check = """

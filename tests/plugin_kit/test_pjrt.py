@@ -59,6 +59,7 @@ def test_reusing_a_donated_buffer_is_an_execution_error(cpu):
         executable.execute([raw])
 
 
+@pytest.mark.slow
 def test_copy_between_devices():
     code = (
         "import ember, numpy as np\n"
@@ -74,6 +75,7 @@ def test_copy_between_devices():
     assert done.stdout.strip() == "[1.0, 2.0, 3.0]"
 
 
+@pytest.mark.slow
 def test_bad_device_count_is_reported():
     code = (
         "import ember\n"
@@ -83,6 +85,7 @@ def test_bad_device_count_is_reported():
     assert "cpu_device_count must be a positive integer, not 0" in done.stdout
 
 
+@pytest.mark.slow
 def test_jaxlib_is_quiet_by_default():
     code = (
         "import ember, ember.numpy as enp\n"

@@ -6,6 +6,8 @@ mean). Ten iterations stand for a hundred. ``print`` records its arguments, comp
 what JAX 0.10.2 printed for the same code.
 """
 
+import pytest
+
 from tests.ports._util import assert_same
 
 
@@ -137,6 +139,7 @@ EXPECTED = [
 ]
 
 
+@pytest.mark.slow
 def test_advi_gives_jax_numbers():
     # norm.logpdf and its gradients equal JAX's to ~1 ulp and the samples are bit-exact, but the
     # optimizer normalises each gradient by its running magnitude, so ulp-level differences in

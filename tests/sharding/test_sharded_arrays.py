@@ -203,6 +203,7 @@ def test_resharding_between_layouts_of_one_mesh(mesh, rng):
         ember.device_put(a, NamedSharding(mesh, P(None, ("data", "model"))))
 
 
+@pytest.mark.slow
 def test_samplers_lay_out_their_samples(mesh):
     rows = NamedSharding(mesh, P("data"))
     key = er.key(1)
