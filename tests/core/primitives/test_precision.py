@@ -1,4 +1,4 @@
-"""ember.lax.nextafter, reduce_precision, clamp and rng_bit_generator."""
+"""ember.lax.nextafter, reduce_precision and rng_bit_generator."""
 
 from __future__ import annotations
 
@@ -54,40 +54,6 @@ def test_reduce_precision_checks_its_arguments():
         lax.reduce_precision(np.float32(1), 5, -1)
     with pytest.raises(ember.errors.EmberTypeError, match="reduce_precision"):
         lax.reduce_precision(np.int32(1), 5, 10)
-
-
-@pytest.mark.parametrize("which", BACKENDS)
-def test_clamp_with_scalar_and_array_bounds(which):
-    x = np.arange(-2.0, 5.0, dtype=np.float32)
-    run = ember.jit(lax.clamp, device=_device(which))
-    np.testing.assert_array_equal(np.asarray(run(np.float32(0), x, np.float32(2.5))),
-                                  np.clip(x, 0, 2.5))  # fmt: skip
-    lo, hi = x - 1, x * 0 + 1
-    np.testing.assert_array_equal(np.asarray(run(lo, x, hi)), np.minimum(np.maximum(x, lo), hi))
-
-
-def test_clamp_derivatives_pass_to_the_active_operand():
-    x = np.array([-1.0, 0.0, 1.0, 2.5, 3.0], np.float32)
-    np.testing.assert_array_equal(
-        np.asarray(ember.grad(lambda x: lax.clamp(0.0, x, 2.5).sum())(x)), [0, 0, 1, 0, 0]
-    )
-    assert float(ember.grad(lambda m: lax.clamp(m, 1.0, 2.5))(1.5)) == 1.0
-    assert float(ember.grad(lambda m: lax.clamp(0.0, 3.0, m))(2.5)) == 1.0
-    assert float(ember.grad(lambda m: lax.clamp(0.0, 1.0, m))(2.5)) == 0.0
-
-
-def test_clamp_under_vmap():
-    x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
-    lo = np.array([1.0, 2.0, 3.0], np.float32)
-    got = ember.vmap(lambda lo, x: lax.clamp(lo, x, 6.0))(lo, x)
-    np.testing.assert_array_equal(np.asarray(got), np.clip(x, lo[:, None], 6.0))
-
-
-def test_clamp_reports_bad_shapes_and_dtypes():
-    with pytest.raises(ember.errors.EmberTypeError, match="min.shape"):
-        lax.clamp(np.zeros(2, np.float32), np.zeros(3, np.float32), np.float32(1))
-    with pytest.raises(ember.errors.EmberTypeError, match="one dtype"):
-        lax.clamp(np.int32(0), np.zeros(3, np.float32), np.float32(1))
 
 
 @pytest.mark.parametrize("which", BACKENDS)
