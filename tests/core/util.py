@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
+
+import ember.numpy as enp
 
 
 def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
@@ -36,6 +39,29 @@ def numerical_gradient(f, args, argnum=0, eps=1e-3):
 
 def assert_close(actual, expected, rtol=1e-5, atol=1e-6):
     np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=rtol, atol=atol)
+
+
+def assert_matches_numpy(case, *, rtol=1e-5, atol=1e-5, equal_nan=True):
+    """``case(module)`` gives the same shape and values with ``ember.numpy`` as with NumPy
+    (whose RuntimeWarnings, e.g. about all-NaN rows, are silenced)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        expected = case(np)
+    got = case(enp)
+    assert np.shape(got) == np.shape(expected)
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+def assert_same_multiset(actual, expected, tol):
+    """Eigenvalues and roots come in no particular order: pair each expected one with its
+    nearest unused actual one."""
+    remaining = list(np.asarray(actual).ravel())
+    assert len(remaining) == np.size(expected)
+    for value in np.asarray(expected).ravel():
+        distances = [abs(r - value) for r in remaining]
+        nearest = int(np.argmin(distances))
+        assert distances[nearest] <= tol * max(1.0, abs(value)), (actual, expected)
+        remaining.pop(nearest)
 
 
 def skip_without_ml_dtypes(dtype_name: str) -> None:

@@ -1,10 +1,12 @@
-"""ember.numpy against NumPy: elementwise, reductions, shapes, creation, contractions, indexing."""
+"""ember.numpy against NumPy: elementwise, reductions, shapes, creation, contractions, indexing,
+and complex operands (which ordering and the real-only functions treat as NumPy and JAX do)."""
 
 import numpy as np
 import pytest
 
 import ember
 import ember.numpy as enp
+from ember.errors import EmberTypeError
 from tests.core.util import assert_close
 
 UNARY = [
@@ -299,3 +301,73 @@ def test_empty_extrema_with_initial(fn, x, kwargs, expected):
 def test_empty_extrema_without_identity_raise(fn, shape, message):
     with pytest.raises(ValueError, match=message):
         fn(enp.zeros(shape), axis=0)
+
+
+# --------------------------------------------------------------------------------------------
+# Complex operands: both parts count, and operations without a complex meaning refuse them.
+
+_C = np.array([1 + 0j, np.inf + 0j, complex(np.nan, 1), complex(1, -np.inf)], np.complex64)
+
+
+def test_isinf_isfinite_of_complex_look_at_both_parts():
+    np.testing.assert_array_equal(np.asarray(enp.isinf(_C)), [False, True, False, True])
+    np.testing.assert_array_equal(np.asarray(enp.isfinite(_C)), [True, False, False, False])
+    np.testing.assert_array_equal(np.asarray(enp.isnan(_C)), [False, False, True, False])
+
+
+def test_round_of_complex_rounds_each_part():
+    c = np.array([1.66 + 2.44j, -0.5 + 1.5j], np.complex64)
+    np.testing.assert_allclose(np.asarray(enp.round(c)), np.round(c))
+    np.testing.assert_allclose(np.asarray(enp.round(c, 1)), np.round(c, 1), rtol=1e-6)
+    with pytest.raises(ValueError, match="signbit.*complex64"):
+        enp.signbit(c)
+
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "round", "cbrt", "is_finite"])
+def test_lax_real_only_functions_refuse_complex_before_the_compiler(name):
+    with pytest.raises(
+        EmberTypeError,
+        match="needs (real floating-point|ordered \\(not complex\\)) operands, got c64",
+    ):
+        getattr(ember.lax, name)(_C)
+
+
+# Ordering complex numbers: NumPy's (and JAX's) lexicographic order in ember.numpy, refused
+# by lax, and never left to XLA (whose CPU max/min/compare do not follow it, and whose
+# remainder crashes on complex operands).
+_CX = np.array([1 + 0j, 2 + 1j, 2 + 1j, 3 - 1j, 1 + 2j], np.complex64)
+_CY = np.array([1 + 0j, 2 + 0j, 2 + 2j, 3 + 0j, 1 + 3j], np.complex64)
+
+
+@pytest.mark.parametrize(
+    "name", ["maximum", "minimum", "less", "less_equal", "greater", "greater_equal"]
+)
+def test_complex_comparisons_are_lexicographic_as_in_numpy(name):
+    got = getattr(enp, name)(_CX, _CY)
+    np.testing.assert_array_equal(np.asarray(got), getattr(np, name)(_CX, _CY))
+    got = ember.jit(getattr(enp, name))(_CX, np.complex64(2 + 0.5j))
+    np.testing.assert_array_equal(np.asarray(got), getattr(np, name)(_CX, np.complex64(2 + 0.5j)))
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_complex_max_and_min_reductions_are_lexicographic(axis):
+    c = np.array([[1 + 0j, 2 + 1j], [2 + 3j, 2 - 1j], [-1 + 9j, 0j]], np.complex64)
+    np.testing.assert_array_equal(np.asarray(enp.max(c, axis=axis)), np.max(c, axis=axis))
+    np.testing.assert_array_equal(np.asarray(enp.min(c, axis=axis)), np.min(c, axis=axis))
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        lambda: ember.lax.lt(_CX, _CY),
+        lambda: ember.lax.rem(_CX, _CY),
+        lambda: enp.fmod(_CX, _CY),
+        lambda: enp.remainder(_CX, _CY),
+        lambda: enp.argmax(_CX),
+        lambda: enp.copysign(_CX, 1.0),
+        lambda: enp.heaviside(_CX, 0.5),
+    ],
+)
+def test_operations_without_a_complex_meaning_refuse_it(use):
+    with pytest.raises(EmberTypeError, match="complex|c64"):
+        use()

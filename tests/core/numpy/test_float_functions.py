@@ -11,7 +11,7 @@ import scipy.special
 import ember
 import ember.numpy as enp
 from ember.test_util import check_grads
-from tests.core.util import assert_close
+from tests.core.util import assert_close, assert_matches_numpy
 
 rng = np.random.default_rng(0)
 X = rng.normal(size=(3, 5)).astype(np.float32)
@@ -522,3 +522,25 @@ def test_einsum_repeated_subscripts_under_vmap_and_grad():
 def test_einsum_bad_subscripts_are_value_errors(subscripts, shape, words):
     with pytest.raises(ValueError, match=words):
         enp.einsum(subscripts, np.ones(shape, np.float32))
+
+
+_rng45 = np.random.default_rng(0)
+_X45 = _rng45.normal(size=(4, 5)).astype(np.float32)
+_Y45 = _rng45.normal(size=(4, 5)).astype(np.float32)
+_SIGNED_ZEROS = np.array([-0.0, 0.0, -1.0, 2.0], np.float32)
+# Compared without equal_nan: none of their answers may be NaN.
+EVERYDAY_CASES = {
+    "copysign": lambda m: m.copysign(_X45, _Y45),
+    "signbit": lambda m: m.signbit(_SIGNED_ZEROS),
+    "hypot": lambda m: m.hypot(_X45, _Y45),
+    "heaviside": lambda m: m.heaviside(np.array([-1.0, 0.0, 2.0]), 0.5),
+    "sinc": lambda m: m.sinc(np.array([0.0, 0.5, 1.5], np.float32)),
+    "deg2rad": lambda m: m.deg2rad(_X45),
+    "rad2deg": lambda m: m.rad2deg(_X45),
+    "logaddexp2": lambda m: m.logaddexp2(_X45, _Y45),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EVERYDAY_CASES))
+def test_everyday_float_functions_match_numpy(name):
+    assert_matches_numpy(EVERYDAY_CASES[name], equal_nan=False)

@@ -11,7 +11,7 @@ import pytest
 import ember
 import ember.dlpack
 import ember.numpy as enp
-from tests.core.util import assert_close, skip_without_ml_dtypes
+from tests.core.util import assert_close, assert_matches_numpy, skip_without_ml_dtypes
 
 A = np.array([[1, 5, 2], [7, 3, 4]], np.int32)
 F = np.array([1.0, 5.0, 2.0, 8.0], np.float32)
@@ -194,3 +194,15 @@ def test_dlpack_with_torch():
     x = enp.from_dlpack(t)
     assert x.tolist() == t.tolist()
     assert torch.from_dlpack(x * 2).tolist() == (t * 2).tolist()
+
+
+_X34 = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
+PAD_CASES = {
+    f"pad_{mode}": lambda m, mode=mode: m.pad(_X34, ((1, 2), (3, 1)), mode=mode)
+    for mode in ("constant", "edge", "reflect", "symmetric", "wrap")
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAD_CASES))
+def test_pad_of_a_random_matrix_matches_numpy(name):
+    assert_matches_numpy(PAD_CASES[name])

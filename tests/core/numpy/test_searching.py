@@ -8,6 +8,7 @@ import pytest
 
 import ember
 import ember.numpy as enp
+from tests.core.util import assert_matches_numpy
 
 _METHODS = ["scan", "scan_unrolled", "sort", "compare_all"]
 _NAN = np.nan
@@ -110,3 +111,17 @@ def test_digitize_increasing_decreasing_and_empty_bins(method):
     empty = enp.digitize(np.array([0.5, 1.0]), np.zeros(0), method=method)
     assert empty.dtype == np.int32
     np.testing.assert_array_equal(empty, [0, 0])
+
+
+# searchsorted of a random matrix into its own sorted values.
+_X = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
+_S = np.sort(_X.ravel())
+SORTED_CASES = {
+    "searchsorted": lambda m: m.searchsorted(_S, _X),
+    "searchsorted_right": lambda m: m.searchsorted(_S, _S[3:6], side="right"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SORTED_CASES))
+def test_searchsorted_of_a_random_matrix_matches_numpy(name):
+    assert_matches_numpy(SORTED_CASES[name])

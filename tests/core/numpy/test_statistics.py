@@ -12,7 +12,7 @@ import pytest
 import ember
 import ember.numpy as enp
 from ember.test_util import check_grads
-from tests.core.util import assert_close, skip_without_ml_dtypes
+from tests.core.util import assert_close, assert_matches_numpy, skip_without_ml_dtypes
 
 rng = np.random.default_rng(1)
 X = rng.normal(size=(3, 6)).astype(np.float32)
@@ -293,3 +293,15 @@ def test_16_bit_mean_keeps_the_requested_dtype_and_gradient():
     grad = ember.grad(lambda x: enp.mean(x))(np.ones(70000, np.float16))
     assert grad.dtype == np.float16
     np.testing.assert_allclose(np.asarray(grad, np.float32), 1 / 70000, rtol=1e-2)  # subnormal
+
+
+_X34 = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
+HISTOGRAM_CASES = {
+    "histogram": lambda m: m.histogram(_X34, bins=5)[0],
+    "histogram_edges": lambda m: m.histogram(_X34, bins=np.array([-2.0, 0.0, 0.5, 2.0]))[0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(HISTOGRAM_CASES))
+def test_histogram_counts_match_numpy(name):
+    assert_matches_numpy(HISTOGRAM_CASES[name])

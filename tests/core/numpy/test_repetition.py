@@ -1,0 +1,23 @@
+"""tile, repeat and roll against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.core.util import assert_matches_numpy
+
+X = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
+
+CASES = {
+    "tile": lambda m: m.tile(X, (2, 1, 3)),
+    "repeat": lambda m: m.repeat(X, 2, axis=1),
+    "repeat_counts": lambda m: m.repeat(X, [1, 0, 2], axis=0),
+    "roll": lambda m: m.roll(X, 2, axis=1),
+    "roll_flat": lambda m: m.roll(X, -5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_numpy(name):
+    assert_matches_numpy(CASES[name])
