@@ -6,9 +6,9 @@ lower ones:
     foundation <- core <- ir <- rules <- interpreters <- lowering <- runtime <- plugin
     <- execution <- primitives <- transforms <- lax <- numpy <- libraries
 
-(``sharding`` is part of the runtime layer; the reference backend is a plugin; the libraries
-are random, nn, scipy, image and the rest of what users import above ember.numpy; ``assembly``,
-which wires the few calls up the chain, sits at the top.)
+The reference backend is a plugin; the libraries are random, nn, scipy, image and the rest
+of what users import above ember.numpy; ``assembly``, which wires the few calls up the chain,
+sits at the top.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ LAYERS = [
     ["rules"],
     ["interpreters"],
     ["lowering"],
-    ["runtime", "sharding"],
+    ["runtime"],
     ["plugin", "reference"],
     ["execution"],
     ["primitives"],
@@ -36,10 +36,6 @@ LAYERS = [
     ["numpy"],
     ["random", "nn", "scipy", "image", "test_util", "example_libraries", "assembly"],  # libraries
 ]
-
-# Upward imports being removed by the rebuild: each entry is (module, imported module). This
-# list only shrinks; an import that is not listed fails the test.
-KNOWN_UPWARD: set[tuple[str, str]] = {}
 
 
 def layer_of(module: str) -> int:
@@ -83,7 +79,7 @@ def test_imports_point_downward(module, path):
     upward = [
         f"line {line}: imports {target} (layer {layer_of(target)})"
         for target, line in imported(tree)
-        if target and layer_of(target) > own and (module, target) not in KNOWN_UPWARD
+        if target and layer_of(target) > own
     ]
     assert not upward, f"{module} (layer {own}) imports upward: {upward}"
 

@@ -1,6 +1,6 @@
 """Debugging helpers (``ember.debug``), as ``jax.debug``."""
 
-from ember._src.sharding.display import (
+from ember._src.runtime.sharding_display import (
     sharding_layout_text as sharding_layout_text,
     visualize_array_sharding as visualize_array_sharding,
 )

@@ -1,7 +1,7 @@
 """Meshes and shardings (``ember.sharding``), as ``jax.sharding``."""
 
-from ember._src.sharding.mesh import Mesh as Mesh, current_mesh as current_mesh
-from ember._src.sharding.shardings import (
+from ember._src.runtime.mesh import Mesh as Mesh, current_mesh as current_mesh
+from ember._src.runtime.sharding import (
     NamedSharding as NamedSharding,
     PartitionSpec as PartitionSpec,
     Sharding as Sharding,

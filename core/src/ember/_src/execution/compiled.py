@@ -44,8 +44,8 @@ from ember._src.lowering.module import lower_module
 from ember._src.plugin import manager
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Computation, Device, Executable
-from ember._src.sharding.mesh import Mesh
-from ember._src.sharding.shardings import (
+from ember._src.runtime.mesh import Mesh
+from ember._src.runtime.sharding import (
     NamedSharding,
     PartitionSpec,
     Sharding,

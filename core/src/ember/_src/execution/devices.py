@@ -12,10 +12,10 @@ from ember._src import core, dtypes, errors
 from ember._src.core import ShapedArray
 from ember._src.execution import placement
 from ember._src.plugin import manager
+from ember._src.runtime import mesh as mesh_module
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Device
-from ember._src.sharding import mesh as mesh_module
-from ember._src.sharding.shardings import Sharding, SingleDeviceSharding
+from ember._src.runtime.sharding import Sharding, SingleDeviceSharding
 from ember._src.tree.util import flatten_up_to, tree_flatten, tree_map, tree_unflatten
 
 

@@ -21,8 +21,8 @@ from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.plugin import manager
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Device
-from ember._src.sharding.mesh import Mesh, current_mesh
-from ember._src.sharding.shardings import (
+from ember._src.runtime.mesh import Mesh, current_mesh
+from ember._src.runtime.sharding import (
     NamedSharding,
     PartitionSpec,
     Sharding,

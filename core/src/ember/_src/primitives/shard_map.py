@@ -38,8 +38,8 @@ from ember._src.primitives.shape import (
     transpose,
 )
 from ember._src.primitives.slicing import slice_op
-from ember._src.sharding.mesh import Mesh
-from ember._src.sharding.shardings import NamedSharding, PartitionSpec
+from ember._src.runtime.mesh import Mesh
+from ember._src.runtime.sharding import NamedSharding, PartitionSpec
 
 # --------------------------------------------------------------------------------------------
 # Shapes: global <-> per-device

@@ -16,7 +16,7 @@ from ember._src import core, rules
 from ember._src.core import Zero
 from ember._src.execution import placement
 from ember._src.interpreters.batching import not_mapped
-from ember._src.sharding.shardings import NamedSharding, PartitionSpec
+from ember._src.runtime.sharding import NamedSharding, PartitionSpec
 from ember._src.tree.util import tree_flatten, tree_unflatten
 
 

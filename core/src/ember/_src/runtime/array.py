@@ -17,7 +17,7 @@ import numpy as np
 from ember._src import core, dtypes, errors
 from ember._src.core import ShapedArray
 from ember._src.runtime.backend import Device
-from ember._src.sharding.shardings import Sharding, SingleDeviceSharding
+from ember._src.runtime.sharding import Sharding, SingleDeviceSharding
 
 
 class Array:

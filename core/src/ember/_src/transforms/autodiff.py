@@ -19,7 +19,7 @@ from ember._src.interpreters import ad
 from ember._src.interpreters.ad_util import zeros
 from ember._src.primitives.shape import broadcast_in_dim
 from ember._src.runtime.array import Array
-from ember._src.sharding.shardings import SingleDeviceSharding
+from ember._src.runtime.sharding import SingleDeviceSharding
 from ember._src.transforms.arguments import (
     check_float_inputs,
     check_output_dtype,

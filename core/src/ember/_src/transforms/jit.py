@@ -38,8 +38,8 @@ from ember._src.ir import ClosedJaxpr, Jaxpr
 from ember._src.primitives.call import jit_call
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Device
-from ember._src.sharding.mesh import Mesh
-from ember._src.sharding.shardings import NamedSharding, PartitionSpec, SingleDeviceSharding
+from ember._src.runtime.mesh import Mesh
+from ember._src.runtime.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
 from ember._src.transforms.arguments import HashableStatic, leaf_aval, static_names_to_nums
 from ember._src.tree.fastpath import builder, leaf_extractor
 from ember._src.tree.util import PyTreeDef, flatten_fun, tree_flatten, tree_unflatten

@@ -16,8 +16,8 @@ import numpy as np
 from ember._src import errors
 from ember._src.execution.devices import devices as all_devices
 from ember._src.primitives.shape import expand_dims, move_axis, squeeze
-from ember._src.sharding.mesh import Mesh
-from ember._src.sharding.shardings import PartitionSpec
+from ember._src.runtime.mesh import Mesh
+from ember._src.runtime.sharding import PartitionSpec
 from ember._src.transforms.arguments import flatten_axes, leaf_aval
 from ember._src.transforms.jit import jit
 from ember._src.transforms.shard_map import shard_map

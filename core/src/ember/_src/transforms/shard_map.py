@@ -24,8 +24,8 @@ from ember._src.ir import ClosedJaxpr
 from ember._src.primitives import collectives
 from ember._src.primitives.jaxpr_transforms import hoist_consts
 from ember._src.primitives.shard_map import mesh_axes, shard_aval, shard_map_p, unmentioned
-from ember._src.sharding.mesh import Mesh, current_mesh
-from ember._src.sharding.shardings import NamedSharding, PartitionSpec
+from ember._src.runtime.mesh import Mesh, current_mesh
+from ember._src.runtime.sharding import NamedSharding, PartitionSpec
 from ember._src.transforms.jit import jit
 from ember._src.tree.util import flatten_fun, flatten_up_to, tree_flatten, tree_unflatten
 
