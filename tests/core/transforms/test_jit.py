@@ -186,3 +186,16 @@ def test_float0_inputs_pass_through_jit_and_device_put():
     both = ember.jit(lambda z, x: (x * 2, z))(zeros, enp.ones(2))
     np.testing.assert_array_equal(both[0], [2.0, 2.0])
     assert both[1].dtype == _FLOAT0
+
+
+def test_calls_with_host_scalars_reuse_one_program_on_the_arrays_device():
+    # Host scalars are placed where the Arrays are (from the placement cache) and the call
+    # finds its program without tracing: one program for every value of the scalar.
+    f = ember.jit(lambda x, s: x * s)
+    x = ember.numpy.arange(3.0)
+    for s in (0.5, 2.0, -1.0, 0.5):
+        np.testing.assert_array_equal(np.asarray(f(x, s)), np.arange(3.0, dtype=np.float32) * s)
+    assert len(f._exec_cache) == 1
+    # A float0 scalar (an integer's tangent) carries no data and takes the general path.
+    g = ember.jit(lambda x, t: x)
+    np.testing.assert_array_equal(np.asarray(g(x, np.zeros((), ember.dtypes.float0))), x)

@@ -22,7 +22,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ember._src import core
+from ember._src import core, dtypes
 from ember._src.config import config
 from ember._src.execution import placement
 from ember._src.execution.compiled import (
@@ -262,6 +262,10 @@ class JitFunction:
             entry = self._exec_cache.get((statics, in_tree, avals, layout, _enable_x64()))
             if entry is not None:
                 return entry, buffers
+        elif not self._always_spmd:
+            found = self._cached_with_host_scalars(leaves, in_tree, statics)
+            if found is not None:
+                return found
         avals = tuple(leaf_aval(x, self._label(i)) for i, x in enumerate(leaves))
         traced = self._trace(statics, in_tree, avals)
         where, wanted = self._where(traced, leaves, in_tree)
@@ -278,6 +282,38 @@ class JitFunction:
             entry = self._compile(traced, where, prepared, layout)
             remember(self._exec_cache, key, entry, EXECUTABLES_PER_FUNCTION)
         return entry, [None if p is None else p._buffer for p in placed]
+
+    def _cached_with_host_scalars(
+        self, leaves: list[Any], in_tree: PyTreeDef, statics: tuple
+    ) -> tuple[_Executable, list[Any]] | None:
+        """The cached program for Arrays on one device with host scalars (``x * 0.5``,
+        ``maximum(x, 0.0)``), and the buffers, the scalars coming from the placement cache;
+        None when the call is not of that kind or nothing is cached for it yet. A program that
+        must run over a mesh is never cached under a one-device layout, so a hit is always the
+        right program."""
+        target = self._sharding
+        for x in leaves:
+            if type(x) is Array:
+                if target is None:
+                    target = x._sharding
+                elif x._sharding is not target:
+                    return None
+        if target is None:
+            target = placement.default_sharding()
+        elif type(target) is not SingleDeviceSharding:
+            return None
+        device = target.device
+        avals = []
+        buffers = []
+        for x in leaves:
+            if type(x) is not Array:
+                if not placement.is_host_scalar(x) or getattr(x, "dtype", None) == dtypes.float0:
+                    return None
+                x = placement.scalar_on_device(x, device)
+            avals.append(x.aval)
+            buffers.append(x._buffer)
+        entry = self._exec_cache.get((statics, in_tree, tuple(avals), target, _enable_x64()))
+        return None if entry is None else (entry, buffers)
 
     def _where(self, traced: _Traced, leaves: list[Any], in_tree: PyTreeDef):
         """Where the program runs (a Device or a Mesh), and the sharding asked for each
