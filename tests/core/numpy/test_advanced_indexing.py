@@ -301,3 +301,14 @@ def test_empty_index_arrays_give_empty_results(shape, index, expected_shape):
     assert updated.shape == shape
     np.testing.assert_array_equal(enp.ones(3).at[_EMPTY].set(5.0), np.ones(3))
     np.testing.assert_array_equal(ember.grad(lambda v: v[_EMPTY].sum())(enp.ones(3)), np.zeros(3))
+
+
+@pytest.mark.parametrize("index", [True, False, np.bool_(True), np.array(True), np.array(False)])
+def test_a_scalar_boolean_index_is_refused_by_name(index):
+    # JAX reads it as a new axis of length 1 or 0; ember refuses it (docs/differences.md)
+    # with an IndexError naming it, rather than NumPy's error about nonzero on 0-d arrays.
+    x = enp.arange(3.0)
+    with pytest.raises(IndexError, match="scalar boolean index"):
+        x[index]
+    with pytest.raises(IndexError, match="scalar boolean index"):
+        x.at[index].set(1.0)

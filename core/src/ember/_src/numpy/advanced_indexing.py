@@ -137,8 +137,13 @@ def _expand_booleans(entries: tuple, aval: core.ShapedArray) -> tuple:
 
 
 def _as_bool_mask(entry: Any) -> np.ndarray | None:
-    if isinstance(entry, (bool, np.bool_)):
-        raise IndexError(f"a scalar boolean index is not supported{errors.where()}")
+    if isinstance(entry, (bool, np.bool_)) or (
+        isinstance(entry, np.ndarray) and entry.ndim == 0 and entry.dtype == np.bool_
+    ):
+        raise IndexError(
+            f"a scalar boolean index (True/False, or a 0-d boolean array) is not supported; "
+            f"use None to add an axis{errors.where()}"
+        )
     if isinstance(entry, Tracer) and entry.aval.dtype == dtypes.bool_:
         raise errors.ConcretizationTypeError(
             f"a boolean index mask must be concrete: the result's shape depends on its values. "
