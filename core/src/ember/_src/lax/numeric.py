@@ -18,7 +18,6 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.primitives import elementwise as ew
 from ember._src.primitives.arithmetic import (
     abs as abs_,
     add,
@@ -42,6 +41,7 @@ from ember._src.primitives.bits import (
 )
 from ember._src.primitives.comparisons import ge, lt
 from ember._src.primitives.control_flow.associative_scan import associative_scan
+from ember._src.primitives.elementwise import coerce_scalars
 from ember._src.primitives.linalg import dot_general
 from ember._src.primitives.math_functions import exp, integer_pow, square as square_
 from ember._src.primitives.reduce import (
@@ -288,7 +288,7 @@ def clz(x: Any) -> Any:
 
 def mulhi(x: Any, y: Any, /) -> Any:
     """The high half of the double-width product of two integers of one type."""
-    x, y = ew.coerce_scalars(x, y)
+    x, y = coerce_scalars(x, y)
     aval = get_aval(x)
     if not dtypes.is_integer(aval.dtype) or get_aval(y).dtype != aval.dtype:
         raise TypeError(

@@ -20,7 +20,7 @@ from ember._src.numpy.operands import (
     check_no_out,
     promote_dtypes,
 )
-from ember._src.primitives import shape as lax, slicing as lax_slicing
+from ember._src.primitives import shape as shape_ops, slicing as slicing_ops
 
 
 def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None,
@@ -68,10 +68,10 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None
         )
     if order == "F":
         # Column-major: reverse the axes, reshape row-major to the reversed shape, reverse back.
-        reversed_a = lax.transpose(a, tuple(range(aval.ndim - 1, -1, -1)))
-        out = lax.reshape(reversed_a, dims[::-1])
-        return lax.transpose(out, tuple(range(len(dims) - 1, -1, -1)))
-    return lax.reshape(a, dims)
+        reversed_a = shape_ops.transpose(a, tuple(range(aval.ndim - 1, -1, -1)))
+        out = shape_ops.reshape(reversed_a, dims[::-1])
+        return shape_ops.transpose(out, tuple(range(len(dims) - 1, -1, -1)))
+    return shape_ops.reshape(a, dims)
 
 
 def _check_order(order: Any, name: str) -> None:
@@ -97,7 +97,7 @@ def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
         perm = tuple(canonicalize_axis(ax, ndim) for ax in axes)
         if sorted(perm) != list(range(ndim)):
             raise ValueError(f"axes {tuple(axes)} don't match array of rank {ndim}{errors.where()}")
-    return lax.transpose(a, perm)
+    return shape_ops.transpose(a, perm)
 
 
 def permute_dims(a: Any, /, axes: Sequence[int]) -> Any:
@@ -109,7 +109,7 @@ def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
     perm = list(range(ndim))
     i, j = canonicalize_axis(axis1, ndim), canonicalize_axis(axis2, ndim)
     perm[i], perm[j] = perm[j], perm[i]
-    return lax.transpose(as_operand(a), perm)
+    return shape_ops.transpose(as_operand(a), perm)
 
 
 def moveaxis(a: Any, source: Any, destination: Any) -> Any:
@@ -122,7 +122,7 @@ def moveaxis(a: Any, source: Any, destination: Any) -> Any:
     order = [i for i in range(ndim) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
-    return lax.transpose(a, order)
+    return shape_ops.transpose(a, order)
 
 
 def broadcast_to(array: Any, shape: Any) -> Any:
@@ -138,7 +138,7 @@ def broadcast_to(array: Any, shape: Any) -> Any:
             f"cannot broadcast an array of shape {aval.shape} to shape {tuple(shape)}"
             f"{errors.where()}"
         )
-    return lax.broadcast_to_shape(a, shape)
+    return shape_ops.broadcast_to_shape(a, shape)
 
 
 def broadcast_arrays(*args: Any) -> list[Any]:
@@ -167,7 +167,7 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype: Any = None) 
         arrays = [cast(a, check_dtype_arg(dtype)) for a in arrays]
     axis = canonicalize_axis(axis, ndims.pop())
     arrays = [_materialize(a) for a in arrays]
-    return lax_slicing.concatenate(arrays, axis)
+    return slicing_ops.concatenate(arrays, axis)
 
 
 def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Any:
@@ -195,10 +195,10 @@ def stack(arrays: Sequence[Any], axis: int = 0, out: None = None, dtype: Any = N
         )
     ndim = len(shapes.pop()) + 1
     axis = canonicalize_axis(axis, ndim)
-    expanded = [lax.expand_dims(a, (axis,)) for a in promote_dtypes(*arrays)]
+    expanded = [shape_ops.expand_dims(a, (axis,)) for a in promote_dtypes(*arrays)]
     if dtype is not None:
         expanded = [cast(a, check_dtype_arg(dtype)) for a in expanded]
-    return lax_slicing.concatenate(expanded, axis)
+    return slicing_ops.concatenate(expanded, axis)
 
 
 def vstack(tup: Sequence[Any], dtype: Any = None) -> Any:
@@ -223,7 +223,7 @@ def squeeze(a: Any, axis: Any = None) -> Any:
                     f"cannot select an axis to squeeze out which has size not equal to one "
                     f"(axis {ax} of shape {aval.shape}){errors.where()}"
                 )
-    return lax.squeeze(a, axes)
+    return shape_ops.squeeze(a, axes)
 
 
 def expand_dims(a: Any, axis: Any = 0) -> Any:
@@ -231,7 +231,7 @@ def expand_dims(a: Any, axis: Any = 0) -> Any:
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     out_ndim = get_aval(a).ndim + len(axes)
     axes = canonicalize_axes(axes, out_ndim)
-    return lax.expand_dims(a, axes)
+    return shape_ops.expand_dims(a, axes)
 
 
 def atleast_1d(*arys: Any) -> Any:
@@ -263,7 +263,7 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> A
     dtype = check_dtype_arg(dtype)
     if dtype is None:
         raise TypeError("astype needs a dtype")
-    out = lax.convert_element_type(as_operand(x), dtype)
+    out = shape_ops.convert_element_type(as_operand(x), dtype)
     if device is None or isinstance(out, core.Tracer):
         return out
     return placement.to_device(out, placement.resolve_device(device, "astype's device"))
@@ -271,7 +271,7 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> A
 
 def flip(m: Any, axis: Any = None) -> Any:
     m = as_operand(m)
-    return lax_slicing.rev(m, canonicalize_axes(axis, get_aval(m).ndim))
+    return slicing_ops.rev(m, canonicalize_axes(axis, get_aval(m).ndim))
 
 
 def shape(a: Any) -> tuple[int, ...]:

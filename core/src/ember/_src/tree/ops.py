@@ -11,7 +11,7 @@ from typing import Any
 from ember._src.tree import util as tu
 from ember._src.tree.util import (
     PyTreeDef,
-    _flatten_up_to,
+    flatten_up_to,
     tree_flatten,
     tree_leaves,
     tree_structure,
@@ -108,7 +108,7 @@ def tree_broadcast(
     """``full_tree``'s structure with each leaf replaced by the leaf of ``prefix_tree`` above
     it (``prefix_tree``'s structure must be a prefix of ``full_tree``'s)."""
     prefix_leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
-    subtrees = _flatten_up_to(prefix_def, full_tree, "broadcast prefix_tree")
+    subtrees = flatten_up_to(prefix_def, full_tree, "broadcast prefix_tree")
     leaves = []
     for leaf, subtree in zip(prefix_leaves, subtrees):
         leaves.extend([leaf] * tree_structure(subtree).num_leaves)

@@ -318,7 +318,7 @@ class PyTreeDef:
     def flatten_up_to(self, tree: Any) -> list[Any]:
         """The subtrees of ``tree`` at this structure's leaves (``tree`` must have this
         structure down to them)."""
-        return _flatten_up_to(self, tree, "flatten_up_to tree")
+        return flatten_up_to(self, tree, "flatten_up_to tree")
 
     def compose(self, inner: PyTreeDef) -> PyTreeDef:
         """This structure with every leaf replaced by ``inner``."""
@@ -632,7 +632,7 @@ def tree_map(
     """Apply ``f`` to corresponding leaves of ``tree`` and of each tree in ``rest`` (whose
     structure must have ``tree``'s as a prefix)."""
     leaves, treedef = tree_flatten(tree, is_leaf)
-    others = [_flatten_up_to(treedef, r, f"tree_map tree #{i + 2}") for i, r in enumerate(rest)]
+    others = [flatten_up_to(treedef, r, f"tree_map tree #{i + 2}") for i, r in enumerate(rest)]
     return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
 
 
@@ -645,11 +645,11 @@ def tree_map_with_path(
 ) -> Any:
     """``tree_map`` whose ``f`` gets each leaf's key path first: ``f(path, x, *xs)``."""
     pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
-    others = [_flatten_up_to(treedef, r, f"tree_map tree #{i + 2}") for i, r in enumerate(rest)]
+    others = [flatten_up_to(treedef, r, f"tree_map tree #{i + 2}") for i, r in enumerate(rest)]
     return tree_unflatten(treedef, [f(p, x, *xs) for (p, x), *xs in zip(pairs, *others)])
 
 
-def _flatten_up_to(treedef: PyTreeDef, tree: Any, what: Any) -> list[Any]:
+def flatten_up_to(treedef: PyTreeDef, tree: Any, what: Any) -> list[Any]:
     """The subtrees of ``tree`` at the leaves of ``treedef``; ValueError naming ``what`` and
     the key path where ``tree`` does not have ``treedef``'s structure."""
     if isinstance(what, int):  # callers that name no tree
@@ -699,7 +699,6 @@ def _mismatch(what: str, path: tuple, problem: str) -> NoReturn:
 
 # The public name of the prefix walk, for the layers above that pair a pytree prefix (of
 # shardings, of specs) with the values it describes.
-flatten_up_to = _flatten_up_to
 
 
 class FlatFunction:
