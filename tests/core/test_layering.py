@@ -7,7 +7,7 @@ lower ones:
     <- execution <- primitives <- transforms <- lax <- numpy <- libraries
 
 The reference backend is a plugin; the libraries are random, nn, scipy, image and the rest
-of what users import above ember.numpy; ``assembly``, which wires the few calls up the chain,
+of what users import above ember.numpy (distributed among them); ``assembly``, which wires the few calls up the chain,
 sits at the top.
 """
 
@@ -34,7 +34,7 @@ LAYERS = [
     ["transforms"],
     ["lax"],
     ["numpy"],
-    ["random", "nn", "scipy", "image", "test_util", "example_libraries", "assembly"],  # libraries
+    ["random", "nn", "scipy", "image", "distributed", "test_util", "example_libraries", "assembly"],
 ]
 
 

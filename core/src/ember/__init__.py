@@ -31,8 +31,10 @@ from ember._src.execution.devices import (
     local_device_count as local_device_count,
     local_devices as local_devices,
     make_array_from_callback as make_array_from_callback,
+    make_array_from_process_local_data as make_array_from_process_local_data,
     make_array_from_single_device_arrays as make_array_from_single_device_arrays,
     make_mesh as make_mesh,
+    process_count as process_count,
     process_index as process_index,
 )
 from ember._src.runtime.array import Array as Array

@@ -2,10 +2,12 @@
 
 from ember._src.errors import (
     BackendError as BackendError,
+    CollectiveTimeoutError as CollectiveTimeoutError,
     CompileError as CompileError,
     ConcretizationTypeError as ConcretizationTypeError,
     ControlFlowTypeError as ControlFlowTypeError,
     CustomDerivativeError as CustomDerivativeError,
+    DistributedError as DistributedError,
     EmberError as EmberError,
     EmberTypeError as EmberTypeError,
     ExecutionError as ExecutionError,
@@ -14,6 +16,7 @@ from ember._src.errors import (
     OutOfMemoryError as OutOfMemoryError,
     PluginError as PluginError,
     PluginWarning as PluginWarning,
+    ProcessFailedError as ProcessFailedError,
     ShapeMismatchError as ShapeMismatchError,
     TracerArrayConversionError as TracerArrayConversionError,
     TracerBoolConversionError as TracerBoolConversionError,

@@ -26,6 +26,7 @@ from ember._src.reference.evaluation import (
     evaluate_jaxpr as evaluate_jaxpr,
     reference_rule as reference_rule,
 )
+from ember._src.runtime.multiprocess import Job as Job, current_job as current_job
 from ember._src.runtime.backend import (
     Backend as Backend,
     Computation as Computation,
@@ -46,8 +47,10 @@ __all__ = [
     "PlatformSpec",
     "Primitive",
     "RuleContext",
+    "Job",
     "ShapedArray",
     "collective_registry",
+    "current_job",
     "define_config_option",
     "evaluate_jaxpr",
     "hookimpl",

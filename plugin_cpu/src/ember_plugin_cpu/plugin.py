@@ -12,7 +12,14 @@ import re
 
 from ember import config
 from ember.errors import BackendError
-from ember.extend import Backend, CollectiveRegistry, PlatformSpec, define_config_option, hookimpl
+from ember.extend import (
+    Backend,
+    CollectiveRegistry,
+    PlatformSpec,
+    current_job,
+    define_config_option,
+    hookimpl,
+)
 
 PLATFORM = "cpu"
 OPTION = "cpu_device_count"
@@ -73,7 +80,19 @@ def make_backend() -> Backend:
 
     global _started_with
     count = device_count()
-    backend = PjrtBackend(PLATFORM, make_cpu_client(count))
+    job = current_job()
+    if job is None:
+        client = make_cpu_client(count)
+    else:  # this process's devices of a multi-process job; collectives through gloo
+        client = make_cpu_client(
+            count,
+            coordination=job.coordination.raw,
+            process_id=job.process_id,
+            num_processes=job.num_processes,
+            collectives_hostname=job.host_address,
+            topology_timeout_s=job.initialization_timeout,
+        )
+    backend = PjrtBackend(PLATFORM, client)
     _started_with = count
     return backend
 
@@ -95,3 +114,10 @@ def ember_platforms() -> list[PlatformSpec]:
 def ember_register_collectives(registry: CollectiveRegistry) -> None:
     for name in XLA_COLLECTIVES:
         registry.register(PLATFORM, name, "xla")
+
+
+@hookimpl
+def ember_distributed_runtime() -> object:
+    from ember_plugin_kit.pjrt import XlaCoordination  # noqa: PLC0415 - imports jaxlib
+
+    return XlaCoordination()

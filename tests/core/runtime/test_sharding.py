@@ -11,6 +11,8 @@ from ember.sharding import Mesh, NamedSharding, P
 
 
 class FakeDevice:
+    process_index = 0  # every device names the process that owns it
+
     def __init__(self, i: int):
         self.id = i
 

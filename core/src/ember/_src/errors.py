@@ -97,6 +97,22 @@ class OutOfMemoryError(ExecutionError, MemoryError):
     """The backend could not allocate the memory a computation's arrays need."""
 
 
+class DistributedError(EmberError, RuntimeError):
+    """A multi-process job could not be set up or kept together: ``initialize`` called twice
+    or after the first computation, a coordinator that cannot be reached, processes that
+    disagree on the job's shape, a global array read where only part of it lives."""
+
+
+class ProcessFailedError(DistributedError):
+    """Another process of the job died or stopped sending heartbeats while this one waited on
+    it (names the process and how long it has been silent)."""
+
+
+class CollectiveTimeoutError(DistributedError, TimeoutError):
+    """A wait on the other processes (a cross-process computation, a barrier) passed its
+    deadline: a process is alive but did not join (names the processes that are behind)."""
+
+
 # Every class above is public as ember.errors.X: say so in tracebacks and reprs, instead of
 # naming the private module that happens to define it.
 for _cls in list(globals().values()):

@@ -15,9 +15,15 @@ from ember_plugin_kit.pjrt.backend import (
     PjrtExecutable as PjrtExecutable,
     describe_compile_error as describe_compile_error,
 )
+from ember_plugin_kit.pjrt.coordination import (
+    CoordinationClient as CoordinationClient,
+    XlaCoordination as XlaCoordination,
+)
 
 __all__ = [
     "JAXLIB_VERSION",
+    "CoordinationClient",
+    "XlaCoordination",
     "PjrtBackend",
     "PjrtDevice",
     "PjrtExecutable",

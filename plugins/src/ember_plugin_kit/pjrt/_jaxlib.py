@@ -103,8 +103,68 @@ def normalized_sharding(hlo_sharding: Any) -> str:
 # -- clients ---------------------------------------------------------------------------------
 
 
-def make_cpu_client(num_devices: int) -> RawClient:
-    return xla_client.make_cpu_client(num_devices=num_devices)
+def make_cpu_client(
+    num_devices: int,
+    *,
+    coordination: Any = None,
+    process_id: int = 0,
+    num_processes: int = 1,
+    collectives_hostname: str | None = None,
+    topology_timeout_s: float = 300,
+) -> RawClient:
+    """XLA's CPU client; with a coordination client, one process's part of a multi-process
+    job whose processes exchange collectives through gloo over TCP."""
+    if coordination is None:
+        return xla_client.make_cpu_client(num_devices=num_devices)
+    # XLA counts the topology exchange's deadline in whole minutes.
+    minutes = max(1, -(-int(topology_timeout_s) // 60))
+    collectives = _jax.make_gloo_tcp_collectives(coordination, hostname=collectives_hostname)
+    return xla_client.make_cpu_client(
+        distributed_client=coordination,
+        node_id=process_id,
+        num_nodes=num_processes,
+        collectives=collectives,
+        num_devices=num_devices,
+        get_local_topology_timeout_minutes=minutes,
+        get_global_topology_timeout_minutes=minutes,
+    )
+
+
+# -- XLA's coordination service (multi-process jobs) -----------------------------------------
+
+
+def start_coordination_service(
+    bind_address: str, num_processes: int, heartbeat_timeout_s: float, shutdown_timeout_s: float
+) -> Any:
+    # recoverable: a process that dies is dropped from the job instead of the service telling
+    # every other process to terminate (which XLA does from a C++ thread, with no exception).
+    return _jax.get_distributed_runtime_service(
+        bind_address,
+        num_processes,
+        heartbeat_timeout=max(1, int(heartbeat_timeout_s)),
+        shutdown_timeout=max(1, int(shutdown_timeout_s)),
+        recoverable=True,
+    )
+
+
+def coordination_client(
+    address: str,
+    process_id: int,
+    init_timeout_s: float,
+    heartbeat_timeout_s: float,
+    shutdown_timeout_s: float,
+) -> Any:
+    return _jax.get_distributed_runtime_client(
+        address,
+        process_id,
+        init_timeout=max(1, int(init_timeout_s)),
+        heartbeat_timeout=max(1, int(heartbeat_timeout_s)),
+        shutdown_timeout=max(1, int(shutdown_timeout_s)),
+        # Destroying the client must not run the shutdown barrier (it would wait on peers
+        # with no deadline of ember's); ember shuts it down explicitly.
+        shutdown_on_destruction=False,
+        use_compression=True,
+    )
 
 
 _loaded_plugins: dict[str, str] = {}

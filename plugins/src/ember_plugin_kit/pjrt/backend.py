@@ -106,20 +106,22 @@ class PjrtBackend(Backend):
     def buffer_from_shards(
         self, shards: Sequence[np.ndarray], aval: ShapedArray, sharding: Any
     ) -> Any:
-        raw = [d.raw for d in sharding.device_list]
-        layout = _jaxlib.layout_sharding(raw, sharding.hlo_sharding(aval.ndim))
+        layout = self._layout(sharding, aval)
+        local = [d.raw for d in sharding.addressable_devices]
         shard_aval = aval.update(shape=sharding.shard_shape(aval.shape))
-        return _jaxlib.put_shards(shards, aval, layout, raw, [shard_aval] * len(raw))
+        return _jaxlib.put_shards(shards, aval, layout, local, [shard_aval] * len(local))
 
     def assemble_buffers(self, buffers: Sequence[Any], aval: ShapedArray, sharding: Any) -> Any:
+        return _jaxlib.assemble(buffers, aval, self._layout(sharding, aval))
+
+    def _layout(self, sharding: Any, aval: ShapedArray) -> _jaxlib.LayoutSharding:
         raw = [d.raw for d in sharding.device_list]
-        layout = _jaxlib.layout_sharding(raw, sharding.hlo_sharding(aval.ndim))
-        return _jaxlib.assemble(buffers, aval, layout)
+        return _jaxlib.layout_sharding(raw, sharding.hlo_sharding(aval.ndim))
 
     def shard_buffers(self, buffer: Any, aval: ShapedArray, sharding: Any) -> list[Any]:
         pieces = _jaxlib.shard_buffers(buffer)
         by_device = {piece._sharding._device.id: piece for piece in pieces}
-        return [by_device[d.id] for d in sharding.device_list]
+        return [by_device[d.id] for d in sharding.addressable_devices]
 
     def copy_to_device(self, buffer: Any, aval: ShapedArray, device: Device) -> Any:
         return _jaxlib.copy_to(buffer, device.sharding)

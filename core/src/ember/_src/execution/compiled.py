@@ -42,6 +42,7 @@ from ember._src.interpreters.partial_eval import dce_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr
 from ember._src.lowering.module import lower_module
 from ember._src.plugin import manager
+from ember._src.runtime import multiprocess
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Computation, Device, Executable
 from ember._src.runtime.mesh import Mesh
@@ -73,7 +74,7 @@ def remember(cache: dict, key: Any, value: Any, limit: int) -> None:
 class Program:
     """A backend executable plus what is needed to call it with the buffers of Arrays."""
 
-    __slots__ = ("computation", "executable", "out_avals", "out_shardings")
+    __slots__ = ("computation", "executable", "out_avals", "out_shardings", "spans_processes")
 
     def __init__(
         self, computation: Computation, executable: Executable, out_shardings: list[Sharding]
@@ -82,9 +83,13 @@ class Program:
         self.executable = executable
         self.out_avals = computation.out_avals
         self.out_shardings = out_shardings
+        mesh = computation.mesh
+        self.spans_processes = mesh is not None and mesh.is_multi_process
 
     def call_buffers(self, buffers: list[Any]) -> list[Any]:
         """Run on one buffer per input (this process's shards); the results as Arrays."""
+        if self.spans_processes:  # counted, so a wait that times out can name who is behind
+            multiprocess.note_launch()
         outs = self.executable.execute(buffers)
         return [Array(a, b, s) for a, b, s in zip(self.out_avals, outs, self.out_shardings)]
 

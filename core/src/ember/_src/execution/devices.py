@@ -41,8 +41,14 @@ def default_backend() -> str:
     return manager.default_backend().platform
 
 
-def process_index() -> int:
-    return manager.default_backend().process_index()
+def process_index(backend: str | None = None) -> int:
+    """This process's index in a multi-process job (0 when it runs alone)."""
+    return manager.backend(backend).process_index()
+
+
+def process_count(backend: str | None = None) -> int:
+    """How many processes the job has (1 when this process runs alone)."""
+    return len({d.process_index for d in devices(backend)})
 
 
 def make_mesh(
@@ -112,12 +118,13 @@ def _check_leaf(leaf: Any) -> None:
 def make_array_from_callback(
     shape: Sequence[int], sharding: Sharding, data_callback: Callable[[Any], Any]
 ) -> Array:
-    """An array of global ``shape`` laid out by ``sharding``, each device's piece being
-    ``data_callback(index)`` (``index``: a tuple of slices into the global array)."""
+    """An array of global ``shape`` laid out by ``sharding``, each of this process's devices
+    getting ``data_callback(index)`` (``index``: a tuple of slices into the global array). In a
+    multi-process job every process calls it for its own devices."""
     shape = tuple(int(d) for d in shape)
     indices = sharding.addressable_devices_indices_map(shape)
     pieces = []
-    for device in sharding.device_list:
+    for device in sharding.addressable_devices:
         piece = np.asarray(data_callback(indices[device]))
         want = tuple(len(range(*s.indices(n))) for s, n in zip(indices[device], shape))
         if piece.shape != want:
@@ -127,6 +134,11 @@ def make_array_from_callback(
                 f"{errors.where()}"
             )
         pieces.append(piece)
+    if not pieces:
+        raise ValueError(
+            f"make_array_from_callback: {sharding} has no device in this process "
+            f"(process {placement.this_process()}){errors.where()}"
+        )
     dtype = dtypes.canonicalize(np.result_type(*pieces))
     aval = ShapedArray(shape, dtype)
     pieces = [p.astype(dtype, copy=False) for p in pieces]
@@ -136,11 +148,65 @@ def make_array_from_callback(
     return Array(aval, buffer, sharding)
 
 
+def make_array_from_process_local_data(
+    sharding: Sharding, local_data: Any, global_shape: Sequence[int] | None = None
+) -> Array:
+    """A global array laid out by ``sharding`` from the data this process holds: the block of
+    the global array that this process's devices cover (for data-parallel input: this
+    process's slice of the batch). ``global_shape`` defaults to the local shape scaled by how
+    many processes split each dimension."""
+    local = np.asarray(local_data)
+    # Which blocks each device holds, on a probe shape that every split divides.
+    probe = (sharding.num_devices,) * local.ndim
+    every = sharding.devices_indices_map(probe)
+    mine = sharding.addressable_devices
+    if not mine:
+        raise ValueError(
+            f"make_array_from_process_local_data: {sharding} has no device in this process "
+            f"(process {placement.this_process()}){errors.where()}"
+        )
+    if global_shape is None:
+        global_shape = []
+        for d, size in enumerate(local.shape):
+            blocks = {every[dev][d].indices(probe[d])[:2] for dev in every}
+            local_blocks = {every[dev][d].indices(probe[d])[:2] for dev in mine}
+            global_shape.append(size * len(blocks) // len(local_blocks))
+    global_shape = tuple(int(n) for n in global_shape)
+    if len(global_shape) != local.ndim:
+        raise ValueError(
+            f"make_array_from_process_local_data: local data of shape {local.shape} cannot "
+            f"make a global array of shape {global_shape} (the ranks differ){errors.where()}"
+        )
+    indices = sharding.devices_indices_map(global_shape)
+    starts, stops = [], []
+    for d, size in enumerate(global_shape):
+        spans = [indices[dev][d].indices(size)[:2] for dev in mine]
+        starts.append(min(a for a, _ in spans))
+        stops.append(max(b for _, b in spans))
+    want = tuple(b - a for a, b in zip(starts, stops))
+    if want != local.shape:
+        raise ValueError(
+            f"make_array_from_process_local_data: process {placement.this_process()} holds "
+            f"local data of shape {local.shape}, but its devices cover a block of shape {want} "
+            f"of the global shape {global_shape} laid out as {sharding}{errors.where()}"
+        )
+
+    def local_piece(index: tuple) -> np.ndarray:
+        return local[
+            tuple(
+                slice(s.indices(n)[0] - a, s.indices(n)[1] - a)
+                for s, n, a in zip(index, global_shape, starts)
+            )
+        ]
+
+    return make_array_from_callback(global_shape, sharding, local_piece)
+
+
 def make_array_from_single_device_arrays(
     shape: Sequence[int], sharding: Sharding, arrays: Sequence[Array]
 ) -> Array:
-    """An array of global ``shape`` laid out by ``sharding`` from one Array per device (in
-    any order; each must already be that device's piece)."""
+    """An array of global ``shape`` laid out by ``sharding`` from one Array per device of this
+    process (in any order; each must already be that device's piece)."""
     shape = tuple(int(d) for d in shape)
     by_device = {}
     for a in arrays:
@@ -150,16 +216,17 @@ def make_array_from_single_device_arrays(
                 f"{type(a).__name__}{errors.where()}"
             )
         by_device[a._sharding.device] = a
-    missing = [d for d in sharding.device_list if d not in by_device]
-    if missing or len(by_device) != len(arrays):
+    local = sharding.addressable_devices
+    missing = [d for d in local if d not in by_device]
+    if missing or len(by_device) != len(arrays) or len(arrays) != len(local):
         raise ValueError(
             f"make_array_from_single_device_arrays: need exactly one array on each of "
-            f"{sharding.device_list}; missing {missing}{errors.where()}"
+            f"{local}; missing {missing}{errors.where()}"
         )
     piece_shape = sharding.shard_shape(shape)
-    ordered = [by_device[d] for d in sharding.device_list]
+    ordered = [by_device[d] for d in local]
     dtype = ordered[0].dtype
-    for d, a in zip(sharding.device_list, ordered):
+    for d, a in zip(local, ordered):
         if a.shape != piece_shape or a.dtype != dtype:
             raise ValueError(
                 f"make_array_from_single_device_arrays: the array on {d!r} is "

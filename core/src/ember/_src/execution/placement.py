@@ -38,6 +38,10 @@ def default_device() -> Device:
     return manager.default_backend().local_devices()[0]
 
 
+def this_process() -> int:
+    return manager.default_backend().process_index()
+
+
 def default_sharding() -> SingleDeviceSharding:
     return SingleDeviceSharding(default_device())
 
@@ -193,7 +197,7 @@ def put(value: Any, sharding: Sharding, what: str = "device_put") -> Array:
         indices = sharding.addressable_devices_indices_map(aval.shape)
     except ValueError as err:
         raise ValueError(f"{what}: cannot lay out an array {aval.str_short()}: {err}") from None
-    shards = [np.asarray(host[indices[d]], order="C") for d in sharding.device_list]
+    shards = [np.asarray(host[indices[d]], order="C") for d in sharding.addressable_devices]
     buffer = sharding.backend.buffer_from_shards(shards, aval, sharding)
     out = Array(aval, buffer, sharding)
     frozen = np.array(host, copy=True)

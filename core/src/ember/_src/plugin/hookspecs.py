@@ -67,6 +67,24 @@ def ember_register_collectives(registry: CollectiveRegistry) -> None:
     """
 
 
+@hookspec(firstresult=True)
+def ember_distributed_runtime() -> object | None:
+    """The coordination engine of multi-process jobs (XLA's distributed runtime).
+
+    Called by ``ember.distributed.initialize()``, before any backend starts. Return an object
+    with ``start_service(bind_address, num_processes, *, heartbeat_timeout,
+    shutdown_timeout)`` (the service process 0 hosts; it has ``shutdown()``) and
+    ``client(address, process_id, *, init_timeout, heartbeat_timeout, shutdown_timeout)`` (a
+    client with ``connect()``, ``key_value_set``, ``blocking_key_value_get``,
+    ``key_value_dir_get``, ``wait_at_barrier`` and ``shutdown``; see
+    ``ember._src.runtime.multiprocess.Coordination``), or None. ``ember_plugin_kit.pjrt``'s
+    ``XlaCoordination`` is jaxlib's; PJRT plugins return it. Backends created afterwards read
+    the job from ``ember.extend.current_job()``.
+
+    ``firstresult``: the first plugin that returns one provides it.
+    """
+
+
 @hookspec
 def ember_cluster_environments() -> list[ClusterEnvironment]:
     """Multi-process launch environments this plugin can detect (SLURM, Open MPI, ...).

@@ -306,6 +306,16 @@ class PluginManager:
                 )
             return None
 
+    def started_platforms(self) -> list[str]:
+        """The platforms whose backend has been created in this process."""
+        return [p.name for p in self.platforms.values() if p.backend is not None]
+
+    def distributed_runtime(self) -> Any:
+        """The coordination engine some plugin provides (``ember_distributed_runtime``), or
+        None when no installed plugin has one."""
+        self.load()
+        return self.pm.hook.ember_distributed_runtime()
+
     def initialise_all(self) -> None:
         """Try every selected platform (for the doctor); failures are recorded, not raised."""
         try:

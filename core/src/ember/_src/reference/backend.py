@@ -122,17 +122,17 @@ class ReferenceBackend(Backend):
         self, shards: Sequence[np.ndarray], aval: ShapedArray, sharding: Any
     ) -> ReferenceBuffer:
         value = np.empty(aval.shape, aval.dtype)
-        indices = sharding.addressable_devices_indices_map(aval.shape)
-        for device, shard in zip(sharding.device_list, shards):
+        indices = sharding.devices_indices_map(aval.shape)
+        for device, shard in zip(sharding.addressable_devices, shards):
             value[indices[device]] = shard
         return ReferenceBuffer(_frozen(value))
 
     def shard_buffers(
         self, buffer: ReferenceBuffer, aval: ShapedArray, sharding: Any
     ) -> list[ReferenceBuffer]:
-        indices = sharding.addressable_devices_indices_map(aval.shape)
+        indices = sharding.devices_indices_map(aval.shape)
         value = self.buffer_to_numpy(buffer)
-        return [ReferenceBuffer(_frozen(value[indices[d]])) for d in sharding.device_list]
+        return [ReferenceBuffer(_frozen(value[indices[d]])) for d in sharding.addressable_devices]
 
     def copy_to_device(
         self, buffer: ReferenceBuffer, aval: ShapedArray, device: Device

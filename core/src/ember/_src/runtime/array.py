@@ -16,6 +16,7 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src.core import ShapedArray
+from ember._src.runtime import multiprocess
 from ember._src.runtime.backend import Device
 from ember._src.runtime.sharding import Sharding, SingleDeviceSharding
 
@@ -87,7 +88,7 @@ class Array:
         shard_aval = self.aval.update(shape=where.shard_shape(self.shape))
         return [
             Shard(device, indices[device], Array(shard_aval, piece, SingleDeviceSharding(device)))
-            for device, piece in zip(where.device_list, pieces)
+            for device, piece in zip(where.addressable_devices, pieces)
         ]
 
     @property
@@ -106,7 +107,16 @@ class Array:
             self._check_alive()
             sharding = self._sharding
             if type(sharding) is SingleDeviceSharding:
+                if multiprocess.current_job() is not None:
+                    self._wait_ready()
                 host = sharding.device.backend.buffer_to_numpy(self._buffer)
+            elif not sharding.is_fully_addressable and not sharding.is_fully_replicated:
+                raise errors.DistributedError(
+                    f"the value of {self.aval.str_short()} laid out as {sharding} is spread "
+                    f"over several processes, and this process holds only its own shards: "
+                    f"gather it with ember.experimental.multihost_utils.process_allgather(x), "
+                    f"or read x.addressable_shards{errors.where()}"
+                )
             else:
                 host = self._assemble_on_host()
             if host.dtype != self.aval.dtype:
@@ -123,6 +133,14 @@ class Array:
         for shard in self.addressable_shards:
             host[shard.index] = shard.data._value
         return host
+
+    def _wait_ready(self) -> None:
+        """Block until computed; in a multi-process job, with its deadlines (a computation
+        that spans processes waits on the others)."""
+        backend, buffers = self._sharding.backend, [self._buffer]
+        multiprocess.wait_ready(
+            lambda: backend.block_until_ready(buffers), f"waiting for {self.aval.str_short()}"
+        )
 
     def _check_alive(self) -> None:
         if self._buffer is None or self._sharding.backend.is_deleted(self._buffer):
@@ -192,7 +210,7 @@ class Array:
 
     def block_until_ready(self) -> Array:
         self._check_alive()
-        self._sharding.backend.block_until_ready([self._buffer])
+        self._wait_ready()
         return self
 
     def is_ready(self) -> bool:

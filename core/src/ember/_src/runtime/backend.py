@@ -146,20 +146,21 @@ class Backend(abc.ABC):
         self, shards: Sequence[np.ndarray], aval: ShapedArray, sharding: Any
     ) -> Buffer:
         """One multi-device buffer of global ``aval`` from host pieces, ``shards[i]`` going to
-        ``sharding.device_list[i]`` (laid out as ``sharding.hlo_sharding`` says)."""
+        ``sharding.addressable_devices[i]`` (laid out as ``sharding.hlo_sharding`` says; in a
+        multi-process job the other processes put the other pieces)."""
         raise NotImplementedError(f"the {self.platform} backend has no multi-device arrays")
 
     def assemble_buffers(
         self, buffers: Sequence[Buffer], aval: ShapedArray, sharding: Any
     ) -> Buffer:
         """One multi-device buffer from single-device buffers of this backend, ``buffers[i]``
-        living on ``sharding.device_list[i]`` (by default through the host)."""
+        living on ``sharding.addressable_devices[i]`` (by default through the host)."""
         shards = [self.buffer_to_numpy(b) for b in buffers]
         return self.buffer_from_shards(shards, aval, sharding)
 
     def shard_buffers(self, buffer: Buffer, aval: ShapedArray, sharding: Any) -> list[Buffer]:
-        """The single-device buffers of a multi-device buffer, in ``sharding.device_list``
-        order."""
+        """The single-device buffers of this process's pieces of a multi-device buffer, in
+        ``sharding.addressable_devices`` order."""
         raise NotImplementedError(f"the {self.platform} backend has no multi-device arrays")
 
     def copy_to_device(self, buffer: Buffer, aval: ShapedArray, device: Device) -> Buffer:

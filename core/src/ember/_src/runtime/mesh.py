@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ember._src import errors
+from ember._src.runtime import multiprocess
 from ember._src.runtime.backend import Device
 
 
@@ -37,6 +38,7 @@ class Mesh:
         self.devices = devices
         self.axis_names = names
         self._key = (tuple(id(d) for d in flat), devices.shape, names)
+        self._addressable: list[Device] | None = None
 
     @property
     def shape(self) -> dict[str, int]:
@@ -61,6 +63,19 @@ class Mesh:
     @property
     def device_set(self) -> set[Device]:
         return set(self.devices.flat)
+
+    @property
+    def addressable_devices(self) -> list[Device]:
+        """This process's devices of the mesh, in mesh order (every device unless the mesh
+        spans several processes)."""
+        found = self._addressable
+        if found is None:
+            found = self._addressable = multiprocess.addressable(self.device_list)
+        return list(found)
+
+    @property
+    def is_multi_process(self) -> bool:
+        return len(self._addressable or self.addressable_devices) != self.size
 
     def axis_size(self, name: str) -> int:
         try:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ember._src import errors
+from ember._src.runtime import multiprocess
 from ember._src.runtime.backend import Device
 
 
@@ -54,14 +55,26 @@ class Sharding:
         raise NotImplementedError
 
     @property
+    def addressable_devices(self) -> list[Device]:
+        """The devices of this process, in ``device_list`` order (all of them unless the
+        sharding spans several processes of a multi-process job)."""
+        return multiprocess.addressable(self.device_list)
+
+    @property
     def is_fully_addressable(self) -> bool:
-        return True
+        return len(self.addressable_devices) == self.num_devices
 
     def shard_shape(self, global_shape: tuple[int, ...]) -> tuple[int, ...]:
         raise NotImplementedError
 
-    def addressable_devices_indices_map(self, global_shape: tuple[int, ...]) -> dict[Device, Any]:
+    def devices_indices_map(self, global_shape: tuple[int, ...]) -> dict[Device, Any]:
+        """Each device's piece of an array of ``global_shape``, as a tuple of slices."""
         raise NotImplementedError
+
+    def addressable_devices_indices_map(self, global_shape: tuple[int, ...]) -> dict[Device, Any]:
+        """``devices_indices_map`` for this process's devices only."""
+        every = self.devices_indices_map(global_shape)
+        return {d: every[d] for d in self.addressable_devices}
 
 
 class SingleDeviceSharding(Sharding):
@@ -108,14 +121,24 @@ class SingleDeviceSharding(Sharding):
     def is_fully_replicated(self) -> bool:
         return True
 
+    @property
+    def addressable_devices(self) -> list[Device]:
+        return [self._device]
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return True
+
     def hlo_sharding(self, ndim: int) -> str:
         return "{replicated}"
 
     def shard_shape(self, global_shape: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(global_shape)
 
-    def addressable_devices_indices_map(self, global_shape: tuple[int, ...]) -> dict[Device, Any]:
+    def devices_indices_map(self, global_shape: tuple[int, ...]) -> dict[Device, Any]:
         return {self._device: tuple(slice(None) for _ in global_shape)}
+
+    addressable_devices_indices_map = devices_indices_map
 
     def __repr__(self) -> str:
         return f"SingleDeviceSharding(device={self._device!r})"
@@ -204,6 +227,10 @@ class NamedSharding(Sharding):
         return self.mesh.device_list
 
     @property
+    def addressable_devices(self) -> list[Device]:
+        return self.mesh.addressable_devices
+
+    @property
     def is_fully_replicated(self) -> bool:
         return all(not self.spec.axes_of(d) for d in range(len(self.spec)))
 
@@ -230,7 +257,7 @@ class NamedSharding(Sharding):
             shape.append(size // factor)
         return tuple(shape)
 
-    def addressable_devices_indices_map(self, global_shape: tuple[int, ...]) -> dict[Device, Any]:
+    def devices_indices_map(self, global_shape: tuple[int, ...]) -> dict[Device, Any]:
         shard = self.shard_shape(global_shape)
         names = self.mesh.axis_names
         result = {}
@@ -342,7 +369,7 @@ class GSPMDSharding(Sharding):
         tiles = self._data_tiles().shape
         return tuple(-(-size // t) for size, t in zip(global_shape, tiles))
 
-    def addressable_devices_indices_map(self, global_shape: tuple[int, ...]) -> dict[Device, Any]:
+    def devices_indices_map(self, global_shape: tuple[int, ...]) -> dict[Device, Any]:
         if self._tiles is None:
             return {d: tuple(slice(None) for _ in global_shape) for d in self._devices}
         if _MAXIMAL.match(self._hlo):

@@ -26,7 +26,7 @@ def sharding_layout_text(array: Array, *, min_width: int = 9, max_width: int = 8
         )
     rows_cols = shape if len(shape) == 2 else (1, shape[0])
     owners: dict[tuple, list[Any]] = {}
-    for device, index in array.sharding.addressable_devices_indices_map(shape).items():
+    for device, index in array.sharding.devices_indices_map(shape).items():
         spans = [s.indices(n)[:2] for s, n in zip(index, shape)]
         if len(shape) == 1:
             spans = [(0, 1), spans[0]]

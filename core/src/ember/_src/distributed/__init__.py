@@ -1,0 +1,1 @@
+"""Multi-process jobs: ``ember.distributed`` and ``ember.experimental.multihost_utils``."""

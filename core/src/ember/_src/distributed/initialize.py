@@ -1,0 +1,338 @@
+"""``ember.distributed.initialize``, ``shutdown`` and ``is_initialized``: joining a
+multi-process job.
+
+Process 0 hosts XLA's coordination service; every process connects to it, then the backends
+created afterwards see the job's global devices (the CPU backend exchanges collectives with
+the other processes through gloo). The job's shape comes from the arguments, else from the
+first cluster environment detected (``EMBER_*`` variables, SLURM, Open MPI, ... and those of
+plugins: ``ember._src.distributed.clusters``).
+
+Every step has a deadline: reaching the coordinator and every process connecting
+(``initialization_timeout``), shutting down (``shutdown_timeout_seconds``), and, afterwards,
+every wait on the other processes (``ember._src.runtime.multiprocess``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ember._src import errors
+from ember._src.distributed import clusters
+from ember._src.plugin import manager
+from ember._src.runtime import multiprocess
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+PROCESS_PREFIX = "ember/process/"
+
+
+def initialize(
+    coordinator_address: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    local_device_ids: int | Sequence[int] | None = None,
+    cluster_detection_method: str | None = None,
+    initialization_timeout: int = 300,
+    heartbeat_timeout_seconds: int = 100,
+    shutdown_timeout_seconds: int = 300,
+    coordinator_bind_address: str | None = None,
+) -> None:
+    """Join a multi-process job (JAX's ``jax.distributed.initialize``).
+
+    Call it once, at the top of the program, before any computation: backends fix their
+    devices when they start. Arguments left as None come from the cluster environment
+    (``EMBER_COORDINATOR_ADDRESS``, ``EMBER_NUM_PROCESSES``, ``EMBER_PROCESS_ID``,
+    ``EMBER_LOCAL_DEVICE_IDS``, or SLURM, Open MPI, Kubernetes, ...;
+    ``cluster_detection_method`` names one, e.g. ``"mpi4py"``).
+    """
+    job = multiprocess.current_job()
+    if job is not None:
+        raise errors.DistributedError(
+            f"ember.distributed.initialize() was already called: this is process "
+            f"{job.process_id} of {job.num_processes} (coordinator {job.coordinator_address}); "
+            f"call it once, at the top of the program{errors.where()}"
+        )
+    started = manager.manager().started_platforms()
+    if started:
+        raise errors.DistributedError(
+            f"ember.distributed.initialize() must come before the first computation: the "
+            f"{', '.join(repr(p) for p in started)} backend already started with this "
+            f"process's devices only. Call it at the top of the program, before any ember "
+            f"array is made{errors.where()}"
+        )
+    shape = _job_shape(
+        coordinator_address, num_processes, process_id, local_device_ids, cluster_detection_method
+    )
+    runtime = manager.manager().distributed_runtime()
+    if runtime is None:
+        raise errors.DistributedError(
+            "no installed plugin provides a distributed runtime for multi-process jobs: "
+            "`pip install ember-plugin-cpu` gives XLA's (gloo collectives on CPU)"
+            f"{errors.where()}"
+        )
+    address, count, me = shape.coordinator_address, shape.num_processes, shape.process_id
+    service = None
+    if me == 0:
+        bind = coordinator_bind_address or os.environ.get("EMBER_COORDINATOR_BIND_ADDRESS")
+        service = runtime.start_service(
+            bind or _default_bind_address(address),
+            count,
+            heartbeat_timeout=heartbeat_timeout_seconds,
+            shutdown_timeout=shutdown_timeout_seconds,
+        )
+    deadline = time.monotonic() + initialization_timeout
+    try:
+        if me != 0:
+            _wait_until_reachable(address, me, deadline, initialization_timeout)
+        # XLA's own deadline is set beyond ember's: when it expires XLA ends the process
+        # from a C++ thread, while ember's raises an exception first.
+        client = runtime.client(
+            address,
+            me,
+            init_timeout=initialization_timeout + 60,
+            heartbeat_timeout=heartbeat_timeout_seconds,
+            shutdown_timeout=shutdown_timeout_seconds,
+        )
+        _connect(client, shape, deadline, initialization_timeout)
+    except BaseException:
+        if service is not None:
+            service.shutdown()
+        raise
+    job = multiprocess.Job(
+        process_id=me,
+        num_processes=count,
+        coordinator_address=address,
+        coordination=client,
+        heartbeat_timeout=heartbeat_timeout_seconds,
+        local_device_ids=shape.local_device_ids,
+        service=service,
+        cluster=shape.name,
+        initialization_timeout=initialization_timeout,
+        shutdown_timeout=shutdown_timeout_seconds,
+        host_address="127.0.0.1" if _host(address) in _LOOPBACK else None,
+    )
+    _check_agreement(job, deadline)
+    multiprocess.set_current_job(job)
+    job.start_heartbeats()
+    atexit.register(shutdown)
+
+
+def is_initialized() -> bool:
+    """Whether this process has joined a multi-process job."""
+    return multiprocess.current_job() is not None
+
+
+def shutdown() -> None:
+    """Leave the job: waits (up to ``shutdown_timeout_seconds``) until every process leaves,
+    then process 0 stops the coordination service. Called at exit when not called before."""
+    job = multiprocess.current_job()
+    if job is None:
+        return
+    multiprocess.set_current_job(None)
+    job.stop_heartbeats()
+    try:
+        if job.failure is None:
+            # The shutdown barrier: a process that gave up on a peer skips it (it would wait
+            # on the lost process).
+            _bounded(job.coordination.shutdown, job.shutdown_timeout + 10, "shutting down")
+    finally:
+        if job.service is not None:
+            job.service.shutdown()
+
+
+# --------------------------------------------------------------------------------------------
+# The job's shape
+
+
+def _job_shape(
+    address: str | None,
+    count: int | None,
+    me: int | None,
+    local_device_ids: Any,
+    method: str | None,
+) -> clusters.DetectedCluster:
+    """The arguments, completed from the detected cluster environment, checked."""
+    name = "arguments"
+    if address is None or count is None or me is None or method is not None:
+        detected = clusters.detect(method, clusters.all_environments())
+        if detected is not None:
+            name = detected.name
+            address = address if address is not None else detected.coordinator_address
+            count = count if count is not None else detected.num_processes
+            me = me if me is not None else detected.process_id
+            if local_device_ids is None:
+                local_device_ids = detected.local_device_ids
+    missing = [
+        what
+        for what, value in (
+            ("coordinator_address", address),
+            ("num_processes", count),
+            ("process_id", me),
+        )
+        if value is None
+    ]
+    if missing:
+        raise ValueError(
+            f"ember.distributed.initialize: {', '.join(missing)} not given and no cluster "
+            f"environment detected; pass them, or set EMBER_COORDINATOR_ADDRESS, "
+            f"EMBER_NUM_PROCESSES and EMBER_PROCESS_ID (`python -m ember launch` does)"
+            f"{errors.where()}"
+        )
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise ValueError(
+            f"ember.distributed.initialize: num_processes must be a positive int, not "
+            f"{count!r}{errors.where()}"
+        )
+    if not isinstance(me, int) or isinstance(me, bool) or not 0 <= me < count:
+        raise ValueError(
+            f"ember.distributed.initialize: process_id must be an int in [0, {count}) for a "
+            f"job of {count} processes, not {me!r}{errors.where()}"
+        )
+    _split_address(address)
+    if isinstance(local_device_ids, int):
+        local_device_ids = [local_device_ids]
+    if local_device_ids is not None:
+        local_device_ids = list(local_device_ids)
+        if not all(isinstance(i, int) and i >= 0 for i in local_device_ids):
+            raise ValueError(
+                f"ember.distributed.initialize: local_device_ids must be non-negative ints, "
+                f"not {local_device_ids!r}{errors.where()}"
+            )
+    return clusters.DetectedCluster(name, address, count, me, local_device_ids)
+
+
+def _split_address(address: Any) -> tuple[str, int]:
+    if isinstance(address, str) and ":" in address:
+        host, _, port = address.rpartition(":")
+        if host and port.isdigit() and 0 < int(port) < 65536:
+            return host.strip("[]"), int(port)
+    raise ValueError(
+        f"ember.distributed.initialize: coordinator_address must be 'host:port', not "
+        f"{address!r}{errors.where()}"
+    )
+
+
+def _host(address: str) -> str:
+    return _split_address(address)[0]
+
+
+def _default_bind_address(address: str) -> str:
+    """Where process 0's service listens: the coordinator's own address when that is a
+    loopback one (nothing else can reach it anyway), else every interface (as JAX)."""
+    host, port = _split_address(address)
+    return address if host in _LOOPBACK else f"[::]:{port}"
+
+
+# --------------------------------------------------------------------------------------------
+# Connecting, with deadlines
+
+
+def _wait_until_reachable(address: str, me: int, deadline: float, timeout: float) -> None:
+    """Until the coordinator accepts TCP connections. XLA's client, when it cannot reach the
+    coordinator in time, ends the process without an exception; so ember looks first."""
+    host, port = _split_address(address)
+    pause, last = 0.05, None
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise errors.DistributedError(
+                f"process {me} could not reach the coordinator at {address} within "
+                f"{timeout:g} s (initialization_timeout; last error: {last}); is process 0 "
+                f"running, and does that address reach it?{errors.where()}"
+            )
+        try:
+            with socket.create_connection((host, port), timeout=min(remaining, 2.0)):
+                return
+        except OSError as exc:
+            last = f"{type(exc).__name__}: {exc}"
+        time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
+        pause = min(pause * 2, 1.0)
+
+
+def _connect(client: Any, shape: clusters.DetectedCluster, deadline: float, timeout: float):
+    """``client.connect()``, which returns once all processes have connected, bounded by
+    ember's deadline (on a helper thread: the call itself cannot be interrupted)."""
+    try:
+        _bounded(client.connect, max(deadline - time.monotonic(), 0.1), "connecting")
+    except TimeoutError:
+        raise errors.DistributedError(
+            f"process {shape.process_id}: not all {shape.num_processes} processes connected to "
+            f"the coordinator at {shape.coordinator_address} within {timeout:g} s "
+            f"(initialization_timeout); check that each of them started, with a distinct "
+            f"process_id in [0, {shape.num_processes}), and that it reaches that address"
+            f"{errors.where()}"
+        ) from None
+    except Exception as exc:
+        raise errors.DistributedError(
+            f"process {shape.process_id}: connecting to the coordinator at "
+            f"{shape.coordinator_address} failed: {exc}{errors.where()}"
+        ) from None
+
+
+def _bounded(call: Any, seconds: float, what: str) -> Any:
+    """``call()`` on a daemon thread; TimeoutError when it has not returned in ``seconds``."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = call()
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name=f"ember-{what}", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise TimeoutError(f"{what} took longer than {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result")
+
+
+def _check_agreement(job: multiprocess.Job, deadline: float) -> None:
+    """Every process must describe the same job; a second process with this id is refused."""
+    me = job.process_id
+    mine = {
+        "num_processes": job.num_processes,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+    }
+    try:
+        job.coordination.key_value_set(f"{PROCESS_PREFIX}{me}", json.dumps(mine))
+    except Exception as exc:
+        raise errors.DistributedError(
+            f"process_id {me} is used by two processes of the job ({_first_line(exc)}); "
+            f"give each process a distinct process_id{errors.where()}"
+        ) from None
+    remaining = max(deadline - time.monotonic(), 1.0)
+    try:
+        job.coordination.wait_at_barrier("ember/initialize", int(remaining * 1000))
+    except Exception as exc:
+        raise errors.DistributedError(
+            f"process {me}: not every process finished initialize() in time "
+            f"({_first_line(exc)}){errors.where()}"
+        ) from None
+    others = {
+        int(key.rsplit("/", 1)[-1]): json.loads(value)
+        for key, value in job.coordination.key_value_dir_get(PROCESS_PREFIX)
+    }
+    disagree = {
+        p: o["num_processes"] for p, o in others.items() if o["num_processes"] != job.num_processes
+    }
+    if disagree:
+        listed = ", ".join(f"process {p} says {n}" for p, n in sorted(disagree.items()))
+        raise errors.DistributedError(
+            f"the processes disagree on num_processes: process {me} says {job.num_processes}, "
+            f"{listed}; start every process with the same num_processes{errors.where()}"
+        )
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
