@@ -34,7 +34,16 @@ LAYERS = [
     ["transforms"],
     ["lax"],
     ["numpy"],
-    ["random", "nn", "scipy", "image", "test_util", "example_libraries", "assembly"],  # libraries
+    [
+        "random",
+        "nn",
+        "scipy",
+        "image",
+        "test_util",
+        "example_libraries",
+        "distributed",
+        "assembly",
+    ],  # libraries
 ]
 
 
