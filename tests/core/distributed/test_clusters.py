@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pathlib
 import re
 import socket
 import sys
@@ -576,6 +577,13 @@ def plugin_module(name, hook):
     module = types.ModuleType(name)
     module.ember_cluster_environments = hookimpl(hook)
     return module
+
+
+def test_registered_as_the_clusters_plugin():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    pyproject = pathlib.Path(__file__).parents[3] / "core" / "pyproject.toml"
+    entry_points = tomllib.loads(pyproject.read_text())["project"]["entry-points"]
+    assert entry_points["ember_plugins"]["clusters"] == clusters.__name__
 
 
 def test_builtins_come_through_the_hook(plugins):
