@@ -47,6 +47,10 @@ def _port_for(job_key: int) -> int:
 # Reading environment variables
 
 
+def _is_decimal(text: str) -> bool:
+    return text.isascii() and text.isdigit()  # str.isdigit alone accepts '²', which int() refuses
+
+
 def _variable(name: str, context: str) -> str:
     value = os.environ.get(name)
     if value is None:
@@ -68,7 +72,7 @@ def _int_variable(name: str, context: str) -> int:
 def split_address(address: str) -> tuple[str, int]:
     """``"host:port"`` (or ``"[ipv6]:port"``) as ``(host, port)``; ValueError if malformed."""
     host, sep, port_text = address.rpartition(":")
-    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    if not sep or not host or not _is_decimal(port_text) or not 0 < int(port_text) < 65536:
         raise ValueError(f"{address!r} is not 'host:port' with a port in 1..65535")
     if host.startswith("[") != host.endswith("]"):
         raise ValueError(f"{address!r} has an unbalanced bracket around its IPv6 host")
@@ -103,7 +107,7 @@ def local_device_ids_from_environment() -> list[int] | None:
     ids = []
     for item in text.split(","):
         item = item.strip()
-        if not item.isdigit():
+        if not _is_decimal(item):
             raise ValueError(
                 f"{LOCAL_DEVICE_IDS_VAR}={text!r} is not a comma-separated list of device ids "
                 f"(non-negative integers such as '0,1')"
@@ -142,7 +146,7 @@ _OMPI_LAUNCHER_ADDRESS = re.compile(r"tcp://([^,:;/\[\]]+)|tcp6://\[([^,\]]+)")
 def _ompi_coordinator_address() -> str:
     uri = _variable(OMPI_URI_VAR, _OMPI)
     job_text = uri.split(".", 1)[0]
-    if not job_text.isdigit():
+    if not _is_decimal(job_text):
         raise ValueError(f"{OMPI_URI_VAR}={uri!r} does not start with a numeric job id")
     # Open MPI's job ids are multiples of 4096: dividing first spreads consecutive jobs over
     # different ports.
@@ -234,7 +238,7 @@ def _expand_ranges(ranges: str) -> list[str]:
     numbers = []
     for item in ranges.split(","):
         low, dash, high = item.partition("-")
-        if not low.isdigit() or (dash and not high.isdigit()):
+        if not _is_decimal(low) or (dash and not _is_decimal(high)):
             raise ValueError(f"[{ranges}] is not a list of numbers and ranges such as 001-003")
         if not dash:
             numbers.append(low)
