@@ -87,8 +87,21 @@ def ember_distributed_runtime() -> object | None:
 
 @hookspec
 def ember_cluster_environments() -> list[ClusterEnvironment]:
-    """Multi-process launch environments this plugin can detect (SLURM, Open MPI, ...).
+    """Multi-process launch environments this plugin can detect (a scheduler, an MPI, a cloud).
 
-    Called by ``ember.distributed.initialize()`` when no coordinator is given explicitly.
-    Not ``firstresult``: every plugin's environments are tried, in order of priority.
+    Return a list of :class:`ember.extend.ClusterEnvironment`: a ``name`` users can pass as
+    ``cluster_detection_method``, an ``is_present()`` check, and zero-argument callables giving
+    the coordinator's ``"host:port"``, the number of processes, this process's id and
+    (optionally) the local device ids this process should use. The hook is called by
+    ``ember.distributed.initialize()`` when the job is not fully described by its arguments; it
+    must be cheap: build the objects, read nothing yet. ``is_present`` is called on every
+    automatic detection and must not block; the value callables run only for the chosen
+    environment, in the order address, count, id, local devices, on every process (so they may
+    be collective, such as an MPI broadcast).
+
+    Not ``firstresult``: every plugin's environments are collected. Without a
+    ``cluster_detection_method`` the present environment of highest ``priority`` wins (ember's
+    own: ``environment_variables`` 1000, ``ompi`` 300, ``slurm`` 200, ``kubernetes`` 100,
+    ``mpi4py`` opt-in); ``opt_in=True`` environments are used only when named. An exception
+    from this hook is raised to the user as ``ember.errors.PluginError`` naming the plugin.
     """
