@@ -34,7 +34,8 @@ LAYERS = [
     ["transforms"],
     ["lax"],
     ["numpy"],
-    ["random", "nn", "scipy", "image", "test_util", "example_libraries", "assembly"],  # libraries
+    # libraries
+    ["random", "nn", "scipy", "image", "distributed", "test_util", "example_libraries", "assembly"],
 ]
 
 

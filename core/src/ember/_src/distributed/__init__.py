@@ -1,0 +1,1 @@
+"""Many processes working as one: the coordinator, the launcher, cluster detection."""
