@@ -8,6 +8,7 @@ Every run is bounded: in-process runs pass --timeout, subprocess runs a subproce
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import pathlib
@@ -18,6 +19,7 @@ import sys
 import textwrap
 import threading
 import time
+import types
 
 import pytest
 
@@ -185,22 +187,27 @@ def test_a_child_killed_by_a_signal_is_reported_by_name_with_128_plus_the_signal
 def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_period(
     tmp_path, capsys, monkeypatch
 ):
-    monkeypatch.setattr(launch, "TERMINATE_GRACE_S", 0.5)
+    monkeypatch.setattr(launch, "TERMINATE_GRACE_S", 1.0)
     child = script(
         tmp_path,
         """
-        import os, signal, sys, time
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if os.environ["EMBER_PROCESS_ID"] == "1":
-            time.sleep(0.3)
-            sys.exit(3)
-        time.sleep(60)
+        import os, pathlib, signal, sys, time
+        ready = pathlib.Path(sys.argv[1])
+        if os.environ["EMBER_PROCESS_ID"] == "0":
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            ready.touch()
+            time.sleep(60)
+        deadline = time.monotonic() + 30
+        while not ready.exists() and time.monotonic() < deadline:  # rank 0 ignores SIGTERM now
+            time.sleep(0.01)
+        sys.exit(3)
         """,
     )
-    status, _, err, elapsed = run_launcher(capsys, "-n", "2", "--timeout", BOUND, child)
+    argv = ["-n", "2", "--timeout", BOUND, child, str(tmp_path / "ready")]
+    status, _, err, elapsed = run_launcher(capsys, *argv)
     assert status == 3
-    assert elapsed < QUICK_S
-    assert "stopped the ranks still running: 0" in err
+    assert "rank 1 exited with status 3; stopped the ranks still running: 0" in err
+    assert 1.0 <= elapsed < QUICK_S  # SIGTERM did nothing; SIGKILL came after the grace period
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,6 +288,32 @@ def test_last_error_is_the_last_traceback_or_else_the_last_lines():
     plain = [f"line {i}\n" for i in range(30)]
     assert launch.last_error(plain) == plain[-launch.LAST_LINES_SHOWN :]
     assert launch.last_error([]) == []
+
+
+def exited(rank: int, returncode: int, stderr: str = "") -> launch.Child:
+    """A Child record of a process that ended with ``returncode`` after printing ``stderr``."""
+    process = types.SimpleNamespace(returncode=returncode)
+    return launch.Child(rank, process, collections.deque(stderr.splitlines(True)), readers=[])
+
+
+def test_the_summary_also_names_ranks_that_failed_on_their_own():
+    children = [
+        exited(0, -signal.SIGTERM),
+        exited(1, 2, "usage: bad flag\n"),
+        exited(2, 0),
+        exited(3, -signal.SIGSEGV),
+    ]
+    summary = launch.failure_summary(children[1], stopped=[0], children=children)
+    assert summary.splitlines() == [
+        "ember launch: rank 1 exited with status 2; stopped the ranks still running: 0",
+        "ember launch: other ranks that failed: 3 (was killed by SIGSEGV)",
+        "ember launch: rank 1's error (the end of its stderr):",
+        "    usage: bad flag",
+    ]
+    silent = launch.failure_summary(children[3], stopped=[], children=children[2:])
+    assert silent.splitlines()[-1] == "ember launch: rank 3 printed nothing on stderr"
+    assert launch.launcher_status(-signal.SIGSEGV) == 128 + signal.SIGSEGV
+    assert launch.launcher_status(2) == 2
 
 
 # ---------------------------------------------------------------------------------------------

@@ -366,7 +366,7 @@ def drain(children: list[Child], timeout: float = DRAIN_S) -> None:
 
 
 @contextlib.contextmanager
-def stop_signals_raise_interrupted() -> Iterator[None]:
+def stop_signals_raise() -> Iterator[None]:
     """Within, the first of STOP_SIGNALS raises LauncherSignalError; later ones are ignored, since
     stopping the children has deadlines of its own."""
     if threading.current_thread() is not threading.main_thread():
@@ -455,7 +455,7 @@ def run(request: Request, stdout: TextIO, stderr: TextIO) -> int:
     exits: queue.SimpleQueue = queue.SimpleQueue()
     children: list[Child] = []
     deadline = None if request.timeout is None else time.monotonic() + request.timeout
-    with stop_signals_raise_interrupted():
+    with stop_signals_raise():
         try:
             for rank in range(request.num_processes):
                 env = child_environment(
@@ -466,38 +466,44 @@ def run(request: Request, stdout: TextIO, stderr: TextIO) -> int:
                     devices_per_process=request.devices_per_process,
                 )
                 children.append(start_child(rank, request.command, env, output, exits))
-            failed = wait_for_first_failure(children, exits, deadline)
-            if failed is None:
-                drain(children)
-                return 0
-            stopped = stop(children)
-            drain(children)
-            _say(stderr, failure_summary(failed, stopped, children))
-            return launcher_status(failed.process.returncode)
+            return _finished(wait_for_first_failure(children, exits, deadline), children, stderr)
         except DeadlinePassedError:
-            running = stop(children)
-            drain(children)
-            _say(
-                stderr,
-                f"{MESSAGE_PREFIX}timed out after {request.timeout:g} s; stopped the ranks "
-                f"still running: {_ranks(running)}",
-            )
-            return TIMED_OUT
-        except LauncherSignalError as interruption:
-            return _stopped_by(interruption, children, stderr)
+            return _timed_out(request.timeout, children, stderr)
+        except LauncherSignalError as signalled:
+            return _signalled(signalled, children, stderr)
         finally:
             stop(children)  # a no-op unless something unexpected escaped: never leave orphans
 
 
-def _stopped_by(interruption: LauncherSignalError, children: list[Child], stderr: TextIO) -> int:
+def _finished(failed: Child | None, children: list[Child], stderr: TextIO) -> int:
+    if failed is None:
+        drain(children)
+        return 0
+    stopped = stop(children)
+    drain(children)
+    _say(stderr, failure_summary(failed, stopped, children))
+    return launcher_status(failed.process.returncode)
+
+
+def _timed_out(timeout: float, children: list[Child], stderr: TextIO) -> int:
     running = stop(children)
     drain(children)
     _say(
         stderr,
-        f"{MESSAGE_PREFIX}received {interruption}; stopped the ranks still running: "
+        f"{MESSAGE_PREFIX}timed out after {timeout:g} s; stopped the ranks still running: "
         f"{_ranks(running)}",
     )
-    return 128 + interruption.signum
+    return TIMED_OUT
+
+
+def _signalled(signalled: LauncherSignalError, children: list[Child], stderr: TextIO) -> int:
+    running = stop(children)
+    drain(children)
+    _say(
+        stderr,
+        f"{MESSAGE_PREFIX}received {signalled}; stopped the ranks still running: {_ranks(running)}",
+    )
+    return 128 + signalled.signum
 
 
 def main(argv: list[str]) -> int:
@@ -508,7 +514,7 @@ def main(argv: list[str]) -> int:
         return exit_.code if isinstance(exit_.code, int) else 0
     try:
         return run(request, sys.stdout, sys.stderr)
-    except LauncherSignalError as interruption:
+    except LauncherSignalError as signalled:
         # The signal came while the launcher was already stopping the children or reporting
         # (run stopped them on its way out): exit as the signal asks, without a traceback.
-        return 128 + interruption.signum
+        return 128 + signalled.signum
