@@ -1,7 +1,15 @@
-"""``python -m ember``: the command line (``doctor``, ``config``; ``--help`` lists them)."""
+"""``python -m ember``: the command line (``doctor``, ``config``, ``launch``; ``--help`` lists
+them).
+
+``launch`` is dispatched here, before the doctor's parser: the launcher belongs to
+``distributed``, a layer above the plugin layer the doctor lives in.
+"""
 
 import sys
 
-from ember._src.plugin.doctor import main
+from ember._src.distributed import launch
+from ember._src.plugin import doctor
 
-sys.exit(main())
+if sys.argv[1:2] == ["launch"]:
+    sys.exit(launch.main(sys.argv[2:]))
+sys.exit(doctor.main())

@@ -187,7 +187,9 @@ def parser() -> argparse.ArgumentParser:
     version = getattr(sys.modules.get("ember"), "__version__", "(unknown version)")
     cli = argparse.ArgumentParser(
         prog="python -m ember",
-        description="ember's command line: diagnose the installation and list its options.",
+        description="ember's command line: diagnose the installation and list its options. "
+        "`python -m ember launch -n N script.py` runs N processes of a program on this "
+        "machine (see `python -m ember launch --help`).",
         epilog="Environment: EMBER_PLATFORMS=cpu,reference chooses platforms (the first is "
         "the default), EMBER_DISABLE_PLUGINS=name keeps a plugin from loading, and every "
         "option NAME can be set with EMBER_<NAME> (see `python -m ember config`).",
