@@ -195,6 +195,8 @@ def _job_shape(
             f"job of {count} processes, not {me!r}{errors.where()}"
         )
     _split_address(address)
+    if local_device_ids is None:  # honoured whichever way the job's shape was found (as JAX)
+        local_device_ids = clusters.local_device_ids_from_environment()
     if isinstance(local_device_ids, int):
         local_device_ids = [local_device_ids]
     if local_device_ids is not None:
@@ -208,14 +210,17 @@ def _job_shape(
 
 
 def _split_address(address: Any) -> tuple[str, int]:
-    if isinstance(address, str) and ":" in address:
-        host, _, port = address.rpartition(":")
-        if host and port.isdigit() and 0 < int(port) < 65536:
-            return host.strip("[]"), int(port)
-    raise ValueError(
-        f"ember.distributed.initialize: coordinator_address must be 'host:port', not "
-        f"{address!r}{errors.where()}"
-    )
+    """``(host, port)`` of ``address`` (brackets of an IPv6 host removed)."""
+    if not isinstance(address, str):
+        raise ValueError(
+            f"ember.distributed.initialize: coordinator_address must be a 'host:port' string, "
+            f"not {address!r}{errors.where()}"
+        )
+    try:
+        host, port = clusters.split_address(address)
+    except ValueError as err:
+        raise ValueError(f"ember.distributed.initialize: {err}{errors.where()}") from None
+    return host.strip("[]"), port
 
 
 def _host(address: str) -> str:
