@@ -18,6 +18,7 @@ import atexit
 import json
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -120,7 +121,7 @@ def initialize(
     _check_agreement(job, deadline)
     multiprocess.set_current_job(job)
     job.start_heartbeats()
-    atexit.register(shutdown)
+    atexit.register(_at_exit)
 
 
 def is_initialized() -> bool:
@@ -130,20 +131,42 @@ def is_initialized() -> bool:
 
 def shutdown() -> None:
     """Leave the job: waits (up to ``shutdown_timeout_seconds``) until every process leaves,
-    then process 0 stops the coordination service. Called at exit when not called before."""
+    then process 0 stops the coordination service. Called at exit when not called before.
+
+    A process that gave up on a lost peer skips both (the barrier would wait on the lost
+    process, and stopping the service would end the processes still connected to it): it
+    leaves the job at exit, with status 1."""
     job = multiprocess.current_job()
     if job is None:
         return
     multiprocess.set_current_job(None)
     job.stop_heartbeats()
+    if job.failure is not None:
+        _lost.append(job)
+        return
     try:
-        if job.failure is None:
-            # The shutdown barrier: a process that gave up on a peer skips it (it would wait
-            # on the lost process).
-            _bounded(job.coordination.shutdown, job.shutdown_timeout + 10, "shutting down")
+        _bounded(job.coordination.shutdown, job.shutdown_timeout + 10, "shutting down")
     finally:
         if job.service is not None:
             job.service.shutdown()
+
+
+# Jobs left after losing a process: their clients and service stay alive until the process
+# ends, since XLA ends a process from a C++ thread when its client loses the service.
+_lost: list[multiprocess.Job] = []
+
+
+def _at_exit() -> None:
+    shutdown()
+    if _lost:
+        # Interpreter teardown would destroy the service and clients, and XLA would then end
+        # this process (and those still connected) with a fatal log: leave now instead.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(1)
 
 
 # --------------------------------------------------------------------------------------------

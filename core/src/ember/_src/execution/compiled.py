@@ -88,9 +88,16 @@ class Program:
 
     def call_buffers(self, buffers: list[Any]) -> list[Any]:
         """Run on one buffer per input (this process's shards); the results as Arrays."""
-        if self.spans_processes:  # counted, so a wait that times out can name who is behind
-            multiprocess.note_launch()
-        outs = self.executable.execute(buffers)
+        job = multiprocess.current_job()
+        if job is None:
+            outs = self.executable.execute(buffers)
+        else:
+            # In a multi-process job a launch can block on the other processes (its inputs or
+            # the devices' queues waiting on a collective): bounded by the job's deadlines.
+            if self.spans_processes:  # counted, so a timed-out wait can name who is behind
+                job.launched += 1
+            run = self.executable.execute
+            outs = job.wait(lambda: run(buffers), f"running {self.computation.name}")
         return [Array(a, b, s) for a, b, s in zip(self.out_avals, outs, self.out_shardings)]
 
 

@@ -321,13 +321,6 @@ def set_current_job(job: Job | None) -> None:
     _job = job
 
 
-def note_launch() -> None:
-    """Count one cross-process program started by this process."""
-    job = _job
-    if job is not None:
-        job.launched += 1
-
-
 def wait_ready(block: Callable[[], Any], what: str) -> Any:
     """``block()``, with the job's deadlines when this process is part of one."""
     job = _job
