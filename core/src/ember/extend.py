@@ -26,13 +26,13 @@ from ember._src.reference.evaluation import (
     evaluate_jaxpr as evaluate_jaxpr,
     reference_rule as reference_rule,
 )
-from ember._src.runtime.multiprocess import Job as Job, current_job as current_job
 from ember._src.runtime.backend import (
     Backend as Backend,
     Computation as Computation,
     Device as Device,
     Executable as Executable,
 )
+from ember._src.runtime.multiprocess import Job as Job, current_job as current_job
 
 __all__ = [
     "PLUGIN_API_VERSION",
