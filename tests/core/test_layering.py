@@ -6,9 +6,9 @@ lower ones:
     foundation <- core <- ir <- rules <- interpreters <- lowering <- runtime <- plugin
     <- execution <- primitives <- transforms <- lax <- numpy <- libraries
 
-The reference backend is a plugin; the libraries are random, nn, scipy, image and the rest
-of what users import above ember.numpy (distributed among them); ``assembly``, which wires the few calls up the chain,
-sits at the top.
+The reference backend is a plugin; the libraries are random, nn, scipy, image, distributed
+and the rest of what users import above ember.numpy; ``assembly``, which wires the few calls
+up the chain, sits at the top.
 """
 
 from __future__ import annotations
