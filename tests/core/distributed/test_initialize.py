@@ -44,7 +44,8 @@ doubled = ember.jit(lambda v: 2 * v)(x)
 report(doubled_sharding=str(doubled.sharding.spec),
        doubled_local=[np.asarray(s.data).tolist() for s in doubled.addressable_shards])
 
-y = ember.make_array_from_callback((8, 2), rows, lambda index: np.full((2, 2), index[0].start, np.int32))
+y = ember.make_array_from_callback(
+    (8, 2), rows, lambda index: np.full((2, 2), index[0].start, np.int32))
 report(callback_local=[np.asarray(s.data).tolist() for s in y.addressable_shards])
 pieces = [ember.device_put(np.full((2, 2), d.id, np.float32), d) for d in ember.local_devices()]
 z = ember.make_array_from_single_device_arrays((8, 2), rows, pieces)
@@ -58,7 +59,8 @@ def collectives(v):
 f = ember.jit(ember.shard_map(collectives, mesh=mesh, in_specs=P("i"),
                               out_specs=(P(), P(), P("i"), P("i"), P("i"), P("i"))))
 outs = f(ember.make_array_from_process_local_data(rows, np.arange(2.0) + 2 * me))
-gathered = [ember.experimental.multihost_utils.process_allgather(o) if not o.is_fully_addressable else np.asarray(o) for o in outs]
+gather = ember.experimental.multihost_utils.process_allgather
+gathered = [np.asarray(o) if o.is_fully_addressable else gather(o) for o in outs]
 report(collectives=[np.asarray(g).tolist() for g in gathered])
 """
 
@@ -139,9 +141,12 @@ from ember.experimental import multihost_utils
 distributed.initialize()
 mesh = ember.make_mesh((4,), ("i",))
 me = ember.process_index()
-f = ember.jit(ember.shard_map(lambda v: lax.psum(v, "i"), mesh=mesh, in_specs=P("i"), out_specs=P()))
-x = ember.make_array_from_process_local_data(ember.sharding.NamedSharding(mesh, P("i")), np.array([me + 1.0]))
-report(psum=float(np.asarray(f(x))[0]), gathered=multihost_utils.process_allgather(np.array(me * 10)).tolist())
+f = ember.jit(
+    ember.shard_map(lambda v: lax.psum(v, "i"), mesh=mesh, in_specs=P("i"), out_specs=P()))
+rows = ember.sharding.NamedSharding(mesh, P("i"))
+x = ember.make_array_from_process_local_data(rows, np.array([me + 1.0]))
+report(psum=float(np.asarray(f(x))[0]),
+       gathered=multihost_utils.process_allgather(np.array(me * 10)).tolist())
 """
 
 
