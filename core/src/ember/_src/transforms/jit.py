@@ -270,14 +270,17 @@ class JitFunction:
         traced = self._trace(statics, in_tree, avals)
         where, wanted = self._where(traced, leaves, in_tree)
         if isinstance(where, Mesh):
-            placed, _ = placement.place_arguments(leaves, wanted, where, f"jit({self._name})")
+            # The layouts as asked: on a one-device mesh, a placed array keeps its device's
+            # sharding, while the program is annotated with the mesh's.
+            placed, layouts = placement.place_arguments(leaves, wanted, where, f"jit({self._name})")
         else:
             placed = placement.place_on_device(leaves, where)
+            layouts = [None if p is None else p._sharding for p in placed]
         layout = placement.layout_of(placed, where)
         key = (statics, in_tree, avals, layout, _enable_x64())
         entry = self._exec_cache.get(key)
         if entry is None:
-            in_shardings = [None if p is None else p._sharding for p in placed]
+            in_shardings = [None if p is None else s for p, s in zip(placed, layouts)]
             prepared = self._prepare(traced, where, in_shardings)
             entry = self._compile(traced, where, prepared, layout)
             remember(self._exec_cache, key, entry, EXECUTABLES_PER_FUNCTION)
