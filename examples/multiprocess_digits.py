@@ -107,6 +107,11 @@ def this_process_rows(global_rows: np.ndarray) -> np.ndarray:
     return global_rows[p * share : (p + 1) * share]
 
 
+def global_array(sharding: NamedSharding, local_data: np.ndarray) -> ember.Array:
+    """The global array whose block on this process's devices is ``local_data``."""
+    return ember.make_array_from_process_local_data(sharding, local_data)
+
+
 def train(steps: int) -> tuple[list[float], float]:
     """SGD over every device of the job (or of this process alone): the loss of each step and
     the final test accuracy."""
@@ -121,10 +126,6 @@ def train(steps: int) -> tuple[list[float], float]:
 
     mesh = ember.make_mesh((ember.device_count(),), ("data",))
     rows, replicated = NamedSharding(mesh, P("data")), NamedSharding(mesh, P())
-
-    def global_array(sharding, local_data):
-        return ember.make_array_from_process_local_data(sharding, local_data)
-
     step = ember.jit(sgd_step, in_shardings=(replicated, rows, rows), out_shardings=replicated)
     params = {k: global_array(replicated, v) for k, v in params.items()}
     losses = []
@@ -169,6 +170,8 @@ def run_single_process(devices: int, steps: int) -> list[float]:
             f"the single-process run failed (status {done.returncode}):\n{done.stderr[-2000:]}"
         )
     curve = [line for line in done.stdout.splitlines() if line.startswith(CURVE_MARK)]
+    if not curve:
+        raise SystemExit(f"the single-process run printed no loss curve:\n{done.stdout[-2000:]}")
     return json.loads(curve[-1].removeprefix(CURVE_MARK))
 
 
@@ -178,17 +181,28 @@ def compare(multi: list[float], single: list[float]) -> float:
     return float(np.max(np.abs(multi_arr - single_arr) / np.abs(single_arr)))
 
 
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--steps", type=positive_int, default=60)
     parser.add_argument("--single", action="store_true", help="train in this process alone")
-    parser.add_argument("--devices", type=int, default=4, help="the CPU devices of --single")
+    parser.add_argument(
+        "--devices", type=positive_int, default=4, help="the CPU devices of --single"
+    )
     parser.add_argument(
         "--check-against-single",
         action="store_true",
         help="then train in one process over as many devices and compare the loss curves",
     )
     args = parser.parse_args()
+    if args.single and args.check_against_single:
+        parser.error("--check-against-single compares a launched run with --single: not both")
 
     # Before any computation: the CPU backend fixes its devices (and its peers) when it starts.
     if args.single:
