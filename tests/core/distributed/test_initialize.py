@@ -147,6 +147,8 @@ rows = ember.sharding.NamedSharding(mesh, P("i"))
 x = ember.make_array_from_process_local_data(rows, np.array([me + 1.0]))
 report(psum=float(np.asarray(f(x))[0]),
        gathered=multihost_utils.process_allgather(np.array(me * 10)).tolist())
+from ember._src.plugin import doctor
+report(doctor=doctor.report().split("distributed:")[1].split("problems")[0])
 """
 
 
@@ -155,7 +157,11 @@ def test_four_processes(tmp_path):
     finished = run_job(FOUR, tmp_path, processes=4, devices=1)
     assert_all_succeeded(finished)
     for f in finished:
+        doctor = f.results.pop("doctor")
         assert f.results == {"psum": 10.0, "gathered": [0, 10, 20, 30]}, describe(finished)
+        assert f"process {f.rank} of 4, coordinator 127.0.0.1:" in doctor
+        assert "(found from: environment_variables)" in doctor
+        assert "devices per process: 0: 1, 1: 1, 2: 1, 3: 1" in doctor
 
 
 # --------------------------------------------------------------------------------------------

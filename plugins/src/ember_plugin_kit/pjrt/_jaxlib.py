@@ -170,12 +170,26 @@ def coordination_client(
 _loaded_plugins: dict[str, str] = {}
 
 
-def make_plugin_client(name: str, library_path: str, options: dict[str, Any]) -> RawClient:
+def make_plugin_client(
+    name: str, library_path: str, options: dict[str, Any], job: Any = None
+) -> RawClient:
     """A client from a PJRT plugin library (CUDA, ROCm, TPU, or a third party's).
 
     Loading is guarded: jaxlib refuses a second load of one name, and initialising a name that
     was never loaded crashes the process, so neither is allowed to happen.
+
+    ``job`` (``ember.extend.current_job()``): this process's part of a multi-process job. The
+    client is then created with the job's coordination client, through whose key-value store
+    the PJRT plugin exchanges the global topology and its collectives' ids (NCCL's on GPU),
+    plus the options XLA's GPU plugins read for it: ``node_id``, ``num_nodes`` and, when the
+    job names this process's devices, ``visible_devices``.
     """
+    distributed = None
+    if job is not None:
+        options = {**options, "node_id": job.process_id, "num_nodes": job.num_processes}
+        if job.local_device_ids is not None:
+            options.setdefault("visible_devices", list(job.local_device_ids))
+        distributed = job.coordination.raw
     previous = _loaded_plugins.get(name)
     if previous is None:
         if not os.path.exists(library_path):
@@ -188,7 +202,7 @@ def make_plugin_client(name: str, library_path: str, options: dict[str, Any]) ->
             f"PJRT plugin {name!r} is already loaded from {previous!r}; cannot load "
             f"{library_path!r} as well in one process"
         )
-    return xla_client.make_c_api_client(name, options, None)
+    return xla_client.make_c_api_client(name, options, distributed)
 
 
 # -- buffers -----------------------------------------------------------------------------------

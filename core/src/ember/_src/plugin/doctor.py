@@ -23,6 +23,7 @@ from ember._src import errors
 from ember._src.config import config
 from ember._src.plugin import manager as plugin_manager
 from ember._src.plugin.manager import FAILED, INCOMPATIBLE, OK, PluginManager
+from ember._src.runtime import multiprocess
 
 # Distribution name -> the module it installs (for --verbose's paths).
 KEY_LIBRARIES = {
@@ -88,6 +89,7 @@ def report(manager: PluginManager | None = None, *, verbose: bool = False) -> st
     lines += _libraries_section(verbose)
     lines += _plugins_section(manager, verbose)
     lines += _platforms_section(manager, verbose)
+    lines += _distributed_section(manager)
     if verbose:
         lines += _config_section()
     found = problems(manager)
@@ -154,6 +156,49 @@ def _platforms_section(manager: PluginManager, verbose: bool) -> list[str]:
         elif p.status == FAILED:
             lines.append(f"      {p.message}")
             lines.extend("      | " + line for line in _tail(p.traceback, verbose))
+    return lines
+
+
+def _distributed_section(manager: PluginManager) -> list[str]:
+    """This process's multi-process job, or the cluster environment it would join."""
+    lines = ["", "distributed:"]
+    job = multiprocess.current_job()
+    if job is not None:
+        lines.append(
+            f"  process {job.process_id} of {job.num_processes}, coordinator "
+            f"{job.coordinator_address} (found from: {job.cluster}); heartbeat timeout "
+            f"{job.heartbeat_timeout:g} s, collective timeout "
+            f"{config.read('collective_timeout_seconds'):g} s"
+        )
+        try:
+            devices = manager.default_backend().devices()
+        except errors.EmberError:
+            devices = []
+        per_process: dict[int, int] = {}
+        for device in devices:
+            per_process[device.process_index] = per_process.get(device.process_index, 0) + 1
+        if per_process:
+            counts = ", ".join(f"{p}: {n}" for p, n in sorted(per_process.items()))
+            lines.append(f"  devices per process: {counts}")
+        return lines
+    lines.append("  not initialised: this process runs alone")
+    runtime = "none installed plugin provides one"
+    try:
+        if manager.distributed_runtime() is not None:
+            runtime = "available"
+    except Exception as exc:  # a broken plugin's hook: shown, not raised
+        runtime = f"failed: {type(exc).__name__}: {exc}"
+    lines.append(f"  distributed runtime: {runtime}")
+    present = []
+    for found in manager.pm.hook.ember_cluster_environments():
+        for environment in found or []:
+            try:
+                if environment.is_present():
+                    present.append(environment.name)
+            except Exception as exc:
+                present.append(f"{environment.name} (failed: {exc})")
+    if present:
+        lines.append(f"  cluster environment detected: {', '.join(present)}")
     return lines
 
 
