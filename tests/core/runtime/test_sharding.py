@@ -11,6 +11,7 @@ from ember.sharding import Mesh, NamedSharding, P
 
 
 class FakeDevice:
+    platform = "fake"
     process_index = 0  # every device names the process that owns it
 
     def __init__(self, i: int):
@@ -36,6 +37,11 @@ def test_mesh_basics(mesh):
     assert ember.sharding.current_mesh() is None
     with pytest.raises(ValueError, match="2-dimensional devices need 2 axis names"):
         Mesh(mesh.devices, ("x",))
+
+
+def test_a_mesh_of_things_that_are_not_devices():
+    with pytest.raises(TypeError, match=r"Mesh: 0 \(int\) is not a device; build meshes from"):
+        Mesh(np.array([0, 7]), ("x",))
 
 
 def test_shard_shapes_and_index_maps(mesh):

@@ -33,6 +33,13 @@ class Mesh:
         if len(set(names)) != len(names):
             raise ValueError(f"Mesh: repeated axis names {names}{errors.where()}")
         flat = list(devices.flat)
+        for d in flat:
+            if not all(hasattr(d, a) for a in ("id", "platform", "process_index")):
+                raise TypeError(
+                    f"Mesh: {d!r} ({type(d).__name__}) is not a device; build meshes from "
+                    f"ember.devices() (every process's devices in a multi-process job)"
+                    f"{errors.where()}"
+                )
         if len({id(d) for d in flat}) != len(flat):
             raise ValueError(f"Mesh: a device appears more than once{errors.where()}")
         self.devices = devices
