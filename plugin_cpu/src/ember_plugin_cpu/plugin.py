@@ -15,7 +15,9 @@ from ember.errors import BackendError
 from ember.extend import (
     Backend,
     CollectiveRegistry,
+    Job,
     PlatformSpec,
+    collective_registry,
     current_job,
     define_config_option,
     hookimpl,
@@ -55,6 +57,16 @@ define_config_option(
 )
 
 
+TRANSPORT = "cpu_collectives"
+define_config_option(
+    TRANSPORT,
+    "gloo",
+    help="How the CPU backend's collectives travel between the processes of a multi-process "
+    "job: a transport registered for platform 'cpu' through ember_register_collectives "
+    "(this plugin registers 'gloo': TCP, rendezvous through the coordination service).",
+)
+
+
 def device_count() -> int:
     """ember's option when it was set, else the count in ``XLA_FLAGS``, else 1."""
     if config.is_set(OPTION):
@@ -83,13 +95,14 @@ def make_backend() -> Backend:
     job = current_job()
     if job is None:
         client = make_cpu_client(count)
-    else:  # this process's devices of a multi-process job; collectives through gloo
+    else:  # this process's devices of a multi-process job
+        make_transport = collective_registry().transport(PLATFORM, config.read(TRANSPORT))
         client = make_cpu_client(
             count,
             coordination=job.coordination.raw,
+            collectives=make_transport(job),
             process_id=job.process_id,
             num_processes=job.num_processes,
-            collectives_hostname=job.host_address,
             topology_timeout_s=job.initialization_timeout,
         )
     backend = PjrtBackend(PLATFORM, client)
@@ -114,6 +127,13 @@ def ember_platforms() -> list[PlatformSpec]:
 def ember_register_collectives(registry: CollectiveRegistry) -> None:
     for name in XLA_COLLECTIVES:
         registry.register(PLATFORM, name, "xla")
+    registry.register_transport(PLATFORM, "gloo", _gloo)
+
+
+def _gloo(job: Job) -> object:
+    from ember_plugin_kit.pjrt import gloo_collectives  # noqa: PLC0415 - imports jaxlib
+
+    return gloo_collectives(job.coordination.raw, job.host_address)
 
 
 @hookimpl

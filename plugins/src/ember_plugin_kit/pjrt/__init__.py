@@ -6,6 +6,7 @@ it in ``PjrtBackend``. All jaxlib calls live in the private ``_jaxlib`` module.
 
 from ember_plugin_kit.pjrt._jaxlib import (
     JAXLIB_VERSION as JAXLIB_VERSION,
+    gloo_collectives as gloo_collectives,
     make_cpu_client as make_cpu_client,
     make_plugin_client as make_plugin_client,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "PjrtDevice",
     "PjrtExecutable",
     "describe_compile_error",
+    "gloo_collectives",
     "make_cpu_client",
     "make_plugin_client",
 ]

@@ -107,18 +107,17 @@ def make_cpu_client(
     num_devices: int,
     *,
     coordination: Any = None,
+    collectives: Any = None,
     process_id: int = 0,
     num_processes: int = 1,
-    collectives_hostname: str | None = None,
     topology_timeout_s: float = 300,
 ) -> RawClient:
-    """XLA's CPU client; with a coordination client, one process's part of a multi-process
-    job whose processes exchange collectives through gloo over TCP."""
+    """XLA's CPU client; with a coordination client and a collectives transport
+    (``gloo_collectives``), one process's part of a multi-process job."""
     if coordination is None:
         return xla_client.make_cpu_client(num_devices=num_devices)
     # XLA counts the topology exchange's deadline in whole minutes.
     minutes = max(1, -(-int(topology_timeout_s) // 60))
-    collectives = _jax.make_gloo_tcp_collectives(coordination, hostname=collectives_hostname)
     return xla_client.make_cpu_client(
         distributed_client=coordination,
         node_id=process_id,
@@ -128,6 +127,13 @@ def make_cpu_client(
         get_local_topology_timeout_minutes=minutes,
         get_global_topology_timeout_minutes=minutes,
     )
+
+
+def gloo_collectives(coordination: Any, hostname: str | None) -> Any:
+    """XLA's CPU collectives between processes through gloo over TCP, rendezvousing through
+    the coordination service; ``hostname``: the address the other processes reach this one
+    at (None: this host's name)."""
+    return _jax.make_gloo_tcp_collectives(coordination, hostname=hostname)
 
 
 # -- XLA's coordination service (multi-process jobs) -----------------------------------------

@@ -31,9 +31,29 @@ class CollectiveRegistry:
 
     def __init__(self) -> None:
         self._impls: dict[tuple[str, str], Any] = {}
+        self._transports: dict[str, dict[str, Any]] = {}
 
     def register(self, platform: str, collective: str, implementation: Any = "xla") -> None:
         self._impls[(platform, collective)] = implementation
+
+    def register_transport(self, platform: str, name: str, make: Any) -> None:
+        """Declare a way for ``platform``'s collectives to travel between the processes of a
+        multi-process job: ``make(job)`` (``job``: ``ember.extend.current_job()``) returns
+        what the platform's runtime takes (for XLA's CPU client, jaxlib's collectives object,
+        e.g. gloo over TCP). The platform's backend picks one by name when it starts."""
+        self._transports.setdefault(platform, {})[name] = make
+
+    def transport(self, platform: str, name: str) -> Any:
+        """The ``make`` registered as ``name`` for ``platform`` (BackendError naming the
+        registered ones when there is none)."""
+        found = self._transports.get(platform, {})
+        if name not in found:
+            known = ", ".join(sorted(found)) or "none"
+            raise errors.BackendError(
+                f"platform {platform!r} has no cross-process collectives transport {name!r} "
+                f"(registered: {known})"
+            )
+        return found[name]
 
     def implementation(self, platform: str, collective: str) -> Any:
         """How ``platform`` runs ``collective``: ``"xla"`` or a plugin's implementation (an
