@@ -331,13 +331,19 @@ def _job_value(ranks: list[dict[str, float]], key: str) -> float:
     return max(r[key] for r in ranks)
 
 
-def run(have_jax: bool, rounds: int = ROUNDS):
-    """The report rows; ember and JAX jobs alternate, ``rounds`` of each."""
+def run(have_jax: bool, rounds: int = ROUNDS, verbose: bool = False):
+    """The report rows; ember and JAX jobs alternate, ``rounds`` of each (``verbose``: each
+    job's figures on stderr too)."""
     jobs: dict[str, list[list[dict[str, float]]]] = {"ember": [], "jax": []}
-    for _ in range(rounds):
-        jobs["ember"].append(run_job("ember"))
-        if have_jax:
-            jobs["jax"].append(run_job("jax"))
+    for round_ in range(rounds):
+        for framework in ("ember", "jax") if have_jax else ("ember",):
+            ranks = run_job(framework)
+            jobs[framework].append(ranks)
+            if verbose:
+                figures = ", ".join(
+                    f"{key} {_job_value(ranks, key) * 1e3:.2f} ms" for key, *_ in WORKLOADS
+                )
+                print(f"round {round_} {framework}: {figures}", file=sys.stderr, flush=True)
     if have_jax:
         e_loss = jobs["ember"][0][0]["final_loss"]
         j_loss = jobs["jax"][0][0]["final_loss"]
@@ -367,6 +373,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--port", type=int)
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--no-header", action="store_true")
+    parser.add_argument("--verbose", action="store_true", help="each job's figures on stderr")
     args = parser.parse_args(argv)
     if args.worker is not None:
         timings = worker(args.worker, args.rank, args.port)
@@ -375,7 +382,7 @@ def main(argv: list[str]) -> None:
     have_jax = importlib.util.find_spec("jax") is not None
     if not args.no_header:
         print(header())
-    for result in run(have_jax, args.rounds):
+    for result in run(have_jax, args.rounds, args.verbose):
         print(result.row(), flush=True)
 
 
