@@ -10,11 +10,11 @@ Workloads, each timed inside the job's processes:
 - from just before ``import ember`` / ``import jax`` to the first cross-process psum value on
   the host (joining the job, building the mesh and the input, compiling, running).
 
-Running it as a script starts the jobs itself: ember and JAX jobs alternate for a few rounds
-(so drift in the machine's speed hits both alike), each worker prints its timings as JSON on a
-marked line, and this process prints the medians and the paired ember/JAX ratios through the
-harness's rows. Every job has a deadline; its processes are killed when it passes, when a peer
-fails, when this process leaves, and (on Linux) when this process dies.
+Running it as a script starts the jobs itself: ember and JAX jobs alternate for a few rounds,
+in ABBA order (so drift in the machine's speed hits both alike); each worker prints its timings
+as JSON on a marked line, and this process prints the medians and the paired ember/JAX ratios
+through the harness's rows. Every job has a deadline; its processes are killed when it passes,
+when a peer fails, when this process leaves, and (on Linux) when this process dies.
 
     python bench/bench_multiprocess.py           # report rows
     python bench/bench_multiprocess.py --worker ember --rank 0 --port 12345   # one worker
@@ -48,7 +48,7 @@ DEVICES = PROCESSES * LOCAL_DEVICES
 VECTOR = 1024  # elements of each process's allgather input, and of each device's psum shard
 SIZES = (64, 256, 256, 10)  # the MLP of bench_sharding.py
 BATCH = 512  # global batch: each process holds BATCH // PROCESSES rows
-ROUNDS = 3  # jobs per framework, alternating
+ROUNDS = 5  # jobs per framework, alternating (the machine is noisy: medians of 5)
 JOB_DEADLINE_S = 120.0
 MARK = "EMBER_BENCH_MULTIPROCESS "
 
@@ -336,7 +336,8 @@ def run(have_jax: bool, rounds: int = ROUNDS, verbose: bool = False):
     job's figures on stderr too)."""
     jobs: dict[str, list[list[dict[str, float]]]] = {"ember": [], "jax": []}
     for round_ in range(rounds):
-        for framework in ("ember", "jax") if have_jax else ("ember",):
+        order = ("ember", "jax") if round_ % 2 == 0 else ("jax", "ember")  # ABBA: drift evens out
+        for framework in order if have_jax else ("ember",):
             ranks = run_job(framework)
             jobs[framework].append(ranks)
             if verbose:
