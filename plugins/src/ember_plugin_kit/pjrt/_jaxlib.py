@@ -274,15 +274,15 @@ def shard_buffers(buffer: RawBuffer) -> list[RawBuffer]:
     """
     if "jax" in sys.modules:
         return list(buffer._arrays)
+    # Blocking the package itself, not only jax.core: with jax installed, importing jax.core
+    # first runs jax/__init__.py, which fails part way, on every call.
     with _no_jax_import:
-        blocked = "jax.core" not in sys.modules
-        if blocked:
-            sys.modules["jax.core"] = None  # type: ignore[assignment]
+        sys.modules["jax"] = None  # type: ignore[assignment]
         try:
             return list(buffer._arrays)
         finally:
-            if blocked and sys.modules.get("jax.core", 0) is None:
-                del sys.modules["jax.core"]
+            if sys.modules.get("jax", 0) is None:
+                del sys.modules["jax"]
 
 
 def copy_to(buffer: RawBuffer, sharding: DeviceSharding) -> RawBuffer:

@@ -138,6 +138,12 @@ class PjrtBackend(Backend):
     def block_until_ready(self, buffers: Sequence[Any]) -> None:
         _jaxlib.block_until_ready(buffers)
 
+    def buffers_ready(self, buffers: Sequence[Any]) -> bool:
+        try:
+            return all(b is None or b.is_ready() for b in buffers)
+        except _jaxlib.XlaRuntimeError:  # deleted or donated: let the waiting path report it
+            return False
+
     def delete(self, buffer: Any) -> None:
         buffer.delete()
 

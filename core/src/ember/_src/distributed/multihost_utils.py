@@ -51,10 +51,21 @@ def _stacked(value: np.ndarray, mesh: Mesh) -> Array:
     )
 
 
+def _identity(v: Any) -> Any:
+    return v
+
+
+# One jitted all-gather per mesh: a new jit object per call would trace and compile anew.
+_gather_to_all: dict[Mesh, Any] = {}
+
+
 def _replicated(x: Array, mesh: Mesh) -> np.ndarray:
     """The whole of a global array, on every process (an all-gather over the job)."""
-    everywhere = NamedSharding(mesh, PartitionSpec())
-    return np.asarray(jit(lambda v: v, out_shardings=everywhere)(x))
+    gather = _gather_to_all.get(mesh)
+    if gather is None:
+        gather = jit(_identity, out_shardings=NamedSharding(mesh, PartitionSpec()))
+        _gather_to_all[mesh] = gather
+    return np.asarray(gather(x))
 
 
 def process_allgather(in_tree: Any, tiled: bool = False) -> Any:

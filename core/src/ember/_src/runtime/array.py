@@ -117,6 +117,8 @@ class Array:
                     f"gather it with ember.experimental.multihost_utils.process_allgather(x), "
                     f"or read x.addressable_shards{errors.where()}"
                 )
+            elif sharding.is_fully_replicated:  # every shard is the whole value: read one
+                host = self.addressable_shards[0].data._value
             else:
                 host = self._assemble_on_host()
             if host.dtype != self.aval.dtype:
@@ -138,6 +140,8 @@ class Array:
         """Block until computed; in a multi-process job, with its deadlines (a computation
         that spans processes waits on the others)."""
         backend, buffers = self._sharding.backend, [self._buffer]
+        if backend.buffers_ready(buffers):  # computed already: no hand-off to a waiter thread
+            return
         multiprocess.wait_ready(
             lambda: backend.block_until_ready(buffers), f"waiting for {self.aval.str_short()}"
         )

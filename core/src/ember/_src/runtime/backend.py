@@ -170,6 +170,12 @@ class Backend(abc.ABC):
     def block_until_ready(self, buffers: Sequence[Buffer]) -> None:  # noqa: B027
         """Wait until the buffers' values are computed (a no-op for synchronous backends)."""
 
+    def buffers_ready(self, buffers: Sequence[Buffer]) -> bool:
+        """Whether every buffer's value is computed, without waiting (None entries count as
+        ready); True for synchronous backends. False when it cannot tell (a deleted buffer):
+        the caller then waits, with deadlines."""
+        return True
+
     def delete(self, buffer: Buffer) -> None:  # noqa: B027
         """Free a buffer's memory now (a no-op where memory is garbage-collected)."""
 

@@ -106,6 +106,9 @@ class Job:
             p: (None, now) for p in range(num_processes) if p != process_id
         }
         self._waiter: _Waiter | None = None
+        # (backend, buffers) of this process's last launch: while those are pending, a new
+        # launch may queue behind a collective on the devices, so it runs under a deadline.
+        self.last_launch: tuple[Any, list[Any]] = (_Synchronous, [])
 
     # -- heartbeats -------------------------------------------------------------------------------
 
@@ -246,6 +249,14 @@ class Job:
                     f"({_first_line(exc)})"
                 )
             ) from None
+
+
+class _Synchronous:
+    """Stands for the backend of "no launch yet": nothing of it is pending."""
+
+    @staticmethod
+    def buffers_ready(buffers: Sequence[Any]) -> bool:
+        return True
 
 
 class _Done:
