@@ -16,6 +16,7 @@ from ember import distributed, errors, lax
 from ember.sharding import NamedSharding, PartitionSpec as P
 
 MODE = os.environ["JOB_MODE"]
+LEAVER = int(os.environ["JOB_LEAVER"])
 distributed.initialize(heartbeat_timeout_seconds=3)
 ember.config.update("collective_timeout_seconds", 5)
 me = ember.process_index()
@@ -24,7 +25,7 @@ psum = ember.jit(ember.shard_map(lambda v: lax.psum(v, "i"), mesh=mesh, in_specs
                                  out_specs=P()))
 x = ember.make_array_from_process_local_data(NamedSharding(mesh, P("i")), np.ones(2) * me)
 report(first=float(np.asarray(psum(x))[0]))
-if me == 1:
+if me == LEAVER:
     if MODE == "dies":
         os._exit(3)
     if MODE == "stuck":
@@ -45,13 +46,14 @@ except errors.DistributedError as err:
 """
 
 
-def _lose_a_peer(tmp_path, mode):
+def _lose_a_peer(tmp_path, mode, leaver=1):
     needs_cpu_plugin()
     script = LOSES_A_PEER.replace(
         "import ember\n", "import ember\nimport ember.experimental.multihost_utils\n", 1
     )
-    finished = run_job(script, tmp_path, env={"JOB_MODE": mode}, timeout=120)
-    survivor = finished[0]
+    env = {"JOB_MODE": mode, "JOB_LEAVER": str(leaver)}
+    finished = run_job(script, tmp_path, env=env, timeout=120)
+    survivor = finished[1 - leaver]
     assert survivor.results.get("first") == 1.0 * 2, describe(finished)
     assert "error" in survivor.results, describe(finished)
     return survivor
@@ -65,6 +67,17 @@ def test_a_dead_process_is_detected_by_its_heartbeats(tmp_path):
     assert "heartbeat_timeout_seconds=3" in seen["message"]
     assert seen["seconds"] < 3 + 3  # the heartbeat timeout, plus a check or two
     assert survivor.returncode == 1  # the exception ended it, without XLA ending it first
+
+
+def test_process_0_dying_does_not_take_the_others_with_it(tmp_path):
+    # Process 0 started the coordination service in a process of its own: it outlives
+    # process 0, so process 1 raises (naming process 0) instead of being ended by XLA.
+    survivor = _lose_a_peer(tmp_path, "dies", leaver=0)
+    seen = survivor.results
+    assert seen["error"] == "ProcessFailedError"
+    assert "process 0 stopped sending heartbeats" in seen["message"]
+    assert seen["seconds"] < 3 + 3
+    assert survivor.returncode == 1
 
 
 def test_a_stuck_process_is_named_when_the_collective_times_out(tmp_path):

@@ -101,7 +101,10 @@ class PjrtBackend(Backend):
         return _jaxlib.put(value, aval, device.sharding, device.raw)
 
     def buffer_to_numpy(self, buffer: Any) -> np.ndarray:
-        return _jaxlib.to_numpy(buffer)
+        try:
+            return _jaxlib.to_numpy(buffer)
+        except _jaxlib.XlaRuntimeError as exc:
+            raise ExecutionError(f"the computation of this array failed: {exc}") from None
 
     def buffer_from_shards(
         self, shards: Sequence[np.ndarray], aval: ShapedArray, sharding: Any
@@ -136,7 +139,10 @@ class PjrtBackend(Backend):
         return PjrtExecutable(computation, loaded, computation.devices)
 
     def block_until_ready(self, buffers: Sequence[Any]) -> None:
-        _jaxlib.block_until_ready(buffers)
+        try:
+            _jaxlib.block_until_ready(buffers)
+        except _jaxlib.XlaRuntimeError as exc:
+            raise ExecutionError(f"the computation of this array failed: {exc}") from None
 
     def buffers_ready(self, buffers: Sequence[Any]) -> bool:
         try:

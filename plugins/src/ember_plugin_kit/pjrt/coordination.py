@@ -1,6 +1,7 @@
-"""XLA's distributed runtime for ember's multi-process jobs: the coordination service (hosted
-by process 0), its clients (key-value store, barriers), and the hook that hands them to
-``ember.distributed.initialize``.
+"""XLA's distributed runtime for ember's multi-process jobs: the coordination service (which
+process 0 starts in a child process of its own, so that it survives process 0's death long
+enough for the others to raise), its clients (key-value store, barriers), and the object the
+``ember_distributed_runtime`` hook hands to ``ember.distributed.initialize``.
 
 Every PJRT backend plugin of a multi-process job shares one coordination client: the CPU
 plugin gives it to XLA's CPU client (with gloo collectives over TCP); a GPU plugin gives it to
@@ -11,10 +12,16 @@ coordination engine returns an object with the same two methods.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
-from ember_plugin_kit.pjrt import _jaxlib
+from ember_plugin_kit.pjrt import _jaxlib, coordinator
+
+# How long the service waits for its process to start and say it is ready.
+START_TIMEOUT_S = 60.0
 
 
 class CoordinationClient:
@@ -60,11 +67,11 @@ class XlaCoordination:
         *,
         heartbeat_timeout: float,
         shutdown_timeout: float,
-    ) -> Any:
-        """The service, hosted in this process until its ``shutdown()``."""
-        return _jaxlib.start_coordination_service(
-            bind_address, num_processes, heartbeat_timeout, shutdown_timeout
-        )
+    ) -> ServiceProcess:
+        """The service, in a process of its own (``coordinator``) until ``shutdown()``: it
+        outlives this process if this one dies, so the others can raise instead of being
+        ended with it."""
+        return ServiceProcess(bind_address, num_processes, heartbeat_timeout, shutdown_timeout)
 
     def client(
         self,
@@ -81,3 +88,67 @@ class XlaCoordination:
             address, process_id, init_timeout, heartbeat_timeout, shutdown_timeout
         )
         return CoordinationClient(raw)
+
+
+class ServiceProcess:
+    """XLA's coordination service running in a child process (see ``coordinator``)."""
+
+    def __init__(
+        self, bind: str, num_processes: int, heartbeat_timeout: float, shutdown_timeout: float
+    ):
+        self._timeout = shutdown_timeout
+        self._process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                coordinator.__name__,
+                "--bind",
+                bind,
+                "--num-processes",
+                str(num_processes),
+                "--heartbeat-timeout",
+                str(heartbeat_timeout),
+                "--shutdown-timeout",
+                str(shutdown_timeout),
+                # Outlive a dead process 0 until the others have noticed and left.
+                "--linger",
+                str(2 * heartbeat_timeout + 10),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            # Not this process's stderr: whoever reads this process's output to its end would
+            # otherwise also wait for the service, which may outlive it.
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        line = _read_line(self._process, START_TIMEOUT_S)
+        if line != coordinator.READY:
+            self._process.kill()
+            self._process.wait()
+            raise RuntimeError(
+                f"the coordination service at {bind} did not start: {line or 'no answer'}"
+            )
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Stop the service (``wait=False``: tell it to, without waiting for it to finish)."""
+        if self._process.poll() is not None:
+            return
+        try:
+            self._process.stdin.write(coordinator.SHUTDOWN + "\n")
+            self._process.stdin.close()
+            if wait:
+                self._process.wait(timeout=self._timeout + 10)
+        except (OSError, subprocess.TimeoutExpired):
+            self._process.kill()
+            self._process.wait()
+
+
+def _read_line(process: subprocess.Popen, timeout: float) -> str:
+    """The child's first line of output, or '' when it gives none within ``timeout``."""
+    found: list[str] = []
+    reader = threading.Thread(
+        target=lambda: found.append(process.stdout.readline().strip()), daemon=True
+    )
+    reader.start()
+    reader.join(timeout)
+    return found[0] if found else ""

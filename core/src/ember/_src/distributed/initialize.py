@@ -102,8 +102,8 @@ def initialize(
         )
         _connect(client, shape, deadline, initialization_timeout)
     except BaseException:
-        # Not shut down: that waits seconds on the stuck registration; it ends with the process.
-        _failed_services.append(service)
+        if service is not None:  # told to stop, not waited for: it waits on the registration
+            service.shutdown(wait=False)
         raise
     job = multiprocess.Job(
         process_id=me,
@@ -150,9 +150,6 @@ def shutdown() -> None:
         if job.service is not None:
             job.service.shutdown()
 
-
-# Services of initialize() calls that failed.
-_failed_services: list[Any] = []
 
 # Jobs left after losing a process: their clients and service stay alive until the process
 # ends, since XLA ends a process from a C++ thread when its client loses the service.

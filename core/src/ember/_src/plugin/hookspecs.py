@@ -73,7 +73,8 @@ def ember_distributed_runtime() -> object | None:
 
     Called by ``ember.distributed.initialize()``, before any backend starts. Return an object
     with ``start_service(bind_address, num_processes, *, heartbeat_timeout,
-    shutdown_timeout)`` (the service process 0 hosts; it has ``shutdown()``) and
+    shutdown_timeout)`` (the service process 0 starts; its ``shutdown(wait=True)`` stops it,
+    ``wait=False`` without waiting) and
     ``client(address, process_id, *, init_timeout, heartbeat_timeout, shutdown_timeout)`` (a
     client with ``connect()``, ``key_value_set``, ``blocking_key_value_get``,
     ``key_value_dir_get``, ``wait_at_barrier`` and ``shutdown``; see

@@ -231,8 +231,25 @@ class Job:
                     )
                 )
         if done.error is not None:
+            if _lost_connection(done.error):
+                raise self._fail(self._lost_peer(what, done.error)) from None
             raise done.error
         return done.result
+
+    def _lost_peer(self, what: str, error: BaseException) -> errors.ProcessFailedError:
+        """The error for a collective whose connection to a peer broke: the peer is named
+        once its heartbeats are seen to have stopped (at most ``heartbeat_timeout`` later)."""
+        deadline = time.monotonic() + self.heartbeat_timeout + 2 * self.heartbeat_interval
+        while time.monotonic() < deadline:
+            try:
+                self._check_peers(what)
+            except errors.ProcessFailedError as named:
+                return named
+            time.sleep(min(0.25, self.heartbeat_interval))
+        return errors.ProcessFailedError(
+            f"{what}: the connection to another process broke ({_first_line(error)}), though "
+            f"every process still sends heartbeats"
+        )
 
     def barrier(self, name: str, timeout: float | None = None) -> None:
         """Wait until every process reaches the barrier ``name`` (deadline: ``timeout`` or the
@@ -291,6 +308,14 @@ class _Waiter:
             except BaseException as exc:  # handed to the waiting thread, which raises it
                 done.error = exc
             done.event.set()
+
+
+# How transports report a peer that went away in the middle of a collective.
+_CONNECTION_LOST = ("Connection closed by peer", "Connection reset by peer", "Broken pipe")
+
+
+def _lost_connection(error: BaseException) -> bool:
+    return any(sign in str(error) for sign in _CONNECTION_LOST)
 
 
 def _processes(ids: Sequence[int]) -> str:
