@@ -274,15 +274,21 @@ def shard_buffers(buffer: RawBuffer) -> list[RawBuffer]:
     """
     if "jax" in sys.modules:
         return list(buffer._arrays)
-    # Blocking the package itself, not only jax.core: with jax installed, importing jax.core
-    # first runs jax/__init__.py, which fails part way, on every call.
+    # Every module it asks for is blocked by name: a None in sys.modules fails the import at
+    # once, where a missing name still runs the import machinery (~14 us per module and
+    # piece) and, with jax installed, jax/__init__.py.
     with _no_jax_import:
-        sys.modules["jax"] = None  # type: ignore[assignment]
+        for name in _JAX_MODULES_JAXLIB_IMPORTS:
+            sys.modules[name] = None  # type: ignore[assignment]
         try:
             return list(buffer._arrays)
         finally:
-            if sys.modules.get("jax", 0) is None:
-                del sys.modules["jax"]
+            for name in _JAX_MODULES_JAXLIB_IMPORTS:
+                if sys.modules.get(name, 0) is None:
+                    del sys.modules[name]
+
+
+_JAX_MODULES_JAXLIB_IMPORTS = ("jax", "jax.core", "jax._src", "jax._src.sharding_impls")
 
 
 def copy_to(buffer: RawBuffer, sharding: DeviceSharding) -> RawBuffer:

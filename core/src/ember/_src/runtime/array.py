@@ -118,7 +118,10 @@ class Array:
                     f"or read x.addressable_shards{errors.where()}"
                 )
             elif sharding.is_fully_replicated:  # every shard is the whole value: read one
-                host = self.addressable_shards[0].data._value
+                backend = sharding.backend
+                piece = backend.shard_buffers(self._buffer, self.aval, sharding)[0]
+                device = sharding.addressable_devices[0]
+                host = Array(self.aval, piece, SingleDeviceSharding(device))._value
             else:
                 host = self._assemble_on_host()
             if host.dtype != self.aval.dtype:
@@ -143,7 +146,9 @@ class Array:
         if backend.buffers_ready(buffers):  # computed already: no hand-off to a waiter thread
             return
         multiprocess.wait_ready(
-            lambda: backend.block_until_ready(buffers), f"waiting for {self.aval.str_short()}"
+            lambda: backend.block_until_ready(buffers),
+            f"waiting for {self.aval.str_short()}",
+            lambda: backend.buffers_ready(buffers),
         )
 
     def _check_alive(self) -> None:
