@@ -118,7 +118,12 @@ def initialize(
         shutdown_timeout=shutdown_timeout_seconds,
         host_address="127.0.0.1" if _host(address) in _LOOPBACK else None,
     )
-    _check_agreement(job, deadline)
+    try:
+        _check_agreement(job, deadline)
+    except BaseException:
+        if service is not None:
+            service.shutdown(wait=False)
+        raise
     multiprocess.set_current_job(job)
     job.start_heartbeats()
     atexit.register(_at_exit)
