@@ -263,24 +263,44 @@ def test_a_process_that_never_comes_fails_initialize_within_the_timeout(tmp_path
     assert "not all 2 processes connected" in seen["error"]
 
 
-MISMATCH = """
+REFUSED = """
+import time
 from ember import distributed, errors
+start = time.monotonic()
 try:
-    distributed.initialize()
+    distributed.initialize(initialization_timeout=5)
 except errors.DistributedError as err:
-    report(error=str(err))
+    report(error=str(err), seconds=time.monotonic() - start)
 """
 
 
 def test_processes_that_disagree_on_the_count(tmp_path):
     needs_cpu_plugin()
     finished = run_job(
-        MISMATCH, tmp_path, processes=2, rank_env={1: {"EMBER_NUM_PROCESSES": "3"}}, timeout=90
+        REFUSED, tmp_path, processes=2, rank_env={1: {"EMBER_NUM_PROCESSES": "3"}}, timeout=90
     )
-    errors_seen = [f.results.get("error", "") for f in finished]
-    assert any("disagree on num_processes" in e and "says 3" in e for e in errors_seen), describe(
-        finished
+    refused = finished[1].results.get("error", "")
+    assert "process 1 cannot join the job" in refused, describe(finished)
+    assert "num_processes=3, but the coordinator (process 0) was started with num_processes=2" in (
+        refused
     )
+    # Process 0 waits for process 1 until its deadline, then says so; nobody hangs or crashes.
+    assert "not all 2 processes connected" in finished[0].results.get("error", "")
+    assert all(f.returncode == 0 for f in finished), describe(finished)
+
+
+def test_a_duplicate_process_id_is_refused(tmp_path):
+    needs_cpu_plugin()
+    # Ranks 1 and 2 both claim process_id 1; process_id 2 never comes.
+    finished = run_job(
+        REFUSED, tmp_path, processes=3, rank_env={2: {"EMBER_PROCESS_ID": "1"}}, timeout=90
+    )
+    messages = [f.results.get("error", "") for f in finished]
+    taken = [m for m in messages if "process_id 1 is already taken by the process" in m]
+    assert len(taken) == 1, describe(finished)
+    assert "give each process a distinct process_id" in taken[0]
+    assert all(f.returncode == 0 for f in finished), describe(finished)  # no process ended
+    assert all(f.results["seconds"] < 5 + 10 for f in finished)
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from ember_plugin_kit.pjrt import _jaxlib, coordinator
+from ember_plugin_kit.pjrt import _jaxlib, coordinator, registration
 
 # How long the service waits for its process to start and say it is ready.
 START_TIMEOUT_S = 60.0
@@ -72,6 +72,13 @@ class XlaCoordination:
         outlives this process if this one dies, so the others can raise instead of being
         ended with it."""
         return ServiceProcess(bind_address, num_processes, heartbeat_timeout, shutdown_timeout)
+
+    def claim(self, address: str, process_id: int, num_processes: int, *, timeout: float) -> Any:
+        """Claim ``process_id`` at the registration desk of the service at ``address``
+        before registering with the service (which ends the process, instead of refusing,
+        an id that is taken or out of range). Returns a handle to ``close()`` on leaving;
+        ``ValueError``: refused, with the reason; ``TimeoutError``: no answer in time."""
+        return registration.claim(address, process_id, num_processes, timeout)
 
     def client(
         self,

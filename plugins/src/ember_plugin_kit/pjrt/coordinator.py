@@ -1,13 +1,14 @@
 """The coordination service of a multi-process job, in a process of its own.
 
 ``python -m ember_plugin_kit.pjrt.coordinator --bind HOST:PORT --num-processes N ...`` starts
-XLA's coordination service, prints ``ready`` and serves until told ``shutdown`` on its standard
-input. Process 0 of a job starts it (``XlaCoordination.start_service``) rather than hosting the
-service itself: every client of the service is ended by XLA, from a C++ thread, as soon as the
-service goes away, so a service inside process 0 would take the whole job down with process 0
-before anyone could raise an exception. Here, when process 0 dies (its end of the pipe closes
-without ``shutdown``), the service outlives it for ``--linger`` seconds: long enough for the
-other processes to notice that process 0's heartbeats stopped, raise, and leave.
+XLA's coordination service and its registration desk (``registration``), prints ``ready`` and
+serves until told ``shutdown`` on its standard input. Process 0 of a job starts it
+(``XlaCoordination.start_service``) rather than hosting the service itself: every client of
+the service is ended by XLA, from a C++ thread, as soon as the service goes away, so a service
+inside process 0 would take the whole job down with process 0 before anyone could raise an
+exception. Here, when process 0 dies (its end of the pipe closes without ``shutdown``), the
+service outlives it for ``--linger`` seconds: long enough for the other processes to notice
+that process 0's heartbeats stopped, raise, and leave.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import argparse
 import sys
 import time
 
-from ember_plugin_kit.pjrt import _jaxlib
+from ember_plugin_kit.pjrt import _jaxlib, registration
 
 READY = "ready"
 SHUTDOWN = "shutdown"
@@ -34,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         service = _jaxlib.start_coordination_service(
             args.bind, args.num_processes, args.heartbeat_timeout, args.shutdown_timeout
         )
+        desk = registration.Desk(args.bind, args.num_processes)
     except Exception as exc:
         print(f"failed: {type(exc).__name__}: {exc}", flush=True)
         return 1
@@ -41,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     told = sys.stdin.readline().strip()  # blocks until process 0 speaks or its pipe closes
     if told != SHUTDOWN:
         time.sleep(args.linger)  # process 0 is gone: let the others find out and leave
+    desk.close()
     service.shutdown()
     return 0
 

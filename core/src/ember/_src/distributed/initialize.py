@@ -88,9 +88,9 @@ def initialize(
             shutdown_timeout=shutdown_timeout_seconds,
         )
     deadline = time.monotonic() + initialization_timeout
+    registration = None
     try:
-        if me != 0:
-            _wait_until_reachable(address, me, deadline, initialization_timeout)
+        registration = _claim(runtime, shape, deadline, initialization_timeout)
         # XLA's own deadline is set beyond ember's: when it expires XLA ends the process
         # from a C++ thread, while ember's raises an exception first.
         client = runtime.client(
@@ -102,8 +102,7 @@ def initialize(
         )
         _connect(client, shape, deadline, initialization_timeout)
     except BaseException:
-        if service is not None:  # told to stop, not waited for: it waits on the registration
-            service.shutdown(wait=False)
+        _abandon(service, registration)
         raise
     job = multiprocess.Job(
         process_id=me,
@@ -117,12 +116,12 @@ def initialize(
         initialization_timeout=initialization_timeout,
         shutdown_timeout=shutdown_timeout_seconds,
         host_address="127.0.0.1" if _host(address) in _LOOPBACK else None,
+        registration=registration,
     )
     try:
         _check_agreement(job, deadline)
     except BaseException:
-        if service is not None:
-            service.shutdown(wait=False)
+        _abandon(service, registration)
         raise
     multiprocess.set_current_job(job)
     job.start_heartbeats()
@@ -152,6 +151,8 @@ def shutdown() -> None:
     try:
         _bounded(job.coordination.shutdown, job.shutdown_timeout + 10, "shutting down")
     finally:
+        if job.registration is not None:
+            job.registration.close()
         if job.service is not None:
             job.service.shutdown()
 
@@ -266,26 +267,34 @@ def _default_bind_address(address: str) -> str:
 # Connecting, with deadlines
 
 
-def _wait_until_reachable(address: str, me: int, deadline: float, timeout: float) -> None:
-    """Until the coordinator accepts TCP connections. XLA's client, when it cannot reach the
-    coordinator in time, ends the process without an exception; so ember looks first."""
-    host, port = _split_address(address)
-    pause, last = 0.05, None
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise errors.DistributedError(
-                f"process {me} could not reach the coordinator at {address} within "
-                f"{timeout:g} s (initialization_timeout; last error: {last}); is process 0 "
-                f"running, and does that address reach it?{errors.where()}"
-            )
-        try:
-            with socket.create_connection((host, port), timeout=min(remaining, 2.0)):
-                return
-        except OSError as exc:
-            last = f"{type(exc).__name__}: {exc}"
-        time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
-        pause = min(pause * 2, 1.0)
+def _claim(runtime: Any, shape: clusters.DetectedCluster, deadline: float, timeout: float):
+    """This process's place in the job, checked by the coordinator before XLA's service sees
+    it: XLA's client ends the process, without an exception, when the coordinator cannot be
+    reached in time or refuses its process_id."""
+    address, me = shape.coordinator_address, shape.process_id
+    try:
+        return runtime.claim(
+            address, me, shape.num_processes, timeout=max(deadline - time.monotonic(), 0.1)
+        )
+    except TimeoutError as exc:
+        raise errors.DistributedError(
+            f"process {me} could not reach the coordinator at {address} within {timeout:g} s "
+            f"(initialization_timeout; last error: {exc}); is process 0 running, and does that "
+            f"address reach it?{errors.where()}"
+        ) from None
+    except ValueError as exc:
+        raise errors.DistributedError(
+            f"process {me} cannot join the job at {address}: {exc}{errors.where()}"
+        ) from None
+
+
+def _abandon(service: Any, registration: Any) -> None:
+    """After a failed initialize: free the claim, and tell the service to stop without
+    waiting for it (it waits on the processes that registered)."""
+    if registration is not None:
+        registration.close()
+    if service is not None:
+        service.shutdown(wait=False)
 
 
 def _connect(client: Any, shape: clusters.DetectedCluster, deadline: float, timeout: float):

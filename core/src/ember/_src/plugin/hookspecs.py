@@ -75,6 +75,9 @@ def ember_distributed_runtime() -> object | None:
     with ``start_service(bind_address, num_processes, *, heartbeat_timeout,
     shutdown_timeout)`` (the service process 0 starts; its ``shutdown(wait=True)`` stops it,
     ``wait=False`` without waiting) and
+    ``claim(address, process_id, num_processes, *, timeout)`` (checks this process's place
+    before it registers: a handle to ``close()`` on leaving; ``ValueError`` with the reason
+    when refused, ``TimeoutError`` when the coordinator does not answer), and
     ``client(address, process_id, *, init_timeout, heartbeat_timeout, shutdown_timeout)`` (a
     client with ``connect()``, ``key_value_set``, ``blocking_key_value_get``,
     ``key_value_dir_get``, ``wait_at_barrier`` and ``shutdown``; see

@@ -78,6 +78,7 @@ class Job:
         initialization_timeout: float = 300.0,
         shutdown_timeout: float = 300.0,
         host_address: str | None = None,
+        registration: Any = None,
     ):
         self.process_id = process_id
         self.num_processes = num_processes
@@ -91,6 +92,8 @@ class Job:
         self.shutdown_timeout = float(shutdown_timeout)
         # The address other processes reach this one at (None: let the transport pick).
         self.host_address = host_address
+        # This process's claim to its process_id at the coordinator, held while in the job.
+        self.registration = registration
         # Cross-process programs this process has started: every process of an SPMD job starts
         # the same ones in the same order, so a peer whose count is lower has not reached the
         # collective this process waits on.
