@@ -60,7 +60,9 @@ _gather_to_all: dict[Mesh, Any] = {}
 
 
 def _replicated(x: Array, mesh: Mesh) -> np.ndarray:
-    """The whole of a global array, on every process (an all-gather over the job)."""
+    """The whole of a global array, on every process (an all-gather over the job, on the
+    array's own mesh when it has one)."""
+    mesh = getattr(x.sharding, "mesh", mesh)
     gather = _gather_to_all.get(mesh)
     if gather is None:
         gather = jit(_identity, out_shardings=NamedSharding(mesh, PartitionSpec()))
