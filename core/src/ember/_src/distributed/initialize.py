@@ -81,12 +81,19 @@ def initialize(
     service = None
     if me == 0:
         bind = coordinator_bind_address or os.environ.get("EMBER_COORDINATOR_BIND_ADDRESS")
-        service = runtime.start_service(
-            bind or _default_bind_address(address),
-            count,
-            heartbeat_timeout=heartbeat_timeout_seconds,
-            shutdown_timeout=shutdown_timeout_seconds,
-        )
+        bind = bind or _default_bind_address(address)
+        try:
+            service = runtime.start_service(
+                bind,
+                count,
+                heartbeat_timeout=heartbeat_timeout_seconds,
+                shutdown_timeout=shutdown_timeout_seconds,
+            )
+        except Exception as exc:
+            raise errors.DistributedError(
+                f"process 0 could not start the coordination service at {bind} (it also needs "
+                f"the next port): {exc}{errors.where()}"
+            ) from None
     deadline = time.monotonic() + initialization_timeout
     registration = None
     try:
