@@ -2,19 +2,19 @@
 
 A backend plugin builds a client with ``make_cpu_client`` or ``make_plugin_client`` and wraps
 it in ``PjrtBackend``. All jaxlib calls live in the private ``_jaxlib`` module.
+
+The backend's names are imported on first use: they import ember itself, which the process
+that hosts a job's coordination service (``coordinator``) does not need and should not wait
+for.
 """
+
+import importlib as _importlib
 
 from ember_plugin_kit.pjrt._jaxlib import (
     JAXLIB_VERSION as JAXLIB_VERSION,
     gloo_collectives as gloo_collectives,
     make_cpu_client as make_cpu_client,
     make_plugin_client as make_plugin_client,
-)
-from ember_plugin_kit.pjrt.backend import (
-    PjrtBackend as PjrtBackend,
-    PjrtDevice as PjrtDevice,
-    PjrtExecutable as PjrtExecutable,
-    describe_compile_error as describe_compile_error,
 )
 from ember_plugin_kit.pjrt.coordination import (
     CoordinationClient as CoordinationClient,
@@ -33,3 +33,11 @@ __all__ = [
     "make_cpu_client",
     "make_plugin_client",
 ]
+
+_FROM_BACKEND = frozenset({"PjrtBackend", "PjrtDevice", "PjrtExecutable", "describe_compile_error"})
+
+
+def __getattr__(name: str):
+    if name in _FROM_BACKEND:
+        return getattr(_importlib.import_module("ember_plugin_kit.pjrt.backend"), name)
+    raise AttributeError(f"module 'ember_plugin_kit.pjrt' has no attribute {name!r}")
