@@ -143,8 +143,6 @@ class Array:
         """Block until computed; in a multi-process job, with its deadlines (a computation
         that spans processes waits on the others)."""
         backend, buffers = self._sharding.backend, [self._buffer]
-        if backend.buffers_ready(buffers):  # computed already: no hand-off to a waiter thread
-            return
         multiprocess.wait_ready(
             lambda: backend.block_until_ready(buffers),
             f"waiting for {self.aval.str_short()}",

@@ -215,7 +215,10 @@ class Job:
                 f"{what}: the job already lost a process earlier ({self.failure})"
             )
         if ready is not None and _poll(ready, POLL_SECONDS):
-            return block()
+            try:
+                return block()
+            except Exception as exc:
+                raise self._explained(exc, what) from None
         waiter = self._waiter
         if waiter is None or waiter.stuck:
             waiter = self._waiter = _Waiter()
@@ -242,10 +245,15 @@ class Job:
                     )
                 )
         if done.error is not None:
-            if _lost_connection(done.error):
-                raise self._fail(self._lost_peer(what, done.error)) from None
-            raise done.error
+            raise self._explained(done.error, what) from None
         return done.result
+
+    def _explained(self, error: BaseException, what: str) -> BaseException:
+        """``error`` from a wait; a transport's report of a vanished peer becomes the
+        ProcessFailedError that names it."""
+        if _lost_connection(error):
+            return self._fail(self._lost_peer(what, error))
+        return error
 
     def _lost_peer(self, what: str, error: BaseException) -> errors.ProcessFailedError:
         """The error for a collective whose connection to a peer broke: the peer is named
