@@ -15,9 +15,7 @@ every wait on the other processes (``ember._src.runtime.multiprocess``).
 from __future__ import annotations
 
 import atexit
-import json
 import os
-import socket
 import sys
 import threading
 import time
@@ -30,7 +28,6 @@ from ember._src.plugin import manager
 from ember._src.runtime import multiprocess
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
-PROCESS_PREFIX = "ember/process/"
 
 
 def initialize(
@@ -125,11 +122,6 @@ def initialize(
         host_address="127.0.0.1" if _host(address) in _LOOPBACK else None,
         registration=registration,
     )
-    try:
-        _check_agreement(job, deadline)
-    except BaseException:
-        _abandon(service, registration)
-        raise
     multiprocess.set_current_job(job)
     job.start_heartbeats()
     atexit.register(_at_exit)
@@ -342,46 +334,3 @@ def _bounded(call: Any, seconds: float, what: str) -> Any:
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("result")
-
-
-def _check_agreement(job: multiprocess.Job, deadline: float) -> None:
-    """Every process must describe the same job; a second process with this id is refused."""
-    me = job.process_id
-    mine = {
-        "num_processes": job.num_processes,
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-    }
-    try:
-        job.coordination.key_value_set(f"{PROCESS_PREFIX}{me}", json.dumps(mine))
-    except Exception as exc:
-        raise errors.DistributedError(
-            f"process_id {me} is used by two processes of the job ({_first_line(exc)}); "
-            f"give each process a distinct process_id{errors.where()}"
-        ) from None
-    remaining = max(deadline - time.monotonic(), 1.0)
-    try:
-        job.coordination.wait_at_barrier("ember/initialize", int(remaining * 1000))
-    except Exception as exc:
-        raise errors.DistributedError(
-            f"process {me}: not every process finished initialize() in time "
-            f"({_first_line(exc)}){errors.where()}"
-        ) from None
-    others = {
-        int(key.rsplit("/", 1)[-1]): json.loads(value)
-        for key, value in job.coordination.key_value_dir_get(PROCESS_PREFIX)
-    }
-    disagree = {
-        p: o["num_processes"] for p, o in others.items() if o["num_processes"] != job.num_processes
-    }
-    if disagree:
-        listed = ", ".join(f"process {p} says {n}" for p, n in sorted(disagree.items()))
-        raise errors.DistributedError(
-            f"the processes disagree on num_processes: process {me} says {job.num_processes}, "
-            f"{listed}; start every process with the same num_processes{errors.where()}"
-        )
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__

@@ -104,8 +104,10 @@ class Program:
             # the devices' queues waiting on a collective): bounded by the job's deadlines.
             if self.spans_processes:  # counted, so a timed-out wait can name who is behind
                 job.launched += 1
-            last_backend, last_outputs = job.last_launch
-            if self.backend.buffers_ready(buffers) and last_backend.buffers_ready(last_outputs):
+            last = job.last_launch
+            if self.backend.buffers_ready(buffers) and (
+                last is None or last[0].buffers_ready(last[1])
+            ):
                 # Nothing it needs is pending, and nothing launched before is still queued
                 # on the devices: the launch cannot block. Run it here, without a hand-off.
                 outs = self.executable.execute(buffers)

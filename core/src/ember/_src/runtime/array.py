@@ -143,6 +143,9 @@ class Array:
         """Block until computed; in a multi-process job, with its deadlines (a computation
         that spans processes waits on the others)."""
         backend, buffers = self._sharding.backend, [self._buffer]
+        if multiprocess.current_job() is None:  # alone: nothing to bound, no message to build
+            backend.block_until_ready(buffers)
+            return
         multiprocess.wait_ready(
             lambda: backend.block_until_ready(buffers),
             f"waiting for {self.aval.str_short()}",

@@ -82,7 +82,7 @@ class Mesh:
 
     @property
     def is_multi_process(self) -> bool:
-        return len(self._addressable or self.addressable_devices) != self.size
+        return len(self.addressable_devices) != self.size
 
     def axis_size(self, name: str) -> int:
         try:

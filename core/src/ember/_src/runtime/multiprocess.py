@@ -111,7 +111,7 @@ class Job:
         self._waiter: _Waiter | None = None
         # (backend, buffers) of this process's last launch: while those are pending, a new
         # launch may queue behind a collective on the devices, so it runs under a deadline.
-        self.last_launch: tuple[Any, list[Any]] = (_Synchronous, [])
+        self.last_launch: tuple[Any, list[Any]] | None = None
 
     # -- heartbeats -------------------------------------------------------------------------------
 
@@ -300,14 +300,6 @@ def _poll(ready: Callable[[], bool], seconds: float) -> bool:
         if time.perf_counter() >= end:
             return False
         time.sleep(POLL_INTERVAL)
-
-
-class _Synchronous:
-    """Stands for the backend of "no launch yet": nothing of it is pending."""
-
-    @staticmethod
-    def buffers_ready(buffers: Sequence[Any]) -> bool:
-        return True
 
 
 class _Done:
