@@ -25,7 +25,7 @@ from sklearn.datasets import load_digits
 import ember
 import ember.numpy as enp
 from ember import lax
-from ember.sharding import NamedSharding, P
+from ember.sharding import AxisType, NamedSharding, P
 
 HIDDEN = 64
 BATCH = 256
@@ -93,13 +93,13 @@ def main() -> None:
 
     single = run(ember.jit(sgd_step), params, batches)
 
-    flat = ember.make_mesh((8,), ("batch",))
+    flat = ember.make_mesh((8,), ("batch",), axis_types=(AxisType.Auto,))
     rows, replicated = NamedSharding(flat, P("batch")), NamedSharding(flat, P())
     data_parallel = ember.jit(
         sgd_step, in_shardings=(replicated, rows, rows), out_shardings=replicated
     )
 
-    mesh = ember.make_mesh((4, 2), ("data", "model"))
+    mesh = ember.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Auto,) * 2)
     layout = {
         "w1": NamedSharding(mesh, P(None, "model")),
         "b1": NamedSharding(mesh, P("model")),

@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 
 import ember
+from ember.sharding import AxisType
 
 
 @pytest.fixture
 def mesh():
     if ember.device_count() < 8:
         pytest.skip("the default backend was started with fewer than 8 devices")
-    return ember.make_mesh((4, 2), ("data", "model"))
+    return ember.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Auto,) * 2)
 
 
 @pytest.fixture

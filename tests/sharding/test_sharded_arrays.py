@@ -9,7 +9,7 @@ import pytest
 import ember
 import ember.numpy as enp
 import ember.random as er
-from ember.sharding import NamedSharding, P
+from ember.sharding import AxisType, NamedSharding, P
 
 
 @pytest.mark.parametrize(
@@ -96,7 +96,7 @@ def test_errors_name_the_axis_and_sizes(mesh):
         ember.device_put(np.zeros((6, 4), np.float32), NamedSharding(mesh, P("data")))
     with pytest.raises(ValueError, match="does not have"):
         NamedSharding(mesh, P("rows"))
-    other = ember.make_mesh((8,), ("x",))
+    other = ember.make_mesh((8,), ("x",), axis_types=(AxisType.Auto,))
     a = ember.device_put(np.zeros(8, np.float32), NamedSharding(mesh, P("data")))
     b = ember.device_put(np.zeros(8, np.float32), NamedSharding(other, P("x")))
     with pytest.raises(ValueError, match="share one mesh"):

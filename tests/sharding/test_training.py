@@ -7,7 +7,7 @@ import numpy as np
 import ember
 import ember.numpy as enp
 from ember import lax
-from ember.sharding import NamedSharding, P
+from ember.sharding import AxisType, NamedSharding, P
 
 
 def _loss(params, x, y):
@@ -61,7 +61,7 @@ def test_shard_map_data_parallel_matches_single_device(mesh, rng):
         loss, grads = ember.value_and_grad(_loss)(p, xb, yb)
         return _update(p, lax.pmean(grads, "data")), lax.pmean(loss, "data")
 
-    data_mesh = ember.make_mesh((8,), ("data",))
+    data_mesh = ember.make_mesh((8,), ("data",), axis_types=(AxisType.Auto,))
     step = ember.jit(
         ember.shard_map(
             per_device, mesh=data_mesh, in_specs=(P(), P("data"), P("data")), out_specs=P()

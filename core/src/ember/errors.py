@@ -18,6 +18,7 @@ from ember._src.errors import (
     PluginWarning as PluginWarning,
     ProcessFailedError as ProcessFailedError,
     ShapeMismatchError as ShapeMismatchError,
+    ShardingTypeError as ShardingTypeError,
     TracerArrayConversionError as TracerArrayConversionError,
     TracerBoolConversionError as TracerBoolConversionError,
     TracerIntegerConversionError as TracerIntegerConversionError,

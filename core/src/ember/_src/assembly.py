@@ -7,6 +7,9 @@ places where the lower layer *calls up*.
 - core (the bottom ``EvalTrace``) gets execution's ``eager.apply_primitive``: a primitive bound
   outside any transformation runs eagerly, and running needs lowering, compiling and devices,
   three layers above core.
+- core (``ShapedArray.sharding``, what ``typeof(x).sharding`` shows for an array split over
+  no Explicit axis) gets runtime's ``unsplit_sharding``: a ``NamedSharding`` over the abstract
+  mesh in scope, both defined three layers above core.
 - runtime (``Array``, for unpickling) gets execution's ``placement.device_put_numpy``: an
   Array rebuilt from its value must be put on a device, which is execution's job.
 - runtime (``Array``) and core (``Tracer``) get their operators and methods from ember.numpy
@@ -32,10 +35,11 @@ from ember._src.core import Tracer
 from ember._src.execution import eager, placement
 from ember._src.numpy import array_methods
 from ember._src.plugin import manager
-from ember._src.runtime import array
+from ember._src.runtime import array, sharding
 from ember._src.runtime.array import Array
 
 core.set_eager_dispatcher(eager.apply_primitive)
+core.set_unsplit_sharding(sharding.unsplit_sharding)
 config.set_plugin_loader(manager.load_plugins)
 array.set_host_to_device(placement.device_put_numpy)
 array_methods.install(Array)

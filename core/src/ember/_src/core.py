@@ -23,27 +23,52 @@ from ember._src import dtypes, errors
 # --------------------------------------------------------------------------------------------
 # Abstract values
 
+_KEEP: Any = object()  # ShapedArray.update: this field as it is
+
 
 class ShapedArray:
-    """The abstract value of an array: its shape, dtype and whether its dtype is weak."""
+    """The abstract value of an array: its shape, dtype, whether its dtype is weak, and its
+    typed sharding.
 
-    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+    ``typed_sharding`` is how the array is split over the *Explicit* axes of a mesh (a
+    ``NamedSharding`` over an ``AbstractMesh`` whose spec names only Explicit axes), or None
+    when no dimension is split over one: the common case, which costs nothing. Auto axes are
+    the partitioner's business and never appear in a type. ``sharding`` is what JAX users
+    read (``typeof(x).sharding``): the typed sharding, or an unsplit one.
+    """
+
+    __slots__ = ("shape", "dtype", "weak_type", "typed_sharding", "_hash")
     array_abstraction_level: ClassVar[int] = 1
 
-    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+    def __init__(
+        self, shape: Sequence[int], dtype: Any, weak_type: bool = False, sharding: Any = None
+    ):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
-        self._hash = hash((self.shape, self.dtype, self.weak_type))
+        self.typed_sharding = sharding
+        self._hash = hash((self.shape, self.dtype, self.weak_type, sharding))
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: _prod(self.shape))
 
-    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+    @property
+    def sharding(self) -> Any:
+        typed = self.typed_sharding
+        return typed if typed is not None else _unsplit_sharding(len(self.shape))
+
+    def update(self, shape=None, dtype=None, weak_type=None, sharding=_KEEP) -> ShapedArray:
+        """A copy with the given fields replaced. The typed sharding is kept unless replaced,
+        or dropped when the rank changes (its spec would no longer fit)."""
+        if sharding is _KEEP:
+            sharding = self.typed_sharding
+            if shape is not None and len(shape) != len(self.shape):
+                sharding = None
         return ShapedArray(
             self.shape if shape is None else shape,
             self.dtype if dtype is None else dtype,
             self.weak_type if weak_type is None else weak_type,
+            sharding,
         )
 
     def strip_weak_type(self) -> ShapedArray:
@@ -55,22 +80,57 @@ class ShapedArray:
             and self.shape == other.shape
             and self.dtype == other.dtype
             and self.weak_type == other.weak_type
+            and self.typed_sharding == other.typed_sharding
         )
 
     def __hash__(self) -> int:
         return self._hash
 
     def str_short(self, short_dtypes: bool = True) -> str:
-        dims = ",".join(map(str, self.shape))
-        return f"{dtypes.short_name(self.dtype)}[{dims}]"
+        typed = self.typed_sharding
+        if typed is None:
+            dims = ",".join(map(str, self.shape))
+        else:  # f32[8@X,4]: dimension 0 split over mesh axis X
+            dims = ",".join(
+                str(size) + _axes_text(typed.spec[d] if d < len(typed.spec) else None)
+                for d, size in enumerate(self.shape)
+            )
+        name = dtypes.short_name(self.dtype) if short_dtypes else self.dtype.name
+        return f"{name}[{dims}]"
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.str_short()}{weak})"
+        return f"ShapedArray({self.str_short(short_dtypes=False)}{weak})"
+
+    def __str__(self) -> str:  # as JAX prints typeof(x): float32[8@X,4]
+        return self.str_short(short_dtypes=False)
 
     def same_type(self, other: ShapedArray) -> bool:
-        """Equal shapes and dtypes (weak types may differ)."""
+        """Equal shapes and dtypes (weak types and shardings may differ)."""
         return self.shape == other.shape and self.dtype == other.dtype
+
+
+def _axes_text(entry: Any) -> str:
+    if entry is None:
+        return ""
+    if isinstance(entry, str):
+        return f"@{entry}"
+    return "@(" + ",".join(entry) + ")"
+
+
+def _no_unsplit_sharding(ndim: int) -> Any:
+    return None
+
+
+_unsplit_sharding: Callable[[int], Any] = _no_unsplit_sharding
+
+
+def set_unsplit_sharding(factory: Callable[[int], Any]) -> None:
+    """Install the function giving the ``sharding`` of an aval split over no Explicit axis
+    (a ``NamedSharding`` over the abstract mesh in scope): set once by
+    ``ember._src.assembly``, since shardings are defined above this layer."""
+    global _unsplit_sharding
+    _unsplit_sharding = factory
 
 
 def _prod(values: Sequence[int]) -> int:

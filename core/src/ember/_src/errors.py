@@ -93,6 +93,12 @@ class JaxprTypeError(EmberTypeError):
     """A jaxpr is ill-typed (an internal error in a transformation or a rule)."""
 
 
+class ShardingTypeError(EmberTypeError):
+    """Under explicit mesh axes, operands whose typed shardings do not fit together (two
+    meshes, one mesh axis used twice, an output sharding that is ambiguous without
+    ``out_sharding=``), or a sharding that does not fit the array or the mesh in scope."""
+
+
 class OutOfMemoryError(ExecutionError, MemoryError):
     """The backend could not allocate the memory a computation's arrays need."""
 

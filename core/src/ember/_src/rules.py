@@ -15,6 +15,14 @@ names it as a module global (``clamp_p``), looked up when the rule runs. Optiona
 primitives: jit, control flow), ``collective_batch`` (collectives over named axes),
 ``eager_layouts`` (primitives that decide where their operands and results live when run
 eagerly: shard_map, the sharding constraint).
+
+``sharding`` is the primitive's *sharding rule*, used when an operand's type is split over
+Explicit mesh axes: ``rule(*avals_in, **params)`` gives the result's typed sharding (a list
+for several results; None: split over nothing), or raises ``ShardingTypeError`` when the
+result's sharding is ambiguous. ``sharding=NOT_SHARDABLE`` says the primitive has none: its
+operands must then be unsplit (the error says how: ``reshard`` them, or ``auto_axes``). A
+primitive with an ``out_sharding`` parameter takes its result's typed sharding from it when
+given. ``abstract_eval`` below applies the rules; every primitive has one or the marker.
 ``lowering`` is one rule for every platform, or ``{None: rule, "cpu": override}``.
 
 A family of similar primitives (the elementwise ones, the comparisons) calls the same form
@@ -28,11 +36,11 @@ and the missing rule, because a missing rule is a gap in ember, not a user mista
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ember._src import errors
-from ember._src.core import Primitive
+from ember._src.core import Primitive, ShapedArray
 
 Rule = Callable[..., Any]
 
@@ -45,7 +53,11 @@ _reference: dict[Primitive, Rule] = {}
 _partial_eval: dict[Primitive, Rule] = {}
 _collective_batch: dict[Primitive, Rule] = {}
 _eager_layouts: dict[Primitive, Rule] = {}
+_sharding: dict[Primitive, Rule | None] = {}
 _primitives: dict[str, Primitive] = {}
+
+# ``define_primitive(..., sharding=NOT_SHARDABLE)``: the primitive has no sharding rule.
+NOT_SHARDABLE: Any = object()
 
 
 class per_primitive:  # noqa: N801 - used like a function, in define_primitive's arguments
@@ -70,6 +82,7 @@ def define_primitive(
     partial_eval: Rule | per_primitive | None = None,
     collective_batch: Rule | per_primitive | None = None,
     eager_layouts: Rule | per_primitive | None = None,
+    sharding: Rule | per_primitive | None = None,
     multiple_results: bool = False,
 ) -> Primitive:
     """A new primitive named ``name``, with its rules registered (see the module docstring)."""
@@ -93,6 +106,8 @@ def define_primitive(
     ):
         if rule is not None:
             table[primitive] = built(rule)
+    if sharding is not None:
+        _sharding[primitive] = None if sharding is NOT_SHARDABLE else built(sharding)
     if lowering is not None:
         per_platform = lowering if isinstance(lowering, dict) else {None: lowering}
         _lowering[primitive] = {platform: built(r) for platform, r in per_platform.items()}
@@ -117,6 +132,52 @@ def abstract_eval_rule(primitive: Primitive) -> Rule:
         return _abstract_eval[primitive]
     except KeyError:
         raise _missing(primitive, "abstract evaluation", "tracing (jit, make_jaxpr)") from None
+
+
+def abstract_eval(primitive: Primitive, avals: Sequence[ShapedArray], params: dict) -> Any:
+    """The result avals of ``primitive`` applied to ``avals``: its abstract evaluation, with
+    typed shardings from its sharding rule when an operand is split over Explicit axes."""
+    out = abstract_eval_rule(primitive)(*avals, **params)
+    for aval in avals:
+        if aval.typed_sharding is not None:
+            return _with_shardings(primitive, avals, out, params)
+    if params.get("out_sharding") is not None:
+        return _with_shardings(primitive, avals, out, params)
+    return out
+
+
+def _with_shardings(
+    primitive: Primitive, avals: Sequence[ShapedArray], out: Any, params: dict
+) -> Any:
+    given = params.get("out_sharding")
+    if given is not None:  # a chosen sharding that splits nothing types the result unsplit
+        shardings = given if any(e is not None for e in given.spec) else None
+    else:
+        try:
+            rule = _sharding[primitive]
+        except KeyError:
+            raise _missing(primitive, "sharding", "explicit mesh axes") from None
+        if rule is None:
+            raise _not_shardable(primitive, avals)
+        shardings = rule(*avals, **params)
+    if not primitive.multiple_results:
+        return out if out.typed_sharding == shardings else out.update(sharding=shardings)
+    return [a if a.typed_sharding == s else a.update(sharding=s) for a, s in zip(out, shardings)]
+
+
+def _not_shardable(primitive: Primitive, avals: Sequence[ShapedArray]) -> errors.EmberError:
+    operands = ", ".join(a.str_short() for a in avals)
+    return errors.ShardingTypeError(
+        f"{primitive.name} has no sharding rule, and its operands ({operands}) are split over "
+        f"Explicit mesh axes. Make them whole first (ember.sharding.reshard(x, P())), or run "
+        f"this part with the partitioner choosing layouts (ember.sharding.auto_axes)"
+        f"{errors.where()}"
+    )
+
+
+def has_sharding_rule(primitive: Primitive) -> bool:
+    """Whether ``primitive`` has a sharding rule or says it has none (``NOT_SHARDABLE``)."""
+    return primitive in _sharding
 
 
 def jvp_rule(primitive: Primitive) -> Rule:

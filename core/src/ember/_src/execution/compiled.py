@@ -274,9 +274,12 @@ def prepare(
         in_shardings = [in_shardings[i] for i in keep_in]
         out_shardings = [s for s, v in zip(out_shardings, outvars) if not is_float0(v.aval)]
     if isinstance(where, Mesh):
-        for sharding, aval in zip(out_shardings, closed.out_avals):
-            if sharding is not None:
-                sharding.shard_shape(aval.shape)  # a bad out_sharding fails here, by name
+        for i, aval in enumerate(closed.out_avals):
+            if out_shardings[i] is None and aval.typed_sharding is not None:
+                # A result typed over Explicit axes comes out exactly as typed.
+                out_shardings[i] = _as_typed(where, aval.typed_sharding)
+            elif out_shardings[i] is not None:
+                out_shardings[i].shard_shape(aval.shape)  # a bad out_sharding fails here
         computation = Computation(
             name,
             closed,
@@ -292,6 +295,14 @@ def prepare(
             name, closed, devices=[where], donated_invars=donated_invars, lower=_lower_on_one_device
         )
     return Prepared(computation, where, out_shardings, keep_in, outvars)
+
+
+def _as_typed(mesh: Mesh, typed: NamedSharding) -> NamedSharding:
+    """The layout of a result typed ``typed``, over ``mesh`` seen with the axis types of the
+    type (inside ``auto_axes`` the program's mesh and a result's type may differ in them)."""
+    if mesh.abstract_mesh != typed.mesh:
+        mesh = mesh.update_axis_types(dict(zip(mesh.axis_names, typed.mesh.axis_types)))
+    return NamedSharding(mesh, typed.spec)
 
 
 def compile_prepared(prepared: Prepared) -> Program:

@@ -15,7 +15,7 @@ from ember._src.plugin import manager
 from ember._src.runtime import mesh as mesh_module
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Device
-from ember._src.runtime.sharding import Sharding, SingleDeviceSharding
+from ember._src.runtime.sharding import PartitionSpec, Sharding, SingleDeviceSharding
 from ember._src.tree.util import flatten_up_to, tree_flatten, tree_map, tree_unflatten
 
 
@@ -52,13 +52,17 @@ def process_count(backend: str | None = None) -> int:
 
 
 def make_mesh(
-    axis_shapes: Sequence[int], axis_names: Sequence[str], *, devices: Sequence[Device] | None
-    = None,
+    axis_shapes: Sequence[int], axis_names: Sequence[str], axis_types: Any = None, *,
+    devices: Sequence[Device] | None = None,
 ) -> Any:  # fmt: skip
     """A ``Mesh`` of ``axis_shapes`` named ``axis_names`` over ``devices`` (default: every
-    device of the default backend)."""
+    device of the default backend), its axes ``Explicit`` unless ``axis_types`` says
+    otherwise (as ``jax.make_mesh``)."""
     return mesh_module.make_mesh(
-        axis_shapes, axis_names, devices=devices if devices is not None else list(devices_fn())
+        axis_shapes,
+        axis_names,
+        devices=devices if devices is not None else list(devices_fn()),
+        axis_types=axis_types,
     )
 
 
@@ -68,18 +72,22 @@ def devices_fn() -> list[Device]:
 
 def device_put(x: Any, device: Any = None) -> Any:
     """Copy ``x`` (a pytree of arrays) to ``device`` (default: the default device): a Device,
-    a Sharding (which lays each array out over its devices), or a pytree prefix of them."""
+    a Sharding (which lays each array out over its devices), a PartitionSpec over the mesh in
+    scope, or a pytree prefix of them."""
+    if isinstance(device, PartitionSpec):
+        device = placement.resolve(device, "device_put")
     if isinstance(device, (Device, Sharding)) or device is None:
         return tree_map(lambda leaf: _put_leaf(leaf, device), x)
-    leaves, treedef = tree_flatten(device, is_leaf=lambda s: s is None or isinstance(s, Sharding))
+    placements = (Sharding, PartitionSpec)
+    leaves, treedef = tree_flatten(device, is_leaf=lambda s: s is None or isinstance(s, placements))
     # A leaf that is not a placement (a string like "gpu:0", an int) would otherwise be
     # treated as a one-leaf prefix tree and recursed into forever.
     for leaf in leaves:
-        if not (leaf is None or isinstance(leaf, (Device, Sharding))):
+        if not (leaf is None or isinstance(leaf, (Device, *placements))):
             raise ValueError(
                 f"device_put accepts None, an ember Device (e.g. ember.devices()[0]), a Sharding, "
-                f"or a pytree prefix of these; got {leaf!r} of type {type(leaf).__name__}"
-                f"{errors.where()}"
+                f"a PartitionSpec (over the mesh in scope), or a pytree prefix of these; got "
+                f"{leaf!r} of type {type(leaf).__name__}{errors.where()}"
             )
     subtrees = flatten_up_to(treedef, x, 1)
     placed = [device_put(sub, target) for sub, target in zip(subtrees, leaves)]

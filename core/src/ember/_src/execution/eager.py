@@ -32,7 +32,7 @@ EAGER_CACHE_SIZE = 1024
 
 def single_equation(primitive: Primitive, avals: list[ShapedArray], params: dict) -> ClosedJaxpr:
     invars = [Var(a) for a in avals]
-    out = rules.abstract_eval_rule(primitive)(*avals, **params)
+    out = rules.abstract_eval(primitive, avals, params)
     outs = list(out) if primitive.multiple_results else [out]
     outvars = [Var(a) for a in outs]
     eqn = Eqn(primitive, invars, outvars, params)

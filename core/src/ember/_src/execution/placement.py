@@ -187,7 +187,7 @@ def put(value: Any, sharding: Sharding, what: str = "device_put") -> Array:
         if (
             isinstance(source, NamedSharding)
             and isinstance(sharding, NamedSharding)
-            and source.mesh == sharding.mesh
+            and source.mesh.same_devices(sharding.mesh)
         ):
             return _reshard(value, sharding, what)
         host = value._value
@@ -249,7 +249,7 @@ def mesh_of(shardings: Sequence[Any], args: Sequence[Any], what: str) -> Mesh | 
             )
         if found is None:
             found, owner = mesh, label
-        elif mesh != found:
+        elif not found.same_devices(mesh):
             raise ValueError(
                 f"{what}: {label} lives on {mesh!r} but {owner} on {found!r}; arrays of one "
                 f"call must share one mesh (move them with ember.device_put){errors.where()}"

@@ -69,8 +69,13 @@ def _add_any_batch(vals, dims):
     return add_any_p.bind(x, y), dx
 
 
+def _add_any_sharding(x, y):
+    return x.typed_sharding if x.typed_sharding is not None else y.typed_sharding
+
+
 add_any_p = rules.define_primitive(
     "add_any",
+    sharding=_add_any_sharding,
     batch=_add_any_batch,
     abstract_eval=_add_any_abstract_eval,
     jvp=_add_any_jvp,
@@ -80,25 +85,29 @@ add_any_p = rules.define_primitive(
 )
 
 
-def _zeros_abstract_eval(*, shape: tuple[int, ...], dtype: np.dtype) -> ShapedArray:
+# ``out_sharding``: the typed sharding of the zeros (those of a typed cotangent or tangent).
+
+
+def _zeros_abstract_eval(*, shape: tuple[int, ...], dtype: np.dtype, out_sharding) -> ShapedArray:
     return ShapedArray(shape, dtype)
 
 
-def _zeros_jvp(primals, tangents, *, shape, dtype):
-    out = zeros_p.bind(shape=shape, dtype=dtype)
-    return out, Zero(tangent_aval(ShapedArray(shape, dtype)))
+def _zeros_jvp(primals, tangents, *, shape, dtype, out_sharding):
+    out = zeros_p.bind(shape=shape, dtype=dtype, out_sharding=out_sharding)
+    return out, Zero(tangent_aval(ShapedArray(shape, dtype, sharding=out_sharding)))
 
 
-def _zeros_reference(*, shape, dtype):
+def _zeros_reference(*, shape, dtype, out_sharding):
     return np.zeros(shape, dtype)
 
 
-def _zeros_lowering(ctx, *, shape, dtype):
+def _zeros_lowering(ctx, *, shape, dtype, out_sharding):
     return ctx.full(0, ctx.avals_out[0])
 
 
 zeros_p = rules.define_primitive(
     "zeros",
+    sharding=rules.NOT_SHARDABLE,  # it has no operands: out_sharding types it
     abstract_eval=_zeros_abstract_eval,
     jvp=_zeros_jvp,
     lowering=_zeros_lowering,
@@ -108,7 +117,7 @@ zeros_p = rules.define_primitive(
 
 def zeros(aval: ShapedArray) -> Any:
     """A materialised array of zeros of ``aval``'s shape and dtype (bound on the current trace)."""
-    return zeros_p.bind(shape=aval.shape, dtype=aval.dtype)
+    return zeros_p.bind(shape=aval.shape, dtype=aval.dtype, out_sharding=aval.typed_sharding)
 
 
 def instantiate(tangent: Any) -> Any:

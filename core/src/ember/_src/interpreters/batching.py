@@ -33,6 +33,17 @@ _active_axis: contextvars.ContextVar[tuple[Any, int | None]] = contextvars.Conte
 )
 
 
+def drop_dim(typed: Any, dim: int) -> Any:
+    """A typed sharding without dimension ``dim``'s entry (None when nothing stays split)."""
+    if typed is None:
+        return None
+    entries = list(typed.spec) + [None] * (dim + 1 - len(typed.spec))
+    del entries[dim]
+    if all(e is None for e in entries):
+        return None
+    return type(typed)(typed.mesh, type(typed.spec)(*entries))
+
+
 def active_axis_name() -> Any:
     """The axis name of the vmap whose batching rule is running (None outside rules)."""
     return _active_axis.get()[0]
@@ -49,8 +60,9 @@ class BatchTracer(Tracer):
     @property
     def aval(self) -> ShapedArray:
         aval = get_aval(self.val)
-        shape = aval.shape[: self.batch_dim] + aval.shape[self.batch_dim + 1 :]
-        return ShapedArray(shape, aval.dtype, aval.weak_type)
+        d = self.batch_dim
+        shape = aval.shape[:d] + aval.shape[d + 1 :]
+        return ShapedArray(shape, aval.dtype, aval.weak_type, drop_dim(aval.typed_sharding, d))
 
 
 class BatchTrace(Trace):

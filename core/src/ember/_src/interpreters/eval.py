@@ -58,7 +58,7 @@ def typecheck(jaxpr: Jaxpr) -> None:
     for i, eqn in enumerate(jaxpr.eqns):
         where = f"equation {i} ({eqn.primitive.name})"
         avals_in = [check_atom(v, where) for v in eqn.invars]
-        expected = rules.abstract_eval_rule(eqn.primitive)(*avals_in, **eqn.params)
+        expected = rules.abstract_eval(eqn.primitive, avals_in, eqn.params)
         expected = list(expected) if eqn.primitive.multiple_results else [expected]
         got = [v.aval for v in eqn.outvars]
         if len(expected) != len(got) or any(not e.same_type(g) for e, g in zip(expected, got)):

@@ -90,7 +90,7 @@ class StagingTrace(Trace):
     def process_primitive(self, primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
         atoms = [self.to_atom(x) for x in args]
         avals_in = [a.aval for a in atoms]
-        avals_out = rules.abstract_eval_rule(primitive)(*avals_in, **params)
+        avals_out = rules.abstract_eval(primitive, avals_in, params)
         return self.add_eqn(primitive, atoms, avals_out, params)
 
     def add_eqn(self, primitive: Primitive, atoms: list, avals_out: Any, params: dict) -> Any:

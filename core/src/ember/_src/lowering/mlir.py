@@ -243,7 +243,7 @@ class ModuleContext:
         """The symbol of ``mesh`` in this module; ``what`` must use the module's own mesh."""
         if self.mesh is None:
             raise ValueError(f"{what} needs a computation over a device mesh")
-        if mesh != self.mesh:
+        if not self.mesh.same_devices(mesh):  # axis types may differ: one layout
             raise ValueError(
                 f"{what} uses mesh {mesh!r} inside a computation over {self.mesh!r}; one "
                 f"computation runs on one mesh"

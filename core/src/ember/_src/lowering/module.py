@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ember._src import errors, rules
+from ember._src.core import ShapedArray
 from ember._src.ir import ClosedJaxpr, Jaxpr, Literal, check_result_sizes
 from ember._src.lowering.mlir import (
     FunctionEmitter,
@@ -37,6 +38,7 @@ def lower_jaxpr_inline(
         return env[atom]
 
     platform = ctx.platform
+    typed_mesh = ctx.module.mesh is not None
     rule_cache: dict = {}
     saved_in, saved_out = ctx.avals_in, ctx.avals_out
     try:
@@ -58,13 +60,29 @@ def lower_jaxpr_inline(
                 raise LoweringError(
                     f"lowering {primitive.name} for platform {platform!r} failed{where}: {err}"
                 ) from err
-            if primitive.multiple_results:
-                env.update(zip(eqn.outvars, outs))
-            else:
-                env[eqn.outvars[0]] = outs
+            if not primitive.multiple_results:
+                outs = [outs]
+            if typed_mesh:
+                outs = [pin_typed(ctx, x, v.aval) for x, v in zip(outs, eqn.outvars)]
+            env.update(zip(eqn.outvars, outs))
         return [read(v) for v in jaxpr.outvars]
     finally:
         ctx.avals_in, ctx.avals_out = saved_in, saved_out
+
+
+def pin_typed(ctx: RuleContext, x: str, aval: ShapedArray) -> str:
+    """``x`` constrained to its typed sharding, if it has one: under Explicit mesh axes the
+    partitioner lays every value out exactly as its type says."""
+    typed = aval.typed_sharding
+    if typed is None:
+        return x
+    mesh = ctx.module.mesh
+    if typed.mesh.shape_tuple != mesh.shape_tuple:
+        raise LoweringError(
+            f"a value typed {aval.str_short()} over {typed.mesh!r} is used in a computation "
+            f"over {mesh!r}; one computation runs on one mesh"
+        )
+    return ctx.op("sdy.sharding_constraint", [x], aval, {"sharding": typed.sdy_sharding(aval.ndim)})
 
 
 def lower_module(

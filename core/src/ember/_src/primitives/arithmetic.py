@@ -16,7 +16,7 @@ from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import add_tangents, instantiate, zeros
-from ember._src.primitives import complex_math
+from ember._src.primitives import complex_math, sharding_rules
 from ember._src.primitives.bits import bitwise_and, bitwise_or
 from ember._src.primitives.comparisons import eq, ge, gt, lt
 from ember._src.primitives.elementwise import (
@@ -423,6 +423,7 @@ def _complex_abs(z):
 
 abs_p = rules.define_primitive(
     "abs",
+    sharding=sharding_rules.same_as_operand,
     abstract_eval=_abs_abstract_eval,
     jvp=_abs_jvp,
     batch=rules.per_primitive(elementwise_batch),
@@ -470,6 +471,7 @@ def _linear_unary_transpose(transpose: Callable[[Any], Any]):
 
 real_p = rules.define_primitive(
     "real",
+    sharding=sharding_rules.same_as_operand,
     abstract_eval=rules.per_primitive(_complex_part_abstract_eval),
     jvp=rules.per_primitive(_linear_unary_jvp),
     transpose=_linear_unary_transpose(lambda ct: complex(ct, scalar_like(ct, 0))),
@@ -485,6 +487,7 @@ def real(x: Any) -> Any:
 
 imag_p = rules.define_primitive(
     "imag",
+    sharding=sharding_rules.same_as_operand,
     abstract_eval=rules.per_primitive(_complex_part_abstract_eval),
     jvp=rules.per_primitive(_linear_unary_jvp),
     transpose=_linear_unary_transpose(lambda ct: complex(scalar_like(ct, 0), neg(ct))),
@@ -513,6 +516,7 @@ def _conj_lowering(ctx, x):
 
 conj_p = rules.define_primitive(
     "conj",
+    sharding=sharding_rules.same_as_operand,
     abstract_eval=_conj_abstract_eval,
     jvp=rules.per_primitive(_linear_unary_jvp),
     transpose=_linear_unary_transpose(lambda ct: conj(ct)),
@@ -553,6 +557,7 @@ def _complex_transpose(ct, x, y):
 
 complex_p = rules.define_primitive(
     "complex",
+    sharding=rules.per_primitive(sharding_rules.elementwise),
     abstract_eval=_complex_abstract_eval,
     jvp=_complex_jvp,
     transpose=_complex_transpose,

@@ -14,6 +14,7 @@ import numpy as np
 
 from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.elementwise import _INT, coerce_scalars, elementwise_rules, zero_jvp
 
 and_p = rules.define_primitive(
@@ -167,6 +168,7 @@ def _bitcast_batch(vals, dims, *, new_dtype):
 
 bitcast_convert_type_p = rules.define_primitive(
     "bitcast_convert_type",
+    sharding=sharding_rules.same_as_operand,
     abstract_eval=_bitcast_abstract_eval,
     jvp=zero_jvp,
     batch=_bitcast_batch,

@@ -20,6 +20,7 @@ from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.ir import ClosedJaxpr
 from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.jaxpr_transforms import batch_jaxpr, cached, hoist_consts, jvp_jaxpr
 from ember._src.primitives.shape import move_axis
 
@@ -112,6 +113,7 @@ def _partial_eval_jit(trace: PartialEvalTrace, args: Sequence[Any], params: dict
 
 jit_p = rules.define_primitive(
     "jit",
+    sharding=sharding_rules.from_jaxpr("jaxpr"),
     abstract_eval=_jit_abstract_eval,
     jvp=_jit_jvp,
     transpose=_jit_transpose,

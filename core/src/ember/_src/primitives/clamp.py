@@ -15,6 +15,7 @@ from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad_util import add_tangents, zeros
 from ember._src.interpreters.batching import not_mapped
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.bits import bitwise_and
 from ember._src.primitives.comparisons import gt, lt
 from ember._src.primitives.elementwise import coerce_scalars
@@ -93,6 +94,7 @@ def _clamp_batch(vals, dims):
 
 clamp_p = rules.define_primitive(
     "clamp",
+    sharding=rules.per_primitive(sharding_rules.elementwise),
     abstract_eval=_clamp_abstract_eval,
     jvp=_clamp_jvp,
     batch=_clamp_batch,

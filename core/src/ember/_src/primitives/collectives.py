@@ -203,6 +203,7 @@ def _sum_unbatched(x: Any, size: int) -> Any:
 
 psum_p = rules.define_primitive(
     "psum",
+    sharding=rules.NOT_SHARDABLE,
     abstract_eval=_same,
     jvp=rules.per_primitive(_linear_jvp),
     transpose=_psum_transpose,
@@ -240,6 +241,7 @@ def _extreme_unbatched(x: Any, size: int) -> Any:
 
 pmax_p = rules.define_primitive(
     "pmax",
+    sharding=rules.NOT_SHARDABLE,
     abstract_eval=_same,
     lowering=_implemented_by_plugin("all_reduce", reduction="max")(
         _all_reduce_lowering("stablehlo.maximum")
@@ -259,6 +261,7 @@ def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
 
 pmin_p = rules.define_primitive(
     "pmin",
+    sharding=rules.NOT_SHARDABLE,
     abstract_eval=_same,
     lowering=_implemented_by_plugin("all_reduce", reduction="min")(
         _all_reduce_lowering("stablehlo.minimum")
@@ -324,6 +327,7 @@ def _all_gather_lowering(ctx, x, *, axes, axis, tiled, size):
 
 all_gather_p = rules.define_primitive(
     "all_gather",
+    sharding=rules.NOT_SHARDABLE,
     abstract_eval=_all_gather_abstract_eval,
     jvp=rules.per_primitive(_linear_jvp),
     transpose=_all_gather_transpose,
@@ -427,6 +431,7 @@ def _psum_scatter_lowering(ctx, x, *, axes, dimension, tiled, size):
 
 psum_scatter_p = rules.define_primitive(
     "psum_scatter",
+    sharding=rules.NOT_SHARDABLE,
     abstract_eval=_psum_scatter_abstract_eval,
     jvp=rules.per_primitive(_linear_jvp),
     transpose=_psum_scatter_transpose,
@@ -496,6 +501,7 @@ def _axis_index_lowering(ctx, *, axes):
 
 axis_index_p = rules.define_primitive(
     "axis_index",
+    sharding=rules.NOT_SHARDABLE,
     abstract_eval=_axis_index_abstract_eval,
     lowering=_axis_index_lowering,
     reference=rules.per_primitive(_unbound),
@@ -550,6 +556,7 @@ def _ppermute_lowering(ctx, x, *, axes, perm):
 
 ppermute_p = rules.define_primitive(
     "ppermute",
+    sharding=rules.NOT_SHARDABLE,
     abstract_eval=_same,
     jvp=rules.per_primitive(_linear_jvp),
     transpose=_ppermute_transpose,
@@ -662,6 +669,7 @@ def _all_to_all_lowering(ctx, x, *, axes, split_axis, concat_axis, tiled, size):
 
 all_to_all_p = rules.define_primitive(
     "all_to_all",
+    sharding=rules.NOT_SHARDABLE,
     abstract_eval=_all_to_all_abstract_eval,
     jvp=rules.per_primitive(_linear_jvp),
     transpose=_all_to_all_transpose,

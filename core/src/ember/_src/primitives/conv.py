@@ -386,6 +386,7 @@ def _take(x: Any, dim: int | None, i: int) -> Any:
 
 conv_p = rules.define_primitive(
     "conv_general_dilated",
+    sharding=rules.NOT_SHARDABLE,
     abstract_eval=_conv_abstract_eval,
     jvp=_conv_jvp,
     transpose=_conv_transpose,

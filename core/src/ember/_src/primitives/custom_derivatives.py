@@ -29,6 +29,7 @@ from ember._src.interpreters.ad_util import instantiate
 from ember._src.interpreters.batching import batch_flat, not_mapped
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.lowering.module import LoweringError, lower_jaxpr_inline
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.jaxpr_transforms import batch_jaxpr
 from ember._src.primitives.shape import bdim_to_front
 from ember._src.tree.util import PyTreeDef
@@ -140,6 +141,7 @@ class _BatchedRule:
 
 custom_jvp_call_p = rules.define_primitive(
     "custom_jvp_call",
+    sharding=sharding_rules.from_jaxpr("call_jaxpr"),
     abstract_eval=_custom_jvp_abstract_eval,
     jvp=_custom_jvp_jvp,
     batch=_custom_jvp_batch,
@@ -236,6 +238,7 @@ class _BatchedBwd:
 
 custom_vjp_call_p = rules.define_primitive(
     "custom_vjp_call",
+    sharding=sharding_rules.from_jaxpr("call_jaxpr"),
     abstract_eval=_custom_vjp_abstract_eval,
     jvp=_custom_vjp_jvp,
     batch=_custom_vjp_batch,
@@ -286,8 +289,13 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, res_tree, out_avals):
     ]
 
 
+def _custom_lin_sharding(*avals, out_avals, **params):
+    return [a.typed_sharding for a in out_avals]
+
+
 custom_lin_p = rules.define_primitive(
     "custom_lin",
+    sharding=_custom_lin_sharding,
     abstract_eval=_custom_lin_abstract_eval,
     transpose=_custom_lin_transpose,
     batch=_custom_lin_batch,

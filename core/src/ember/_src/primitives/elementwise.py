@@ -36,6 +36,7 @@ from ember._src.core import (
 from ember._src.interpreters.batching import not_mapped
 from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.shape import (
     batch_size,
     broadcast_in_dim,
@@ -233,6 +234,7 @@ def elementwise_rules(
             lambda primitive: nary_abstract_eval(primitive.name, kinds, result_dtype)
         ),
         "batch": rules.per_primitive(elementwise_batch),
+        "sharding": rules.per_primitive(sharding_rules.elementwise),
         "reference": numpy_reference(numpy_fn),
         "lowering": hlo_lowering(lowering) if isinstance(lowering, str) else lowering,
     }

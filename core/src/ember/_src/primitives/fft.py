@@ -18,6 +18,7 @@ from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray, Zero, get_aval
 from ember._src.interpreters.batching import not_mapped
 from ember._src.lowering.mlir import i64_array
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.arithmetic import conj, mul, real
 from ember._src.primitives.shape import broadcast_in_dim, convert_element_type, move_axis
 from ember._src.primitives.slicing import pad
@@ -121,8 +122,15 @@ def _fft_batch(vals, dims, *, fft_type, fft_lengths):
     return fft_p.bind(x, fft_type=fft_type, fft_lengths=fft_lengths), 0
 
 
+def _transformed_dims(x, *, fft_type, fft_lengths):
+    return range(x.ndim - len(fft_lengths), x.ndim)
+
+
 fft_p = rules.define_primitive(
     "fft",
+    sharding=sharding_rules.with_unsplit(
+        "fft", _transformed_dims, "the transform mixes its elements"
+    ),
     abstract_eval=_fft_abstract_eval,
     jvp=_fft_jvp,
     transpose=_fft_transpose,

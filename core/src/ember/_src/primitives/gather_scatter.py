@@ -261,6 +261,7 @@ def _gather_batch(vals, dims, *, dimension_numbers, slice_sizes, **params):
 
 gather_p = rules.define_primitive(
     "gather",
+    sharding=rules.NOT_SHARDABLE,
     abstract_eval=_gather_abstract_eval,
     jvp=_gather_jvp,
     transpose=_gather_transpose,
@@ -537,6 +538,7 @@ def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers, **pa
 
 scatter_p = rules.define_primitive(
     "scatter",
+    sharding=rules.NOT_SHARDABLE,
     abstract_eval=rules.per_primitive(_scatter_abstract_eval_rule),
     jvp=_scatter_jvp,
     transpose=_scatter_transpose,
@@ -575,6 +577,7 @@ def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers, 
 
 scatter_add_p = rules.define_primitive(
     "scatter_add",
+    sharding=rules.NOT_SHARDABLE,
     abstract_eval=rules.per_primitive(_scatter_abstract_eval_rule),
     jvp=_scatter_add_jvp,
     transpose=_scatter_add_transpose,
@@ -617,6 +620,7 @@ def _scatter_mul_transpose(ct, operand, indices, updates, **params):
 
 scatter_mul_p = rules.define_primitive(
     "scatter_mul",
+    sharding=rules.NOT_SHARDABLE,
     abstract_eval=rules.per_primitive(_scatter_abstract_eval_rule),
     jvp=_scatter_mul_jvp,
     transpose=_scatter_mul_transpose,
@@ -662,6 +666,7 @@ def _extremal_scatter_jvp(primitive: Primitive):
 
 scatter_min_p = rules.define_primitive(
     "scatter_min",
+    sharding=rules.NOT_SHARDABLE,
     abstract_eval=rules.per_primitive(_scatter_abstract_eval_rule),
     jvp=rules.per_primitive(_extremal_scatter_jvp),
     batch=rules.per_primitive(_scatter_batch_rule),
@@ -670,6 +675,7 @@ scatter_min_p = rules.define_primitive(
 )
 scatter_max_p = rules.define_primitive(
     "scatter_max",
+    sharding=rules.NOT_SHARDABLE,
     abstract_eval=rules.per_primitive(_scatter_abstract_eval_rule),
     jvp=rules.per_primitive(_extremal_scatter_jvp),
     batch=rules.per_primitive(_scatter_batch_rule),

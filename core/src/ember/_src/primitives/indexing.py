@@ -15,6 +15,7 @@ from ember._src.core import ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import instantiate, zeros
 from ember._src.interpreters.batching import not_mapped
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.arithmetic import max as max_, min as min_
 from ember._src.primitives.gather_scatter import (
     GatherDimensionNumbers,
@@ -112,8 +113,15 @@ def _dynamic_slice_reference(operand, *indices, slice_sizes):
     return operand[tuple(slice(s, s + n) for s, n in zip(starts, slice_sizes))]
 
 
+def _partial_dims(operand, *indices, slice_sizes):
+    return [d for d, (n, k) in enumerate(zip(operand.shape, slice_sizes)) if n != k]
+
+
 dynamic_slice_p = rules.define_primitive(
     "dynamic_slice",
+    sharding=sharding_rules.with_unsplit(
+        "dynamic_slice", _partial_dims, "a slice takes part of it (slice whole dimensions only)"
+    ),
     abstract_eval=_dynamic_slice_abstract_eval,
     jvp=_dynamic_slice_jvp,
     transpose=_dynamic_slice_transpose,
@@ -199,8 +207,21 @@ def _dynamic_update_slice_reference(operand, update, *indices):
     return result
 
 
+def _update_sharding(operand, update, *indices):
+    what = "dynamic_update_slice"
+    avals = (operand, update)
+    partial = [d for d, (n, k) in enumerate(zip(operand.shape, update.shape)) if n != k]
+    for aval in avals:
+        sharding_rules.require_unsplit(what, avals, aval, partial, "the update covers part of it")
+    mesh = sharding_rules.common_mesh(what, avals)
+    columns = zip(sharding_rules.entries(operand), sharding_rules.entries(update))
+    out = [sharding_rules.consensus(what, avals, c) for c in columns]
+    return sharding_rules.build(what, avals, mesh, out)
+
+
 dynamic_update_slice_p = rules.define_primitive(
     "dynamic_update_slice",
+    sharding=_update_sharding,
     abstract_eval=_dynamic_update_slice_abstract_eval,
     jvp=_dynamic_update_slice_jvp,
     transpose=_dynamic_update_slice_transpose,

@@ -13,8 +13,10 @@ from ember._src.core import ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import add_tangents
 from ember._src.interpreters.batching import not_mapped
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.shape import convert_element_type, move_axis, transpose
-from ember._src.primitives.sharding_constraint import laid_out
+from ember._src.primitives.sharding_constraint import laid_out, typed_out_sharding
+from ember._src.runtime.sharding import NamedSharding, PartitionSpec
 
 DimensionNumbers = tuple[
     tuple[tuple[int, ...], tuple[int, ...]], tuple[tuple[int, ...], tuple[int, ...]]
@@ -37,7 +39,12 @@ def _free_dims(ndim: int, contract: Sequence[int], batch: Sequence[int]) -> list
     return [i for i in range(ndim) if i not in used]
 
 
-def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+# ``out_sharding``: the result's typed sharding when the caller chose it (None: the rule's).
+
+
+def _dot_general_abstract_eval(
+    lhs, rhs, *, dimension_numbers, precision, preferred_element_type, out_sharding
+):
     (lc, rc), (lb, rb) = dimension_numbers
 
     def fail(message: str) -> errors.EmberTypeError:
@@ -98,7 +105,12 @@ def _transpose_lhs(ct, x_aval, y, dimension_numbers, precision, preferred, swap_
     x_contract_sorted_by_y = [x_contract[i] for i in np.argsort(y_contract)]
     out_axes = np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y)
     result = dot_general_p.bind(
-        ct, y, dimension_numbers=dims, precision=precision, preferred_element_type=preferred
+        ct,
+        y,
+        dimension_numbers=dims,
+        precision=precision,
+        preferred_element_type=preferred,
+        out_sharding=_cotangent_sharding(x_aval, out_axes, ct, y),
     )
     result = transpose(result, tuple(int(a) for a in out_axes))
     if get_aval(result).dtype != x_aval.dtype:
@@ -106,7 +118,23 @@ def _transpose_lhs(ct, x_aval, y, dimension_numbers, precision, preferred, swap_
     return result
 
 
-def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+def _cotangent_sharding(x_aval, out_axes, ct, y) -> Any:
+    """The cotangent of an operand is typed as the operand: the contraction giving it (whose
+    result is then transposed by ``out_axes``) is told so, since a contraction over split
+    dimensions is otherwise ambiguous."""
+    mesh = sharding_rules.common_mesh("dot_general", (x_aval, get_aval(ct), get_aval(y)))
+    if mesh is None:
+        return None
+    wanted = sharding_rules.entries(x_aval)
+    before = [None] * len(wanted)
+    for k, axis in enumerate(out_axes):
+        before[int(axis)] = wanted[k]
+    return NamedSharding(mesh, PartitionSpec(*before))
+
+
+def _dot_general_transpose(
+    ct, lhs, rhs, *, dimension_numbers, precision, preferred_element_type, out_sharding
+):
     if type(ct) is Zero:
         return [None, None]
     ct_dtype = get_aval(ct).dtype
@@ -129,10 +157,17 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision, prefer
     ]
 
 
-def _dot_general_batch(vals, dims, *, dimension_numbers, precision, preferred_element_type):
+def _dot_general_batch(
+    vals, dims, *, dimension_numbers, precision, preferred_element_type, out_sharding
+):
     (lhs, rhs), (ld, rd) = vals, dims
     (lc, rc), (lb, rb) = dimension_numbers
-    params = {"precision": precision, "preferred_element_type": preferred_element_type}
+    # A chosen result sharding is dropped under vmap: the rule types the batched result.
+    params = {
+        "precision": precision,
+        "preferred_element_type": preferred_element_type,
+        "out_sharding": None,
+    }
 
     def shift(axes: Sequence[int]) -> tuple[int, ...]:
         return tuple(a + 1 for a in axes)
@@ -159,7 +194,9 @@ def _dims_text(name: str, dims: Sequence[int]) -> str | None:
     return f"{name} = [{', '.join(str(d) for d in dims)}]"
 
 
-def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+def _dot_general_lowering(
+    ctx, lhs, rhs, *, dimension_numbers, precision, preferred_element_type, out_sharding
+):
     (lc, rc), (lb, rb) = dimension_numbers
     fields = [
         _dims_text("lhs_batching_dimensions", lb),
@@ -176,7 +213,9 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision, prefer
     return ctx.op("stablehlo.dot_general", [lhs, rhs], ctx.avals_out[0], attrs)
 
 
-def _dot_general_reference(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+def _dot_general_reference(
+    lhs, rhs, *, dimension_numbers, precision, preferred_element_type, out_sharding
+):
     (lc, rc), (lb, rb) = dimension_numbers
     letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
     lhs_names = [next(letters) for _ in range(lhs.ndim)]
@@ -200,8 +239,34 @@ def _dot_general_reference(lhs, rhs, *, dimension_numbers, precision, preferred_
     return np.einsum(spec, lhs.astype(compute), rhs.astype(compute)).astype(out_dtype)
 
 
+def _dot_general_sharding(
+    lhs, rhs, *, dimension_numbers, precision, preferred_element_type, out_sharding
+):
+    """Batch dimensions agree; free dimensions keep their splits; a split contracting
+    dimension leaves the result ambiguous (summed across devices, or left split?)."""
+    what = "dot_general"
+    avals = (lhs, rhs)
+    mesh = sharding_rules.common_mesh(what, avals)
+    (lc, rc), (lb, rb) = dimension_numbers
+    ls, rs = sharding_rules.entries(lhs), sharding_rules.entries(rhs)
+    for a, b in zip(lc, rc):
+        if ls[a] is not None or rs[b] is not None:
+            raise sharding_rules.fail(
+                what,
+                avals,
+                f"contracting dimensions are split ({ls[a]!r} and {rs[b]!r}), so how the result "
+                f"is split is ambiguous",
+                sharding_rules.AMBIGUOUS_FIX,
+            )
+    out = [sharding_rules.consensus(what, avals, (ls[a], rs[b])) for a, b in zip(lb, rb)]
+    out += [ls[d] for d in _free_dims(lhs.ndim, lc, lb)]
+    out += [rs[d] for d in _free_dims(rhs.ndim, rc, rb)]
+    return sharding_rules.build(what, avals, mesh, out)
+
+
 dot_general_p = rules.define_primitive(
     "dot_general",
+    sharding=_dot_general_sharding,
     abstract_eval=_dot_general_abstract_eval,
     jvp=_dot_general_jvp,
     transpose=_dot_general_transpose,
@@ -229,11 +294,23 @@ def dot_general(
     preferred = (
         None if preferred_element_type is None else dtypes.canonicalize(preferred_element_type)
     )
+    ndim = len(_dot_general_out_shape(lhs, rhs, numbers))
     out = dot_general_p.bind(
         lhs,
         rhs,
         dimension_numbers=numbers,
         precision=_canonical_precision(precision),
         preferred_element_type=preferred,
+        out_sharding=typed_out_sharding(out_sharding, ndim, "dot_general"),
     )
     return out if out_sharding is None else laid_out(out, out_sharding)
+
+
+def _dot_general_out_shape(lhs: Any, rhs: Any, numbers: DimensionNumbers) -> tuple:
+    (lc, rc), (lb, rb) = numbers
+    lhs_shape, rhs_shape = get_aval(lhs).shape, get_aval(rhs).shape
+    return (
+        tuple(lhs_shape[d] for d in lb)
+        + tuple(lhs_shape[d] for d in _free_dims(len(lhs_shape), lc, lb))
+        + tuple(rhs_shape[d] for d in _free_dims(len(rhs_shape), rc, rb))
+    )

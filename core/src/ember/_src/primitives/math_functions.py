@@ -16,7 +16,7 @@ import numpy as np
 from ember._src import errors, rules
 from ember._src.core import Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad_util import add_tangents
-from ember._src.primitives import complex_math
+from ember._src.primitives import complex_math, sharding_rules
 from ember._src.primitives.arithmetic import add, complex, div, imag, mul, neg, real, sub
 from ember._src.primitives.comparisons import eq
 from ember._src.primitives.elementwise import (
@@ -425,6 +425,7 @@ def _integer_pow_lowering(ctx, x, *, y):
 
 integer_pow_p = rules.define_primitive(
     "integer_pow",
+    sharding=sharding_rules.same_as_operand,
     abstract_eval=nary_abstract_eval("integer_pow", _NUM),
     jvp=_integer_pow_jvp,
     batch=rules.per_primitive(elementwise_batch),

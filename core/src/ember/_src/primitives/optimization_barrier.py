@@ -43,8 +43,13 @@ def _barrier_batch(vals, dims):
     return optimization_barrier_p.bind(*vals), list(dims)
 
 
+def _barrier_sharding(*avals):
+    return [a.typed_sharding for a in avals]
+
+
 optimization_barrier_p = rules.define_primitive(
     "optimization_barrier",
+    sharding=_barrier_sharding,
     abstract_eval=_barrier_abstract_eval,
     jvp=_barrier_jvp,
     transpose=_barrier_transpose,

@@ -16,6 +16,7 @@ import numpy as np
 
 from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray, Zero
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.elementwise import (
     _FLOAT,
     coerce_scalars,
@@ -43,6 +44,7 @@ def _real_float_abstract_eval(name: str, arity: int):
 
 nextafter_p = rules.define_primitive(
     "nextafter",
+    sharding=rules.per_primitive(sharding_rules.elementwise),
     abstract_eval=_real_float_abstract_eval("nextafter", 2),
     batch=rules.per_primitive(elementwise_batch),
     lowering=hlo_lowering("chlo.next_after"),
@@ -107,6 +109,7 @@ def _reduce_precision_transpose(ct, x, **params):
 
 reduce_precision_p = rules.define_primitive(
     "reduce_precision",
+    sharding=sharding_rules.same_as_operand,
     abstract_eval=_real_float_abstract_eval("reduce_precision", 1),
     jvp=_reduce_precision_jvp,
     transpose=_reduce_precision_transpose,

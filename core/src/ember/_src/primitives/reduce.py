@@ -12,6 +12,7 @@ import numpy as np
 
 from ember._src import dtypes, errors, rules
 from ember._src.core import Primitive, ShapedArray, Zero, get_aval, tangent_aval
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.arithmetic import div, min as min_, mul
 from ember._src.primitives.comparisons import eq
 from ember._src.primitives.elementwise import scalar_like, zero_jvp
@@ -176,6 +177,7 @@ def _extremum_jvp(primitive: Primitive):
 
 reduce_max_p = rules.define_primitive(
     "reduce_max",
+    sharding=sharding_rules.reduction,
     **_reduction_rules(
         _extremum_lowering("stablehlo.maximum", "max"), _extremum_reference(np.max, "max")
     ),
@@ -189,6 +191,7 @@ def reduce_max(operand: Any, axes: Sequence[int]) -> Any:
 
 reduce_min_p = rules.define_primitive(
     "reduce_min",
+    sharding=sharding_rules.reduction,
     **_reduction_rules(
         _extremum_lowering("stablehlo.minimum", "min"), _extremum_reference(np.min, "min")
     ),
@@ -236,6 +239,7 @@ def _product_of_others(x: Any, axes: Sequence[int]) -> Any:
 
 reduce_prod_p = rules.define_primitive(
     "reduce_prod",
+    sharding=sharding_rules.reduction,
     **_reduction_rules(
         _reduction_lowering("stablehlo.multiply", lambda dt: 1), _reduction_reference(np.prod)
     ),
@@ -252,6 +256,7 @@ def reduce_prod(operand: Any, axes: Sequence[int]) -> Any:
 
 reduce_and_p = rules.define_primitive(
     "reduce_and",
+    sharding=sharding_rules.reduction,
     **_reduction_rules(
         _reduction_lowering("stablehlo.and", lambda dt: True), _reduction_reference(np.all)
     ),
@@ -265,6 +270,7 @@ def reduce_and(operand: Any, axes: Sequence[int]) -> Any:
 
 reduce_or_p = rules.define_primitive(
     "reduce_or",
+    sharding=sharding_rules.reduction,
     **_reduction_rules(
         _reduction_lowering("stablehlo.or", lambda dt: False), _reduction_reference(np.any)
     ),
@@ -364,6 +370,7 @@ def _arg_reduction_lowering(direction: str):
 
 argmax_p = rules.define_primitive(
     "argmax",
+    sharding=sharding_rules.reduction,
     abstract_eval=rules.per_primitive(_arg_reduction_abstract_eval),
     jvp=zero_jvp,
     batch=rules.per_primitive(_reduce_batch),
@@ -378,6 +385,7 @@ def argmax(operand: Any, axis: int, index_dtype: Any) -> Any:
 
 argmin_p = rules.define_primitive(
     "argmin",
+    sharding=sharding_rules.reduction,
     abstract_eval=rules.per_primitive(_arg_reduction_abstract_eval),
     jvp=zero_jvp,
     batch=rules.per_primitive(_reduce_batch),

@@ -19,6 +19,7 @@ from ember._src import dtypes, errors, rules
 from ember._src.core import Primitive, ShapedArray, Zero, get_aval
 from ember._src.interpreters.ad import is_undefined
 from ember._src.lowering.mlir import i64_array
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.arithmetic import add, max as max_, min as min_, neg
 from ember._src.primitives.conv import padding_pairs
 from ember._src.primitives.gather_scatter import GatherDimensionNumbers, gather
@@ -207,8 +208,33 @@ def _sum_transpose(ct, x, *, window_dimensions, window_strides, padding, base_di
     return [result]
 
 
+def _windowed_dims(x, *, window_dimensions, window_strides, padding, base_dilation,
+                   window_dilation):  # fmt: skip
+    """The dimensions a window looks across (the others keep their layout)."""
+    return [
+        d
+        for d in range(x.ndim)
+        if (
+            window_dimensions[d],
+            window_strides[d],
+            tuple(padding[d]),
+            base_dilation[d],
+            window_dilation[d],
+        )
+        != (1, 1, (0, 0), 1, 1)  # fmt: skip
+    ]
+
+
+_window_sharding = rules.per_primitive(
+    lambda primitive: sharding_rules.with_unsplit(
+        primitive.name, _windowed_dims, "a window reaches across it"
+    )
+)
+
+
 reduce_window_sum_p = rules.define_primitive(
     "reduce_window_sum",
+    sharding=_window_sharding,
     abstract_eval=_abstract_eval,
     jvp=_sum_jvp,
     transpose=_sum_transpose,
@@ -293,6 +319,7 @@ def _take_last(patches: Any, which: Any) -> Any:
 
 reduce_window_max_p = rules.define_primitive(
     "reduce_window_max",
+    sharding=_window_sharding,
     abstract_eval=_abstract_eval,
     jvp=rules.per_primitive(functools.partial(_extreme_jvp, kind="max")),
     batch=rules.per_primitive(_batch_rule),
@@ -301,6 +328,7 @@ reduce_window_max_p = rules.define_primitive(
 )
 reduce_window_min_p = rules.define_primitive(
     "reduce_window_min",
+    sharding=_window_sharding,
     abstract_eval=_abstract_eval,
     jvp=rules.per_primitive(functools.partial(_extreme_jvp, kind="min")),
     batch=rules.per_primitive(_batch_rule),

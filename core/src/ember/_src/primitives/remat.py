@@ -30,6 +30,7 @@ from ember._src.interpreters.partial_eval import (
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.ir import ClosedJaxpr, Eqn, Jaxpr, Var
 from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.jaxpr_transforms import (
     batch_jaxpr,
     jvp_jaxpr,
@@ -184,6 +185,7 @@ def _choose_saved(
 
 remat_p = rules.define_primitive(
     "remat",
+    sharding=sharding_rules.from_jaxpr("jaxpr"),
     abstract_eval=_remat_abstract_eval,
     jvp=_remat_jvp,
     transpose=_remat_transpose,

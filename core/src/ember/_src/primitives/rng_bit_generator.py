@@ -87,6 +87,7 @@ def _batch(vals, dims, **params):
 
 rng_bit_generator_p = rules.define_primitive(
     "rng_bit_generator",
+    sharding=rules.NOT_SHARDABLE,
     abstract_eval=_abstract_eval,
     jvp=zero_jvp,
     batch=_batch,

@@ -14,6 +14,7 @@ from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import instantiate
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.elementwise import (
     _ANY,
     coerce_scalars,
@@ -115,6 +116,7 @@ def _select_n_reference(which, *cases):
 
 select_n_p = rules.define_primitive(
     "select_n",
+    sharding=rules.per_primitive(sharding_rules.elementwise),
     abstract_eval=_select_n_abstract_eval,
     jvp=_select_n_jvp,
     transpose=_select_n_transpose,

@@ -18,7 +18,9 @@ from ember._src.core import Primitive, ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad_util import zeros
 from ember._src.interpreters.batching import not_mapped
 from ember._src.lowering.mlir import i64_array
-from ember._src.primitives.sharding_constraint import laid_out
+from ember._src.primitives import sharding_rules
+from ember._src.primitives.sharding_constraint import laid_out, typed_out_sharding
+from ember._src.runtime.sharding import typed_sharding
 
 
 def shape_error(message: str) -> errors.EmberTypeError:
@@ -89,8 +91,17 @@ def _broadcast_in_dim_reference(x, *, shape, broadcast_dimensions):
     return np.broadcast_to(np.reshape(x, expanded_shape), shape)
 
 
+def _broadcast_in_dim_sharding(x, *, shape, broadcast_dimensions):
+    """Each operand dimension keeps its split where it lands; new dimensions are whole."""
+    out = [None] * len(shape)
+    for entry, d in zip(sharding_rules.entries(x), broadcast_dimensions):
+        out[d] = entry
+    return sharding_rules.build("broadcast_in_dim", (x,), x.typed_sharding.mesh, out)
+
+
 broadcast_in_dim_p = rules.define_primitive(
     "broadcast_in_dim",
+    sharding=_broadcast_in_dim_sharding,
     abstract_eval=_broadcast_in_dim_abstract_eval,
     jvp=rules.per_primitive(linear_jvp),
     transpose=_broadcast_in_dim_transpose,
@@ -191,6 +202,7 @@ def _reduce_sum_reference(x, *, axes):
 
 reduce_sum_p = rules.define_primitive(
     "reduce_sum",
+    sharding=sharding_rules.reduction,
     abstract_eval=_reduce_sum_abstract_eval,
     jvp=rules.per_primitive(linear_jvp),
     transpose=_reduce_sum_transpose,
@@ -211,7 +223,10 @@ def reduce_sum(operand: Any, axes: Sequence[int], *, out_sharding: Any = None) -
 # reshape
 
 
-def _reshape_abstract_eval(x, *, new_sizes):
+# ``out_sharding``: the result's typed sharding when the caller chose it (None: the rule's).
+
+
+def _reshape_abstract_eval(x, *, new_sizes, out_sharding):
     if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
         raise shape_error(
             f"cannot reshape an array of shape {x.shape} ({x.size} elements) into shape {new_sizes}"
@@ -219,26 +234,79 @@ def _reshape_abstract_eval(x, *, new_sizes):
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
 
-def _reshape_transpose(ct, x, *, new_sizes):
-    return [reshape(ct, x.aval.shape)]
+def _reshape_transpose(ct, x, *, new_sizes, out_sharding):
+    return [reshape_p.bind(ct, new_sizes=x.aval.shape, out_sharding=x.aval.typed_sharding)]
 
 
-def _reshape_batch(vals, dims, *, new_sizes):
+def _reshape_batch(vals, dims, *, new_sizes, out_sharding):
     (x,), (d,) = vals, dims
     x = move_axis(x, d, 0)
-    return reshape(x, (get_aval(x).shape[0],) + new_sizes), 0
+    if out_sharding is not None:  # the batch dimension, in front, stays whole
+        out_sharding = typed_sharding(out_sharding.mesh, (None, *out_sharding.spec))
+    new_sizes = (get_aval(x).shape[0],) + new_sizes
+    return reshape_p.bind(x, new_sizes=new_sizes, out_sharding=out_sharding), 0
 
 
-def _reshape_lowering(ctx, x, *, new_sizes):
+def _reshape_lowering(ctx, x, *, new_sizes, out_sharding):
     return ctx.op("stablehlo.reshape", [x], ctx.avals_out[0])
 
 
-def _reshape_reference(x, *, new_sizes):
+def _reshape_reference(x, *, new_sizes, out_sharding):
     return np.reshape(x, new_sizes)
+
+
+def _reshape_sharding(x, *, new_sizes, out_sharding):
+    """Dimensions are matched up in groups of equal size (size-1 dimensions aside). A group
+    that is one dimension on both sides keeps its split; a dimension split into several
+    gives its split to the first of them if that one's size allows it; several merged into
+    one give it the split of the first (major) one when the others are whole. Anything else
+    is ambiguous: the caller says what it wants with out_sharding."""
+    what = "reshape"
+    spec = sharding_rules.entries(x)
+    ins = [(d, n) for d, n in enumerate(x.shape) if n != 1]
+    outs = [(d, n) for d, n in enumerate(new_sizes) if n != 1]
+    out: list[Any] = [None] * len(new_sizes)
+    i = j = 0
+    while i < len(ins) and j < len(outs):
+        group_in, group_out = [ins[i]], [outs[j]]
+        size_in, size_out = ins[i][1], outs[j][1]
+        i, j = i + 1, j + 1
+        while size_in != size_out:
+            if size_in < size_out:
+                group_in.append(ins[i])
+                size_in *= ins[i][1]
+                i += 1
+            else:
+                group_out.append(outs[j])
+                size_out *= outs[j][1]
+                j += 1
+        splits = [spec[d] for d, _ in group_in]
+        if all(e is None for e in splits):
+            continue
+        first_out, first_size = group_out[0]
+        axes = (splits[0],) if isinstance(splits[0], str) else splits[0] or ()
+        parts = int(np.prod([x.typed_sharding.mesh.axis_size(a) for a in axes]))
+        if (
+            len(group_in) == 1
+            and first_size % parts == 0
+            or len(group_out) == 1
+            and all(e is None for e in splits[1:])
+        ):
+            out[first_out] = splits[0]
+        else:
+            raise sharding_rules.fail(
+                what,
+                (x,),
+                f"reshaping to {tuple(new_sizes)} moves split dimensions in a way that leaves "
+                f"the result's sharding ambiguous",
+                sharding_rules.AMBIGUOUS_FIX,
+            )
+    return sharding_rules.build(what, (x,), x.typed_sharding.mesh, out)
 
 
 reshape_p = rules.define_primitive(
     "reshape",
+    sharding=_reshape_sharding,
     abstract_eval=_reshape_abstract_eval,
     jvp=rules.per_primitive(linear_jvp),
     transpose=_reshape_transpose,
@@ -263,7 +331,8 @@ def reshape(
     if get_aval(operand).shape == new_sizes:
         out = operand
     else:
-        out = reshape_p.bind(operand, new_sizes=new_sizes)
+        typed = typed_out_sharding(out_sharding, len(new_sizes), "reshape")
+        out = reshape_p.bind(operand, new_sizes=new_sizes, out_sharding=typed)
     return out if out_sharding is None else laid_out(out, out_sharding)
 
 
@@ -302,8 +371,16 @@ def _transpose_reference(x, *, permutation):
     return np.transpose(x, permutation)
 
 
+def _transpose_sharding(x, *, permutation):
+    spec = sharding_rules.entries(x)
+    return sharding_rules.build(
+        "transpose", (x,), x.typed_sharding.mesh, [spec[p] for p in permutation]
+    )
+
+
 transpose_p = rules.define_primitive(
     "transpose",
+    sharding=_transpose_sharding,
     abstract_eval=_transpose_abstract_eval,
     jvp=rules.per_primitive(linear_jvp),
     transpose=_transpose_transpose,
@@ -352,8 +429,15 @@ def _squeeze_reference(x, *, dimensions):
     return np.squeeze(x, axis=dimensions)
 
 
+def _squeeze_sharding(x, *, dimensions):
+    dropped = {d % x.ndim for d in dimensions}
+    kept = [e for d, e in enumerate(sharding_rules.entries(x)) if d not in dropped]
+    return sharding_rules.build("squeeze", (x,), x.typed_sharding.mesh, kept)
+
+
 squeeze_p = rules.define_primitive(
     "squeeze",
+    sharding=_squeeze_sharding,
     abstract_eval=_squeeze_abstract_eval,
     jvp=rules.per_primitive(linear_jvp),
     transpose=_squeeze_transpose,
@@ -455,6 +539,7 @@ def _convert_reference(x, *, new_dtype, weak_type):
 
 convert_element_type_p = rules.define_primitive(
     "convert_element_type",
+    sharding=sharding_rules.same_as_operand,
     abstract_eval=_convert_abstract_eval,
     jvp=_convert_jvp,
     transpose=_convert_transpose,
@@ -499,6 +584,7 @@ def _iota_reference(*, dtype, shape, dimension):
 
 iota_p = rules.define_primitive(
     "iota",
+    sharding=sharding_rules.unsplit,
     abstract_eval=_iota_abstract_eval,
     jvp=_iota_jvp,
     lowering=_iota_lowering,

@@ -64,12 +64,15 @@ def shard_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray, what: str) ->
                 f"mesh axes {spec.axes_of(d)} of total size {factor}{errors.where()}"
             )
         shape.append(size // factor)
-    return aval.update(shape=tuple(shape))
+    # Inside, every mesh axis is Manual: a per-device piece is split over none in its type.
+    return aval.update(shape=tuple(shape), sharding=None)
 
 
 def global_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray) -> ShapedArray:
+    """The whole of a result whose per-device pieces are ``aval``, typed as ``spec`` says
+    over the mesh's Explicit axes."""
     shape = tuple(s * _factor(mesh, spec, d) for d, s in enumerate(aval.shape))
-    return aval.update(shape=shape)
+    return aval.update(shape=shape, sharding=NamedSharding(mesh, spec).typed(aval.ndim))
 
 
 def unmentioned(mesh: Mesh, spec: PartitionSpec) -> tuple[str, ...]:
@@ -383,8 +386,15 @@ def _layouts(*, jaxpr, mesh, in_specs, out_specs):
     )
 
 
+def _shard_map_sharding(*avals, jaxpr, mesh, in_specs, out_specs):
+    """The results are typed as out_specs say over the mesh's Explicit axes."""
+    return [a.typed_sharding for a in _abstract_eval(*avals, jaxpr=jaxpr, mesh=mesh,
+            in_specs=in_specs, out_specs=out_specs)]  # fmt: skip
+
+
 shard_map_p = rules.define_primitive(
     "shard_map",
+    sharding=_shard_map_sharding,
     abstract_eval=_abstract_eval,
     jvp=_jvp,
     transpose=_transpose,

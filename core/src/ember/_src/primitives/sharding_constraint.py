@@ -51,9 +51,20 @@ def laid_out(result: Any, out_sharding: Any) -> Any:
     return result if out_sharding is None else with_sharding_constraint(result, out_sharding)
 
 
+def typed_out_sharding(out_sharding: Any, ndim: int, what: str) -> Any:
+    """The typed sharding (over Explicit axes) of a result of rank ``ndim`` that JAX's
+    ``out_sharding=`` keyword asks for (a NamedSharding, or a PartitionSpec under a mesh),
+    for primitives that take it as a parameter; None when it names no Explicit axis."""
+    if out_sharding is None:
+        return None
+    sharding = placement.resolve(out_sharding, what)
+    return sharding.typed(ndim) if isinstance(sharding, NamedSharding) else None
+
+
 def _abstract_eval(x, *, sharding):
     sharding.shard_shape(x.shape)  # an indivisible dimension fails here, naming the sizes
-    return x
+    # Typed as the constraint says over Explicit axes (``reshard``), whatever x's type was.
+    return x.update(sharding=sharding.typed(x.ndim))
 
 
 def _reference(x, *, sharding):
@@ -92,8 +103,14 @@ def _layouts(*, sharding):
     return [sharding], [sharding]
 
 
+def _sharding_rule(x, *, sharding):
+    """The result is typed as the constraint says over Explicit axes: ``reshard``."""
+    return sharding.typed(x.ndim)
+
+
 sharding_constraint_p = rules.define_primitive(
     "sharding_constraint",
+    sharding=_sharding_rule,
     abstract_eval=_abstract_eval,
     jvp=_jvp,
     transpose=_transpose,

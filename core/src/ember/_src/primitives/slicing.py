@@ -17,6 +17,7 @@ from ember._src.core import ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.batching import not_mapped
 from ember._src.lowering.mlir import i64_array
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.shape import (
     batch_size,
     bdim_to_front,
@@ -91,8 +92,19 @@ def _concatenate_reference(*xs, dimension):
     return np.concatenate(xs, axis=dimension)
 
 
+def _concatenate_sharding(*xs, dimension):
+    what = "concatenate"
+    mesh = sharding_rules.common_mesh(what, xs)
+    for x in xs:
+        sharding_rules.require_unsplit(what, xs, x, [dimension], "concatenate joins along it")
+    columns = zip(*(sharding_rules.entries(x) for x in xs))
+    out = [sharding_rules.consensus(what, xs, column) for column in columns]
+    return sharding_rules.build(what, xs, mesh, out)
+
+
 concatenate_p = rules.define_primitive(
     "concatenate",
+    sharding=_concatenate_sharding,
     abstract_eval=_concatenate_abstract_eval,
     jvp=_concatenate_jvp,
     transpose=_concatenate_transpose,
@@ -166,8 +178,19 @@ def _slice_reference(x, *, start_indices, limit_indices, strides):
     return x[tuple(slice(lo, hi, st) for lo, hi, st in zip(start_indices, limit_indices, strides))]
 
 
+def _sliced_dims(x, *, start_indices, limit_indices, strides):
+    return [
+        d
+        for d, (size, lo, hi, st) in enumerate(zip(x.shape, start_indices, limit_indices, strides))
+        if (lo, hi, st or 1) != (0, size, 1)
+    ]
+
+
 slice_p = rules.define_primitive(
     "slice",
+    sharding=sharding_rules.with_unsplit(
+        "slice", _sliced_dims, "a slice takes part of it (slice whole dimensions only)"
+    ),
     abstract_eval=_slice_abstract_eval,
     jvp=rules.per_primitive(linear_jvp),
     transpose=_slice_transpose,
@@ -293,8 +316,13 @@ def _pad_reference(x, value, *, padding_config):
     return x
 
 
+def _padded_dims(x, value, *, padding_config):
+    return [d for d, config in enumerate(padding_config) if tuple(config) != (0, 0, 0)]
+
+
 pad_p = rules.define_primitive(
     "pad",
+    sharding=sharding_rules.with_unsplit("pad", _padded_dims, "padding changes its size"),
     abstract_eval=_pad_abstract_eval,
     jvp=_pad_jvp,
     transpose=_pad_transpose,
@@ -337,6 +365,7 @@ def _rev_reference(x, *, dimensions):
 
 rev_p = rules.define_primitive(
     "rev",
+    sharding=sharding_rules.same_as_operand,
     abstract_eval=_rev_abstract_eval,
     jvp=rules.per_primitive(linear_jvp),
     transpose=_rev_transpose,

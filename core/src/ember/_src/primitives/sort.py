@@ -18,6 +18,7 @@ import numpy as np
 from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray, Zero, get_aval
 from ember._src.interpreters.batching import not_mapped
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.gather_scatter import GatherDimensionNumbers, gather
 from ember._src.primitives.shape import bdim_to_front, compare_type, expand_dims, iota_along
 from ember._src.primitives.slicing import concatenate
@@ -148,8 +149,21 @@ def _sort_batch(vals, dims, *, dimension, is_stable, num_keys):
     return outs, [0] * len(outs)
 
 
+def _sort_sharding(*avals, dimension, is_stable, num_keys):
+    what = "sort"
+    mesh = sharding_rules.common_mesh(what, avals)
+    for aval in avals:
+        sharding_rules.require_unsplit(what, avals, aval, [dimension], "sort orders along it")
+    columns = zip(*(sharding_rules.entries(a) for a in avals))
+    typed = sharding_rules.build(
+        what, avals, mesh, [sharding_rules.consensus(what, avals, c) for c in columns]
+    )
+    return [typed] * len(avals)
+
+
 sort_p = rules.define_primitive(
     "sort",
+    sharding=_sort_sharding,
     abstract_eval=_sort_abstract_eval,
     jvp=_sort_jvp,
     batch=_sort_batch,

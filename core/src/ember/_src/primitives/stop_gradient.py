@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember._src import rules
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.elementwise import zero_jvp
 
 
@@ -14,6 +15,7 @@ def _stop_gradient_batch(vals, dims):
 
 stop_gradient_p = rules.define_primitive(
     "stop_gradient",
+    sharding=sharding_rules.same_as_operand,
     abstract_eval=lambda x: x,
     jvp=zero_jvp,
     batch=_stop_gradient_batch,

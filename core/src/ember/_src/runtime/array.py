@@ -18,7 +18,7 @@ from ember._src import core, dtypes, errors
 from ember._src.core import ShapedArray
 from ember._src.runtime import multiprocess
 from ember._src.runtime.backend import Device
-from ember._src.runtime.sharding import Sharding, SingleDeviceSharding
+from ember._src.runtime.sharding import NamedSharding, Sharding, SingleDeviceSharding
 
 
 class Array:
@@ -28,6 +28,13 @@ class Array:
     __array_priority__ = 100
 
     def __init__(self, aval: ShapedArray, buffer: Any, sharding: Sharding):
+        # The type says what the layout says over Explicit mesh axes, whatever made the array.
+        if type(sharding) is NamedSharding:
+            typed = sharding.typed(len(aval.shape))
+            if typed != aval.typed_sharding:
+                aval = aval.update(sharding=typed)
+        elif aval.typed_sharding is not None:
+            aval = aval.update(sharding=None)
         self.aval = aval
         self._buffer = buffer
         # Single-device shardings are interned, so the hot paths (eager dispatch, jit's fast

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ import numpy as np
 from ember._src import errors
 from ember._src.runtime import multiprocess
 from ember._src.runtime.backend import Device
+from ember._src.runtime.mesh import get_abstract_mesh
 
 
 class Sharding:
@@ -183,9 +185,13 @@ class PartitionSpec(tuple):
 
 
 class NamedSharding(Sharding):
-    """An array laid out over a ``Mesh`` as a ``PartitionSpec`` says."""
+    """An array laid out over a ``Mesh`` as a ``PartitionSpec`` says.
 
-    __slots__ = ("mesh", "spec", "_memory_kind", "_key", "_layouts")
+    Over an ``AbstractMesh`` (no devices) it is a *typed* sharding: what an abstract value
+    says of its layout (``typeof(x).sharding``), naming Explicit axes only.
+    """
+
+    __slots__ = ("mesh", "spec", "_memory_kind", "_key", "_layouts", "_typed")
 
     def __init__(self, mesh: Any, spec: Any, *, memory_kind: str | None = None):
         spec = spec if isinstance(spec, PartitionSpec) else PartitionSpec(*spec)
@@ -210,6 +216,18 @@ class NamedSharding(Sharding):
             entries.pop()
         self._key = (mesh, tuple(entries), memory_kind)
         self._layouts: dict[int, tuple] = {}
+        self._typed: dict[int, NamedSharding | None] = {}
+
+    def typed(self, ndim: int) -> NamedSharding | None:
+        """The part of this layout an abstract value of rank ``ndim`` carries in its type:
+        the split over the mesh's Explicit axes, over its abstract mesh (None when no
+        dimension is split over an Explicit axis)."""
+        found = self._typed.get(ndim, self)
+        if found is self:
+            found = self._typed[ndim] = typed_sharding(
+                self.mesh.abstract_mesh, explicit_entries(self.spec, ndim, self.mesh)
+            )
+        return found
 
     def layout_key(self, ndim: int) -> tuple:
         # Computed once per rank: jit's cache keys read it on every call.
@@ -304,6 +322,30 @@ class NamedSharding(Sharding):
 
     def __repr__(self) -> str:
         return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+
+
+def explicit_entries(spec: PartitionSpec, ndim: int, mesh: Any) -> tuple:
+    """``spec``'s entries for rank ``ndim`` (padded with None), keeping Explicit axes only."""
+    explicit = set(mesh.explicit_axes)
+    entries = []
+    for d in range(ndim):
+        kept = tuple(a for a in spec.axes_of(d) if a in explicit)
+        entries.append(None if not kept else kept[0] if len(kept) == 1 else kept)
+    return tuple(entries)
+
+
+def typed_sharding(abstract_mesh: Any, entries: Sequence[Any]) -> NamedSharding | None:
+    """The typed sharding with these spec entries over ``abstract_mesh``; None (the type of
+    an array split over no Explicit axis) when every entry is None."""
+    if all(e is None for e in entries):
+        return None
+    return NamedSharding(abstract_mesh, PartitionSpec(*entries))
+
+
+def unsplit_sharding(ndim: int) -> NamedSharding:
+    """``typeof(x).sharding`` of an array split over no Explicit axis: the abstract mesh in
+    scope, every dimension whole."""
+    return NamedSharding(get_abstract_mesh(), PartitionSpec(*[None] * ndim))
 
 
 # --------------------------------------------------------------------------------------------

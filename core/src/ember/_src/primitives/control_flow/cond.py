@@ -186,8 +186,25 @@ def _known_with_all_residuals(split, all_res: list[ShapedArray], start: int):
     return [*inner_consts, *consts], wrapped
 
 
+def _cond_sharding(index, *avals, branches):
+    """Every branch must give each result the same typed sharding."""
+    out = []
+    for i, first in enumerate(branches[0].out_avals):
+        for branch in branches[1:]:
+            other = branch.out_avals[i]
+            if other.typed_sharding != first.typed_sharding:
+                raise errors.ShardingTypeError(
+                    f"cond: the branches give result #{i} different shardings "
+                    f"({first.str_short()} and {other.str_short()}); reshard inside the "
+                    f"branches so that they agree{errors.where()}"
+                )
+        out.append(first.typed_sharding)
+    return out
+
+
 cond_p = rules.define_primitive(
     "cond",
+    sharding=_cond_sharding,
     abstract_eval=_cond_abstract_eval,
     jvp=_cond_jvp,
     transpose=_cond_transpose,

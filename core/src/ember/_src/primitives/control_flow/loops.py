@@ -31,6 +31,7 @@ from ember._src.interpreters.partial_eval import (
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr, Var
 from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.arithmetic import add
 from ember._src.primitives.comparisons import lt
 from ember._src.primitives.control_flow.body_jaxprs import (
@@ -262,8 +263,14 @@ def _while_batch(vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
     return outs, [0] * len(outs)
 
 
+def _while_sharding(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    carry = avals[cond_nconsts + body_nconsts :]
+    return sharding_rules.carried("while_loop", carry, body_jaxpr.out_avals)
+
+
 while_p = rules.define_primitive(
     "while",
+    sharding=_while_sharding,
     abstract_eval=_while_abstract_eval,
     jvp=_while_jvp,
     transpose=_while_transpose,

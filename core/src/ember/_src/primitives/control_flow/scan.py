@@ -32,6 +32,7 @@ from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr, Var
 from ember._src.lowering.mlir import i64_array
 from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.control_flow.body_jaxprs import (
     ControlFlowTypeError,
     describe_avals,
@@ -50,6 +51,7 @@ from ember._src.primitives.jaxpr_transforms import (
     transpose_jaxpr,
 )
 from ember._src.primitives.shape import bdim_to_front, convert_element_type, move_axis
+from ember._src.runtime.sharding import typed_sharding
 from ember._src.tree.util import tree_flatten, tree_unflatten
 
 # --------------------------------------------------------------------------------------------
@@ -410,8 +412,22 @@ def _scan_batch(vals, dims, *, jaxpr, length, reverse, num_consts, num_carry, un
     return outs, out_dims
 
 
+def _scan_sharding(*avals, jaxpr, length, reverse, num_consts, num_carry, unroll):
+    _, carry, _ = _split_operands(avals, num_consts, num_carry)
+    out = jaxpr.out_avals
+    typed = sharding_rules.carried("scan", carry, out[:num_carry])
+    # A stacked output's leading (iteration) dimension is whole.
+    for y in out[num_carry:]:
+        stacked = y.typed_sharding
+        if stacked is not None:
+            stacked = typed_sharding(stacked.mesh, (None, *sharding_rules.entries(y)))
+        typed.append(stacked)
+    return typed
+
+
 scan_p = rules.define_primitive(
     "scan",
+    sharding=_scan_sharding,
     abstract_eval=_scan_abstract_eval,
     jvp=_scan_jvp,
     transpose=_scan_transpose,
