@@ -15,6 +15,7 @@ from typing import Any
 
 from ember._src import errors
 from ember._src.core import ShapedArray
+from ember._src.runtime.mesh import get_abstract_mesh
 from ember._src.runtime.sharding import typed_sharding
 
 Entry = Any  # a spec entry: None, an axis name, or a tuple of axis names
@@ -63,6 +64,16 @@ def common_mesh(what: str, avals: Sequence[ShapedArray]) -> Any:
                 f"the operands are typed over two meshes ({found!r} and {typed.mesh!r})",
                 "Arrays of one operation live on one mesh: move one with "
                 "ember.device_put(x, NamedSharding(mesh, spec))",
+            )
+    if found is not None:
+        in_scope = get_abstract_mesh()
+        if not in_scope.empty and in_scope.shape_tuple != found.shape_tuple:
+            raise fail(
+                what,
+                avals,
+                f"the operands are typed over {found!r} but the mesh in scope is {in_scope!r}",
+                "Compute under the mesh the arrays live on (ember.sharding.use_mesh(mesh)), or "
+                "move them onto the mesh in scope with ember.device_put",
             )
     return found
 

@@ -14,6 +14,7 @@ compiled by ``jit`` as one program over the mesh.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -24,21 +25,31 @@ from ember._src.ir import ClosedJaxpr
 from ember._src.primitives import collectives
 from ember._src.primitives.jaxpr_transforms import hoist_consts
 from ember._src.primitives.shard_map import mesh_axes, shard_aval, shard_map_p, unmentioned
-from ember._src.runtime.mesh import Mesh, current_mesh
+from ember._src.runtime.mesh import AxisType, Mesh, current_mesh, use_mesh
 from ember._src.runtime.sharding import NamedSharding, PartitionSpec
 from ember._src.transforms.jit import jit
 from ember._src.tree.util import flatten_fun, flatten_up_to, tree_flatten, tree_unflatten
 
 
 def shard_map(
-    f: Callable[..., Any],
+    f: Callable[..., Any] | None = None,
     mesh: Mesh | None = None,
     in_specs: Any = None,
     out_specs: Any = None,
     check_rep: bool = True,
     check_vma: bool | None = None,
 ) -> Callable[..., Any]:
-    """Map ``f`` over the blocks of its arguments on ``mesh`` (default: ``with mesh:``'s)."""
+    """Map ``f`` over the blocks of its arguments on ``mesh`` (default: the mesh in scope).
+    Without ``f``, a decorator: ``@shard_map(mesh=..., in_specs=..., out_specs=...)``."""
+    if f is None:
+        return functools.partial(
+            shard_map,
+            mesh=mesh,
+            in_specs=in_specs,
+            out_specs=out_specs,
+            check_rep=check_rep,
+            check_vma=check_vma,
+        )
     check = check_rep if check_vma is None else check_vma
     if out_specs is None:
         raise TypeError("shard_map needs out_specs")
@@ -56,7 +67,9 @@ def shard_map(
             for i, (s, a) in enumerate(zip(specs, avals))
         ]
         body = flatten_fun(f, in_tree, keep_output=True)
-        with mesh_axes(the_mesh):
+        # Inside, every mesh axis is Manual: get_abstract_mesh() says so, types split nothing.
+        manual = the_mesh.update_axis_types(dict.fromkeys(the_mesh.axis_names, AxisType.Manual))
+        with mesh_axes(the_mesh), use_mesh(manual):
             closed = trace_to_jaxpr(body, per_device, name=f"shard_map_{name}")
         consts, jaxpr = hoist_consts(closed)
         out_value, out_tree = body.output, body.out_tree
