@@ -10,6 +10,7 @@ import numpy as np
 
 from ember._src import errors
 from ember._src.core import get_aval
+from ember._src.execution import placement
 from ember._src.numpy.manipulation import ravel
 from ember._src.numpy.operands import (
     as_operand,
@@ -31,6 +32,8 @@ from ember._src.primitives.shape import (
     reshape,
     transpose,
 )
+from ember._src.primitives.sharding_constraint import laid_out
+from ember._src.runtime.sharding import NamedSharding, PartitionSpec
 from ember._src.transforms.jit import jit
 
 
@@ -39,17 +42,18 @@ def _operands(name: str, a: Any, b: Any) -> tuple[Any, Any]:
     return a, b
 
 
-def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
-    """NumPy's dot: matrix product for 2-D, sum over a's last and b's second-to-last axis."""
+def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None,
+        out_sharding: Any = None) -> Any:  # fmt: skip
+    """NumPy's dot: matrix product for 2-D, sum over a's last and b's second-to-last axis.
+    ``out_sharding``: how the result is split (needed when contracted dimensions are)."""
     a, b = _operands("dot", a, b)
     a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
     if a_ndim == 0 or b_ndim == 0:
-        return mul(*prepare("dot", a, b))
+        return laid_out(mul(*prepare("dot", a, b)), out_sharding)
     b_axis = 0 if b_ndim == 1 else b_ndim - 2
     _check_contracted("dot", a, b, a_ndim - 1, b_axis)
-    return dot_general(
-        a, b, (((a_ndim - 1,), (b_axis,)), ((), ())), precision, preferred_element_type
-    )
+    numbers = (((a_ndim - 1,), (b_axis,)), ((), ()))
+    return dot_general(a, b, numbers, precision, preferred_element_type, out_sharding=out_sharding)
 
 
 def _check_contracted(name: str, a: Any, b: Any, a_axis: int, b_axis: int) -> None:
@@ -61,14 +65,17 @@ def _check_contracted(name: str, a: Any, b: Any, a_axis: int, b_axis: int) -> No
         )
 
 
-def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
-    """The @ operator: batched matrix product with broadcast leading axes."""
-    if precision is None and preferred_element_type is None:
+def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None,
+           out_sharding: Any = None) -> Any:  # fmt: skip
+    """The @ operator: batched matrix product with broadcast leading axes. ``out_sharding``:
+    how the result is split (needed when contracted dimensions are)."""
+    if precision is None and preferred_element_type is None and out_sharding is None:
         return _matmul_compiled(a, b)  # one compiled call when used eagerly
-    return _matmul(a, b, precision, preferred_element_type)
+    return _matmul(a, b, precision, preferred_element_type, out_sharding)
 
 
-def _matmul(a: Any, b: Any, precision: Any = None, preferred_element_type: Any = None) -> Any:
+def _matmul(a: Any, b: Any, precision: Any = None, preferred_element_type: Any = None,
+            out_sharding: Any = None) -> Any:  # fmt: skip
     a, b = _operands("matmul", a, b)
     a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
     if not a_shape or not b_shape:
@@ -81,17 +88,15 @@ def _matmul(a: Any, b: Any, precision: Any = None, preferred_element_type: Any =
         b_axis = 0 if b_vector else len(b_shape) - 2
         _check_contracted("matmul", a, b, a_axis, b_axis)
         dims = (((a_axis,), (b_axis,)), ((), ()))
-        return dot_general(a, b, dims, precision, preferred_element_type)
+        return dot_general(a, b, dims, precision, preferred_element_type, out_sharding=out_sharding)
     _check_contracted("matmul", a, b, len(a_shape) - 1, len(b_shape) - 2)
     batch = broadcast_shapes_for("matmul", a_shape[:-2], b_shape[:-2])
     a = broadcast_to_shape(a, batch + a_shape[-2:])
     b = broadcast_to_shape(b, batch + b_shape[-2:])
     nb = len(batch)
     batch_dims = tuple(range(nb))
-    result = dot_general(
-        a, b, (((nb + 1,), (nb,)), (batch_dims, batch_dims)), precision, preferred_element_type
-    )
-    return result
+    numbers = (((nb + 1,), (nb,)), (batch_dims, batch_dims))
+    return dot_general(a, b, numbers, precision, preferred_element_type, out_sharding=out_sharding)
 
 
 _matmul_compiled = jit(_matmul, inline=True)
@@ -203,8 +208,10 @@ def einsum(
     optimize: Any = True,
     precision: Any = None,
     preferred_element_type: Any = None,
+    out_sharding: Any = None,
 ) -> Any:
-    """Einstein summation, contracted pairwise from left to right."""
+    """Einstein summation, contracted pairwise from left to right. ``out_sharding``: how the
+    result is split (needed when contracted dimensions are)."""
     check_no_out(out, "jnp.einsum")
     if not isinstance(subscripts, str):
         raise TypeError("einsum: only the string form of subscripts is supported")
@@ -234,13 +241,28 @@ def einsum(
         (la, a), (lb, b) = terms[0], terms[1]
         rest = [labels for labels, _ in terms[2:]]
         keep = set(output).union(*rest) if rest else set(output)
-        terms = [_contract_pair(la, a, lb, b, keep, precision, preferred_element_type)] + terms[2:]
+        # The last contraction is told the result's split, by label (contractions over split
+        # dimensions are ambiguous without it).
+        wanted = _label_entries(output, out_sharding) if not rest else None
+        pair = _contract_pair(la, a, lb, b, keep, precision, preferred_element_type, wanted)
+        terms = [pair] + terms[2:]
     labels, result = terms[0]
     summed = tuple(i for i, label in enumerate(labels) if label not in output)
     if summed:
         result = reduce_sum(result, summed)
         labels = "".join(label for label in labels if label in output)
-    return transpose(result, tuple(labels.index(label) for label in output))
+    result = transpose(result, tuple(labels.index(label) for label in output))
+    return laid_out(result, out_sharding)
+
+
+def _label_entries(output: str, out_sharding: Any) -> dict[str, Any] | None:
+    """Each output label's spec entry in ``out_sharding`` (resolved under the mesh in
+    scope), with the mesh: None when no sharding was asked for."""
+    if out_sharding is None:
+        return None
+    sharding = placement.resolve(out_sharding, "einsum out_sharding")
+    spec = list(sharding.spec) + [None] * (len(output) - len(sharding.spec))
+    return {"": sharding.mesh, **dict(zip(output, spec))}
 
 
 def _parse_einsum(subscripts: str, ndims: Sequence[int]) -> tuple[list[str], str]:
@@ -313,7 +335,7 @@ def _take_diagonals(labels: str, x: Any) -> tuple[str, Any]:
 
 
 def _contract_pair(
-    la: str, a: Any, lb: str, b: Any, keep: set[str], precision, preferred
+    la: str, a: Any, lb: str, b: Any, keep: set[str], precision, preferred, wanted=None
 ) -> tuple[str, Any]:
     # Sum away labels that appear only in one operand and are not needed later.
     a, la = _sum_unique(a, la, lb, keep)
@@ -325,10 +347,14 @@ def _contract_pair(
         (tuple(la.index(c) for c in batch), tuple(lb.index(c) for c in batch)),
     )
     a, b = _broadcast_shared(a, la, b, lb, batch + contract)
-    result = dot_general(a, b, numbers, precision, preferred)
     free_a = [c for c in la if c not in batch and c not in contract]
     free_b = [c for c in lb if c not in batch and c not in contract]
-    return "".join(batch + free_a + free_b), result
+    labels = batch + free_a + free_b
+    out_sharding = None
+    if wanted is not None:
+        out_sharding = NamedSharding(wanted[""], PartitionSpec(*(wanted.get(c) for c in labels)))
+    result = dot_general(a, b, numbers, precision, preferred, out_sharding=out_sharding)
+    return "".join(labels), result
 
 
 def _sum_unique(x: Any, labels: str, other: str, keep: set[str]) -> tuple[Any, str]:

@@ -29,6 +29,7 @@ from ember._src.primitives.shape import (
     iota_along,
     reshape,
 )
+from ember._src.primitives.sharding_constraint import laid_out
 from ember._src.runtime.array import Array
 from ember._src.tree.util import tree_flatten
 
@@ -105,8 +106,10 @@ def array(object: Any, dtype: Any = None, copy: bool = True, ndmin: int = 0) -> 
     return result
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Any:
-    return _place(_full(shape, fill_value, dtype), device)
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None,
+         out_sharding: Any = None) -> Any:  # fmt: skip
+    """``fill_value`` everywhere; ``out_sharding`` (as JAX's) splits the result."""
+    return laid_out(_place(_full(shape, fill_value, dtype), device), out_sharding)
 
 
 def _full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
@@ -131,16 +134,18 @@ def _full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
     return broadcast_in_dim(asarray(np.asarray(fill_value, dtype)), shape, ())
 
 
-def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
-    return full(shape, 0, dtype or dtypes.default_float(), device=device)
+def zeros(shape: Any, dtype: Any = None, *, device: Any = None, out_sharding: Any = None) -> Any:
+    dtype = dtype or dtypes.default_float()
+    return full(shape, 0, dtype, device=device, out_sharding=out_sharding)
 
 
-def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
-    return full(shape, 1, dtype or dtypes.default_float(), device=device)
+def ones(shape: Any, dtype: Any = None, *, device: Any = None, out_sharding: Any = None) -> Any:
+    dtype = dtype or dtypes.default_float()
+    return full(shape, 1, dtype, device=device, out_sharding=out_sharding)
 
 
-def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
-    return zeros(shape, dtype, device=device)
+def empty(shape: Any, dtype: Any = None, *, device: Any = None, out_sharding: Any = None) -> Any:
+    return zeros(shape, dtype, device=device, out_sharding=out_sharding)
 
 
 def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, tuple[int, ...]]:
@@ -173,9 +178,9 @@ def _static_number(value: Any, name: str) -> Any:
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
-           device: Any = None) -> Any:  # fmt: skip
+           device: Any = None, out_sharding: Any = None) -> Any:  # fmt: skip
     """Evenly spaced values in [start, stop); its arguments must be concrete (not traced)."""
-    return _place(_arange(start, stop, step, dtype), device)
+    return laid_out(_place(_arange(start, stop, step, dtype), device), out_sharding)
 
 
 def _arange(start: Any, stop: Any, step: Any, dtype: Any) -> Any:

@@ -21,10 +21,11 @@ from ember._src.numpy.operands import (
     promote_dtypes,
 )
 from ember._src.primitives import shape as shape_ops, slicing as slicing_ops
+from ember._src.primitives.sharding_constraint import laid_out
 
 
 def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None,
-            copy: bool | None = None) -> Any:  # fmt: skip
+            copy: bool | None = None, out_sharding: Any = None) -> Any:  # fmt: skip
     """``a`` with a new shape of the same size; one dimension may be -1 (inferred).
 
     ``copy`` (the array API's) is accepted and has no effect: ember arrays are immutable."""
@@ -70,8 +71,9 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None
         # Column-major: reverse the axes, reshape row-major to the reversed shape, reverse back.
         reversed_a = shape_ops.transpose(a, tuple(range(aval.ndim - 1, -1, -1)))
         out = shape_ops.reshape(reversed_a, dims[::-1])
-        return shape_ops.transpose(out, tuple(range(len(dims) - 1, -1, -1)))
-    return shape_ops.reshape(a, dims)
+        out = shape_ops.transpose(out, tuple(range(len(dims) - 1, -1, -1)))
+        return laid_out(out, out_sharding)
+    return shape_ops.reshape(a, dims, out_sharding=out_sharding)
 
 
 def _check_order(order: Any, name: str) -> None:
@@ -125,7 +127,12 @@ def moveaxis(a: Any, source: Any, destination: Any) -> Any:
     return shape_ops.transpose(a, order)
 
 
-def broadcast_to(array: Any, shape: Any) -> Any:
+def broadcast_to(array: Any, shape: Any, *, out_sharding: Any = None) -> Any:
+    """``array`` broadcast to ``shape``; ``out_sharding`` (as JAX's) splits the result."""
+    return laid_out(_broadcast_to(array, shape), out_sharding)
+
+
+def _broadcast_to(array: Any, shape: Any) -> Any:
     a = as_operand(array)
     shape = core.canonicalize_shape(shape)
     aval = get_aval(a)
