@@ -37,11 +37,12 @@ MODULES = [
     "bench_transforms",
     "bench_numpy",
     "bench_sharding",
+    "bench_explicit_sharding",
     "bench_multiprocess",
 ]
 # Modules that need their own process (a device count fixed before any backend starts, or jobs
 # of several processes started by the module itself).
-SEPARATE = {"bench_sharding", "bench_multiprocess"}
+SEPARATE = {"bench_sharding", "bench_explicit_sharding", "bench_multiprocess"}
 
 
 def main(argv: list[str]) -> None:

@@ -161,7 +161,7 @@ def _with_shardings(
             raise _not_shardable(primitive, avals)
         shardings = rule(*avals, **params)
     if not primitive.multiple_results:
-        return out if out.typed_sharding == shardings else out.update(sharding=shardings)
+        return out if out.typed_sharding is shardings else out.update(sharding=shardings)
     return [a if a.typed_sharding == s else a.update(sharding=s) for a, s in zip(out, shardings)]
 
 

@@ -247,6 +247,11 @@ def _dot_general_sharding(
     what = "dot_general"
     avals = (lhs, rhs)
     mesh = sharding_rules.common_mesh(what, avals)
+    # Training traces the same few contractions over and over: remember their types.
+    key = (lhs.typed_sharding, rhs.typed_sharding, lhs.ndim, rhs.ndim, dimension_numbers)
+    found = _contraction_types.get(key, key)
+    if found is not key:
+        return found
     (lc, rc), (lb, rb) = dimension_numbers
     ls, rs = sharding_rules.entries(lhs), sharding_rules.entries(rhs)
     for a, b in zip(lc, rc):
@@ -261,7 +266,13 @@ def _dot_general_sharding(
     out = [sharding_rules.consensus(what, avals, (ls[a], rs[b])) for a, b in zip(lb, rb)]
     out += [ls[d] for d in _free_dims(lhs.ndim, lc, lb)]
     out += [rs[d] for d in _free_dims(rhs.ndim, rc, rb)]
-    return sharding_rules.build(what, avals, mesh, out)
+    typed = sharding_rules.build(what, avals, mesh, out)
+    if len(_contraction_types) < 1024:
+        _contraction_types[key] = typed
+    return typed
+
+
+_contraction_types: dict[tuple, Any] = {}
 
 
 dot_general_p = rules.define_primitive(
@@ -294,14 +305,17 @@ def dot_general(
     preferred = (
         None if preferred_element_type is None else dtypes.canonicalize(preferred_element_type)
     )
-    ndim = len(_dot_general_out_shape(lhs, rhs, numbers))
+    typed = None
+    if out_sharding is not None:
+        ndim = len(_dot_general_out_shape(lhs, rhs, numbers))
+        typed = typed_out_sharding(out_sharding, ndim, "dot_general")
     out = dot_general_p.bind(
         lhs,
         rhs,
         dimension_numbers=numbers,
         precision=_canonical_precision(precision),
         preferred_element_type=preferred,
-        out_sharding=typed_out_sharding(out_sharding, ndim, "dot_general"),
+        out_sharding=typed,
     )
     return out if out_sharding is None else laid_out(out, out_sharding)
 

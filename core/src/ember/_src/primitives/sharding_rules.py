@@ -67,7 +67,11 @@ def common_mesh(what: str, avals: Sequence[ShapedArray]) -> Any:
             )
     if found is not None:
         in_scope = get_abstract_mesh()
-        if not in_scope.empty and in_scope.shape_tuple != found.shape_tuple:
+        if (
+            in_scope is not found
+            and not in_scope.empty
+            and in_scope.shape_tuple != found.shape_tuple
+        ):
             raise fail(
                 what,
                 avals,
@@ -148,6 +152,18 @@ def elementwise(primitive: Any) -> Callable[..., Any]:
     what = primitive.name
 
     def rule(*avals: ShapedArray, **params: Any) -> Any:
+        # The common case: the typed operands share one type (the others are whole).
+        shared = None
+        for a in avals:
+            typed = a.typed_sharding
+            if typed is not None:
+                if shared is None:
+                    shared = typed
+                elif typed is not shared:
+                    break
+        else:
+            common_mesh(what, avals)
+            return shared
         mesh = common_mesh(what, avals)
         shaped = [entries(a) for a in avals if a.ndim]
         if not shaped:

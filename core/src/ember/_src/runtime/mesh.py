@@ -106,7 +106,7 @@ class AbstractMesh(_AxesOfTypes):
     """A mesh's names, sizes and axis types without its devices: what typed shardings
     (``typeof(x).sharding.mesh``) refer to. Equal by value."""
 
-    __slots__ = ("_sizes", "axis_names", "axis_types", "_hash")
+    __slots__ = ("_sizes", "axis_names", "axis_types", "_hash", "_shape_tuple")
 
     def __init__(
         self,
@@ -123,10 +123,15 @@ class AbstractMesh(_AxesOfTypes):
             )
         self.axis_types = _axis_types(axis_types, len(self.axis_names), "AbstractMesh")
         self._hash = hash((self._sizes, self.axis_names, self.axis_types))
+        self._shape_tuple = tuple(zip(self.axis_names, self._sizes))
 
     @property
     def axis_sizes(self) -> tuple[int, ...]:
         return self._sizes
+
+    @property
+    def shape_tuple(self) -> tuple[tuple[str, int], ...]:
+        return self._shape_tuple
 
     @property
     def abstract_mesh(self) -> AbstractMesh:
@@ -136,7 +141,7 @@ class AbstractMesh(_AxesOfTypes):
         return AbstractMesh(self._sizes, self.axis_names, self._types_updated(new_types))
 
     def __eq__(self, other: object) -> bool:
-        return (
+        return self is other or (
             isinstance(other, AbstractMesh)
             and self._sizes == other._sizes
             and self.axis_names == other.axis_names

@@ -191,7 +191,7 @@ class NamedSharding(Sharding):
     says of its layout (``typeof(x).sharding``), naming Explicit axes only.
     """
 
-    __slots__ = ("mesh", "spec", "_memory_kind", "_key", "_layouts", "_typed")
+    __slots__ = ("mesh", "spec", "_memory_kind", "_key", "_hash", "_layouts", "_typed")
 
     def __init__(self, mesh: Any, spec: Any, *, memory_kind: str | None = None):
         spec = spec if isinstance(spec, PartitionSpec) else PartitionSpec(*spec)
@@ -215,6 +215,7 @@ class NamedSharding(Sharding):
         while entries and entries[-1] is None:  # P("x") and P("x", None) mean the same
             entries.pop()
         self._key = (mesh, tuple(entries), memory_kind)
+        self._hash = hash(self._key)
         self._layouts: dict[int, tuple] = {}
         self._typed: dict[int, NamedSharding | None] = {}
 
@@ -315,10 +316,10 @@ class NamedSharding(Sharding):
         return f"#sdy.sharding<@{mesh_name}, [{dims}]>"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, NamedSharding) and self._key == other._key
+        return self is other or isinstance(other, NamedSharding) and self._key == other._key
 
     def __hash__(self) -> int:
-        return hash(self._key)
+        return self._hash
 
     def __repr__(self) -> str:
         return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
@@ -334,12 +335,24 @@ def explicit_entries(spec: PartitionSpec, ndim: int, mesh: Any) -> tuple:
     return tuple(entries)
 
 
+_typed: dict[tuple, NamedSharding] = {}
+
+
 def typed_sharding(abstract_mesh: Any, entries: Sequence[Any]) -> NamedSharding | None:
     """The typed sharding with these spec entries over ``abstract_mesh``; None (the type of
-    an array split over no Explicit axis) when every entry is None."""
-    if all(e is None for e in entries):
-        return None
-    return NamedSharding(abstract_mesh, PartitionSpec(*entries))
+    an array split over no Explicit axis) when every entry is None.
+
+    Interned: tracing under Explicit axes asks for the same few types over and over, and one
+    object per type makes them cheap to build, hash and compare (by identity first)."""
+    key = (abstract_mesh, tuple(entries))
+    found = _typed.get(key)
+    if found is None:
+        if all(e is None for e in entries):
+            return None
+        found = NamedSharding(abstract_mesh, PartitionSpec(*entries))
+        if len(_typed) < 4096:
+            _typed[key] = found
+    return found
 
 
 def unsplit_sharding(ndim: int) -> NamedSharding:
