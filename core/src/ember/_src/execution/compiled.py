@@ -45,7 +45,7 @@ from ember._src.plugin import manager
 from ember._src.runtime import multiprocess
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Computation, Device, Executable
-from ember._src.runtime.mesh import Mesh
+from ember._src.runtime.mesh import Mesh, current_mesh
 from ember._src.runtime.sharding import (
     NamedSharding,
     PartitionSpec,
@@ -184,7 +184,22 @@ def without_float0(closed: ClosedJaxpr, name: str, donated) -> tuple | None:
 
 def mesh_in_jaxpr(jaxpr: Jaxpr) -> Mesh | None:
     """The mesh a shard_map or sharding constraint anywhere in ``jaxpr`` names (as a ``Mesh``
-    or a ``NamedSharding`` parameter): such a program must run over that mesh."""
+    or a ``NamedSharding`` parameter), else the mesh in scope when a value is typed over its
+    Explicit axes (``zeros(..., out_sharding=...)``): such a program must run over that mesh."""
+    named = _named_mesh_in_jaxpr(jaxpr)
+    if named is not None:
+        return named
+    in_scope = current_mesh()
+    if in_scope is not None:
+        for eqn in jaxpr.eqns:
+            for var in eqn.outvars:
+                typed = var.aval.typed_sharding
+                if typed is not None and typed.mesh.shape_tuple == in_scope.shape_tuple:
+                    return in_scope
+    return None
+
+
+def _named_mesh_in_jaxpr(jaxpr: Jaxpr) -> Mesh | None:
     for eqn in jaxpr.eqns:
         for value in eqn.params.values():
             if isinstance(value, Mesh):
@@ -194,7 +209,7 @@ def mesh_in_jaxpr(jaxpr: Jaxpr) -> Mesh | None:
             for item in value if isinstance(value, (tuple, list)) else (value,):
                 inner = item.jaxpr if isinstance(item, ClosedJaxpr) else item
                 if isinstance(inner, Jaxpr):
-                    found = mesh_in_jaxpr(inner)
+                    found = _named_mesh_in_jaxpr(inner)
                     if found is not None:
                         return found
     return None
