@@ -102,8 +102,8 @@ class ShapedArray:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short(short_dtypes=False)}{weak})"
 
-    def __str__(self) -> str:  # as JAX prints typeof(x): float32[8@X,4]
-        return self.str_short(short_dtypes=False)
+    def __str__(self) -> str:  # as JAX prints typeof(x): float32[8@X,4], ~float32[] if weak
+        return ("~" if self.weak_type else "") + self.str_short(short_dtypes=False)
 
     def same_type(self, other: ShapedArray) -> bool:
         """Equal shapes and dtypes (weak types and shardings may differ)."""

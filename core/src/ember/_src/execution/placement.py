@@ -340,8 +340,9 @@ def resolve(sharding: Any, what: str) -> Sharding | None:
         mesh = current_mesh()
         if mesh is None:
             raise ValueError(
-                f"{what}: a bare PartitionSpec {sharding} needs an enclosing `with mesh:`; or "
-                f"pass NamedSharding(mesh, spec){errors.where()}"
+                f"{what}: a bare PartitionSpec {sharding} needs a mesh in scope "
+                f"(ember.set_mesh(mesh), or `with ember.sharding.use_mesh(mesh):`); or pass "
+                f"NamedSharding(mesh, spec){errors.where()}"
             )
         return NamedSharding(mesh, sharding)
     raise TypeError(f"{what}: expected a Sharding, PartitionSpec or None, got {sharding!r}")

@@ -165,6 +165,7 @@ def dot(
         dimension_numbers,
         precision=canonical_precision(precision),
         preferred_element_type=preferred_element_type,
+        out_sharding=out_sharding,
     )
 
 

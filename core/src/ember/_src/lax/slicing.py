@@ -53,6 +53,7 @@ from ember._src.primitives.shape import (
     reshape,
     squeeze,
 )
+from ember._src.primitives.sharding_constraint import laid_out, retype
 from ember._src.primitives.slicing import concatenate, slice_op
 
 
@@ -575,7 +576,8 @@ def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *, out_sh
     shape = tuple(int(s) for s in shape)
     dimension = _axis(dimension, len(shape), "dimension")
     dtype = dtypes.canonicalize(np.dtype(dtype))
-    return broadcast_in_dim(iota_along(dtype, (shape[dimension],)), shape, (dimension,))
+    out = broadcast_in_dim(iota_along(dtype, (shape[dimension],)), shape, (dimension,))
+    return laid_out(out, out_sharding)
 
 
 def _fill_dtype(fill_value: Any, dtype: Any) -> tuple[np.dtype, bool]:
@@ -586,7 +588,8 @@ def _fill_dtype(fill_value: Any, dtype: Any) -> tuple[np.dtype, bool]:
 
 
 def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *, sharding: Any = None):
-    """An array of ``shape`` filled with the scalar ``fill_value``."""
+    """An array of ``shape`` filled with the scalar ``fill_value`` (laid out as ``sharding``
+    says, when given)."""
     shape = tuple(int(s) for s in shape)
     if isinstance(fill_value, (list, tuple)):
         fill_value = np.asarray(fill_value)
@@ -597,7 +600,7 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *, sharding: 
         )
     dtype, weak = _fill_dtype(fill_value, dtype)
     value = convert_element_type(fill_value, dtype, weak_type=weak)
-    return broadcast_in_dim(value, shape, ())
+    return laid_out(broadcast_in_dim(value, shape, ()), sharding)
 
 
 def full_like(
@@ -607,18 +610,23 @@ def full_like(
     shape: Sequence[int] | None = None,
     sharding: Any = None,
 ) -> Any:
-    """``full`` with ``x``'s shape and dtype (and weak type) unless given."""
+    """``full`` with ``x``'s shape and dtype (and weak type) unless given, laid out as
+    ``sharding`` says, else (same shape) typed as ``x`` is over Explicit mesh axes."""
     aval = get_aval(x)
     out_shape = aval.shape if shape is None else tuple(shape)
     if dtype is None:
         value = convert_element_type(fill_value, aval.dtype, weak_type=aval.weak_type)
-        return broadcast_in_dim(value, out_shape, ())
-    return full(out_shape, fill_value, dtype)
+        out = broadcast_in_dim(value, out_shape, ())
+    else:
+        out = full(out_shape, fill_value, dtype)
+    if sharding is None and out_shape == aval.shape:
+        return retype(out, aval.typed_sharding, x)
+    return laid_out(out, sharding)
 
 
 def empty(shape: Sequence[int], dtype: Any, *, out_sharding=None) -> Any:
     """An array of ``shape`` whose values must not be relied on (zeros here)."""
-    return full(shape, 0, dtype)
+    return full(shape, 0, dtype, sharding=out_sharding)
 
 
 def split(operand: Any, sizes: Sequence[int], axis: int = 0) -> list[Any]:

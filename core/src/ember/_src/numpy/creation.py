@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ember._src import core, dtypes, errors
-from ember._src.core import Tracer, get_aval
+from ember._src.core import Tracer, get_aval, is_arraylike
 from ember._src.execution import placement
 from ember._src.numpy.manipulation import stack
 from ember._src.numpy.operands import (
@@ -29,7 +29,7 @@ from ember._src.primitives.shape import (
     iota_along,
     reshape,
 )
-from ember._src.primitives.sharding_constraint import laid_out
+from ember._src.primitives.sharding_constraint import laid_out, retype
 from ember._src.runtime.array import Array
 from ember._src.tree.util import tree_flatten
 
@@ -156,21 +156,29 @@ def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, tuple[int, ...]]:
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
-              device: Any = None) -> Any:  # fmt: skip
-    dtype, shape = _like(a, dtype, shape)
-    return full(shape, fill_value, dtype, device=device)
+              device: Any = None, out_sharding: Any = None) -> Any:  # fmt: skip
+    """``fill_value`` in the shape and dtype of ``a`` (unless given), split as
+    ``out_sharding`` says, else (same shape) typed as ``a`` over Explicit mesh axes."""
+    dtype, new_shape = _like(a, dtype, shape)
+    out = full(new_shape, fill_value, dtype, device=device, out_sharding=out_sharding)
+    if out_sharding is None and device is None and shape is None and is_arraylike(a):
+        return retype(out, get_aval(a).typed_sharding, a)
+    return out
 
 
-def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
-    return full_like(a, 0, dtype, shape, device=device)
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None,
+               out_sharding: Any = None) -> Any:  # fmt: skip
+    return full_like(a, 0, dtype, shape, device=device, out_sharding=out_sharding)
 
 
-def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
-    return full_like(a, 1, dtype, shape, device=device)
+def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None,
+              out_sharding: Any = None) -> Any:  # fmt: skip
+    return full_like(a, 1, dtype, shape, device=device, out_sharding=out_sharding)
 
 
-def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
-    return zeros_like(prototype, dtype, shape, device=device)
+def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *, device: Any = None,
+               out_sharding: Any = None) -> Any:  # fmt: skip
+    return zeros_like(prototype, dtype, shape, device=device, out_sharding=out_sharding)
 
 
 def _static_number(value: Any, name: str) -> Any:

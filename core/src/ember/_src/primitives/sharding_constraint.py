@@ -16,6 +16,8 @@ from ember._src import core, rules
 from ember._src.core import Zero
 from ember._src.execution import placement
 from ember._src.interpreters.batching import not_mapped
+from ember._src.runtime.array import Array
+from ember._src.runtime.mesh import Mesh, current_mesh
 from ember._src.runtime.sharding import NamedSharding, PartitionSpec
 from ember._src.tree.util import tree_flatten, tree_unflatten
 
@@ -49,6 +51,35 @@ def laid_out(result: Any, out_sharding: Any) -> Any:
     """``result`` laid out by JAX's ``out_sharding=`` keyword (a NamedSharding, or a
     PartitionSpec under ``with mesh:``), as a sharding constraint; None leaves it as it is."""
     return result if out_sharding is None else with_sharding_constraint(result, out_sharding)
+
+
+def retype(value: Any, want: Any, like: Any = None) -> Any:
+    """``value`` typed ``want`` (a typed sharding, or None: split over no Explicit axis),
+    resharded when its own type differs: what ``zeros_like`` and cotangents, which must be
+    typed as the array they stand beside, need. The devices come from ``like`` or ``value``
+    (Arrays), else the mesh in scope; with none to name, the type stays as it is."""
+    have = core.get_aval(value).typed_sharding
+    if have == want:
+        return value
+    abstract = (want if want is not None else have).mesh
+    mesh = _devices_for(abstract, like, value)
+    if mesh is None:
+        return value
+    spec = want.spec if want is not None else PartitionSpec()
+    return with_sharding_constraint(value, NamedSharding(mesh, spec))
+
+
+def _devices_for(abstract: Any, *arrays: Any) -> Mesh | None:
+    """A mesh of devices with the names, sizes and axis types of ``abstract``."""
+    meshes = [
+        a.sharding.mesh for a in arrays if type(a) is Array and type(a.sharding) is NamedSharding
+    ]
+    in_scope = current_mesh()
+    for mesh in [*meshes, in_scope] if in_scope is not None else meshes:
+        if mesh.shape_tuple == abstract.shape_tuple:
+            types = dict(zip(mesh.axis_names, abstract.axis_types))
+            return mesh if mesh.abstract_mesh == abstract else mesh.update_axis_types(types)
+    return None
 
 
 def typed_out_sharding(out_sharding: Any, ndim: int, what: str) -> Any:

@@ -18,14 +18,9 @@ from ember._src.execution import placement
 from ember._src.interpreters import ad
 from ember._src.interpreters.ad_util import zeros
 from ember._src.primitives.shape import broadcast_in_dim
-from ember._src.primitives.sharding_constraint import with_sharding_constraint
+from ember._src.primitives.sharding_constraint import retype
 from ember._src.runtime.array import Array
-from ember._src.runtime.mesh import Mesh, current_mesh
-from ember._src.runtime.sharding import (
-    NamedSharding,
-    PartitionSpec,
-    SingleDeviceSharding,
-)
+from ember._src.runtime.sharding import SingleDeviceSharding
 from ember._src.transforms.arguments import (
     check_float_inputs,
     check_output_dtype,
@@ -54,34 +49,7 @@ def _materialize(value: Any, aval: ShapedArray, like: Any = None) -> Any:
         if type(like) is Array and type(like._sharding) is SingleDeviceSharding:
             return placement.to_device(zeros(value.aval), like._sharding.device)
         value = zeros(value.aval)
-    return _typed_as(value, aval, like)
-
-
-def _typed_as(value: Any, aval: ShapedArray, like: Any) -> Any:
-    """``value`` resharded to the typed sharding of ``aval`` when its own differs (a
-    cotangent summed from broadcasts can come out split differently from its primal)."""
-    have, want = get_aval(value).typed_sharding, aval.typed_sharding
-    if have == want:
-        return value
-    typed = want if want is not None else have
-    mesh = _concrete_mesh(typed.mesh, like, value)
-    if mesh is None:  # no devices to name: the type stays as the rules gave it
-        return value
-    spec = want.spec if want is not None else PartitionSpec()
-    return with_sharding_constraint(value, NamedSharding(mesh, spec))
-
-
-def _concrete_mesh(abstract: Any, *arrays: Any) -> Mesh | None:
-    """A mesh of devices for ``abstract``: an array's, else the mesh in scope."""
-    meshes = [
-        a.sharding.mesh for a in arrays if type(a) is Array and type(a.sharding) is NamedSharding
-    ]
-    in_scope = current_mesh()
-    for mesh in [*meshes, in_scope] if in_scope is not None else meshes:
-        if mesh.shape_tuple == abstract.shape_tuple:
-            types = dict(zip(mesh.axis_names, abstract.axis_types))
-            return mesh if mesh.abstract_mesh == abstract else mesh.update_axis_types(types)
-    return None
+    return retype(value, aval.typed_sharding, like)
 
 
 def value_and_grad(

@@ -33,8 +33,8 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
     prefix = tuple(out_shardings) if isinstance(out_shardings, list) else out_shardings
     try:
         targets = placement.broadcast_prefix(prefix, index_tree, len(leaves), "reshard")
-    except ValueError as err:
-        raise errors.ShardingTypeError(f"reshard: {err}") from None
+    except ValueError as err:  # the message names reshard already
+        raise errors.ShardingTypeError(str(err)) from None
     out = []
     for i, (leaf, target) in enumerate(zip(leaves, targets)):
         aval = get_aval(leaf)
