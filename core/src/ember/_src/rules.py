@@ -161,8 +161,24 @@ def _with_shardings(
             raise _not_shardable(primitive, avals)
         shardings = rule(*avals, **params)
     if not primitive.multiple_results:
-        return out if out.typed_sharding is shardings else out.update(sharding=shardings)
-    return [a if a.typed_sharding == s else a.update(sharding=s) for a, s in zip(out, shardings)]
+        return _typed(out, shardings)
+    return [_typed(a, s) for a, s in zip(out, shardings)]
+
+
+# Typed avals, interned: a trace under Explicit axes makes the same few types over and over.
+_typed_avals: dict[tuple, ShapedArray] = {}
+
+
+def _typed(aval: ShapedArray, sharding: Any) -> ShapedArray:
+    if aval.typed_sharding is sharding:
+        return aval
+    key = (aval, sharding)
+    found = _typed_avals.get(key)
+    if found is None:
+        found = aval.update(sharding=sharding)
+        if len(_typed_avals) < 4096:
+            _typed_avals[key] = found
+    return found
 
 
 def _not_shardable(primitive: Primitive, avals: Sequence[ShapedArray]) -> errors.EmberError:
