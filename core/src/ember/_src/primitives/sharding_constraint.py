@@ -54,11 +54,18 @@ def laid_out(result: Any, out_sharding: Any) -> Any:
 def typed_out_sharding(out_sharding: Any, ndim: int, what: str) -> Any:
     """The typed sharding (over Explicit axes) of a result of rank ``ndim`` that JAX's
     ``out_sharding=`` keyword asks for (a NamedSharding, or a PartitionSpec under a mesh),
-    for primitives that take it as a parameter; None when it names no Explicit axis."""
+    for primitives that take it as a parameter; None when none was given. One that splits
+    over no Explicit axis is kept (its spec all None): it still decides that the result is
+    whole, where the primitive's rule might find the result ambiguous."""
     if out_sharding is None:
         return None
     sharding = placement.resolve(out_sharding, what)
-    return sharding.typed(ndim) if isinstance(sharding, NamedSharding) else None
+    if not isinstance(sharding, NamedSharding):
+        return None
+    typed = sharding.typed(ndim)
+    if typed is None:
+        return NamedSharding(sharding.mesh.abstract_mesh, PartitionSpec(*[None] * ndim))
+    return typed
 
 
 def _abstract_eval(x, *, sharding):
