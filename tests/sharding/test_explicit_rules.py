@@ -374,6 +374,19 @@ def test_fft_along_a_whole_dimension_only(xmesh):
     refused(lambda s: enp.fft.fft(s, axis=0), a, match="the transform mixes its elements")
 
 
+def test_gamma_samples_are_split_as_their_parameters(xmesh):
+    alpha = np.linspace(0.5, 4.0, 32, dtype=np.float32).reshape(8, 4)
+    key = ember.random.key(3)
+    whole = np.asarray(ember.random.gamma(key, put(xmesh, alpha)))
+    check(
+        lambda a: ember.random.gamma(key, a),
+        [put(xmesh, alpha, "X")],
+        "float32[8@X,4]",
+        ("X",),
+        whole,
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Gather and scatter: no sharding rule
 
