@@ -314,6 +314,25 @@ def test_dot_general_out_sharding_resolves_a_split_contraction(xmesh):
     )
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="execution: mesh_in_jaxpr (execution/compiled.py) takes the AbstractMesh of a typed "
+    "out_sharding parameter for the mesh to run on, so an eager reshape or dot_general with "
+    "out_sharding= of arrays on one device fails with AttributeError (no device_list)",
+)
+@pytest.mark.parametrize("which", ["reshape", "dot_general"])
+def test_eager_out_sharding_of_arrays_on_one_device(xmesh, which):
+    numbers = (((1,), (0,)), ((), ()))
+    if which == "reshape":
+        y = lax.reshape(enp.asarray(X84), (32,), out_sharding=P("X"))
+        typed, want = "float32[32@X]", X84.reshape(32)
+    else:
+        y = lax.dot_general(enp.asarray(X84), enp.asarray(W46), numbers, out_sharding=P("X"))
+        typed, want = "float32[8@X,6]", X84 @ W46
+    assert str(ember.typeof(y)) == typed
+    np.testing.assert_allclose(np.asarray(y), want, rtol=1e-5)
+
+
 # --------------------------------------------------------------------------------------------
 # Concatenate, slices, pad, sort, cumulative sums, fft
 

@@ -13,14 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import dtypes, errors, rules
+from ember._src import core, dtypes, errors, rules
 from ember._src.core import Primitive, ShapedArray, Zero, get_aval, tangent_aval
+from ember._src.execution import placement
 from ember._src.interpreters.ad_util import zeros
 from ember._src.interpreters.batching import not_mapped
 from ember._src.lowering.mlir import i64_array
 from ember._src.primitives import sharding_rules
 from ember._src.primitives.sharding_constraint import laid_out, typed_out_sharding
-from ember._src.runtime.sharding import typed_sharding
+from ember._src.runtime.mesh import current_mesh
+from ember._src.runtime.sharding import NamedSharding, PartitionSpec, typed_sharding
 
 
 def shape_error(message: str) -> errors.EmberTypeError:
@@ -69,7 +71,7 @@ def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
         if in_shape[operand_dim] == 1 and shape[out_dim] != 1
     )
     total = reduce_sum(ct, tuple(sorted(summed + expanded)))
-    return [reshape(total, in_shape)]
+    return [typed_like(total, x.aval)]
 
 
 def _broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions):
@@ -167,7 +169,7 @@ def _reduce_sum_abstract_eval(x, *, axes):
 def _reduce_sum_transpose(ct, x, *, axes):
     shape = x.aval.shape
     kept = tuple(i for i in range(len(shape)) if i not in axes)
-    return [broadcast_in_dim(ct, shape, kept)]
+    return [typed_like(broadcast_in_dim(ct, shape, kept), x.aval)]
 
 
 def _reduce_sum_batch(vals, dims, *, axes):
@@ -235,7 +237,7 @@ def _reshape_abstract_eval(x, *, new_sizes, out_sharding):
 
 
 def _reshape_transpose(ct, x, *, new_sizes, out_sharding):
-    return [reshape_p.bind(ct, new_sizes=x.aval.shape, out_sharding=x.aval.typed_sharding)]
+    return [typed_like(ct, x.aval)]
 
 
 def _reshape_batch(vals, dims, *, new_sizes, out_sharding):
@@ -334,6 +336,40 @@ def reshape(
         typed = typed_out_sharding(out_sharding, len(new_sizes), "reshape")
         out = reshape_p.bind(operand, new_sizes=new_sizes, out_sharding=typed)
     return out if out_sharding is None else laid_out(out, out_sharding)
+
+
+def typed_like(ct: Any, aval: ShapedArray) -> Any:
+    """``ct`` reshaped to ``aval``'s shape and typed as ``aval``: a cotangent is typed as its
+    primal. Transposes of operations that broadcast or agree on a consensus (elementwise
+    ones, broadcast_in_dim, reduce_sum, reshape) would otherwise type it as the result."""
+    if type(ct) is Zero:
+        return ct
+    have = get_aval(ct)
+    want = aval.typed_sharding
+    if have.shape == aval.shape and have.typed_sharding == want:
+        return ct
+    typed = want if want is not None else have.typed_sharding
+    if typed is None:  # only the shape changes
+        return reshape_p.bind(ct, new_sizes=aval.shape, out_sharding=None)
+    whole = NamedSharding(typed.mesh, PartitionSpec(*[None] * aval.ndim))
+    if core.eval_trace_is_current():
+        return _laid_out_like(ct, aval, typed.mesh, whole if want is None else want)
+    # Traced: the type is the result's chosen sharding (one that splits nothing types it whole).
+    return reshape_p.bind(ct, new_sizes=aval.shape, out_sharding=want or whole)
+
+
+def _laid_out_like(ct: Any, aval: ShapedArray, abstract_mesh: Any, typed: Any) -> Any:
+    """An eager cotangent moved to the layout of ``aval``'s type (an array's type is its
+    layout), over the mesh it lives on or the mesh in scope; as it is, reshaped, when it is on
+    neither (the eager program of a typed reshape needs the devices of the mesh)."""
+    mesh = getattr(ct.sharding, "mesh", None) if hasattr(ct, "sharding") else None
+    if mesh is None or mesh.abstract_mesh != abstract_mesh:
+        mesh = current_mesh()
+    if mesh is None or mesh.abstract_mesh != abstract_mesh:
+        return reshape(ct, aval.shape)
+    # Whole first, so that the reshape has no split to move.
+    gathered = placement.put(ct, NamedSharding(mesh, PartitionSpec()), "a cotangent")
+    return placement.put(reshape(gathered, aval.shape), NamedSharding(mesh, typed.spec))
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,330 @@
+"""Sharding in types under the transformations, on a 4x2 mesh of Explicit axes X and Y.
+
+``grad`` gives cotangents typed exactly as their primals and ``jvp`` tangents typed as theirs;
+``vmap`` drops the batch dimension's split inside and puts it back on the result; loops keep
+their carries' types (a body that changes one is refused, naming it); both branches of a
+``cond`` must agree; jaxprs print the types; compiled programs lay their results out as
+typed; ``shard_map`` sees unsplit pieces and types its results by ``out_specs``; and
+``with_sharding_constraint`` still lays values out on a mesh of Auto axes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as enp
+from ember import lax
+from ember.errors import ShardingTypeError
+from ember.sharding import AxisType, NamedSharding, P, reshard, use_mesh
+
+RNG = np.random.default_rng(11)
+W = RNG.normal(size=(16, 8)).astype(np.float32) / 4
+B = RNG.normal(size=(8,)).astype(np.float32)
+X = RNG.normal(size=(32, 16)).astype(np.float32)
+A = RNG.normal(size=(8, 4)).astype(np.float32)
+U = RNG.normal(size=(8, 4)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def explicit_mesh():
+    if ember.device_count() < 8:
+        pytest.skip("the default backend was started with fewer than 8 devices")
+    return ember.make_mesh((4, 2), ("X", "Y"))
+
+
+@pytest.fixture
+def xmesh(explicit_mesh):
+    with use_mesh(explicit_mesh):
+        yield explicit_mesh
+
+
+def put(mesh, x, *spec):
+    return ember.device_put(x, NamedSharding(mesh, P(*spec)))
+
+
+def typeof(x):
+    return str(ember.typeof(x))
+
+
+def padded(spec, ndim):
+    return tuple(spec) + (None,) * (ndim - len(spec))
+
+
+def mlp_loss(params, x):
+    """A data-parallel (x split over X) and model-parallel (W, b split over Y) layer."""
+    h = enp.tanh(x @ params["W"] + params["b"])
+    return (h**2).mean()
+
+
+# The single-device answer every sharded run must equal.
+GRADS = {k: np.asarray(v) for k, v in ember.grad(mlp_loss)({"W": W, "b": B}, X).items()}
+
+
+# --------------------------------------------------------------------------------------------
+# grad, jvp
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_grad_cotangents_are_typed_as_the_primals(xmesh, jitted):
+    params = {"W": put(xmesh, W, None, "Y"), "b": put(xmesh, B, "Y")}
+    x = put(xmesh, X, "X")
+    seen = {}
+
+    def grads(p, x):
+        g = ember.grad(mlp_loss)(p, x)
+        seen.update({k: typeof(v) for k, v in g.items()})
+        return g
+
+    g = (ember.jit(grads) if jitted else grads)(params, x)
+    assert seen == {"W": "float32[16,8@Y]", "b": "float32[8@Y]"}
+    for name in ("W", "b"):
+        assert typeof(g[name]) == typeof(params[name])
+        assert g[name].sharding.spec == params[name].sharding.spec
+        np.testing.assert_allclose(np.asarray(g[name]), GRADS[name], rtol=1e-5, atol=1e-7)
+
+
+def test_grad_of_a_typed_layer_matches_finite_differences(xmesh):
+    w = put(xmesh, W, None, "Y")
+    x = put(xmesh, X, "X")
+    b = put(xmesh, B, "Y")
+    direction = RNG.normal(size=W.shape).astype(np.float32)
+    g = ember.grad(lambda w: mlp_loss({"W": w, "b": b}, x))(w)
+    eps = 1e-2
+    plus = mlp_loss({"W": W + eps * direction, "b": B}, X)
+    minus = mlp_loss({"W": W - eps * direction, "b": B}, X)
+    finite_difference = (float(plus) - float(minus)) / (2 * eps)
+    np.testing.assert_allclose(
+        float((np.asarray(g) * direction).sum()), finite_difference, rtol=2e-2
+    )
+
+
+def test_eager_grad_types_whole_and_split_operands_as_themselves(xmesh):
+    u, a = put(xmesh, U), put(xmesh, A, "X")
+    for f in (lambda s, t: (s * t).sum(), lambda s, t: (s + t).sum(), lambda s, t: (s - t).sum()):
+        gu, ga = ember.grad(f, argnums=(0, 1))(u, a)
+        assert (typeof(gu), typeof(ga)) == ("float32[8,4]", "float32[8@X,4]")
+    gu, ga = ember.grad(lambda s, t: (s * t).sum(), argnums=(0, 1))(u, a)
+    np.testing.assert_allclose(np.asarray(gu), A)
+    np.testing.assert_allclose(np.asarray(ga), U)
+    # A whole bias added to split activations.
+    w, b, x = put(xmesh, W, None, "Y"), put(xmesh, B), put(xmesh, X, "X")
+    g = ember.grad(mlp_loss)({"W": w, "b": b}, x)
+    assert (typeof(g["W"]), typeof(g["b"])) == ("float32[16,8@Y]", "float32[8]")
+    np.testing.assert_allclose(np.asarray(g["b"]), GRADS["b"], rtol=1e-5, atol=1e-7)
+
+
+def test_traced_grad_types_whole_and_split_operands_as_themselves(xmesh):
+    u, a = put(xmesh, U), put(xmesh, A, "X")
+    jaxpr = ember.make_jaxpr(ember.grad(lambda s, t: (s * t).sum(), argnums=(0, 1)))(u, a)
+    assert [a.str_short() for a in jaxpr.out_avals] == ["f32[8,4]", "f32[8@X,4]"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="lowering/execution: a value typed whole under Explicit axes is not pinned "
+    "replicated, and a jit result typed whole gets no out sharding, so the partitioner "
+    "leaves it split and its typeof (read from its layout) differs from the traced type",
+)
+def test_jitted_grad_of_a_whole_operand_comes_back_whole(xmesh):
+    u, a = put(xmesh, U), put(xmesh, A, "X")
+    gu, _ = ember.jit(ember.grad(lambda s, t: (s * t).sum(), argnums=(0, 1)))(u, a)
+    assert typeof(gu) == "float32[8,4]"
+
+
+def test_jvp_tangents_are_typed_as_the_primals(xmesh):
+    w, x = put(xmesh, W, None, "Y"), put(xmesh, X, "X")
+    tangent = put(xmesh, np.ones_like(W), None, "Y")
+    for run in (ember.jvp, ember.jit(ember.jvp, static_argnums=0)):
+        out, dout = run(lambda w: enp.tanh(x @ w), (w,), (tangent,))
+        assert typeof(out) == typeof(dout) == "float32[32@X,8@Y]"
+        assert dout.sharding.spec == P("X", "Y")
+        want = (1 - np.tanh(X @ W) ** 2) * (X @ np.ones_like(W))
+        np.testing.assert_allclose(np.asarray(dout), want, rtol=1e-4, atol=1e-5)
+
+
+# --------------------------------------------------------------------------------------------
+# vmap
+
+
+def test_vmap_drops_the_batch_split_inside_and_restores_it(xmesh):
+    x = put(xmesh, X, "X")
+    inside = []
+
+    def row(r):
+        inside.append(typeof(r))
+        return enp.sin(r) * 2
+
+    for f in (ember.vmap(row), ember.jit(ember.vmap(row))):
+        y = f(x)
+        assert inside[-1] == "float32[16]"
+        assert typeof(y) == "float32[32@X,16]" and y.sharding.spec == P("X", None)
+        np.testing.assert_allclose(np.asarray(y), np.sin(X) * 2, rtol=1e-6)
+    # A split that is not the batch dimension's is seen inside.
+    columns = ember.vmap(lambda c: (inside.append(typeof(c)), c.sum())[1], in_axes=1)
+    y = columns(put(xmesh, A, "X", "Y"))
+    assert inside[-1] == "float32[8@X]"
+    assert typeof(y) == "float32[4@Y]"
+    np.testing.assert_allclose(np.asarray(y), A.sum(0), rtol=1e-5)
+
+
+# --------------------------------------------------------------------------------------------
+# Loops and cond
+
+
+def test_scan_keeps_the_carry_type(xmesh):
+    a = put(xmesh, A, "X")
+    xs = put(xmesh, np.ones((3, 8, 4), np.float32), None, "X")
+
+    def body(c, x):
+        return c * 0.5 + x, c.sum(1)
+
+    for f in (lambda c, xs: lax.scan(body, c, xs), ember.jit(lambda c, xs: lax.scan(body, c, xs))):
+        c, ys = f(a, xs)
+        assert typeof(c) == "float32[8@X,4]" and c.sharding.spec == P("X", None)
+        assert typeof(ys) == "float32[3,8@X]"
+        want_c, want_ys = A, []
+        for _ in range(3):
+            want_ys.append(want_c.sum(1))
+            want_c = want_c * 0.5 + 1
+        np.testing.assert_allclose(np.asarray(c), want_c, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(ys), np.stack(want_ys), rtol=1e-5)
+
+
+def test_a_scan_body_that_changes_the_carry_sharding_is_refused(xmesh):
+    a = put(xmesh, A, "X")
+
+    def moves(c, _):
+        return reshard(c, P(None, "Y")), None
+
+    with pytest.raises(ShardingTypeError, match="changes the sharding of carry #0") as err:
+        lax.scan(moves, a, None, length=2)
+    assert "f32[8@X,4]" in str(err.value) and "f32[8,4@Y]" in str(err.value)
+    with pytest.raises(ShardingTypeError, match="carry #0"):
+        ember.jit(lambda c: lax.scan(moves, c, None, length=2))(a)
+
+
+def test_while_loop_keeps_the_carry_type(xmesh):
+    a = put(xmesh, A, "X")
+
+    def run(c):
+        return lax.while_loop(lambda s: s[0] < 3, lambda s: (s[0] + 1, s[1] * 2), (0, c))
+
+    for f in (run, ember.jit(run)):
+        n, c = f(a)
+        assert typeof(c) == "float32[8@X,4]" and c.sharding.spec == P("X", None)
+        np.testing.assert_allclose(np.asarray(c), A * 8)
+    with pytest.raises(ShardingTypeError, match="while_loop: the body changes the sharding"):
+        lax.while_loop(lambda s: s[0] < 3, lambda s: (s[0] + 1, reshard(s[1], P())), (0, a))
+
+
+def test_cond_branches_that_agree_type_the_result(xmesh):
+    a = put(xmesh, A, "X")
+    f = ember.jit(lambda p, t: lax.cond(p, enp.sin, enp.cos, t))
+    for pred, want in ((True, np.sin(A)), (False, np.cos(A))):
+        for run in (f, lambda p, t: lax.cond(p, enp.sin, enp.cos, t)):
+            y = run(pred, a)
+            assert typeof(y) == "float32[8@X,4]" and y.sharding.spec == P("X", None)
+            np.testing.assert_allclose(np.asarray(y), want, rtol=1e-6)
+
+
+def test_cond_branches_that_disagree_are_refused(xmesh):
+    a = put(xmesh, A, "X")
+
+    def disagree(p, t):
+        return lax.cond(p, enp.sin, lambda s: reshard(s, P(None, "Y")), t)
+
+    with pytest.raises(ShardingTypeError, match="branches give result #0 different") as err:
+        ember.jit(disagree)(True, a)
+    assert "f32[8@X,4]" in str(err.value) and "f32[8,4@Y]" in str(err.value)
+
+
+# --------------------------------------------------------------------------------------------
+# Jaxprs and compiled programs
+
+
+def test_jaxprs_print_the_types(xmesh):
+    a = put(xmesh, A, "X", "Y")
+    text = str(ember.make_jaxpr(lambda t: enp.sin(t).sum(0))(a))
+    assert "a:f32[8@X,4@Y]" in text and "f32[4@Y] = reduce_sum" in text
+
+
+PROGRAMS = {
+    "elementwise": (lambda a, w: enp.tanh(a) * 2, ("X", "Y")),
+    "matmul": (lambda a, w: a @ w, ("X",)),
+    "reduce split": (lambda a, w: a.sum(0), ("X", "Y")),
+    "reduce whole": (lambda a, w: a.max(1), ("X", "Y")),
+    "transpose": (lambda a, w: a.T * 3, ("X", "Y")),
+    "reshape": (lambda a, w: a.reshape(4, 2, 4), ("X",)),
+    "reshard": (lambda a, w: reshard(enp.exp(a), P(None, "Y")), ("X",)),
+    "two results": (lambda a, w: (a + 1, (a @ w).sum(1)), ("X",)),
+}
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_compiled_results_are_laid_out_as_typed(xmesh, name):
+    f, spec = PROGRAMS[name]
+    a, w = put(xmesh, A, *spec), put(xmesh, W[:4, :6])
+    lowered = ember.jit(f).lower(a, w)
+    lowered.compile()
+    outs = ember.jit(f)(a, w)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    for out, traced in zip(outs, lowered.jaxpr.out_avals):
+        assert typeof(out) == str(traced)
+        typed = ember.typeof(out).sharding.spec
+        assert padded(out.sharding.spec, out.ndim) == padded(typed, out.ndim)
+        want_spec = traced.typed_sharding.spec if traced.typed_sharding else ()
+        assert padded(out.sharding.spec, out.ndim) == padded(want_spec, out.ndim)
+
+
+def test_typed_results_carry_their_sharding_into_the_program(xmesh):
+    a = put(xmesh, A, "X")
+    text = ember.jit(lambda t: enp.sin(t) + 1).lower(a).as_text()
+    assert 'sdy.sharding = #sdy.sharding<@mesh, [{"X"}, {}]>' in text
+
+
+# --------------------------------------------------------------------------------------------
+# shard_map, and constraints on Auto axes
+
+
+def test_shard_map_sees_unsplit_pieces_and_types_results_by_out_specs(xmesh):
+    a = put(xmesh, A, "X")
+    inside = []
+
+    def per_device(block):
+        inside.append(typeof(block))
+        return block * 2, lax.psum(block.sum(0), "X")
+
+    f = ember.shard_map(per_device, mesh=xmesh, in_specs=P("X"), out_specs=(P("X", "Y"), P(None)))
+    # The blocks of the input split over X only: Y's devices hold the same rows.
+    g = ember.shard_map(
+        lambda b: (inside.append(typeof(b)), b * 2)[1],
+        mesh=xmesh,
+        in_specs=P("X", "Y"),
+        out_specs=P("X", "Y"),
+    )
+    doubled = g(a)
+    assert inside[-1] == "float32[2,2]"
+    assert typeof(doubled) == "float32[8@X,4@Y]" and doubled.sharding.spec == P("X", "Y")
+    np.testing.assert_allclose(np.asarray(doubled), A * 2)
+    total = ember.jit(lambda t: f(t)[1])(a)
+    assert inside[-1] == "float32[2,4]"
+    assert typeof(total) == "float32[4]"
+    np.testing.assert_allclose(np.asarray(total), A.sum(0), rtol=1e-5)
+
+
+def test_with_sharding_constraint_on_an_auto_mesh(explicit_mesh):
+    auto = ember.make_mesh((4, 2), ("X", "Y"), axis_types=(AxisType.Auto,) * 2)
+    a = ember.device_put(A, NamedSharding(auto, P("X")))
+    assert typeof(a) == "float32[8,4]"  # Auto axes are not part of the type
+    f = ember.jit(
+        lambda t: lax.with_sharding_constraint(enp.sin(t), NamedSharding(auto, P(None, "Y")))
+    )
+    y = f(a)
+    assert typeof(y) == "float32[8,4]" and y.sharding.spec == P(None, "Y")
+    np.testing.assert_allclose(np.asarray(y), np.sin(A), rtol=1e-6)
+    with use_mesh(auto):
+        z = ember.jit(lambda t: lax.with_sharding_constraint(t * 2, P("Y")))(a)
+    assert typeof(z) == "float32[8,4]" and padded(z.sharding.spec, 2) == ("Y", None)
+    np.testing.assert_allclose(np.asarray(z), A * 2)
