@@ -192,6 +192,30 @@ def test_scan_keeps_the_carry_type(xmesh):
         np.testing.assert_allclose(np.asarray(ys), np.stack(want_ys), rtol=1e-5)
 
 
+def test_scan_body_sees_the_scanned_arrays_types_and_grad_flows_back(xmesh):
+    xs_host = RNG.normal(size=(3, 8, 4)).astype(np.float32)
+    inside = []
+
+    def loss(c, xs):
+        def body(c, x):
+            inside.append(typeof(x))
+            c = enp.tanh(c * x + 0.1)
+            return c, (c**2).sum(1)
+
+        c, ys = lax.scan(body, c, xs)
+        return c.sum() + ys.sum()
+
+    want = ember.grad(loss, argnums=(0, 1))(A, xs_host)
+    c, xs = put(xmesh, A, "X"), put(xmesh, xs_host, None, "X")
+    for grads in (ember.grad(loss, argnums=(0, 1)), ember.jit(ember.grad(loss, argnums=(0, 1)))):
+        gc, gxs = grads(c, xs)
+        assert inside[-1] == "float32[8@X,4]"
+        assert (typeof(gc), typeof(gxs)) == ("float32[8@X,4]", "float32[3,8@X,4]")
+        assert padded(gxs.sharding.spec, 3) == (None, "X", None)
+        for got, expected in zip((gc, gxs), want):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-5, atol=1e-6)
+
+
 def test_a_scan_body_that_changes_the_carry_sharding_is_refused(xmesh):
     a = put(xmesh, A, "X")
 
