@@ -13,14 +13,17 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import core, dtypes, errors, rules
+from ember._src import dtypes, errors, rules
 from ember._src.core import Primitive, ShapedArray, Zero, get_aval, tangent_aval
-from ember._src.execution import placement
 from ember._src.interpreters.ad_util import zeros
 from ember._src.interpreters.batching import not_mapped
 from ember._src.lowering.mlir import i64_array
 from ember._src.primitives import sharding_rules
-from ember._src.primitives.sharding_constraint import laid_out, typed_out_sharding
+from ember._src.primitives.sharding_constraint import (
+    laid_out,
+    typed_out_sharding,
+    with_sharding_constraint,
+)
 from ember._src.runtime.mesh import current_mesh
 from ember._src.runtime.sharding import NamedSharding, PartitionSpec, typed_sharding
 
@@ -341,7 +344,11 @@ def reshape(
 def typed_like(ct: Any, aval: ShapedArray) -> Any:
     """``ct`` reshaped to ``aval``'s shape and typed as ``aval``: a cotangent is typed as its
     primal. Transposes of operations that broadcast or agree on a consensus (elementwise
-    ones, broadcast_in_dim, reduce_sum, reshape) would otherwise type it as the result."""
+    ones, broadcast_in_dim, reduce_sum, reshape) would otherwise type it as the result.
+
+    Retyping lays the value out (a constraint), which needs the mesh's devices: those of the
+    mesh ``ct`` lives on, or of the mesh in scope. Without either, a reshape is typed by its
+    chosen sharding and a value of the right shape is left as it is."""
     if type(ct) is Zero:
         return ct
     have = get_aval(ct)
@@ -351,25 +358,26 @@ def typed_like(ct: Any, aval: ShapedArray) -> Any:
     typed = want if want is not None else have.typed_sharding
     if typed is None:  # only the shape changes
         return reshape_p.bind(ct, new_sizes=aval.shape, out_sharding=None)
-    whole = NamedSharding(typed.mesh, PartitionSpec(*[None] * aval.ndim))
-    if core.eval_trace_is_current():
-        return _laid_out_like(ct, aval, typed.mesh, whole if want is None else want)
-    # Traced: the type is the result's chosen sharding (one that splits nothing types it whole).
-    return reshape_p.bind(ct, new_sizes=aval.shape, out_sharding=want or whole)
+    spec = want.spec if want is not None else PartitionSpec()
+    mesh = _mesh_with_devices(ct, typed.mesh)
+    if mesh is None:
+        if have.shape == aval.shape:
+            return ct
+        whole = NamedSharding(typed.mesh, PartitionSpec(*[None] * aval.ndim))
+        return reshape_p.bind(ct, new_sizes=aval.shape, out_sharding=want or whole)
+    if have.shape != aval.shape:  # whole first, so that the reshape moves no split
+        ct = with_sharding_constraint(ct, NamedSharding(mesh, PartitionSpec()))
+        ct = reshape_p.bind(ct, new_sizes=aval.shape, out_sharding=None)
+    return with_sharding_constraint(ct, NamedSharding(mesh, spec))
 
 
-def _laid_out_like(ct: Any, aval: ShapedArray, abstract_mesh: Any, typed: Any) -> Any:
-    """An eager cotangent moved to the layout of ``aval``'s type (an array's type is its
-    layout), over the mesh it lives on or the mesh in scope; as it is, reshaped, when it is on
-    neither (the eager program of a typed reshape needs the devices of the mesh)."""
-    mesh = getattr(ct.sharding, "mesh", None) if hasattr(ct, "sharding") else None
+def _mesh_with_devices(x: Any, abstract_mesh: Any) -> Any:
+    """The mesh (with devices) whose abstract mesh is ``abstract_mesh``: the one the array
+    ``x`` lives on, else the mesh in scope; None when neither is."""
+    mesh = getattr(getattr(x, "sharding", None), "mesh", None)
     if mesh is None or mesh.abstract_mesh != abstract_mesh:
         mesh = current_mesh()
-    if mesh is None or mesh.abstract_mesh != abstract_mesh:
-        return reshape(ct, aval.shape)
-    # Whole first, so that the reshape has no split to move.
-    gathered = placement.put(ct, NamedSharding(mesh, PartitionSpec()), "a cotangent")
-    return placement.put(reshape(gathered, aval.shape), NamedSharding(mesh, typed.spec))
+    return mesh if mesh is not None and mesh.abstract_mesh == abstract_mesh else None
 
 
 # --------------------------------------------------------------------------------------------
