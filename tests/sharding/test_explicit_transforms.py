@@ -380,9 +380,11 @@ def test_with_sharding_constraint_on_an_auto_mesh(explicit_mesh):
         lambda t: lax.with_sharding_constraint(enp.sin(t), NamedSharding(auto, P(None, "Y")))
     )
     y = f(a)
-    assert typeof(y) == "float32[8,4]" and y.sharding.spec == P(None, "Y")
-    np.testing.assert_allclose(np.asarray(y), np.sin(A), rtol=1e-6)
     with use_mesh(auto):
         z = ember.jit(lambda t: lax.with_sharding_constraint(t * 2, P("Y")))(a)
-    assert typeof(z) == "float32[8,4]" and padded(z.sharding.spec, 2) == ("Y", None)
+    assert typeof(y) == typeof(z) == "float32[8,4]"
+    np.testing.assert_allclose(np.asarray(y), np.sin(A), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(z), A * 2)
+    if ember.default_backend() != "reference":  # which has no partitioner: whole values
+        assert padded(y.sharding.spec, 2) == (None, "Y")
+        assert padded(z.sharding.spec, 2) == ("Y", None)
