@@ -203,6 +203,18 @@ def test_vmap_drops_the_batch_split_inside_and_restores_it(xmesh):
     np.testing.assert_allclose(np.asarray(y), A.sum(0), rtol=1e-5)
 
 
+def test_vmap_keeps_a_chosen_out_sharding(xmesh):
+    """The contraction over a split dimension is resolved by out_sharding, under vmap too."""
+    w = W[:4, :6]
+    u, wx = put(xmesh, U), put(xmesh, w, "X")
+    numbers = (((0,), (0,)), ((), ()))
+    row = ember.vmap(lambda r: lax.dot_general(r, wx, numbers, out_sharding=P("Y")))
+    for f in (row, ember.jit(row)):
+        y = f(u)
+        assert typeof(y) == "float32[8,6@Y]" and padded(y.sharding.spec, 2) == (None, "Y")
+        np.testing.assert_allclose(np.asarray(y), U @ w, rtol=1e-4, atol=1e-5)
+
+
 # --------------------------------------------------------------------------------------------
 # Loops and cond
 

@@ -25,7 +25,7 @@ from ember._src.primitives.sharding_constraint import (
     with_sharding_constraint,
 )
 from ember._src.runtime.mesh import current_mesh
-from ember._src.runtime.sharding import NamedSharding, PartitionSpec, typed_sharding
+from ember._src.runtime.sharding import NamedSharding, PartitionSpec
 
 
 def shape_error(message: str) -> errors.EmberTypeError:
@@ -247,7 +247,7 @@ def _reshape_batch(vals, dims, *, new_sizes, out_sharding):
     (x,), (d,) = vals, dims
     x = move_axis(x, d, 0)
     if out_sharding is not None:  # the batch dimension, in front, stays whole
-        out_sharding = typed_sharding(out_sharding.mesh, (None, *out_sharding.spec))
+        out_sharding = NamedSharding(out_sharding.mesh, PartitionSpec(None, *out_sharding.spec))
     new_sizes = (get_aval(x).shape[0],) + new_sizes
     return reshape_p.bind(x, new_sizes=new_sizes, out_sharding=out_sharding), 0
 
