@@ -127,6 +127,53 @@ def test_grad_types_whole_and_split_operands_as_themselves(xmesh, jitted):
     np.testing.assert_allclose(np.asarray(g["W"]), GRADS["W"], rtol=1e-5, atol=1e-7)
 
 
+MIXED_LOSSES = {
+    "concatenate": lambda s, t: (enp.concatenate([s, t], 1) ** 2).sum(),
+    "stack": lambda s, t: (enp.stack([s, t]) ** 2).sum(),
+    "dynamic_update_slice": lambda s, t: (lax.dynamic_update_slice(s, t[:, :2], (0, 1)) ** 2).sum(),
+    "maximum": lambda s, t: (enp.maximum(s, t) ** 2).sum(),
+    "div": lambda s, t: (s / (t * t + 1)).sum(),
+    "matmul": lambda s, t: (s @ t.T).sum(),
+    "reshape": lambda s, t: (s.reshape(32) * t.reshape(32)).sum(),
+    "broadcast": lambda s, t: (s[None] * t[:, None]).sum(),
+    "mean": lambda s, t: ((s - t.mean(0)) ** 2).mean(),
+    "cumsum": lambda s, t: (enp.cumsum(s, 1) * t).sum(),
+}
+
+
+@pytest.mark.parametrize("name", MIXED_LOSSES)
+def test_grad_of_split_and_whole_operands_across_primitives(xmesh, name):
+    f = MIXED_LOSSES[name]
+    want = [np.asarray(g) for g in ember.grad(f, argnums=(0, 1))(A, U)]
+    a, u = put(xmesh, A, "X"), put(xmesh, U)
+    for grads in (ember.grad(f, argnums=(0, 1)), ember.jit(ember.grad(f, argnums=(0, 1)))):
+        ga, gu = grads(a, u)
+        assert (typeof(ga), typeof(gu)) == ("float32[8@X,4]", "float32[8,4]")
+        for got, expected in zip((ga, gu), want):
+            np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-5, atol=1e-6)
+
+
+UNPINNED_WHOLE = (
+    "lowering/execution: a value typed whole under Explicit axes is not pinned replicated "
+    "(pin_typed skips typed_sharding None) and a jit result typed whole gets no out sharding, "
+    "so the partitioner leaves this cotangent (a dot_general typed whole by its out_sharding) "
+    "split over X, and its typeof, read from its layout, is f32[8@X,4]"
+)
+
+
+def test_jitted_grad_of_a_batched_contraction_with_a_whole_operand(xmesh, request):
+    if ember.default_backend() != "reference":  # which has no partitioner: whole values
+        request.applymarker(pytest.mark.xfail(strict=True, reason=UNPINNED_WHOLE))
+    a, u = put(xmesh, A, "X"), put(xmesh, U)
+    f = ember.grad(lambda s, t: enp.einsum("ij,ij->i", s, t).sum(), argnums=(0, 1))
+    assert [str(t) for t in ember.jit(f).lower(a, u).jaxpr.out_avals] == [
+        "float32[8@X,4]",
+        "float32[8,4]",
+    ]
+    _, gu = ember.jit(f)(a, u)
+    assert typeof(gu) == "float32[8,4]"
+
+
 def test_traced_grad_types_whole_and_split_operands_as_themselves(xmesh):
     u, a = put(xmesh, U), put(xmesh, A, "X")
     jaxpr = ember.make_jaxpr(ember.grad(lambda s, t: (s * t).sum(), argnums=(0, 1)))(u, a)

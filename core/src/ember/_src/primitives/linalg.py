@@ -14,7 +14,7 @@ from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import add_tangents
 from ember._src.interpreters.batching import not_mapped
 from ember._src.primitives import sharding_rules
-from ember._src.primitives.shape import convert_element_type, move_axis, transpose
+from ember._src.primitives.shape import convert_element_type, move_axis, transpose, typed_like
 from ember._src.primitives.sharding_constraint import laid_out, typed_out_sharding
 from ember._src.runtime.sharding import NamedSharding, PartitionSpec
 
@@ -115,7 +115,8 @@ def _transpose_lhs(ct, x_aval, y, dimension_numbers, precision, preferred, swap_
     result = transpose(result, tuple(int(a) for a in out_axes))
     if get_aval(result).dtype != x_aval.dtype:
         result = convert_element_type(result, x_aval.dtype)
-    return result
+    # Laid out as typed: a contraction typed whole is not otherwise kept whole.
+    return typed_like(result, x_aval)
 
 
 def _cotangent_sharding(x_aval, out_axes, ct, y) -> Any:
