@@ -314,6 +314,21 @@ def test_dot_general_out_sharding_resolves_a_split_contraction(xmesh):
     )
 
 
+@pytest.mark.parametrize("on_mesh", [False, True], ids=["one device", "mesh"])
+def test_out_sharding_over_auto_axes_lays_out_without_typing(mesh, on_mesh):
+    """The tests' other mesh, of Auto axes: out_sharding places the result, types nothing."""
+    rows = NamedSharding(mesh, P("data"))
+    x, w = (put(mesh, X84), put(mesh, W46)) if on_mesh else (enp.asarray(X84), enp.asarray(W46))
+    numbers = (((1,), (0,)), ((), ()))
+    for y, want in (
+        (lax.reshape(x, (32,), out_sharding=rows), X84.reshape(32)),
+        (lax.dot_general(x, w, numbers, out_sharding=rows), X84 @ W46),
+    ):
+        assert str(ember.typeof(y)).startswith("float32[") and "@" not in str(ember.typeof(y))
+        assert y.sharding == rows
+        np.testing.assert_allclose(np.asarray(y), want, rtol=1e-5)
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="execution: mesh_in_jaxpr (execution/compiled.py) takes the AbstractMesh of a typed "

@@ -312,7 +312,7 @@ def dot_general(
         dimension_numbers=numbers,
         precision=_canonical_precision(precision),
         preferred_element_type=preferred,
-        out_sharding=typed_out_sharding(out_sharding, ndim, "dot_general"),
+        out_sharding=typed_out_sharding(out_sharding, ndim, "dot_general", (lhs, rhs)),
     )
     return out if out_sharding is None else laid_out(out, out_sharding)
 

@@ -336,7 +336,7 @@ def reshape(
     if get_aval(operand).shape == new_sizes:
         out = operand
     else:
-        typed = typed_out_sharding(out_sharding, len(new_sizes), "reshape")
+        typed = typed_out_sharding(out_sharding, len(new_sizes), "reshape", (operand,))
         out = reshape_p.bind(operand, new_sizes=new_sizes, out_sharding=typed)
     return out if out_sharding is None else laid_out(out, out_sharding)
 

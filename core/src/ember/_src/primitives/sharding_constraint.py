@@ -51,19 +51,20 @@ def laid_out(result: Any, out_sharding: Any) -> Any:
     return result if out_sharding is None else with_sharding_constraint(result, out_sharding)
 
 
-def typed_out_sharding(out_sharding: Any, ndim: int, what: str) -> Any:
+def typed_out_sharding(out_sharding: Any, ndim: int, what: str, operands: Any = ()) -> Any:
     """The typed sharding (over Explicit axes) of a result of rank ``ndim`` that JAX's
     ``out_sharding=`` keyword asks for (a NamedSharding, or a PartitionSpec under a mesh),
-    for primitives that take it as a parameter; None when none was given. One that splits
-    over no Explicit axis is kept (its spec all None): it still decides that the result is
-    whole, where the primitive's rule might find the result ambiguous."""
+    for primitives that take it as a parameter; None when it names no Explicit axis. Where
+    an operand is typed, one that splits over no Explicit axis is kept (its spec all None):
+    it decides that the result is whole, where the primitive's sharding rule, which runs for
+    typed operands, might find the result ambiguous."""
     if out_sharding is None:
         return None
     sharding = placement.resolve(out_sharding, what)
     if not isinstance(sharding, NamedSharding):
         return None
     typed = sharding.typed(ndim)
-    if typed is None:
+    if typed is None and any(core.get_aval(x).typed_sharding is not None for x in operands):
         return NamedSharding(sharding.mesh.abstract_mesh, PartitionSpec(*[None] * ndim))
     return typed
 
