@@ -50,7 +50,12 @@ from ember._src.primitives.jaxpr_transforms import (
     trace_const_free,
     transpose_jaxpr,
 )
-from ember._src.primitives.shape import bdim_to_front, convert_element_type, move_axis
+from ember._src.primitives.shape import (
+    bdim_to_front,
+    convert_element_type,
+    move_axis,
+    typed_like,
+)
 from ember._src.runtime.sharding import typed_sharding
 from ember._src.tree.util import tree_flatten, tree_unflatten
 
@@ -369,6 +374,10 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
         unroll=unroll,
     )
     ct_consts, ct_init, ct_xs = split_list(outs, [n_acc, num_carry])
+    # Stacked cotangents have a whole leading dimension; a scanned array split along it
+    # gets its cotangent typed as itself.
+    lin_xs = [x for x in xs if is_undefined(x)]
+    ct_xs = [typed_like(ct, x.aval) for x, ct in zip(lin_xs, ct_xs)]
     return [
         *merge(const_lin, [None] * n_rc, ct_consts),
         *[ct if is_undefined(x) else None for x, ct in zip(carry, ct_init)],
