@@ -250,6 +250,21 @@ def test_vmap_drops_the_batch_split_inside_and_restores_it(xmesh):
     np.testing.assert_allclose(np.asarray(y), A.sum(0), rtol=1e-5)
 
 
+def test_vmap_of_reshard_keeps_the_batch_split(xmesh):
+    x = put(xmesh, A, "X")
+    for f in (
+        ember.vmap(lambda r: reshard(r, P("Y"))),
+        ember.jit(ember.vmap(lambda r: reshard(r, P("Y")))),
+    ):
+        y = f(x)
+        assert typeof(y) == "float32[8@X,4@Y]" and y.sharding.spec == P("X", "Y")
+        np.testing.assert_allclose(np.asarray(y), A)
+    # A reshard onto the batch's own axis takes it: the batch dimension is then whole.
+    y = ember.vmap(lambda r: reshard(r, P("X")))(x)
+    assert typeof(y) == "float32[8,4@X]"
+    np.testing.assert_allclose(np.asarray(y), A)
+
+
 def test_vmap_keeps_a_chosen_out_sharding(xmesh):
     """The contraction over a split dimension is resolved by out_sharding, under vmap too."""
     w = W[:4, :6]

@@ -101,9 +101,21 @@ def _batch(vals, dims, *, sharding):
     if d is not_mapped:
         return sharding_constraint_p.bind(x, sharding=sharding), d
     entries = list(sharding.spec) + [None] * (core.get_aval(x).ndim - 1 - len(sharding.spec))
-    entries.insert(d, None)  # the batch dimension stays whole on every device
+    entries.insert(d, _batch_entry(core.get_aval(x), d, sharding))
     batched = NamedSharding(sharding.mesh, PartitionSpec(*entries))
     return sharding_constraint_p.bind(x, sharding=batched), d
+
+
+def _batch_entry(aval: Any, d: int, sharding: NamedSharding) -> Any:
+    """How the batch dimension is split under the constraint: as the batched value's type
+    splits it over Explicit axes (vmap of a batch split over X keeps it split over X) unless
+    the constraint itself uses those axes; else whole on every device."""
+    typed = aval.typed_sharding
+    if typed is None or typed.mesh != sharding.mesh.abstract_mesh or d >= len(typed.spec):
+        return None
+    axes = typed.spec.axes_of(d)
+    used = {a for dim in range(len(sharding.spec)) for a in sharding.spec.axes_of(dim)}
+    return typed.spec[d] if axes and not used.intersection(axes) else None
 
 
 def _layouts(*, sharding):
