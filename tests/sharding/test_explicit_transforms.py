@@ -174,6 +174,21 @@ def test_jitted_grad_of_a_batched_contraction_with_a_whole_operand(xmesh, reques
     assert typeof(gu) == "float32[8,4]"
 
 
+@pytest.mark.xfail(
+    strict=True,
+    raises=ShardingTypeError,
+    reason="primitives: sort's jvp applies the sorting permutation to tangents with gather, "
+    "which has no sharding rule (NOT_SHARDABLE), so even a sort along a whole dimension of a "
+    "split array cannot be differentiated; gather needs a rule for operand batching dims",
+)
+def test_grad_of_a_sort_along_a_whole_dimension(xmesh):
+    a = put(xmesh, A, "X")
+    g = ember.grad(lambda s: (enp.sort(s, axis=1) * np.arange(4.0, dtype=np.float32)).sum())(a)
+    assert typeof(g) == "float32[8@X,4]"
+    ranks = np.argsort(np.argsort(A, axis=1), axis=1).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(g), ranks)
+
+
 def test_traced_grad_types_whole_and_split_operands_as_themselves(xmesh):
     u, a = put(xmesh, U), put(xmesh, A, "X")
     jaxpr = ember.make_jaxpr(ember.grad(lambda s, t: (s * t).sum(), argnums=(0, 1)))(u, a)
