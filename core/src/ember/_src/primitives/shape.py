@@ -347,8 +347,8 @@ def typed_like(ct: Any, aval: ShapedArray) -> Any:
     ones, broadcast_in_dim, reduce_sum, reshape) would otherwise type it as the result.
 
     Retyping lays the value out (a constraint), which needs the mesh's devices: those of the
-    mesh ``ct`` lives on, or of the mesh in scope. Without either, a reshape is typed by its
-    chosen sharding and a value of the right shape is left as it is."""
+    mesh ``ct`` lives on, or of the mesh in scope. Without either, only a reshape's result
+    is typed (by its chosen sharding)."""
     if type(ct) is Zero:
         return ct
     have = get_aval(ct)
@@ -358,16 +358,17 @@ def typed_like(ct: Any, aval: ShapedArray) -> Any:
     typed = want if want is not None else have.typed_sharding
     if typed is None:  # only the shape changes
         return reshape_p.bind(ct, new_sizes=aval.shape, out_sharding=None)
-    spec = want.spec if want is not None else PartitionSpec()
     mesh = _mesh_with_devices(ct, typed.mesh)
+    if have.shape != aval.shape:
+        # Typed by a chosen sharding, not by the rule (which may find the reshape
+        # ambiguous); a whole cotangent about to be laid out has no split to move.
+        chosen = None
+        if have.typed_sharding is not None or mesh is None:
+            chosen = want or NamedSharding(typed.mesh, PartitionSpec(*[None] * aval.ndim))
+        ct = reshape_p.bind(ct, new_sizes=aval.shape, out_sharding=chosen)
     if mesh is None:
-        if have.shape == aval.shape:
-            return ct
-        whole = NamedSharding(typed.mesh, PartitionSpec(*[None] * aval.ndim))
-        return reshape_p.bind(ct, new_sizes=aval.shape, out_sharding=want or whole)
-    if have.shape != aval.shape:  # whole first, so that the reshape moves no split
-        ct = with_sharding_constraint(ct, NamedSharding(mesh, PartitionSpec()))
-        ct = reshape_p.bind(ct, new_sizes=aval.shape, out_sharding=None)
+        return ct
+    spec = want.spec if want is not None else PartitionSpec()
     return with_sharding_constraint(ct, NamedSharding(mesh, spec))
 
 
