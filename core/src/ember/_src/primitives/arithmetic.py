@@ -54,6 +54,12 @@ def _broadcast_tangent_sum(out: Any, tx: Any, ty: Any, negate_second: bool) -> A
     if type(ty) is not Zero and negate_second:
         ty = neg(ty)
     tx, ty = (full_shape(t, out_aval) for t in (tx, ty))
+    both = Zero not in (type(tx), type(ty))
+    if both and get_aval(tx).typed_sharding != get_aval(ty).typed_sharding:
+        # Tangents typed differently (one operand split where the other is whole) are added
+        # by add, whose transpose types each cotangent as its operand; add_any's gives both
+        # the result's type.
+        return add(tx, ty)
     result = add_tangents(tx, ty)
     return Zero(out_aval) if type(result) is Zero else result
 

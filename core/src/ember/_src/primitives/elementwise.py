@@ -42,6 +42,7 @@ from ember._src.primitives.shape import (
     broadcast_in_dim,
     move_axis,
     reduce_sum,
+    typed_like,
 )
 
 # The dtypes an elementwise primitive accepts.
@@ -257,13 +258,14 @@ zero_jvp = rules.per_primitive(_zero_jvp)
 
 
 def unbroadcast(aval: ShapedArray, ct: Any) -> Any:
-    """Sum a cotangent down to a rank-0 operand that was broadcast."""
+    """Sum a cotangent down to a rank-0 operand that was broadcast; type it as the operand
+    (the result's consensus may be split where the operand was not)."""
     if type(ct) is Zero:
         return Zero(aval)
     ct_aval = get_aval(ct)
     if ct_aval.shape and not aval.shape:
         return reduce_sum(ct, tuple(range(ct_aval.ndim)))
-    return ct
+    return typed_like(ct, aval)
 
 
 def full_shape(t: Any, aval: ShapedArray) -> Any:

@@ -23,7 +23,13 @@ from ember._src.primitives.gather_scatter import (
     gather,
     scatter_p,
 )
-from ember._src.primitives.shape import batch_size, bdim_to_front, convert_element_type, expand_dims
+from ember._src.primitives.shape import (
+    batch_size,
+    bdim_to_front,
+    convert_element_type,
+    expand_dims,
+    typed_like,
+)
 from ember._src.primitives.slicing import concatenate
 
 
@@ -80,7 +86,8 @@ def _dynamic_slice_transpose(ct, operand, *indices, slice_sizes):
     if type(ct) is Zero:
         return [Zero(operand.aval)] + [None] * len(indices)
     base = zeros(operand.aval)
-    return [dynamic_update_slice_p.bind(base, ct, *indices)] + [None] * len(indices)
+    ct_operand = typed_like(dynamic_update_slice_p.bind(base, ct, *indices), operand.aval)
+    return [ct_operand] + [None] * len(indices)
 
 
 def _dynamic_slice_batch(vals, dims, *, slice_sizes):
@@ -171,12 +178,12 @@ def _dynamic_update_slice_transpose(ct, operand, update, *indices):
     if type(ct) is Zero:
         return [None, None] + [None] * len(indices)
     ct_update = (
-        dynamic_slice_p.bind(ct, *indices, slice_sizes=update_aval.shape)
+        typed_like(dynamic_slice_p.bind(ct, *indices, slice_sizes=update_aval.shape), update_aval)
         if is_undefined(update)
         else None
     )
     ct_operand = (
-        dynamic_update_slice_p.bind(ct, zeros(update_aval), *indices)
+        typed_like(dynamic_update_slice_p.bind(ct, zeros(update_aval), *indices), operand.aval)
         if is_undefined(operand)
         else None
     )

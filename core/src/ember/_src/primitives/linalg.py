@@ -14,7 +14,7 @@ from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import add_tangents
 from ember._src.interpreters.batching import not_mapped
 from ember._src.primitives import sharding_rules
-from ember._src.primitives.shape import convert_element_type, move_axis, transpose
+from ember._src.primitives.shape import convert_element_type, move_axis, transpose, typed_like
 from ember._src.primitives.sharding_constraint import laid_out, typed_out_sharding
 from ember._src.runtime.sharding import NamedSharding, PartitionSpec
 
@@ -115,7 +115,8 @@ def _transpose_lhs(ct, x_aval, y, dimension_numbers, precision, preferred, swap_
     result = transpose(result, tuple(int(a) for a in out_axes))
     if get_aval(result).dtype != x_aval.dtype:
         result = convert_element_type(result, x_aval.dtype)
-    return result
+    # Laid out as typed: a contraction typed whole is not otherwise kept whole.
+    return typed_like(result, x_aval)
 
 
 def _cotangent_sharding(x_aval, out_axes, ct, y) -> Any:
@@ -162,30 +163,40 @@ def _dot_general_batch(
 ):
     (lhs, rhs), (ld, rd) = vals, dims
     (lc, rc), (lb, rb) = dimension_numbers
-    # A chosen result sharding is dropped under vmap: the rule types the batched result.
-    params = {
-        "precision": precision,
-        "preferred_element_type": preferred_element_type,
-        "out_sharding": None,
-    }
+    params = {"precision": precision, "preferred_element_type": preferred_element_type}
 
     def shift(axes: Sequence[int]) -> tuple[int, ...]:
         return tuple(a + 1 for a in axes)
 
+    def bind(lhs: Any, rhs: Any, numbers: DimensionNumbers, out_dim: int) -> tuple[Any, int]:
+        # A chosen result sharding leaves the batch dimension (at out_dim) whole.
+        chosen = _with_whole_dim(out_sharding, out_dim)
+        out = dot_general_p.bind(lhs, rhs, dimension_numbers=numbers, out_sharding=chosen, **params)
+        return out, out_dim
+
     if ld is not not_mapped and rd is not not_mapped:
         lhs, rhs = move_axis(lhs, ld, 0), move_axis(rhs, rd, 0)
         numbers = ((shift(lc), shift(rc)), ((0,) + shift(lb), (0,) + shift(rb)))
-        return dot_general_p.bind(lhs, rhs, dimension_numbers=numbers, **params), 0
+        return bind(lhs, rhs, numbers, 0)
     if ld is not not_mapped:
         # The batch axis becomes lhs's first free axis: it follows the batch axes in the output.
         lhs = move_axis(lhs, ld, 0)
         numbers = ((shift(lc), rc), (shift(lb), rb))
-        return dot_general_p.bind(lhs, rhs, dimension_numbers=numbers, **params), len(lb)
+        return bind(lhs, rhs, numbers, len(lb))
     rhs = move_axis(rhs, rd, 0)
     numbers = ((lc, shift(rc)), (lb, shift(rb)))
     lhs_free = len(_free_dims(get_aval(lhs).ndim, lc, lb))
-    out = dot_general_p.bind(lhs, rhs, dimension_numbers=numbers, **params)
-    return out, len(lb) + lhs_free
+    return bind(lhs, rhs, numbers, len(lb) + lhs_free)
+
+
+def _with_whole_dim(chosen: Any, dim: int) -> Any:
+    """A chosen typed sharding with a whole dimension inserted at ``dim`` (None: none)."""
+    if chosen is None:
+        return None
+    entries = list(chosen.spec)
+    entries += [None] * (dim - len(entries))
+    entries.insert(dim, None)
+    return NamedSharding(chosen.mesh, PartitionSpec(*entries))
 
 
 def _dims_text(name: str, dims: Sequence[int]) -> str | None:
@@ -308,7 +319,7 @@ def dot_general(
     typed = None
     if out_sharding is not None:
         ndim = len(_dot_general_out_shape(lhs, rhs, numbers))
-        typed = typed_out_sharding(out_sharding, ndim, "dot_general")
+        typed = typed_out_sharding(out_sharding, ndim, "dot_general", (lhs, rhs))
     out = dot_general_p.bind(
         lhs,
         rhs,

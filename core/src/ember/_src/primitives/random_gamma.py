@@ -21,6 +21,7 @@ from ember._src.interpreters.batching import not_mapped
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.arithmetic import div, mul
 from ember._src.primitives.comparisons import eq
 from ember._src.primitives.igamma import random_gamma_grad
@@ -67,7 +68,10 @@ def _sampler_jaxpr(avals, log_space):
 
 
 def _random_gamma_lowering(ctx, key, a, *, log_space):
-    closed = _sampler_jaxpr(ctx.avals_in, log_space)
+    # The sampler is traced untyped: its loop's carry would otherwise start whole and come
+    # back split. Its result is laid out as the primitive's type says.
+    avals = [a.update(sharding=None) for a in ctx.avals_in]
+    closed = _sampler_jaxpr(avals, log_space)
     consts = [ctx.constant(c, get_aval(c)) for c in closed.consts]
     return lower_jaxpr_inline(ctx, closed.jaxpr, consts, [key, a])[0]
 
@@ -105,8 +109,23 @@ def _random_gamma_jvp(primals, tangents, *, log_space):
     return out, mul(ta, _gamma_grad(out, a, log_space))
 
 
+def _random_gamma_sharding(key, a, *, log_space):
+    """A sample per element of ``a``, each from its own key: the result is split as ``a``
+    and the keys' batch dimensions agree to be split (a key's two words stay together)."""
+    what, avals = "random_gamma", (key, a)
+    mesh = sharding_rules.common_mesh(what, avals)
+    sharding_rules.require_unsplit(what, avals, key, [key.ndim - 1], "it holds one key's words")
+    keys = sharding_rules.entries(key)[:-1]
+    keys += (None,) * (a.ndim - len(keys))
+    columns = zip(keys, sharding_rules.entries(a))
+    return sharding_rules.build(
+        what, avals, mesh, [sharding_rules.consensus(what, avals, c) for c in columns]
+    )
+
+
 random_gamma_p = rules.define_primitive(
     "random_gamma",
+    sharding=_random_gamma_sharding,
     abstract_eval=_random_gamma_abstract_eval,
     jvp=_random_gamma_jvp,
     batch=_random_gamma_batch,

@@ -19,8 +19,13 @@ from ember._src.interpreters.ad_util import zeros
 from ember._src.interpreters.batching import not_mapped
 from ember._src.lowering.mlir import i64_array
 from ember._src.primitives import sharding_rules
-from ember._src.primitives.sharding_constraint import laid_out, typed_out_sharding
-from ember._src.runtime.sharding import typed_sharding
+from ember._src.primitives.sharding_constraint import (
+    devices_for,
+    laid_out,
+    retype,
+    typed_out_sharding,
+)
+from ember._src.runtime.sharding import NamedSharding, PartitionSpec
 
 
 def shape_error(message: str) -> errors.EmberTypeError:
@@ -69,7 +74,7 @@ def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
         if in_shape[operand_dim] == 1 and shape[out_dim] != 1
     )
     total = reduce_sum(ct, tuple(sorted(summed + expanded)))
-    return [reshape(total, in_shape)]
+    return [typed_like(total, x.aval)]
 
 
 def _broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions):
@@ -167,7 +172,7 @@ def _reduce_sum_abstract_eval(x, *, axes):
 def _reduce_sum_transpose(ct, x, *, axes):
     shape = x.aval.shape
     kept = tuple(i for i in range(len(shape)) if i not in axes)
-    return [broadcast_in_dim(ct, shape, kept)]
+    return [typed_like(broadcast_in_dim(ct, shape, kept), x.aval)]
 
 
 def _reduce_sum_batch(vals, dims, *, axes):
@@ -235,14 +240,14 @@ def _reshape_abstract_eval(x, *, new_sizes, out_sharding):
 
 
 def _reshape_transpose(ct, x, *, new_sizes, out_sharding):
-    return [reshape_p.bind(ct, new_sizes=x.aval.shape, out_sharding=x.aval.typed_sharding)]
+    return [typed_like(ct, x.aval)]
 
 
 def _reshape_batch(vals, dims, *, new_sizes, out_sharding):
     (x,), (d,) = vals, dims
     x = move_axis(x, d, 0)
     if out_sharding is not None:  # the batch dimension, in front, stays whole
-        out_sharding = typed_sharding(out_sharding.mesh, (None, *out_sharding.spec))
+        out_sharding = NamedSharding(out_sharding.mesh, PartitionSpec(None, *out_sharding.spec))
     new_sizes = (get_aval(x).shape[0],) + new_sizes
     return reshape_p.bind(x, new_sizes=new_sizes, out_sharding=out_sharding), 0
 
@@ -331,9 +336,34 @@ def reshape(
     if get_aval(operand).shape == new_sizes:
         out = operand
     else:
-        typed = typed_out_sharding(out_sharding, len(new_sizes), "reshape")
+        typed = typed_out_sharding(out_sharding, len(new_sizes), "reshape", (operand,))
         out = reshape_p.bind(operand, new_sizes=new_sizes, out_sharding=typed)
     return out if out_sharding is None else laid_out(out, out_sharding)
+
+
+def typed_like(ct: Any, aval: ShapedArray) -> Any:
+    """``ct`` reshaped to ``aval``'s shape and typed as ``aval``: a cotangent is typed as its
+    primal. Transposes of operations that broadcast or agree on a consensus (elementwise
+    ones, broadcast_in_dim, reduce_sum, reshape) would otherwise type it as the result.
+
+    Retyping lays the value out (``retype``), which needs the mesh's devices: those of the
+    mesh ``ct`` lives on, or of the mesh in scope. Without either, a reshape is typed by its
+    chosen sharding and a value of the right shape is left as it is."""
+    if type(ct) is Zero:
+        return ct
+    have = get_aval(ct)
+    want = aval.typed_sharding
+    if have.shape == aval.shape:
+        return retype(ct, want, ct)
+    typed = want if want is not None else have.typed_sharding
+    if typed is None:  # only the shape changes
+        return reshape_p.bind(ct, new_sizes=aval.shape, out_sharding=None)
+    if devices_for(typed.mesh, ct) is None:  # no devices to lay out on: type the reshape
+        whole = NamedSharding(typed.mesh, PartitionSpec(*[None] * aval.ndim))
+        return reshape_p.bind(ct, new_sizes=aval.shape, out_sharding=want or whole)
+    ct = retype(ct, None, ct)  # whole first, so that the reshape moves no split
+    ct = reshape_p.bind(ct, new_sizes=aval.shape, out_sharding=None)
+    return retype(ct, want, ct)
 
 
 # --------------------------------------------------------------------------------------------

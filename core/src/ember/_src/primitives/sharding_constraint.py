@@ -62,14 +62,14 @@ def retype(value: Any, want: Any, like: Any = None) -> Any:
     if have == want:
         return value
     abstract = (want if want is not None else have).mesh
-    mesh = _devices_for(abstract, like, value)
+    mesh = devices_for(abstract, like, value)
     if mesh is None:
         return value
     spec = want.spec if want is not None else PartitionSpec()
     return with_sharding_constraint(value, NamedSharding(mesh, spec))
 
 
-def _devices_for(abstract: Any, *arrays: Any) -> Mesh | None:
+def devices_for(abstract: Any, *arrays: Any) -> Mesh | None:
     """A mesh of devices with the names, sizes and axis types of ``abstract``."""
     meshes = [
         a.sharding.mesh for a in arrays if type(a) is Array and type(a.sharding) is NamedSharding
@@ -82,14 +82,22 @@ def _devices_for(abstract: Any, *arrays: Any) -> Mesh | None:
     return None
 
 
-def typed_out_sharding(out_sharding: Any, ndim: int, what: str) -> Any:
+def typed_out_sharding(out_sharding: Any, ndim: int, what: str, operands: Any = ()) -> Any:
     """The typed sharding (over Explicit axes) of a result of rank ``ndim`` that JAX's
     ``out_sharding=`` keyword asks for (a NamedSharding, or a PartitionSpec under a mesh),
-    for primitives that take it as a parameter; None when it names no Explicit axis."""
+    for primitives that take it as a parameter; None when it names no Explicit axis. Where
+    an operand is typed, one that splits over no Explicit axis is kept (its spec all None):
+    it decides that the result is whole, where the primitive's sharding rule, which runs for
+    typed operands, might find the result ambiguous."""
     if out_sharding is None:
         return None
     sharding = placement.resolve(out_sharding, what)
-    return sharding.typed(ndim) if isinstance(sharding, NamedSharding) else None
+    if not isinstance(sharding, NamedSharding):
+        return None
+    typed = sharding.typed(ndim)
+    if typed is None and any(core.get_aval(x).typed_sharding is not None for x in operands):
+        return NamedSharding(sharding.mesh.abstract_mesh, PartitionSpec(*[None] * ndim))
+    return typed
 
 
 def _abstract_eval(x, *, sharding):
@@ -124,9 +132,21 @@ def _batch(vals, dims, *, sharding):
     if d is not_mapped:
         return sharding_constraint_p.bind(x, sharding=sharding), d
     entries = list(sharding.spec) + [None] * (core.get_aval(x).ndim - 1 - len(sharding.spec))
-    entries.insert(d, None)  # the batch dimension stays whole on every device
+    entries.insert(d, _batch_entry(core.get_aval(x), d, sharding))
     batched = NamedSharding(sharding.mesh, PartitionSpec(*entries))
     return sharding_constraint_p.bind(x, sharding=batched), d
+
+
+def _batch_entry(aval: Any, d: int, sharding: NamedSharding) -> Any:
+    """How the batch dimension is split under the constraint: as the batched value's type
+    splits it over Explicit axes (vmap of a batch split over X keeps it split over X) unless
+    the constraint itself uses those axes; else whole on every device."""
+    typed = aval.typed_sharding
+    if typed is None or typed.mesh != sharding.mesh.abstract_mesh or d >= len(typed.spec):
+        return None
+    axes = typed.spec.axes_of(d)
+    used = {a for dim in range(len(sharding.spec)) for a in sharding.spec.axes_of(dim)}
+    return typed.spec[d] if axes and not used.intersection(axes) else None
 
 
 def _layouts(*, sharding):

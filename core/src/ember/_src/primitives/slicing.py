@@ -24,6 +24,7 @@ from ember._src.primitives.shape import (
     check_axes,
     linear_jvp,
     shape_error,
+    typed_like,
     zeros_like_tangent,
 )
 
@@ -69,7 +70,7 @@ def _concatenate_transpose(ct, *xs, dimension):
             start = [0] * len(ct_shape)
             limit = list(ct_shape)
             start[dimension], limit[dimension] = offset, offset + size
-            result.append(slice_op(ct, start, limit))
+            result.append(typed_like(slice_op(ct, start, limit), x.aval))
         else:
             result.append(None)
         offset += size
@@ -146,7 +147,7 @@ def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
         covered = lo + (out - 1) * st + 1 if out else lo
         config.append((lo, dim - covered, st - 1 if out else 0))
     zero = np.zeros((), get_aval(ct).dtype)
-    return [pad(ct, zero, config)]
+    return [typed_like(pad(ct, zero, config), x.aval)]
 
 
 def _slice_batch(vals, dims, *, start_indices, limit_indices, strides):
@@ -260,7 +261,7 @@ def _pad_transpose(ct, x, value, *, padding_config):
     start = [max(lo, 0) for lo, _, _ in padding_config]
     limit = [s - max(hi, 0) for s, (_, hi, _) in zip(full_shape, padding_config)]
     strides = [interior + 1 for _, _, interior in padding_config]
-    ct_x = slice_op(full, start, limit, strides) if is_undefined(x) else None
+    ct_x = typed_like(slice_op(full, start, limit, strides), x.aval) if is_undefined(x) else None
     if is_undefined(value):
         # The padding value's cotangent is the sum over padded positions; it needs arithmetic
         # this module sits below, and never arises from grad of a constant padding value.

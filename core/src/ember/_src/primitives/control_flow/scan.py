@@ -25,7 +25,7 @@ from ember._src.core import (
 )
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import add_tangents, instantiate, zeros
-from ember._src.interpreters.batching import not_mapped
+from ember._src.interpreters.batching import drop_dim, not_mapped
 from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.interpreters.partial_eval import PartialEvalTrace, merge, partial_eval_jaxpr
 from ember._src.interpreters.reference import evaluate_jaxpr
@@ -50,7 +50,12 @@ from ember._src.primitives.jaxpr_transforms import (
     trace_const_free,
     transpose_jaxpr,
 )
-from ember._src.primitives.shape import bdim_to_front, convert_element_type, move_axis
+from ember._src.primitives.shape import (
+    bdim_to_front,
+    convert_element_type,
+    move_axis,
+    typed_like,
+)
 from ember._src.runtime.sharding import typed_sharding
 from ember._src.tree.util import tree_flatten, tree_unflatten
 
@@ -348,7 +353,7 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
         *[get_aval(c) for c in res_consts],
         *[tangent_aval(a) for a in lin_const_avals],
         *[tangent_aval(a) for a in carry_avals],
-        *[ShapedArray(get_aval(x).shape[1:], get_aval(x).dtype) for x in res_xs],
+        *[_slice_aval(get_aval(x).strip_weak_type()) for x in res_xs],
         *[tangent_aval(a) for a in y_avals],
     ]
     bconsts, transposed = trace_const_free(body, body_avals, "scan_transpose")
@@ -369,6 +374,10 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
         unroll=unroll,
     )
     ct_consts, ct_init, ct_xs = split_list(outs, [n_acc, num_carry])
+    # Stacked cotangents have a whole leading dimension; a scanned array split along it
+    # gets its cotangent typed as itself.
+    lin_xs = [x for x in xs if is_undefined(x)]
+    ct_xs = [typed_like(ct, x.aval) for x, ct in zip(lin_xs, ct_xs)]
     return [
         *merge(const_lin, [None] * n_rc, ct_consts),
         *[ct if is_undefined(x) else None for x, ct in zip(carry, ct_init)],
@@ -467,7 +476,7 @@ def scan(
     x_leaves, x_tree, x_avals = flatten_operands(xs, "scan xs")
     length = _scan_length(x_avals, length)
     carry_leaves, carry_tree, carry_avals = flatten_operands(init, "scan init")
-    slice_avals = [ShapedArray(a.shape[1:], a.dtype, a.weak_type) for a in x_avals]
+    slice_avals = [_slice_aval(a) for a in x_avals]
     unroll = int(unroll) if not isinstance(unroll, bool) else (length if unroll else 1)
 
     def body(carry: Any, x: Any) -> Any:
@@ -509,6 +518,12 @@ def scan(
         unroll=max(1, unroll),
     )
     return tree_unflatten(carry_tree, outs[:n_carry]), tree_unflatten(y_tree, outs[n_carry:])
+
+
+def _slice_aval(aval: ShapedArray) -> ShapedArray:
+    """The body's view of one element of a scanned array: typed as the array's other
+    dimensions are (the scanned one's split goes)."""
+    return ShapedArray(aval.shape[1:], aval.dtype, aval.weak_type, drop_dim(aval.typed_sharding, 0))
 
 
 def _out_trees(out_tree):
