@@ -329,12 +329,6 @@ def test_out_sharding_over_auto_axes_lays_out_without_typing(mesh, on_mesh):
         np.testing.assert_allclose(np.asarray(y), want, rtol=1e-5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="execution: mesh_in_jaxpr (execution/compiled.py) takes the AbstractMesh of a typed "
-    "out_sharding parameter for the mesh to run on, so an eager reshape or dot_general with "
-    "out_sharding= of arrays on one device fails with AttributeError (no device_list)",
-)
 @pytest.mark.parametrize("which", ["reshape", "dot_general"])
 def test_eager_out_sharding_of_arrays_on_one_device(xmesh, which):
     numbers = (((1,), (0,)), ((), ()))

@@ -153,17 +153,7 @@ def test_grad_of_split_and_whole_operands_across_primitives(xmesh, name):
             np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-5, atol=1e-6)
 
 
-UNPINNED_WHOLE = (
-    "lowering/execution: a value typed whole under Explicit axes is not pinned replicated "
-    "(pin_typed skips typed_sharding None) and a jit result typed whole gets no out sharding, "
-    "so the partitioner leaves this cotangent (a dot_general typed whole by its out_sharding) "
-    "split over X, and its typeof, read from its layout, is f32[8@X,4]"
-)
-
-
-def test_jitted_grad_of_a_batched_contraction_with_a_whole_operand(xmesh, request):
-    if ember.default_backend() != "reference":  # which has no partitioner: whole values
-        request.applymarker(pytest.mark.xfail(strict=True, reason=UNPINNED_WHOLE))
+def test_jitted_grad_of_a_batched_contraction_with_a_whole_operand(xmesh):
     a, u = put(xmesh, A, "X"), put(xmesh, U)
     f = ember.grad(lambda s, t: enp.einsum("ij,ij->i", s, t).sum(), argnums=(0, 1))
     assert [str(t) for t in ember.jit(f).lower(a, u).jaxpr.out_avals] == [
@@ -202,13 +192,6 @@ def test_forward_over_reverse_of_a_typed_function(xmesh):
     np.testing.assert_allclose(np.asarray(hvp), 2 * np.cos(2 * A) * A, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="execution: zeros_p bound eagerly with a typed out_sharding (ad_util.zeros of a "
-    "typed symbolic zero, as select_n's transpose and jvp make) compiles over the "
-    "AbstractMesh that mesh_in_jaxpr (execution/compiled.py) takes from the parameter: "
-    "AttributeError 'AbstractMesh' object has no attribute 'backend'",
-)
 @pytest.mark.parametrize("which", ["grad of relu", "jvp of where"])
 def test_eager_derivatives_that_materialise_typed_zeros(xmesh, which):
     a, c = put(xmesh, A, "X"), put(xmesh, U, "X")

@@ -45,7 +45,7 @@ from ember._src.plugin import manager
 from ember._src.runtime import multiprocess
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Computation, Device, Executable
-from ember._src.runtime.mesh import Mesh, current_mesh
+from ember._src.runtime.mesh import AxisType, Mesh, current_mesh
 from ember._src.runtime.sharding import (
     NamedSharding,
     PartitionSpec,
@@ -204,8 +204,8 @@ def _named_mesh_in_jaxpr(jaxpr: Jaxpr) -> Mesh | None:
         for value in eqn.params.values():
             if isinstance(value, Mesh):
                 return value
-            if isinstance(value, NamedSharding):
-                return value.mesh
+            if isinstance(value, NamedSharding) and isinstance(value.mesh, Mesh):
+                return value.mesh  # (a typed out_sharding, over an abstract mesh, names none)
             for item in value if isinstance(value, (tuple, list)) else (value,):
                 inner = item.jaxpr if isinstance(item, ClosedJaxpr) else item
                 if isinstance(inner, Jaxpr):
@@ -289,10 +289,14 @@ def prepare(
         in_shardings = [in_shardings[i] for i in keep_in]
         out_shardings = [s for s, v in zip(out_shardings, outvars) if not is_float0(v.aval)]
     if isinstance(where, Mesh):
+        # A result typed over Explicit axes comes out exactly as typed; over a mesh whose axes
+        # are all Explicit, a result typed whole comes out whole.
+        all_explicit = all(t is AxisType.Explicit for t in where.axis_types)
         for i, aval in enumerate(closed.out_avals):
             if out_shardings[i] is None and aval.typed_sharding is not None:
-                # A result typed over Explicit axes comes out exactly as typed.
                 out_shardings[i] = _as_typed(where, aval.typed_sharding)
+            elif out_shardings[i] is None and all_explicit:
+                out_shardings[i] = NamedSharding(where, PartitionSpec())
             elif out_shardings[i] is not None:
                 out_shardings[i].shard_shape(aval.shape)  # a bad out_sharding fails here
         computation = Computation(
