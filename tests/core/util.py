@@ -23,6 +23,22 @@ def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
     )
 
 
+def run_ok(args: list[str], cwd: object = None, **env: str) -> str:
+    """Run the interpreter with ``args`` (a script and its arguments, or ``-c`` and code)
+    with extra environment variables (5-minute cap); it must succeed. Its standard output."""
+    done = subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
 def numerical_gradient(f, args, argnum=0, eps=1e-3):
     """Central finite differences of the scalar function ``f`` in float64."""
     args = [np.asarray(a, np.float64) for a in args]

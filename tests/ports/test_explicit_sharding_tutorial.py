@@ -16,20 +16,16 @@ pinned. The tutorial needs 8 devices from the start, so it runs in a process of 
 """
 
 import json
-import os
 import pathlib
-import subprocess
-import sys
 
 import pytest
 
+from tests.core.util import run_ok
 from tests.ports._util import assert_same
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # The tutorial sets its device count with the CPU plugin's option (JAX's num_cpu_devices).
 pytest.importorskip("ember_plugin_cpu", reason="the tutorial asks for 8 CPU devices")
-# Imports, compiles and runs in a few seconds; the bound only stops a stuck run.
-TIMEOUT_S = 300
 RECORD_MARK = "record: "
 
 
@@ -269,19 +265,9 @@ def run_with_8_devices():
         "from tests.ports.test_explicit_sharding_tutorial import RECORD_MARK, program\n"
         "print(RECORD_MARK + json.dumps(plain(program())))\n"
     )
-    env = dict(os.environ, EMBER_PLATFORMS="cpu")
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 0, f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
-    lines = [line for line in done.stdout.splitlines() if line.startswith(RECORD_MARK)]
-    assert len(lines) == 1, done.stdout
+    out = run_ok(["-c", code], cwd=ROOT, EMBER_PLATFORMS="cpu")
+    lines = [line for line in out.splitlines() if line.startswith(RECORD_MARK)]
+    assert len(lines) == 1, out
     return [tuple(args) for args in json.loads(lines[0].removeprefix(RECORD_MARK))]
 
 

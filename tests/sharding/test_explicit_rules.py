@@ -17,7 +17,7 @@ import ember
 import ember.numpy as enp
 from ember import lax
 from ember.errors import ShardingTypeError
-from ember.sharding import NamedSharding, P, auto_axes, reshard, use_mesh
+from ember.sharding import NamedSharding, P, auto_axes, reshard
 
 RNG = np.random.default_rng(7)
 X84 = RNG.normal(size=(8, 4)).astype(np.float32)
@@ -29,20 +29,6 @@ B486 = RNG.normal(size=(4, 8, 6)).astype(np.float32)
 B462 = RNG.normal(size=(4, 6, 2)).astype(np.float32)
 X814 = RNG.normal(size=(8, 1, 4)).astype(np.float32)
 INDICES = np.array([3, 0, 1], np.int32)
-
-
-@pytest.fixture(scope="module")
-def explicit_mesh():
-    if ember.device_count() < 8:
-        pytest.skip("the default backend was started with fewer than 8 devices")
-    return ember.make_mesh((4, 2), ("X", "Y"))  # Explicit axes, as jax.make_mesh
-
-
-@pytest.fixture
-def xmesh(explicit_mesh):
-    """The mesh, in scope for the test (bare PartitionSpecs resolve over it)."""
-    with use_mesh(explicit_mesh):
-        yield explicit_mesh
 
 
 def put(mesh, x, *spec):

@@ -8,33 +8,24 @@ its report as well.
 
 from __future__ import annotations
 
-import os
 import pathlib
 import re
-import subprocess
-import sys
 
 import pytest
+
+from tests.core.util import run_ok
 
 pytest.importorskip("sklearn", reason="the example trains on scikit-learn's digits")
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "explicit_sharding_mlp.py"
-# A few seconds on an idle machine; the bound only stops a stuck run.
-TIMEOUT_S = 300
 
 
 def test_explicit_mode_follows_automatic_mode_and_one_device():
-    env = dict(os.environ, EMBER_CPU_DEVICE_COUNT="8", EMBER_REFERENCE_DEVICE_COUNT="8")
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--steps", "20"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
+    out = run_ok(
+        [str(EXAMPLE), "--steps", "20"],
+        EMBER_CPU_DEVICE_COUNT="8",
+        EMBER_REFERENCE_DEVICE_COUNT="8",
     )
-    assert done.returncode == 0, f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
-    out = done.stdout
     # The parameters carry their layout in their types.
     assert "w1: float32[64,64@model]" in out
     assert "w2: float32[64@model,10]" in out

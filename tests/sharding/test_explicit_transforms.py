@@ -27,19 +27,6 @@ A = RNG.normal(size=(8, 4)).astype(np.float32)
 U = RNG.normal(size=(8, 4)).astype(np.float32)
 
 
-@pytest.fixture(scope="module")
-def explicit_mesh():
-    if ember.device_count() < 8:
-        pytest.skip("the default backend was started with fewer than 8 devices")
-    return ember.make_mesh((4, 2), ("X", "Y"))
-
-
-@pytest.fixture
-def xmesh(explicit_mesh):
-    with use_mesh(explicit_mesh):
-        yield explicit_mesh
-
-
 def put(mesh, x, *spec):
     return ember.device_put(x, NamedSharding(mesh, P(*spec)))
 

@@ -8,20 +8,18 @@ must be a line the script printed. The errors name the script's lines as ``shard
 
 from __future__ import annotations
 
-import os
 import pathlib
 import re
-import subprocess
-import sys
 
 import pytest
+
+from tests.core.util import run_ok
 
 pytest.importorskip("ember_plugin_cpu", reason="the page's code asks for 8 CPU devices")
 
 PAGE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "sharding.md"
 SECTION = "## Sharding in types: explicit mode"
 # A few seconds on an idle machine; the bound only stops a stuck run.
-TIMEOUT_S = 300
 
 
 def section_blocks() -> tuple[list[str], list[str]]:
@@ -50,18 +48,9 @@ def test_the_sharding_in_types_section_prints_what_it_shows(tmp_path):
     code_blocks, output_blocks = section_blocks()
     script = tmp_path / "sharding.py"
     script.write_text("\n".join(code_blocks))
-    done = subprocess.run(
-        [sys.executable, script.name],
-        cwd=tmp_path,
-        env=dict(os.environ, EMBER_PLATFORMS="cpu"),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 0, f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
+    out = run_ok([script.name], cwd=tmp_path, EMBER_PLATFORMS="cpu")
     # Errors name the script by the path it ran from; the page by its name.
-    printed = re.sub(r"\(at \S*sharding\.py:", "(at sharding.py:", done.stdout).splitlines()
+    printed = re.sub(r"\(at \S*sharding\.py:", "(at sharding.py:", out).splitlines()
     shown = [s for code in code_blocks for s in shown_outputs(code)]
     shown += [line for block in output_blocks for line in block.splitlines() if line.strip()]
     assert len(shown) > 40  # the section shows its outputs; this reads them

@@ -113,13 +113,12 @@ def auto_axes(
 
     @functools.wraps(fun)
     def run_with_auto_axes(*args: Any, out_sharding: Any = out_sharding, **kwargs: Any) -> Any:
-        out_sharding = kwargs.pop("out_shardings", out_sharding)
-        if out_sharding is None:
-            raise errors.ShardingTypeError(
-                f"auto_axes({_name(fun)}) needs out_sharding=: how its results are split once "
-                f"the axes are Explicit again{errors.where()}"
-            )
-        mesh, auto_mesh, _ = _mode_mesh(f"auto_axes({_name(fun)})", axes, AxisType.Auto)
+        what = f"auto_axes({_name(fun)})"
+        out_sharding = _given(
+            what, "out_sharding", out_sharding, kwargs, "its results are split once the axes "
+            "are Explicit again"
+        )  # fmt: skip
+        mesh, auto_mesh, _ = _mode_mesh(what, axes, AxisType.Auto)
         args, kwargs = tree_map(lambda x: _cast(x, auto_mesh), (args, kwargs))
         with use_mesh(auto_mesh):
             out = fun(*args, **kwargs)
@@ -143,19 +142,27 @@ def explicit_axes(
 
     @functools.wraps(fun)
     def run_with_explicit_axes(*args: Any, in_sharding: Any = in_sharding, **kwargs: Any) -> Any:
-        in_sharding = kwargs.pop("in_shardings", in_sharding)
-        if in_sharding is None:
-            raise errors.ShardingTypeError(
-                f"explicit_axes({_name(fun)}) needs in_sharding=: how its arguments are split "
-                f"once the axes are Explicit{errors.where()}"
-            )
-        mesh, explicit_mesh, _ = _mode_mesh(f"explicit_axes({_name(fun)})", axes, AxisType.Explicit)
+        what = f"explicit_axes({_name(fun)})"
+        in_sharding = _given(
+            what, "in_sharding", in_sharding, kwargs, "its arguments are split once the axes "
+            "are Explicit"
+        )  # fmt: skip
+        mesh, explicit_mesh, _ = _mode_mesh(what, axes, AxisType.Explicit)
         with use_mesh(explicit_mesh):
             args = reshard(args, _on_mesh(in_sharding, explicit_mesh))
             out = fun(*args, **kwargs)
         return tree_map(lambda x: _cast(x, mesh), out)
 
     return run_with_explicit_axes
+
+
+def _given(what: str, name: str, value: Any, kwargs: dict, meaning: str) -> Any:
+    """The sharding argument ``name`` of a call (or its older plural spelling, which JAX's
+    tutorials still use, taken out of ``kwargs``); it must be given."""
+    value = kwargs.pop(name + "s", value)
+    if value is None:
+        raise errors.ShardingTypeError(f"{what} needs {name}=: how {meaning}{errors.where()}")
+    return value
 
 
 def _on_mesh(shardings: Any, mesh: Mesh) -> Any:
