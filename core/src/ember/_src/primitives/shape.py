@@ -341,6 +341,14 @@ def reshape(
     return out if out_sharding is None else laid_out(out, out_sharding)
 
 
+def _only_less_split(want: Any, have: ShapedArray) -> bool:
+    """Whether the type ``want`` splits nothing that ``have`` does not split the same way."""
+    if want is None:
+        return True
+    held = sharding_rules.entries(have)
+    return all(e is None or e == held[d] for d, e in enumerate(want.spec))
+
+
 def typed_like(ct: Any, aval: ShapedArray) -> Any:
     """``ct`` reshaped to ``aval``'s shape and typed as ``aval``: a cotangent is typed as its
     primal. Transposes of operations that broadcast or agree on a consensus (elementwise
@@ -354,6 +362,11 @@ def typed_like(ct: Any, aval: ShapedArray) -> Any:
     have = get_aval(ct)
     want = aval.typed_sharding
     if have.shape == aval.shape:
+        if _only_less_split(want, have):
+            # Gathering it here would cost a collective that the reduction the cotangent
+            # usually flows into makes cheaper: it stays split, and is typed as its primal
+            # where it leaves the derivative (grad/vjp's results).
+            return ct
         return retype(ct, want, ct)
     typed = want if want is not None else have.typed_sharding
     if typed is None:  # only the shape changes
