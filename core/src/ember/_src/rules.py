@@ -7,6 +7,7 @@
         batch=_clamp_batch,                  # vectorisation (vmap)
         lowering=_clamp_lowering,            # StableHLO emission
         reference=_clamp_reference,          # NumPy evaluation (the reference backend)
+        sharding=rules.per_primitive(sharding_rules.elementwise),  # types over Explicit axes
     )
 
 Rules are written above the call that registers them; a rule that binds its own primitive
