@@ -45,6 +45,20 @@ def _free_dims(ndim: int, contract: Sequence[int], batch: Sequence[int]) -> list
 def _dot_general_abstract_eval(
     lhs, rhs, *, dimension_numbers, precision, preferred_element_type, out_sharding
 ):
+    # A model traces the same few contractions over and over: their checks ran once.
+    key = (lhs, rhs, dimension_numbers, preferred_element_type)
+    found = _contraction_avals.get(key)
+    if found is None:
+        found = _contraction_aval(lhs, rhs, dimension_numbers, preferred_element_type)
+        if len(_contraction_avals) < 1024:
+            _contraction_avals[key] = found
+    return found
+
+
+_contraction_avals: dict[tuple, ShapedArray] = {}
+
+
+def _contraction_aval(lhs, rhs, dimension_numbers, preferred_element_type) -> ShapedArray:
     (lc, rc), (lb, rb) = dimension_numbers
 
     def fail(message: str) -> errors.EmberTypeError:
