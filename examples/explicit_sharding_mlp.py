@@ -24,6 +24,7 @@ import os
 os.environ.setdefault("EMBER_CPU_DEVICE_COUNT", "8")  # before ember starts its CPU backend
 
 import numpy as np
+from digits_mlp import cross_entropy, init_params
 from sklearn.datasets import load_digits
 
 import ember
@@ -42,25 +43,6 @@ RELATIVE_TOLERANCE = 1e-5
 # The layout of the parameters in both sharded modes: the hidden units over "model".
 PARAM_SPECS = {"w1": P(None, "model"), "b1": P("model"), "w2": P("model", None), "b2": P()}
 MATMUL = (((1,), (0,)), ((), ()))  # (rows, k) x (k, cols): contract k
-
-
-def init_params(rng: np.random.Generator) -> dict[str, np.ndarray]:
-    def glorot(m, n):
-        limit = np.sqrt(6.0 / (m + n))
-        return rng.uniform(-limit, limit, (m, n)).astype(np.float32)
-
-    return {
-        "w1": glorot(64, HIDDEN),
-        "b1": np.zeros(HIDDEN, np.float32),
-        "w2": glorot(HIDDEN, 10),
-        "b2": np.zeros(10, np.float32),
-    }
-
-
-def cross_entropy(logits, labels_one_hot):
-    shifted = logits - enp.max(logits, axis=-1, keepdims=True)
-    log_probs = shifted - enp.log(enp.sum(enp.exp(shifted), axis=-1, keepdims=True))
-    return -enp.mean(enp.sum(labels_one_hot * log_probs, axis=-1))
 
 
 def loss_fn(params, images, labels, *, logits_sharding=None, hidden_sharding=None):
@@ -133,7 +115,7 @@ def main() -> None:
 
     rng = np.random.default_rng(0)
     batches = load_batches(args.steps, rng)
-    params = init_params(rng)
+    params = init_params(rng, HIDDEN)
 
     curves = {
         "one device": run(ember.jit(sgd_step), params, batches),

@@ -28,6 +28,7 @@ import subprocess
 import sys
 
 import numpy as np
+from digits_mlp import init_params
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
@@ -59,19 +60,6 @@ def load_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         images, digits.target, test_size=0.25, random_state=SEED, stratify=digits.target
     )
     return x_train, np.eye(10, dtype=np.float32)[y_train], x_test, y_test
-
-
-def init_params(rng: np.random.Generator) -> dict[str, np.ndarray]:
-    def glorot(m, n):
-        limit = np.sqrt(6.0 / (m + n))
-        return rng.uniform(-limit, limit, (m, n)).astype(np.float32)
-
-    return {
-        "w1": glorot(64, HIDDEN),
-        "b1": np.zeros(HIDDEN, np.float32),
-        "w2": glorot(HIDDEN, 10),
-        "b2": np.zeros(10, np.float32),
-    }
 
 
 def predict(params, images):
@@ -121,7 +109,7 @@ def train(steps: int) -> tuple[list[float], float]:
         )
     x_train, y_train, x_test, y_test = load_data()
     rng = np.random.default_rng(SEED)
-    params = init_params(rng)
+    params = init_params(rng, HIDDEN)
     order = global_batch_order(rng, len(x_train), steps)
 
     mesh = ember.make_mesh((ember.device_count(),), ("data",))

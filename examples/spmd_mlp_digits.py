@@ -20,6 +20,7 @@ import os
 os.environ.setdefault("EMBER_CPU_DEVICE_COUNT", "8")  # before ember starts its CPU backend
 
 import numpy as np
+from digits_mlp import cross_entropy, init_params
 from sklearn.datasets import load_digits
 
 import ember
@@ -30,25 +31,6 @@ from ember.sharding import AxisType, NamedSharding, P
 HIDDEN = 64
 BATCH = 256
 LEARNING_RATE = 0.5
-
-
-def init_params(rng: np.random.Generator) -> dict[str, np.ndarray]:
-    def glorot(m, n):
-        limit = np.sqrt(6.0 / (m + n))
-        return rng.uniform(-limit, limit, (m, n)).astype(np.float32)
-
-    return {
-        "w1": glorot(64, HIDDEN),
-        "b1": np.zeros(HIDDEN, np.float32),
-        "w2": glorot(HIDDEN, 10),
-        "b2": np.zeros(10, np.float32),
-    }
-
-
-def cross_entropy(logits, labels_one_hot):
-    shifted = logits - enp.max(logits, axis=-1, keepdims=True)
-    log_probs = shifted - enp.log(enp.sum(enp.exp(shifted), axis=-1, keepdims=True))
-    return -enp.mean(enp.sum(labels_one_hot * log_probs, axis=-1))
 
 
 def loss_fn(params, images, labels):
@@ -89,7 +71,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     order = [rng.permutation(len(images))[:BATCH] for _ in range(args.steps)]
     batches = [(images[i], labels[i]) for i in order]
-    params = init_params(rng)
+    params = init_params(rng, HIDDEN)
 
     single = run(ember.jit(sgd_step), params, batches)
 
