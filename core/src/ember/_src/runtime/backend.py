@@ -74,6 +74,10 @@ class Computation:
         self.in_shardings = tuple(in_shardings or (None,) * len(self.in_avals))
         self.out_shardings = tuple(out_shardings or (None,) * len(self.out_avals))
         self.mesh = mesh  # the device mesh of an SPMD computation (devices in mesh order)
+        # The Python functions the program calls back into (host callbacks: debug.print,
+        # pure_callback, io_callback), in the order of the indices the lowering gave them.
+        # Filled while the computation is lowered; a backend hands them to its compiler.
+        self.host_callbacks: list[Callable[..., Any]] = []
 
     @property
     def num_partitions(self) -> int:
