@@ -20,6 +20,7 @@ from ember._src import (
     assembly as _assembly,  # wires the lower layers' calls up (see its docstring)
     traceback_filter as _traceback_filter,  # hides internal frames of errors
 )
+from ember._src.callback import effects_barrier as effects_barrier, pure_callback as pure_callback
 from ember._src.config import config as config
 from ember._src.execution.devices import (
     block_until_ready as block_until_ready,

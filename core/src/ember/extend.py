@@ -27,6 +27,7 @@ from ember._src.reference.evaluation import (
     reference_rule as reference_rule,
 )
 from ember._src.runtime.backend import (
+    TOKEN_AVAL as TOKEN_AVAL,
     Backend as Backend,
     Computation as Computation,
     Device as Device,
@@ -36,6 +37,7 @@ from ember._src.runtime.multiprocess import Job as Job, current_job as current_j
 
 __all__ = [
     "PLUGIN_API_VERSION",
+    "TOKEN_AVAL",
     "Backend",
     "ClosedJaxpr",
     "ClusterEnvironment",

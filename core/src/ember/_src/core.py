@@ -216,15 +216,46 @@ def is_arraylike(x: Any) -> bool:
 # Primitives
 
 
+class Effect:
+    """A side effect an equation has besides computing its results (calling back into Python).
+
+    Equations with effects are never dropped as dead code, and a program's *ordered* effects
+    happen in program order, also from one call of a compiled program to the next (the
+    lowering threads a token per ordered effect through them). One instance per kind.
+    """
+
+    __slots__ = ("name", "ordered")
+
+    def __init__(self, name: str, *, ordered: bool):
+        self.name = name
+        self.ordered = ordered
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+NO_EFFECTS: frozenset[Effect] = frozenset()
+
+
 class Primitive:
     """A named operation. Its rules (abstract evaluation, differentiation, batching, lowering,
-    reference evaluation) are registered beside it through ``ember._src.rules``."""
+    reference evaluation) are registered beside it through ``ember._src.rules``.
 
-    __slots__ = ("name", "multiple_results", "__weakref__")
+    ``effects``: for a primitive with side effects, the function from an equation's parameters
+    to its effects (a frozenset of ``Effect``); None for pure primitives."""
 
-    def __init__(self, name: str, *, multiple_results: bool = False):
+    __slots__ = ("name", "multiple_results", "effects", "__weakref__")
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        multiple_results: bool = False,
+        effects: Callable[..., frozenset[Effect]] | None = None,
+    ):
         self.name = name
         self.multiple_results = multiple_results
+        self.effects = effects
 
     def __repr__(self) -> str:
         return self.name

@@ -103,6 +103,13 @@ class OutOfMemoryError(ExecutionError, MemoryError):
     """The backend could not allocate the memory a computation's arrays need."""
 
 
+class CallbackError(ExecutionError):
+    """A host callback (``debug.print``, ``debug.callback``, ``pure_callback``,
+    ``io_callback``) raised, or returned results of another structure, shape or dtype than
+    declared. Names the callback and the line that made it; the callback's own exception is
+    chained as the cause."""
+
+
 class DistributedError(EmberError, RuntimeError):
     """A multi-process job could not be set up or kept together: ``initialize`` called twice
     or after the first computation, a coordinator that cannot be reached, processes that

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes
-from ember._src.core import Primitive, ShapedArray, check_size
+from ember._src.core import NO_EFFECTS, Effect, Primitive, ShapedArray, check_size
 
 
 class Var:
@@ -88,8 +88,23 @@ class Eqn:
         return f"Eqn({self.primitive.name})"
 
 
+def eqn_effects(eqn: Eqn) -> frozenset[Effect]:
+    """The side effects of an equation: its primitive's, plus those of any jaxpr it calls
+    (jit, control flow, custom derivatives, shard_map carry theirs as parameters)."""
+    primitive = eqn.primitive
+    if primitive.effects is not None:
+        return primitive.effects(**eqn.params)
+    found = NO_EFFECTS
+    for value in eqn.params.values():
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            inner = item.jaxpr if isinstance(item, ClosedJaxpr) else item
+            if isinstance(inner, Jaxpr):
+                found = found | inner.effects
+    return found
+
+
 class Jaxpr:
-    __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info")
+    __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info", "_effects")
 
     def __init__(
         self,
@@ -104,6 +119,23 @@ class Jaxpr:
         self.outvars = list(outvars)
         self.eqns = list(eqns)
         self.debug_info = debug_info
+        self._effects: frozenset[Effect] | None = None
+
+    @property
+    def effects(self) -> frozenset[Effect]:
+        """The side effects of running this jaxpr (empty for a pure one)."""
+        found = self._effects
+        if found is None:
+            found = NO_EFFECTS
+            for eqn in self.eqns:
+                found = found | eqn_effects(eqn)
+            self._effects = found
+        return found
+
+    @property
+    def ordered_effects(self) -> list[Effect]:
+        """The ordered effects, in a fixed order (by name): the order of their tokens."""
+        return sorted((e for e in self.effects if e.ordered), key=lambda e: e.name)
 
     @property
     def in_avals(self) -> list[ShapedArray]:
@@ -136,6 +168,7 @@ class ClosedJaxpr:
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
     eqns = property(lambda self: self.jaxpr.eqns)
+    effects = property(lambda self: self.jaxpr.effects)
 
     def __str__(self) -> str:
         return pretty_print(self.jaxpr)
@@ -206,7 +239,8 @@ def _pretty_eqn(eqn: Eqn, names: _Names, indent: int) -> str:
     outs = " ".join(_binder(names, v) for v in eqn.outvars)
     ins = " ".join(names(v) for v in eqn.invars)
     params = _pretty_params(eqn.params, names, indent)
-    return f"{pad}{outs} = {eqn.primitive.name}{params} {ins}"
+    binds = f"{outs} = " if outs else ""  # (an equation run only for its effects binds none)
+    return f"{pad}{binds}{eqn.primitive.name}{params} {ins}"
 
 
 def _pretty_params(params: dict[str, Any], names: _Names, indent: int) -> str:

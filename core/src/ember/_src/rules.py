@@ -15,7 +15,10 @@ names it as a module global (``clamp_p``), looked up when the rule runs. Optiona
 ``transpose`` (for primitives linear in some operands), ``partial_eval`` (call-like
 primitives: jit, control flow), ``collective_batch`` (collectives over named axes),
 ``eager_layouts`` (primitives that decide where their operands and results live when run
-eagerly: shard_map, the sharding constraint).
+eagerly: shard_map, the sharding constraint), ``eager`` (primitives that run eagerly as Python
+on the host instead of as a compiled program: the host callbacks, ``rule(*args, **params)``),
+``effects`` (primitives with side effects, the host callbacks: ``effects(**params)`` gives the
+equation's ``Effect``s).
 
 ``sharding`` is the primitive's *sharding rule*, used when an operand's type is split over
 Explicit mesh axes: ``rule(*avals_in, **params)`` gives the result's typed sharding (a list
@@ -54,6 +57,7 @@ _reference: dict[Primitive, Rule] = {}
 _partial_eval: dict[Primitive, Rule] = {}
 _collective_batch: dict[Primitive, Rule] = {}
 _eager_layouts: dict[Primitive, Rule] = {}
+_eager: dict[Primitive, Rule] = {}
 _sharding: dict[Primitive, Rule | None] = {}
 _primitives: dict[str, Primitive] = {}
 
@@ -83,13 +87,15 @@ def define_primitive(
     partial_eval: Rule | per_primitive | None = None,
     collective_batch: Rule | per_primitive | None = None,
     eager_layouts: Rule | per_primitive | None = None,
+    eager: Rule | per_primitive | None = None,
     sharding: Rule | per_primitive | None = None,
+    effects: Rule | None = None,
     multiple_results: bool = False,
 ) -> Primitive:
     """A new primitive named ``name``, with its rules registered (see the module docstring)."""
     if name in _primitives:
         raise ValueError(f"internal error: a primitive named {name!r} is already defined")
-    primitive = Primitive(name, multiple_results=multiple_results)
+    primitive = Primitive(name, multiple_results=multiple_results, effects=effects)
     _primitives[name] = primitive
 
     def built(rule: Rule | per_primitive) -> Rule:
@@ -104,6 +110,7 @@ def define_primitive(
         (_partial_eval, partial_eval),
         (_collective_batch, collective_batch),
         (_eager_layouts, eager_layouts),
+        (_eager, eager),
     ):
         if rule is not None:
             table[primitive] = built(rule)
@@ -236,6 +243,11 @@ def eager_layouts_rule(primitive: Primitive) -> Rule | None:
     """``rule(**params) -> (operand shardings, result shardings)`` (None: as it is / as the
     partitioner decides) for running ``primitive`` eagerly, if it decides them."""
     return _eager_layouts.get(primitive)
+
+
+def eager_rule(primitive: Primitive) -> Rule | None:
+    """``rule(*args, **params)``: how ``primitive`` runs eagerly, if not as a program."""
+    return _eager.get(primitive)
 
 
 def partial_eval_rule(primitive: Primitive) -> Rule | None:

@@ -1,1 +1,4 @@
-"""Experimental APIs (as ``jax.experimental``): ``ember.experimental.multihost_utils``."""
+"""Experimental APIs (as ``jax.experimental``): ``ember.experimental.multihost_utils``,
+``shard``, ``io_callback``."""
+
+from ember._src.callback import io_callback as io_callback

@@ -9,6 +9,7 @@ they are not used.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import threading
@@ -317,8 +318,16 @@ def block_until_ready(buffers: Sequence[RawBuffer]) -> None:
 # -- executables ---------------------------------------------------------------------------------
 
 
-def compile_text(client: RawClient, text: str, devices: Sequence[RawDevice]) -> Any:
-    """Compile StableHLO text; a program over several devices is partitioned by Shardy."""
+def compile_text(
+    client: RawClient,
+    text: str,
+    devices: Sequence[RawDevice],
+    host_callbacks: Sequence[Any] = (),
+) -> Any:
+    """Compile StableHLO text; a program over several devices is partitioned by Shardy.
+
+    ``host_callbacks``: the Python functions the program's ``xla_ffi_python_*_callback``
+    custom calls name by index (jaxlib takes them only with a parsed module)."""
     options = xla_client.CompileOptions()
     # Without an explicit assignment XLA runs partition 0 on the client's first device,
     # whatever device list is passed, and rejects buffers that live elsewhere.
@@ -329,7 +338,42 @@ def compile_text(client: RawClient, text: str, devices: Sequence[RawDevice]) -> 
         options.num_partitions = len(devices)
         options.executable_build_options.use_spmd_partitioning = True
         options.executable_build_options.use_shardy_partitioner = True
-    return client.compile_and_load(text, _jax.DeviceList(tuple(devices)), options)
+    device_list = _jax.DeviceList(tuple(devices))
+    if host_callbacks:
+        module = parse_module(text)
+        return client.compile_and_load(
+            module, device_list, options, host_callbacks=list(host_callbacks)
+        )
+    return client.compile_and_load(text, device_list, options)
+
+
+_mlir_context: Any = None
+
+
+def parse_module(text: str) -> Any:
+    """StableHLO text as a module of jaxlib's MLIR bindings (one context, made once, with
+    the dialects ember's lowering emits).
+
+    The bindings are imported on first use: they cost ~45 ms at startup, and only programs
+    that call back into Python need a parsed module."""
+    global _mlir_context
+    mlir_ir = importlib.import_module("jaxlib.mlir.ir")
+    if _mlir_context is None:
+        dialects = {
+            name: importlib.import_module(f"jaxlib.mlir.dialects.{name}")
+            for name in ("stablehlo", "sdy", "chlo", "mhlo")
+        }
+        registry = mlir_ir.DialectRegistry()
+        importlib.import_module("jaxlib.mlir._mlir_libs._jax_mlir_ext").register_dialects(registry)
+        context = mlir_ir.Context()
+        context.append_dialect_registry(registry)
+        context.load_all_available_dialects()
+        for name in ("stablehlo", "sdy", "chlo"):
+            dialects[name].register_dialect(context)
+        dialects["mhlo"].register_mhlo_dialect(context)
+        _mlir_context = context
+    with _mlir_context:
+        return mlir_ir.Module.parse(text)
 
 
 def result_handler(aval: Any, sharding: DeviceSharding) -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ember.errors import CompileError, ExecutionError, OutOfMemoryError
-from ember.extend import Backend, Computation, Device, Executable, ShapedArray
+from ember.extend import TOKEN_AVAL, Backend, Computation, Device, Executable, ShapedArray
 from ember_plugin_kit.pjrt import _jaxlib
 
 
@@ -48,7 +48,9 @@ class PjrtExecutable(Executable):
             self._output_shardings = _jaxlib.output_shardings(loaded)
             raw = [d.raw for d in devices]
             shardings = [_jaxlib.layout_sharding(raw, h) for h in self._output_shardings]
-        self._handlers = [
+        # A program with ordered effects returns their tokens first (on its one device).
+        tokens = [_jaxlib.result_handler(TOKEN_AVAL, devices[0].sharding)]
+        self._handlers = tokens * computation.effect_tokens + [
             _jaxlib.result_handler(a, s) for a, s in zip(computation.out_avals, shardings)
         ]
 
@@ -133,7 +135,9 @@ class PjrtBackend(Backend):
         text = computation.as_text(self.platform)
         raw_devices = [d.raw for d in computation.devices]
         try:
-            loaded = _jaxlib.compile_text(self.client, text, raw_devices)
+            loaded = _jaxlib.compile_text(
+                self.client, text, raw_devices, computation.host_callbacks
+            )
         except _jaxlib.XlaRuntimeError as exc:
             raise CompileError(describe_compile_error(computation.name, text, str(exc))) from None
         return PjrtExecutable(computation, loaded, computation.devices)

@@ -38,13 +38,14 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.config import config
+from ember._src.execution import host_callbacks
 from ember._src.interpreters.partial_eval import dce_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr
 from ember._src.lowering.module import lower_module
 from ember._src.plugin import manager
 from ember._src.runtime import multiprocess
 from ember._src.runtime.array import Array
-from ember._src.runtime.backend import Computation, Device, Executable
+from ember._src.runtime.backend import TOKEN_AVAL, Computation, Device, Executable
 from ember._src.runtime.mesh import AxisType, Mesh, current_mesh
 from ember._src.runtime.sharding import (
     NamedSharding,
@@ -81,6 +82,7 @@ class Program:
         "out_shardings",
         "spans_processes",
         "backend",
+        "has_effects",
     )
 
     def __init__(
@@ -93,9 +95,37 @@ class Program:
         mesh = computation.mesh
         self.spans_processes = mesh is not None and mesh.is_multi_process
         self.backend = computation.devices[0].backend
+        self.has_effects = bool(computation.host_callbacks or computation.effect_tokens)
 
     def call_buffers(self, buffers: list[Any]) -> list[Any]:
         """Run on one buffer per input (this process's shards); the results as Arrays."""
+        if self.has_effects:
+            return self._call_with_effects(buffers)
+        return self._call(buffers)
+
+    def _call_with_effects(self, buffers: list[Any]) -> list[Any]:
+        """Run a program that calls back into Python: the tokens of its ordered effects are
+        chained from the previous run's, and a callback's failure is raised as itself."""
+        computation = self.computation
+        device = computation.devices[0]
+        effects = computation.jaxpr.jaxpr.ordered_effects[: computation.effect_tokens]
+        tokens = [_runtime_tokens.get((e, device)) for e in effects]
+        for i, token in enumerate(tokens):
+            if token is None:
+                tokens[i] = self.backend.buffer_from_numpy(
+                    np.zeros(0, np.bool_), TOKEN_AVAL, device
+                )
+        try:
+            outs = self.executable.execute([*tokens, *buffers])
+        except errors.ExecutionError as err:
+            host_callbacks.raise_failure(err)
+            raise
+        _runtime_tokens.update(zip(((e, device) for e in effects), outs))
+        outs = outs[len(effects) :]
+        _effectful_runs[device] = (self.backend, outs)
+        return [Array(a, b, s) for a, b, s in zip(self.out_avals, outs, self.out_shardings)]
+
+    def _call(self, buffers: list[Any]) -> list[Any]:
         job = multiprocess.current_job()
         if job is None:
             outs = self.executable.execute(buffers)
@@ -116,6 +146,29 @@ class Program:
                 outs = job.wait(lambda: run(buffers), f"running {self.computation.name}")
             job.last_launch = (self.backend, outs)
         return [Array(a, b, s) for a, b, s in zip(self.out_avals, outs, self.out_shardings)]
+
+
+# The latest token of each (ordered effect, device): the next program with that effect on that
+# device takes it, so its effects happen after the previous program's.
+_runtime_tokens: dict[tuple[Any, Device], Any] = {}
+# The results of the latest program with effects run on each device (effects_barrier waits
+# for them: the unordered effects of a program are done when its results are).
+_effectful_runs: dict[Device, tuple[Any, list[Any]]] = {}
+
+
+def effects_barrier() -> None:
+    """Wait until every effect of every program launched so far has happened."""
+    waits: dict[int, tuple[Any, list[Any]]] = {}
+    for (_, device), token in list(_runtime_tokens.items()):
+        waits.setdefault(id(device.backend), (device.backend, []))[1].append(token)
+    for backend, outs in list(_effectful_runs.values()):
+        waits.setdefault(id(backend), (backend, []))[1].extend(outs)
+    for backend, buffers in waits.values():
+        for buffer in buffers:
+            try:
+                backend.block_until_ready([buffer])
+            except errors.ExecutionError:  # donated since, or failed: its program has run
+                pass
 
 
 class Float0Program(Program):
@@ -216,12 +269,15 @@ def _named_mesh_in_jaxpr(jaxpr: Jaxpr) -> Mesh | None:
 
 
 def _lower_on_one_device(computation: Computation, platform: str) -> str:
+    computation.host_callbacks.clear()
     return lower_module(
         computation.jaxpr,
         platform=platform,
         name=computation.name,
         donated_invars=computation.donated_invars,
         num_partitions=1,
+        host_callbacks=computation.host_callbacks,
+        effect_tokens=computation.effect_tokens > 0,
     )
 
 
@@ -235,6 +291,7 @@ def _lower_on_mesh(computation: Computation, platform: str) -> str:
         None if s is None else f"sdy.sharding = {s.sdy_sharding(a.ndim)}"
         for s, a in zip(computation.out_shardings, computation.out_avals)
     ]
+    computation.host_callbacks.clear()
     return lower_module(
         computation.jaxpr,
         platform=platform,
@@ -245,6 +302,7 @@ def _lower_on_mesh(computation: Computation, platform: str) -> str:
         result_attrs=results,
         mesh=mesh,
         collectives=manager.collective_registry(),
+        host_callbacks=computation.host_callbacks,
     )
 
 
@@ -309,11 +367,23 @@ def prepare(
             out_shardings=out_shardings,
             mesh=where,
         )
+        if closed.jaxpr.effects and closed.jaxpr.ordered_effects and where.size > 1:
+            raise errors.EmberError(
+                f"{name} has ordered effects ({_effect_names(closed)}) and runs over "
+                f"{where.size} devices; ordered effects run on one device. Use ordered=False, "
+                f"or run this part on one device{errors.where()}"
+            )
     else:
         computation = Computation(
             name, closed, devices=[where], donated_invars=donated_invars, lower=_lower_on_one_device
         )
+        if closed.jaxpr.effects and where.backend.compiles_stablehlo:
+            computation.effect_tokens = len(closed.jaxpr.ordered_effects)
     return Prepared(computation, where, out_shardings, keep_in, outvars)
+
+
+def _effect_names(closed: ClosedJaxpr) -> str:
+    return ", ".join(e.name for e in closed.jaxpr.ordered_effects)
 
 
 def _as_typed(mesh: Mesh, typed: NamedSharding) -> NamedSharding:

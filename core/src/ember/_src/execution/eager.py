@@ -65,6 +65,9 @@ def apply_primitive(primitive: Primitive, args: Sequence[Any], params: dict) -> 
 
 def _apply_placing(primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
     """Place the operands where the primitive runs, then find or compile its program."""
+    on_host = rules.eager_rule(primitive)
+    if on_host is not None:
+        return on_host(*args, **params)
     name = primitive.name
     rule = rules.eager_layouts_rule(primitive)
     wanted, out_shardings = rule(**params) if rule is not None else (None, None)

@@ -15,7 +15,7 @@ from ember._src import rules
 from ember._src.core import Primitive, ShapedArray, current_trace, set_current_trace
 from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.interpreters.staging import StagingTrace, StagingTracer, trace_to_jaxpr
-from ember._src.ir import ClosedJaxpr, Jaxpr, Var
+from ember._src.ir import ClosedJaxpr, Jaxpr, Var, eqn_effects
 
 
 class PartialEvalTrace(StagingTrace):
@@ -112,7 +112,7 @@ def unknown_avals(closed: ClosedJaxpr, unknowns: Sequence[bool]) -> list[ShapedA
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr:
-    """Drop equations whose outputs nobody uses (all of ember's primitives are pure)."""
+    """Drop equations whose outputs nobody uses, except those with side effects."""
     outvars = (
         jaxpr.outvars
         if used_outputs is None
@@ -121,7 +121,7 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr
     live: set[int] = {id(v) for v in outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if any(id(v) in live for v in eqn.outvars):
+        if any(id(v) in live for v in eqn.outvars) or eqn_effects(eqn):
             kept.append(eqn)
             live.update(id(v) for v in eqn.invars if isinstance(v, Var))
     kept.reverse()

@@ -46,6 +46,18 @@ def element_type(dtype: np.dtype) -> str:
         raise TypeError(f"dtype {dtype} cannot be lowered to StableHLO") from None
 
 
+class TokenType:
+    """The type of the tokens that order a program's effects (``!stablehlo.token``). Rules
+    pass ``TOKEN`` where they pass an aval, e.g. to ``ctx.op`` and ``ctx.region``."""
+
+    shape = None
+    dtype = None
+
+
+TOKEN: Any = TokenType()
+_type_cache[(None, None)] = "!stablehlo.token"
+
+
 def tensor_type(aval: ShapedArray) -> str:
     key = (aval.shape, aval.dtype)
     text = _type_cache.get(key)
@@ -122,10 +134,13 @@ class RuleContext:
         out: ShapedArray | Sequence[ShapedArray],
         attrs: dict[str, str] | None = None,
         regions: Sequence[str] = (),
+        discardable: dict[str, str] | None = None,
     ) -> Any:
-        """Emit ``"name"(operands) <{attrs}> (regions) : (types) -> types``.
+        """Emit ``"name"(operands) <{attrs}> (regions) {discardable} : (types) -> types``.
 
-        Returns the result's SSA name, or a list of names when ``out`` is a sequence.
+        ``attrs`` are the op's own properties; ``discardable`` attributes are those other
+        dialects attach (``sdy.sharding``). Returns the result's SSA name, or a list of names
+        when ``out`` is a sequence.
         """
         fn = self.fn
         types = fn.types
@@ -144,6 +159,8 @@ class RuleContext:
         if attrs:
             props = " <{" + ", ".join(f"{k} = {v}" for k, v in attrs.items()) + "}>"
         region_text = " (" + ", ".join(regions) + ")" if regions else ""
+        if discardable:
+            region_text += " {" + ", ".join(f"{k} = {v}" for k, v in discardable.items()) + "}"
         out_type = out_types[0] if not multiple else "(" + ", ".join(out_types) + ")"
         prefix = f"{lhs} = " if lhs else ""
         fn.lines.append(
@@ -216,12 +233,30 @@ class RuleContext:
 
 
 class ModuleContext:
-    """Module-wide lowering state: the platform and the module's extra functions."""
+    """Module-wide lowering state: the platform, the module's extra functions, the Python
+    functions it calls back into, and the current token of each ordered effect."""
 
-    def __init__(self, platform: str, name: str, mesh: Any = None, collectives: Any = None):
+    def __init__(
+        self,
+        platform: str,
+        name: str,
+        mesh: Any = None,
+        collectives: Any = None,
+        host_callbacks: list[Callable[..., Any]] | None = None,
+    ):
         self.platform = platform
         self.name = sanitize_name(name)
         self.extra_functions: list[str] = []
+        # The functions the program calls back into; a callback is named by its index here.
+        self.host_callbacks = host_callbacks if host_callbacks is not None else []
+        # Ordered effect -> the SSA name of its token where the lowering is now: an effect's
+        # next operation takes it and yields the next one (regions that run effects carry
+        # them in and out, so program order holds inside loops and branches too).
+        self.tokens: dict[Any, str] = {}
+        # Module-level declarations besides the mesh (e.g. a one-device mesh for callbacks).
+        self.declarations: dict[str, str] = {}
+        # Inside a shard_map body (every mesh axis manual): each device runs its own part.
+        self.in_manual = False
         # The device mesh of an SPMD module (declared as ``@mesh``), else None.
         self.mesh = mesh
         # Who implements each collective on this platform (the plugins' declarations).
@@ -233,6 +268,11 @@ class ModuleContext:
         if self.collectives is None:
             return "xla"
         return self.collectives.implementation(self.platform, collective)
+
+    def add_host_callback(self, callback: Callable[..., Any]) -> int:
+        """The index by which the program names ``callback`` (see ``Computation``)."""
+        self.host_callbacks.append(callback)
+        return len(self.host_callbacks) - 1
 
     def next_channel(self) -> int:
         """A fresh channel id: every collective of a module needs its own."""

@@ -9,6 +9,7 @@ from ember._src import errors, rules
 from ember._src.core import ShapedArray
 from ember._src.ir import ClosedJaxpr, Jaxpr, Literal, check_result_sizes
 from ember._src.lowering.mlir import (
+    TOKEN,
     FunctionEmitter,
     ModuleContext,
     RuleContext,
@@ -70,6 +71,33 @@ def lower_jaxpr_inline(
         ctx.avals_in, ctx.avals_out = saved_in, saved_out
 
 
+class ThreadedTokens:
+    """The tokens of the ordered effects inside a region op (a loop, the branches of a cond),
+    carried in and out of it so that the effects keep program order with those around it.
+
+    A rule adds ``avals`` to the op's region arguments and results and ``outer`` to its
+    operands; inside each region it calls ``enter`` with the region's token arguments and
+    yields ``current``; after the op, ``leave`` with the op's token results. With no ordered
+    effects inside, all of these are empty and change nothing.
+    """
+
+    def __init__(self, ctx: RuleContext, *jaxprs: ClosedJaxpr | Jaxpr):
+        effects = set()
+        for jaxpr in jaxprs:
+            effects.update(e for e in jaxpr.effects if e.ordered)
+        self.effects = sorted(effects, key=lambda e: e.name)
+        self.avals = [TOKEN] * len(self.effects)
+        self.outer = self.current(ctx)
+
+    def current(self, ctx: RuleContext) -> list[str]:
+        return [ctx.module.tokens[e] for e in self.effects]
+
+    def enter(self, ctx: RuleContext, tokens: Sequence[str]) -> None:
+        ctx.module.tokens.update(zip(self.effects, tokens))
+
+    leave = enter
+
+
 def pin_typed(ctx: RuleContext, x: str, aval: ShapedArray) -> str:
     """``x`` constrained to its typed sharding, if it has one: under Explicit mesh axes the
     partitioner lays every value out exactly as its type says."""
@@ -96,13 +124,19 @@ def lower_module(
     result_attrs: Sequence[str | None] = (),
     mesh: Any = None,
     collectives: Any = None,
+    host_callbacks: list | None = None,
+    effect_tokens: bool = False,
 ) -> str:
     """The StableHLO module text of ``closed``, whose consts are inlined as constants.
 
     Large constants should be hoisted into arguments by the caller (jit does this), since
-    every inline constant is compiled into the executable.
+    every inline constant is compiled into the executable. The Python functions the program
+    calls back into are appended to ``host_callbacks``. With ``effect_tokens``, ``@main``
+    takes and returns one token per ordered effect (``closed.jaxpr.ordered_effects``' order)
+    before its arrays, so that a caller chains them from one call to the next; otherwise the
+    tokens start inside the program.
     """
-    module = ModuleContext(platform, name, mesh, collectives)
+    module = ModuleContext(platform, name, mesh, collectives, host_callbacks)
     fn = FunctionEmitter()
     ctx = RuleContext(module, fn)
     jaxpr = closed.jaxpr
@@ -111,6 +145,15 @@ def lower_module(
 
     params = []
     arg_names = []
+    ordered = jaxpr.ordered_effects if jaxpr.effects else []
+    for i, effect in enumerate(ordered):
+        if effect_tokens:
+            token = f"%token{i}"
+            fn.types[token] = tensor_type(TOKEN)
+            params.append(f"{token}: !stablehlo.token")
+        else:
+            token = ctx.op("stablehlo.after_all", [], [TOKEN])[0]
+        module.tokens[effect] = token
     for i, var in enumerate(jaxpr.invars):
         arg = f"%arg{i}"
         fn.types[arg] = tensor_type(var.aval)
@@ -127,9 +170,12 @@ def lower_module(
         ctx.constant(value, var.aval) for var, value in zip(jaxpr.constvars, closed.consts)
     ]
     outs = lower_jaxpr_inline(ctx, jaxpr, const_names, arg_names)
+    extra_res = list(result_attrs) or [None] * len(outs)
+    if effect_tokens and ordered:
+        outs = [module.tokens[e] for e in ordered] + outs
+        extra_res = [None] * len(ordered) + extra_res
 
     out_types = [fn.types[o] for o in outs]
-    extra_res = list(result_attrs) or [None] * len(outs)
     results = ", ".join(
         t + (f" {{{attr}}}" if attr else "") for t, attr in zip(out_types, extra_res)
     )
@@ -137,6 +183,7 @@ def lower_module(
     body = "\n".join(fn.lines)
     functions = "\n".join(module.extra_functions)
     declarations = sdy_mesh_declaration(mesh) if mesh is not None else ""
+    declarations += "".join(f"  {d}\n" for d in module.declarations.values())
     return (
         f"module @{module.name} attributes {{mhlo.num_partitions = {num_partitions} : i32, "
         f"mhlo.num_replicas = 1 : i32}} {{\n{declarations}"

@@ -123,7 +123,11 @@ def _lowering(ctx, *operands, jaxpr, mesh, in_specs, out_specs):
     def body(c, *block_args):
         return lower_jaxpr_inline(c, jaxpr.jaxpr, [], block_args)
 
-    region = ctx.region(jaxpr.in_avals, body, terminator="sdy.return")
+    outer, ctx.module.in_manual = ctx.module.in_manual, True
+    try:
+        region = ctx.region(jaxpr.in_avals, body, terminator="sdy.return")
+    finally:
+        ctx.module.in_manual = outer
     return ctx.op("sdy.manual_computation", list(operands), list(ctx.avals_out), attrs, [region])
 
 

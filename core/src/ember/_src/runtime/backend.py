@@ -19,6 +19,9 @@ from ember._src.ir import ClosedJaxpr
 
 Buffer = Any
 
+# What an effect token looks like to a backend's buffers: it carries no data.
+TOKEN_AVAL = ShapedArray((0,), np.dtype(np.bool_))
+
 
 class Device:
     """One device of a backend. Plugins subclass this (or set the same attributes).
@@ -78,6 +81,10 @@ class Computation:
         # pure_callback, io_callback), in the order of the indices the lowering gave them.
         # Filled while the computation is lowered; a backend hands them to its compiler.
         self.host_callbacks: list[Callable[..., Any]] = []
+        # How many effect tokens the compiled program takes before its arguments and returns
+        # before its results (one per ordered effect; see ``lower_module``'s
+        # ``effect_tokens``). A backend makes one result of ``TOKEN_AVAL`` for each.
+        self.effect_tokens = 0
 
     @property
     def num_partitions(self) -> int:

@@ -8,6 +8,7 @@ branches all run and a ``select_n`` picks each lane's result, as in JAX.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,7 +23,7 @@ from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.interpreters.partial_eval import PartialEvalTrace, merge, partial_eval_jaxpr
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.ir import ClosedJaxpr
-from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src.lowering.module import ThreadedTokens, lower_jaxpr_inline
 from ember._src.primitives.arithmetic import max as max_, min as min_
 from ember._src.primitives.comparisons import ne
 from ember._src.primitives.control_flow.body_jaxprs import (
@@ -68,13 +69,19 @@ def _cond_reference(index, *operands, branches):
 
 
 def _cond_lowering(ctx, index, *operands, branches):
-    out_avals = list(ctx.avals_out)
+    tokens = ThreadedTokens(ctx, *branches)
+    out_avals = [*ctx.avals_out, *tokens.avals]
+    n = len(ctx.avals_out)
 
-    def region(branch: ClosedJaxpr):
-        return ctx.region([], lambda c: lower_jaxpr_inline(c, branch.jaxpr, [], operands))
+    def lower_branch(c, branch: ClosedJaxpr):
+        tokens.enter(c, tokens.outer)  # (regions of a case see the values around it)
+        outs = lower_jaxpr_inline(c, branch.jaxpr, [], operands)
+        return [*outs, *tokens.current(c)]
 
-    regions = [region(b) for b in branches]
-    return ctx.op("stablehlo.case", [index], out_avals, regions=regions)
+    regions = [ctx.region([], functools.partial(lower_branch, branch=b)) for b in branches]
+    outs = ctx.op("stablehlo.case", [index], out_avals, regions=regions)
+    tokens.leave(ctx, outs[n:])
+    return outs[:n]
 
 
 def _cond_jvp(primals, tangents, *, branches):

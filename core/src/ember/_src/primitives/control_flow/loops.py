@@ -30,7 +30,7 @@ from ember._src.interpreters.partial_eval import (
 )
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr, Var
-from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src.lowering.module import ThreadedTokens, lower_jaxpr_inline
 from ember._src.primitives import sharding_rules
 from ember._src.primitives.arithmetic import add
 from ember._src.primitives.comparisons import lt
@@ -76,16 +76,22 @@ def _while_reference(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
 
 def _while_lowering(ctx, *operands, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     cond_consts, body_consts, carry = _split(operands, cond_nconsts, body_nconsts)
-    carry_avals = list(ctx.avals_out)
+    tokens = ThreadedTokens(ctx, body_jaxpr)
+    n = len(carry)
+    state_avals = [*ctx.avals_out, *tokens.avals]
 
     def cond_region(c, *state):
-        return lower_jaxpr_inline(c, cond_jaxpr.jaxpr, [], [*cond_consts, *state])
+        return lower_jaxpr_inline(c, cond_jaxpr.jaxpr, [], [*cond_consts, *state[:n]])
 
     def body_region(c, *state):
-        return lower_jaxpr_inline(c, body_jaxpr.jaxpr, [], [*body_consts, *state])
+        tokens.enter(c, state[n:])
+        outs = lower_jaxpr_inline(c, body_jaxpr.jaxpr, [], [*body_consts, *state[:n]])
+        return [*outs, *tokens.current(c)]
 
-    regions = [ctx.region(carry_avals, cond_region), ctx.region(carry_avals, body_region)]
-    return ctx.op("stablehlo.while", list(carry), carry_avals, regions=regions)
+    regions = [ctx.region(state_avals, cond_region), ctx.region(state_avals, body_region)]
+    outs = ctx.op("stablehlo.while", [*carry, *tokens.outer], state_avals, regions=regions)
+    tokens.leave(ctx, outs[n:])
+    return outs[:n]
 
 
 # --------------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from ember._src.interpreters.partial_eval import PartialEvalTrace, merge, partia
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr, Var
 from ember._src.lowering.mlir import i64_array
-from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src.lowering.module import ThreadedTokens, lower_jaxpr_inline
 from ember._src.primitives import sharding_rules
 from ember._src.primitives.control_flow.body_jaxprs import (
     ControlFlowTypeError,
@@ -110,13 +110,17 @@ def _scan_lowering(ctx, *operands, jaxpr, length, reverse, num_consts, num_carry
         # No iteration runs; the body is not even emitted, since slicing one row out of a
         # zero-length xs would not type-check.
         return [*carry, *ys_init]
-    loop_avals = [_I32, *carry_avals, *ys_avals]
+    tokens = ThreadedTokens(ctx, jaxpr)
+    n = 1 + len(carry_avals) + len(ys_avals)
+    loop_avals = [_I32, *carry_avals, *ys_avals, *tokens.avals]
 
     def cond_region(c, i, *_rest):
         limit = c.constant(length, _I32)
         return [c.op("stablehlo.compare", [i, limit], _BOOL, _compare("LT"))]
 
     def body_region(c, i, *state):
+        tokens.enter(c, state[n - 1 :])
+        state = state[: n - 1]
         loop_carry, ys = state[:num_carry], state[num_carry:]
         index = i
         if reverse:
@@ -130,12 +134,14 @@ def _scan_lowering(ctx, *operands, jaxpr, length, reverse, num_consts, num_carry
             _update_leading(c, buf, y, a, index, zero) for buf, y, a in zip(ys, y_vals, ys_avals)
         ]
         one = c.constant(1, _I32)
-        return [c.op("stablehlo.add", [i, one], _I32), *new_carry, *new_ys]
+        return [c.op("stablehlo.add", [i, one], _I32), *new_carry, *new_ys, *tokens.current(c)]
 
     start = ctx.constant(0, _I32)
     regions = [ctx.region(loop_avals, cond_region), ctx.region(loop_avals, body_region)]
-    results = ctx.op("stablehlo.while", [start, *carry, *ys_init], loop_avals, regions=regions)
-    return results[1:]
+    operands = [start, *carry, *ys_init, *tokens.outer]
+    results = ctx.op("stablehlo.while", operands, loop_avals, regions=regions)
+    tokens.leave(ctx, results[n:])
+    return results[1:n]
 
 
 def _compare(direction: str) -> dict[str, str]:
