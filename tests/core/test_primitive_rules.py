@@ -32,6 +32,7 @@ ELSEWHERE = {
     "psum", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index", "iota", "zeros",
     "rng_bit_generator",  # implementation-defined bits: tests/core/primitives/test_precision.py
     "ppermute", "all_to_all", "shard_map", "sharding_constraint",  # tests/sharding
+    "pure_callback", "io_callback", "debug_callback",  # tests/core/test_callback.py
 }  # fmt: skip
 
 

@@ -2,6 +2,7 @@
 
 from ember._src.errors import (
     BackendError as BackendError,
+    CallbackError as CallbackError,
     CollectiveTimeoutError as CollectiveTimeoutError,
     CompileError as CompileError,
     ConcretizationTypeError as ConcretizationTypeError,
