@@ -25,6 +25,8 @@ import numpy as np
 from jaxlib import _jax, xla_client
 from jaxlib.version import __version__ as jaxlib_version
 
+from ember_plugin_kit.pjrt.xla_flags import check_xla_flags
+
 JAXLIB_VERSION: str = jaxlib_version
 
 RawDevice = _jax.Device
@@ -115,6 +117,7 @@ def make_cpu_client(
 ) -> RawClient:
     """XLA's CPU client; with a coordination client and a collectives transport
     (``gloo_collectives``), one process's part of a multi-process job."""
+    check_xla_flags()
     if coordination is None:
         return xla_client.make_cpu_client(num_devices=num_devices)
     # XLA counts the topology exchange's deadline in whole minutes.
@@ -191,6 +194,7 @@ def make_plugin_client(
     plus the options XLA's GPU plugins read for it: ``node_id``, ``num_nodes`` and, when the
     job names this process's devices, ``visible_devices``.
     """
+    check_xla_flags()
     distributed = None
     if job is not None:
         options = {**options, "node_id": job.process_id, "num_nodes": job.num_processes}
