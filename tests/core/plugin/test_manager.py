@@ -365,3 +365,31 @@ def test_evaluate_jaxpr_with_a_rule_of_the_backend():
     np.testing.assert_allclose(plain, np.exp(x) + 1, rtol=1e-6)
     (own,) = evaluate_jaxpr(closed, [x], rules={"exp": lambda v: v * 10})
     np.testing.assert_array_equal(own, x * 10 + 1)
+
+
+def test_platforms_is_a_string_or_a_list_and_cannot_change_the_started_default():
+    code = (
+        "import ember, ember.numpy as enp\n"
+        "ember.config.update('platforms', 'reference')\n"
+        "print(ember.config.platforms)\n"
+        "enp.ones(2) + 1\n"
+        "ember.config.update('platforms', ('reference',))\n"  # the same default: accepted
+        "try:\n"
+        "    ember.config.update('platforms', 'cpu,reference')\n"
+        "except ember.errors.BackendError as exc:\n"
+        "    print('refused:', exc)\n"
+        "print(ember.default_backend())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "EMBER_PLATFORMS"},
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.splitlines()
+    assert out[0] == "('reference',)"
+    assert out[1].startswith("refused: platforms='cpu,reference' cannot take effect")
+    assert "already started as 'reference'" in out[1]
+    assert out[2] == "reference"

@@ -165,6 +165,7 @@ class Config:
     def update(self, name: str, value: Any) -> None:
         """Set an option for the whole process."""
         option = self._option(name)
+        value = _as_list_if_listed(option, value)
         self._validate(option, value)
         self._globals[option.name] = value
         self._explicit.add(option.name)
@@ -184,6 +185,7 @@ class Config:
     def option(self, name: str, value: Any) -> Iterator[None]:
         """Set an option for the duration of a ``with`` block (this thread/task only)."""
         option = self._option(name)
+        value = _as_list_if_listed(option, value)
         self._validate(option, value)
         var = self._overrides[option.name]
         token = var.set(value)
@@ -201,6 +203,14 @@ class Config:
 
     def describe(self) -> list[Option]:
         return [self._options[name] for name in sorted(self._options)]
+
+
+def _as_list_if_listed(option: Option, value: Any) -> Any:
+    """A list option given one string takes it as its environment variable would
+    (``update("platforms", "cpu,reference")``, as JAX's ``jax_platforms``)."""
+    if isinstance(option.default, tuple) and isinstance(value, str):
+        return _parse_str_list(value)
+    return value
 
 
 def _default_parser(default: Any) -> Callable[[str], Any]:
@@ -224,11 +234,6 @@ config.define(
     "enable_x64",
     False,
     help="Use 64-bit types (int64, float64, complex128) by default instead of their 32-bit kin.",
-)
-config.define(
-    "platforms",
-    (),
-    help="Comma-separated platforms to use, the first being the default; listed ones must load.",
 )
 config.define(
     "disable_plugins",

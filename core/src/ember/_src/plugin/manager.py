@@ -385,6 +385,30 @@ def _hook_names() -> list[str]:
 _manager = PluginManager()
 
 
+def _refuse_another_default(value: Any) -> None:
+    """The default backend is chosen once: a ``platforms`` value naming another first platform
+    after that would be silently ignored, so it is refused."""
+    started = _manager._default
+    if started is None or not value:
+        return
+    first = _manager._aliases.get(value[0], value[0])
+    if first != started.platform:
+        raise errors.BackendError(
+            f"platforms={','.join(value)!r} cannot take effect: the default backend already "
+            f"started as {started.platform!r}. Set it before the first computation "
+            f"(ember.config.update('platforms', ...) at the top of the program) or in the "
+            f"environment (EMBER_PLATFORMS={','.join(value)})"
+        )
+
+
+config.define(
+    "platforms",
+    (),
+    help="Comma-separated platforms to use, the first being the default; listed ones must load.",
+    validate=_refuse_another_default,
+)
+
+
 def load_plugins() -> None:
     """Import every installed plugin (once); what config calls for an option it does not know."""
     _manager.load()
