@@ -37,6 +37,7 @@ from ember._src.execution.devices import (
     process_count as process_count,
     process_index as process_index,
 )
+from ember._src.execution.float_checks import debug_infs as debug_infs, debug_nans as debug_nans
 from ember._src.runtime.array import Array as Array
 from ember._src.runtime.backend import Device as Device
 from ember._src.runtime.mesh import set_mesh as set_mesh
@@ -62,7 +63,7 @@ from ember._src.transforms.custom_gradient import (
     typeof as typeof,
 )
 from ember._src.transforms.jacobians import hessian as hessian, jacfwd as jacfwd, jacrev as jacrev
-from ember._src.transforms.jit import jit as jit
+from ember._src.transforms.jit import disable_jit as disable_jit, jit as jit
 from ember._src.transforms.pmap import pmap as pmap
 from ember._src.transforms.shard_map import shard_map as shard_map
 from ember._src.transforms.staging import (

@@ -18,13 +18,14 @@ transformation the jaxpr is bound as a ``jit`` equation so the transformation ap
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ember._src import core, dtypes
+from ember._src import core, dtypes, errors
 from ember._src.config import config
-from ember._src.execution import placement
+from ember._src.execution import float_checks, placement
 from ember._src.execution.compiled import (
     Program,
     compile_prepared,
@@ -178,6 +179,8 @@ class JitFunction:
         if _disable_jit():
             return self._fun(*args, **kwargs)
         at_top = core.eval_trace_is_current()
+        if float_checks.armed and at_top and float_checks.active():
+            return self._call_checked(args, kwargs)
         if self._inline and not at_top:  # under a trace, just trace the body in place
             return self._fun(*args, **kwargs)
         fast_key = None
@@ -232,6 +235,23 @@ class JitFunction:
         traced = self._trace(statics, in_tree, avals)
         outs = jit_call([*traced.consts, *leaves], traced.jaxpr, self._name, traced.donated)
         return tree_unflatten(traced.out_tree, outs)
+
+    def _call_checked(self, args: tuple, kwargs: dict) -> Any:
+        """A call under debug_nans/debug_infs: run the program, check its outputs and, when
+        one holds a value checked for, run the function again op by op so that the eager check
+        raises at the first primitive producing it (as JAX does)."""
+        with float_checks.unchecked():
+            out = self(*args, **kwargs)
+        found = float_checks.first_invalid(tree_flatten(out)[0])
+        if found is None:
+            return out
+        with disable_jit():
+            self._fun(*args, **kwargs)
+        raise FloatingPointError(
+            f"invalid value ({found}) encountered in jit({self._name}){errors.where()}; run "
+            f"op by op (as under disable_jit) the function produced none: the compiled "
+            f"program's optimisations, or a NaN/inf constant among its outputs, made it"
+        )
 
     def _static_fast_key(self, args: tuple) -> tuple[tuple | None, list[Any]]:
         """The fast-path key of a call of Arrays sharing one sharding and hashable static
@@ -523,6 +543,12 @@ class Compiled:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._fn(*args, **kwargs)
+
+
+def disable_jit(disable: bool = True) -> contextlib.AbstractContextManager[None]:
+    """``with ember.disable_jit():`` runs jitted functions (and the bodies of ``scan``,
+    ``while_loop``, ``fori_loop``, ``cond`` and ``switch``) eagerly, op by op, as JAX does."""
+    return config.option("disable_jit", bool(disable))
 
 
 def _as_tuple(value: int | Sequence[int] | None) -> tuple[int, ...]:
