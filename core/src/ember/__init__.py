@@ -42,6 +42,7 @@ from ember._src.runtime.array import Array as Array
 from ember._src.runtime.backend import Device as Device
 from ember._src.runtime.mesh import set_mesh as set_mesh
 from ember._src.runtime.sharding import PartitionSpec as P
+from ember._src.source_info import named_scope as named_scope
 from ember._src.transforms import checkpoint as checkpoint_policies
 from ember._src.transforms.autodiff import (
     grad as grad,

@@ -36,6 +36,7 @@ from ember._src.execution.compiled import (
 from ember._src.interpreters.partial_eval import dce_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr
+from ember._src.lowering.mlir import strip_locations
 from ember._src.primitives.call import jit_call
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Device
@@ -515,10 +516,15 @@ class Lowered:
     def jaxpr(self) -> ClosedJaxpr:
         return self._traced.jaxpr
 
-    def as_text(self, platform: str | None = None) -> str:
-        """The StableHLO module, as MLIR text, for ``platform`` (default: the device's)."""
+    def as_text(self, platform: str | None = None, *, debug_info: bool = False) -> str:
+        """The StableHLO module, as MLIR text, for ``platform`` (default: the device's).
+
+        ``debug_info=True`` keeps each operation's location: its ``named_scope`` names and
+        primitive, and the line that traced it (``loc("outer/add"("f.py":12:0))``), as JAX's.
+        """
         computation = self._prepared.computation
-        return computation.as_text(platform or computation.devices[0].platform)
+        text = computation.as_text(platform or computation.devices[0].platform)
+        return text if debug_info else strip_locations(text)
 
     def compile(self) -> Compiled:
         """Compiled for inspection; calls go through the jitted function and its caches."""
