@@ -38,6 +38,7 @@ from ember._src.execution.devices import (
     process_index as process_index,
 )
 from ember._src.execution.float_checks import debug_infs as debug_infs, debug_nans as debug_nans
+from ember._src.execution.live_arrays import live_arrays as live_arrays
 from ember._src.runtime.array import Array as Array
 from ember._src.runtime.backend import Device as Device
 from ember._src.runtime.mesh import set_mesh as set_mesh
@@ -51,6 +52,7 @@ from ember._src.transforms.autodiff import (
     value_and_grad as value_and_grad,
     vjp as vjp,
 )
+from ember._src.transforms.caches import clear_caches as clear_caches
 from ember._src.transforms.checkpoint import checkpoint as checkpoint, remat as remat
 from ember._src.transforms.custom_derivatives import (
     custom_jvp as custom_jvp,

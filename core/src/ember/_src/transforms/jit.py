@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -115,6 +116,10 @@ def arrays_layout(values: Sequence[Any], sharding: Any) -> tuple | None:
     return layout, tuple(avals), buffers
 
 
+# Every jitted function alive, so that ``clear_caches`` can empty their caches.
+_jit_functions: weakref.WeakSet[JitFunction] = weakref.WeakSet()
+
+
 class JitFunction:
     """The callable returned by ``ember.jit``."""
 
@@ -164,6 +169,7 @@ class JitFunction:
         # Flattening shortcut: straight-line leaf extraction for the last argument structure.
         self._last_in_tree: PyTreeDef | None = None
         self._last_extractor: Callable[[Any], list[Any] | None] | None = None
+        _jit_functions.add(self)
 
     def __repr__(self) -> str:
         return f"<jitted function {self._name}>"
@@ -502,6 +508,13 @@ class JitFunction:
         self._trace_cache.clear()
         self._exec_cache.clear()
         self._fast.clear()
+        self._last_in_tree = self._last_extractor = None
+
+
+def clear_jit_caches() -> None:
+    """Empty the caches of every jitted function alive (``ember.clear_caches``)."""
+    for fn in list(_jit_functions):
+        fn.clear_cache()
 
 
 class Lowered:
