@@ -65,11 +65,14 @@ def first_invalid(values: Sequence[Any]) -> str | None:
     for x in values:
         if type(x) is not Array or not dtypes.is_inexact(x.aval.dtype):
             continue
-        host = np.asarray(x)
-        if nans and np.isnan(host).any():
-            return "nan"
-        if infs and np.isinf(host).any():
-            return "inf"
+        # In a multi-process job each process checks the shards it holds.
+        pieces = [x] if x.is_fully_addressable else [s.data for s in x.addressable_shards]
+        for piece in pieces:
+            host = np.asarray(piece)
+            if nans and np.isnan(host).any():
+                return "nan"
+            if infs and np.isinf(host).any():
+                return "inf"
     return None
 
 
