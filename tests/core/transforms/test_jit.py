@@ -230,3 +230,11 @@ def test_lowered_text_shows_locations_only_with_debug_info():
     lowered = ember.jit(f).lower(enp.ones(3))
     assert "loc(" not in lowered.as_text()
     assert 'loc("block/sin"(' in lowered.as_text(debug_info=True)
+
+
+def test_disable_jit_has_jaxs_option_name():
+    ember.config.update("jax_disable_jit", True)
+    try:
+        assert ember.config.disable_jit is True
+    finally:
+        ember.config.update("disable_jit", False)
