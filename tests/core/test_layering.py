@@ -41,6 +41,7 @@ LAYERS = [
         "image",
         "distributed",
         "callback",
+        "profiler",
         "test_util",
         "example_libraries",
         "assembly",

@@ -38,10 +38,13 @@ from ember._src.execution.devices import (
     process_count as process_count,
     process_index as process_index,
 )
+from ember._src.execution.float_checks import debug_infs as debug_infs, debug_nans as debug_nans
+from ember._src.execution.live_arrays import live_arrays as live_arrays
 from ember._src.runtime.array import Array as Array
 from ember._src.runtime.backend import Device as Device
 from ember._src.runtime.mesh import set_mesh as set_mesh
 from ember._src.runtime.sharding import PartitionSpec as P
+from ember._src.source_info import named_scope as named_scope
 from ember._src.transforms import checkpoint as checkpoint_policies
 from ember._src.transforms.autodiff import (
     grad as grad,
@@ -50,6 +53,7 @@ from ember._src.transforms.autodiff import (
     value_and_grad as value_and_grad,
     vjp as vjp,
 )
+from ember._src.transforms.caches import clear_caches as clear_caches
 from ember._src.transforms.checkpoint import checkpoint as checkpoint, remat as remat
 from ember._src.transforms.custom_derivatives import (
     custom_jvp as custom_jvp,
@@ -63,7 +67,7 @@ from ember._src.transforms.custom_gradient import (
     typeof as typeof,
 )
 from ember._src.transforms.jacobians import hessian as hessian, jacfwd as jacfwd, jacrev as jacrev
-from ember._src.transforms.jit import jit as jit
+from ember._src.transforms.jit import disable_jit as disable_jit, jit as jit
 from ember._src.transforms.pmap import pmap as pmap
 from ember._src.transforms.shard_map import shard_map as shard_map
 from ember._src.transforms.staging import (
@@ -82,7 +86,7 @@ del _assembly, _traceback_filter
 # Submodules that are attributes of ``ember`` as in JAX (``import ember; ember.random``) but are
 # imported on first use, so that ``import ember`` does not pay for them.
 _LAZY_SUBMODULES = frozenset(
-    {"distributed", "dlpack", "experimental", "image", "nn", "random", "scipy"}
+    {"distributed", "dlpack", "experimental", "image", "nn", "profiler", "random", "scipy"}
 )
 
 

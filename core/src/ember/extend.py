@@ -32,6 +32,8 @@ from ember._src.runtime.backend import (
     Computation as Computation,
     Device as Device,
     Executable as Executable,
+    Profiler as Profiler,
+    ProfileSession as ProfileSession,
 )
 from ember._src.runtime.multiprocess import Job as Job, current_job as current_job
 
@@ -48,6 +50,8 @@ __all__ = [
     "LoweringRegistry",
     "PlatformSpec",
     "Primitive",
+    "ProfileSession",
+    "Profiler",
     "RuleContext",
     "Job",
     "ShapedArray",

@@ -199,3 +199,42 @@ def test_calls_with_host_scalars_reuse_one_program_on_the_arrays_device():
     # A float0 scalar (an integer's tangent) carries no data and takes the general path.
     g = ember.jit(lambda x, t: x)
     np.testing.assert_array_equal(np.asarray(g(x, np.zeros((), ember.dtypes.float0))), x)
+
+
+def test_disable_jit_context_manager_restores_the_option():
+    traced = []
+
+    @ember.jit
+    def f(x):
+        traced.append(type(x).__name__)
+        return x + 1
+
+    x = enp.asarray(1.0)
+    with ember.disable_jit():
+        assert ember.config.disable_jit is True
+        f(x)
+        f(x)
+        with ember.disable_jit(False):
+            f(x)
+    assert ember.config.disable_jit is False
+    f(x)
+    assert traced[:2] == ["Array", "Array"]  # run as plain Python, twice
+    assert len(traced) == 3 and traced[2] != "Array"  # then traced once, and cached
+
+
+def test_lowered_text_shows_locations_only_with_debug_info():
+    def f(x):
+        with ember.named_scope("block"):
+            return enp.sin(x)
+
+    lowered = ember.jit(f).lower(enp.ones(3))
+    assert "loc(" not in lowered.as_text()
+    assert 'loc("block/sin"(' in lowered.as_text(debug_info=True)
+
+
+def test_disable_jit_has_jaxs_option_name():
+    ember.config.update("jax_disable_jit", True)
+    try:
+        assert ember.config.disable_jit is True
+    finally:
+        ember.config.update("disable_jit", False)

@@ -243,7 +243,9 @@ config.define(
 config.define(
     "disable_jit",
     False,
-    help="Run jit-decorated functions eagerly, op by op (for debugging).",
+    aliases=("jax_disable_jit",),
+    help="Run jit-decorated functions, and the bodies of scan, while_loop, cond and switch, "
+    "eagerly, op by op (for debugging).",
 )
 
 

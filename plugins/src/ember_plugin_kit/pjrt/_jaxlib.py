@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from jaxlib import _jax, xla_client
+from jaxlib import _jax, _profiler, xla_client
 from jaxlib.version import __version__ as jaxlib_version
 
 from ember_plugin_kit.pjrt.xla_flags import check_xla_flags
@@ -406,3 +406,37 @@ def serialize(client: RawClient, executable: Any) -> bytes:
 
 def deserialize(client: RawClient, blob: bytes, devices: Sequence[RawDevice]) -> Any:
     return client.deserialize_executable(blob, _jax.DeviceList(tuple(devices)), None)
+
+
+# -- profiling -----------------------------------------------------------------------------------
+
+
+def start_profiler_session() -> Any:
+    """XLA's profiler, tracing every client of this process (host and devices) from now on;
+    raises XlaRuntimeError (ALREADY_EXISTS) while another session runs."""
+    return _profiler.ProfilerSession()
+
+
+def stop_and_export_profile(session: Any, log_dir: str) -> str:
+    """Stop ``session`` and write its trace (an XSpace) in TensorBoard's layout under
+    ``log_dir``: ``plugins/profile/<run>/<host>.xplane.pb`` and ``<host>.trace.json.gz``.
+    Returns the run's directory (named after the time, so the newest one)."""
+    xspace = session.stop()
+    session.export(xspace, log_dir)
+    runs = os.path.join(log_dir, "plugins", "profile")
+    return max((os.path.join(runs, name) for name in os.listdir(runs)), key=os.path.getmtime)
+
+
+def trace_me(name: str, metadata: dict[str, Any]) -> Any:
+    """A context manager recording a span in the running trace (nearly free when none runs)."""
+    return _profiler.TraceMe(name, **metadata)
+
+
+def start_profiler_server(port: int) -> Any:
+    """Serve traces to a profiler client on ``port``; stops when the handle is dropped."""
+    return _profiler.start_server(port)
+
+
+def heap_profile(client: RawClient) -> bytes:
+    """The buffers and executables ``client`` holds, as a pprof profile (not compressed)."""
+    return client.heap_profile()

@@ -7,6 +7,7 @@ donation, introspection) is shared here.
 
 from __future__ import annotations
 
+import gzip
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -14,7 +15,16 @@ from typing import Any
 import numpy as np
 
 from ember.errors import CompileError, ExecutionError, OutOfMemoryError
-from ember.extend import TOKEN_AVAL, Backend, Computation, Device, Executable, ShapedArray
+from ember.extend import (
+    TOKEN_AVAL,
+    Backend,
+    Computation,
+    Device,
+    Executable,
+    Profiler,
+    ProfileSession,
+    ShapedArray,
+)
 from ember_plugin_kit.pjrt import _jaxlib
 
 
@@ -82,6 +92,33 @@ class PjrtExecutable(Executable):
     def serialize(self) -> bytes:
         backend = self.computation.devices[0].backend
         return _jaxlib.serialize(backend.client, self.loaded)
+
+
+class XlaProfileSession(ProfileSession):
+    def __init__(self, session: Any):
+        self._session = session
+
+    def stop_and_export(self, log_dir: str) -> str:
+        return _jaxlib.stop_and_export_profile(self._session, log_dir)
+
+
+class XlaProfiler(Profiler):
+    """XLA's profiler: one per process, shared by every PJRT client in it."""
+
+    def start(self) -> XlaProfileSession:
+        try:
+            return XlaProfileSession(_jaxlib.start_profiler_session())
+        except _jaxlib.XlaRuntimeError as exc:
+            raise RuntimeError(f"the XLA profiler could not start: {exc}") from None
+
+    def annotation(self, name: str, metadata: dict[str, Any]) -> Any:
+        return _jaxlib.trace_me(name, metadata)
+
+    def start_server(self, port: int) -> Any:
+        return _jaxlib.start_profiler_server(port)
+
+
+_XLA_PROFILER = XlaProfiler()
 
 
 class PjrtBackend(Backend):
@@ -162,6 +199,13 @@ class PjrtBackend(Backend):
 
     def versions(self) -> dict[str, str]:
         return {"jaxlib": _jaxlib.JAXLIB_VERSION, "pjrt platform": self.client.platform_version}
+
+    def profiler(self) -> XlaProfiler:
+        return _XLA_PROFILER
+
+    def device_memory_profile(self) -> bytes:
+        # gzip-compressed, as JAX returns it (pprof reads both forms).
+        return gzip.compress(_jaxlib.heap_profile(self.client))
 
 
 # XLA reports MLIR diagnostics as "-:LINE:COL: error: MESSAGE", possibly after a status prefix.

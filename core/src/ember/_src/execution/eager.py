@@ -20,7 +20,7 @@ from typing import Any
 
 from ember._src import rules
 from ember._src.core import Primitive, ShapedArray, get_aval
-from ember._src.execution import placement
+from ember._src.execution import float_checks, placement
 from ember._src.execution.compiled import Program, compile_program, mesh_in_jaxpr, remember
 from ember._src.ir import ClosedJaxpr, Eqn, Jaxpr, Var
 from ember._src.runtime.array import Array
@@ -60,6 +60,8 @@ def apply_primitive(primitive: Primitive, args: Sequence[Any], params: dict) -> 
     if program is None:
         return _apply_placing(primitive, args, params)
     outs = program.call_buffers(buffers)
+    if float_checks.armed and float_checks.active():
+        float_checks.check_primitive_outputs(primitive.name, outs)
     return outs if primitive.multiple_results else outs[0]
 
 
@@ -118,6 +120,8 @@ def _lookup(key: tuple, name: str, params: dict) -> Program | None:
 
 def _run(primitive: Primitive, program: Program, placed: Sequence[Any]) -> Any:
     outs = program.call_buffers([None if p is None else p._buffer for p in placed])
+    if float_checks.armed and float_checks.active():
+        float_checks.check_primitive_outputs(primitive.name, outs)
     return outs if primitive.multiple_results else outs[0]
 
 

@@ -25,7 +25,7 @@ from ember._src.core import (
     set_current_trace,
 )
 from ember._src.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
-from ember._src.source_info import current_source_info
+from ember._src.source_info import current_source_info, reset_name_stack
 
 
 class StagingTracer(Tracer):
@@ -129,7 +129,7 @@ def trace_to_jaxpr(
     """
     trace = trace_type(current_trace(), name)
     args = [trace.new_arg(aval) for aval in in_avals]
-    with set_current_trace(trace):
+    with set_current_trace(trace), reset_name_stack():
         outs = fun(*args)
     _check_outputs(outs, name)
     return trace.to_jaxpr(outs, debug_info=name)

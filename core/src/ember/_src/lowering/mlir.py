@@ -115,7 +115,17 @@ class FunctionEmitter:
 class RuleContext:
     """What a lowering rule sees: the equation's avals, the platform, and the emitter."""
 
-    __slots__ = ("avals_in", "avals_out", "platform", "module", "fn", "indent")
+    __slots__ = (
+        "avals_in",
+        "avals_out",
+        "platform",
+        "module",
+        "fn",
+        "indent",
+        "loc",
+        "scope",
+        "caller",
+    )
 
     def __init__(self, module: ModuleContext, fn: FunctionEmitter):
         self.module = module
@@ -124,6 +134,12 @@ class RuleContext:
         self.avals_in: list[ShapedArray] = []
         self.avals_out: list[ShapedArray] = []
         self.indent = "    "
+        # The location every operation emitted now gets (" loc(...)", see ``location``); the
+        # equation being lowered and its name scope ("outer/"): the equations of a jaxpr it
+        # lowers inline (a call, a loop body) are named under both ("outer/jit(g)/...").
+        self.loc = ""
+        self.scope = ""
+        self.caller: Any = None
 
     # -- emitting operations ---------------------------------------------------------------------
 
@@ -165,7 +181,7 @@ class RuleContext:
         prefix = f"{lhs} = " if lhs else ""
         fn.lines.append(
             f'{self.indent}{prefix}"{name}"({", ".join(operands)}){props}{region_text} : '
-            f"({in_types}) -> {out_type}"
+            f"({in_types}) -> {out_type}{self.loc}"
         )
         for n, t in zip(names, out_types):
             types[n] = t
@@ -289,6 +305,39 @@ class ModuleContext:
                 f"computation runs on one mesh"
             )
         return "@mesh"
+
+
+_quoted_files: dict[str, str] = {}
+
+
+def location(name: str, source_info: Any) -> str:
+    """`` loc("outer/inner/add"("file.py":12:0))``: an operation's name (its scope and
+    primitive) and the user's line that traced it, as JAX writes StableHLO locations; XLA
+    keeps the name as the HLO instruction's ``op_name`` (profiles, dumps)."""
+    if '"' in name or "\\" in name:  # a named_scope may name anything
+        name = mlir_string(name)[1:-1]
+    if source_info is None:
+        return f' loc("{name}")'
+    filename = source_info.filename
+    quoted = _quoted_files.get(filename)
+    if quoted is None:
+        quoted = _quoted_files[filename] = mlir_string(filename)
+    return f' loc("{name}"({quoted}:{source_info.lineno}:0))'
+
+
+def mlir_string(text: str) -> str:
+    """``text`` as an MLIR string literal."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+_LOCATION_SUFFIX = re.compile(r" loc\(.*\)$", re.MULTILINE)
+
+
+def strip_locations(text: str) -> str:
+    """Module text without the ``loc(...)`` of its operations (what ``as_text`` shows unless
+    asked for debug information, as in JAX)."""
+    return _LOCATION_SUFFIX.sub("", text)
 
 
 def sdy_mesh_declaration(mesh: Any) -> str:

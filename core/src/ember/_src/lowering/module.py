@@ -7,12 +7,13 @@ from typing import Any
 
 from ember._src import errors, rules
 from ember._src.core import ShapedArray
-from ember._src.ir import ClosedJaxpr, Jaxpr, Literal, check_result_sizes
+from ember._src.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, check_result_sizes
 from ember._src.lowering.mlir import (
     TOKEN,
     FunctionEmitter,
     ModuleContext,
     RuleContext,
+    location,
     sdy_mesh_declaration,
     tensor_type,
 )
@@ -42,12 +43,20 @@ def lower_jaxpr_inline(
     typed_mesh = ctx.module.mesh is not None
     rule_cache: dict = {}
     saved_in, saved_out = ctx.avals_in, ctx.avals_out
+    saved_loc, saved_scope, caller = ctx.loc, ctx.scope, ctx.caller
+    # This jaxpr's equations are named under the equation that lowers it inline, if any.
+    scope = saved_scope if caller is None else f"{saved_scope}{_call_label(caller)}/"
     try:
         for eqn in jaxpr.eqns:
             primitive = eqn.primitive
             rule = rule_cache.get(primitive)
             if rule is None:
                 rule = rule_cache[primitive] = rules.lowering_rule(primitive, platform)
+            info = eqn.source_info
+            name_stack = info.name_stack if info is not None else ""
+            eqn_scope = f"{scope}{name_stack}/" if name_stack else scope
+            ctx.loc = location(eqn_scope + primitive.name, info)
+            ctx.scope, ctx.caller = eqn_scope, eqn
             ctx.avals_in = [v.aval for v in eqn.invars]
             ctx.avals_out = [v.aval for v in eqn.outvars]
             check_result_sizes(eqn)
@@ -69,6 +78,15 @@ def lower_jaxpr_inline(
         return [read(v) for v in jaxpr.outvars]
     finally:
         ctx.avals_in, ctx.avals_out = saved_in, saved_out
+        ctx.loc, ctx.scope, ctx.caller = saved_loc, saved_scope, caller
+
+
+def _call_label(eqn: Eqn) -> str:
+    """How an equation names the scope of the jaxpr it calls: ``jit(g)`` for a call of a
+    jitted ``g``, else the primitive (``scan``, ``while``, ``cond``)."""
+    name = eqn.params.get("name")
+    primitive = eqn.primitive.name
+    return f"{primitive}({name})" if isinstance(name, str) else primitive
 
 
 class ThreadedTokens:

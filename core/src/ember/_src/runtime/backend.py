@@ -122,6 +122,34 @@ class Executable(abc.ABC):
         raise NotImplementedError(f"{type(self).__name__} has no memory analysis")
 
 
+class ProfileSession(abc.ABC):
+    """One running trace of a ``Profiler``."""
+
+    @abc.abstractmethod
+    def stop_and_export(self, log_dir: str) -> str:
+        """Stop tracing and write the trace under ``log_dir`` in TensorBoard's layout
+        (``plugins/profile/<run>/<host>.xplane.pb``, with ``<host>.trace.json.gz`` beside it);
+        return the run's directory."""
+
+
+class Profiler(abc.ABC):
+    """A tracing profiler (XLA's, for PJRT backends): what ``ember.profiler`` drives."""
+
+    @abc.abstractmethod
+    def start(self) -> ProfileSession:
+        """Start tracing; raises RuntimeError while another trace runs in this process."""
+
+    @abc.abstractmethod
+    def annotation(self, name: str, metadata: dict[str, Any]) -> Any:
+        """A context manager recording a span named ``name`` (with ``metadata``) in the trace
+        running while it is entered; it costs next to nothing when none runs."""
+
+    @abc.abstractmethod
+    def start_server(self, port: int) -> Any:
+        """Serve traces on ``port`` to a profiler client (TensorBoard); the server stops when
+        the returned handle is dropped."""
+
+
 class Backend(abc.ABC):
     """The runtime of one platform (one PJRT client, or the NumPy reference)."""
 
@@ -196,3 +224,13 @@ class Backend(abc.ABC):
     def versions(self) -> dict[str, str]:
         """Library versions worth reporting in ``python -m ember doctor``."""
         return {}
+
+    # -- profiling (optional) -------------------------------------------------------------------
+
+    def profiler(self) -> Profiler:
+        """The tracing profiler that records this backend's work (``ember.profiler.trace``)."""
+        raise NotImplementedError(f"the {self.platform} backend has no profiler")
+
+    def device_memory_profile(self) -> bytes:
+        """What this backend's devices hold now, as a gzip-compressed pprof profile."""
+        raise NotImplementedError(f"the {self.platform} backend has no device memory profile")

@@ -18,13 +18,15 @@ transformation the jaxpr is bound as a ``jit`` equation so the transformation ap
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ember._src import core, dtypes
+from ember._src import core, dtypes, errors
 from ember._src.config import config
-from ember._src.execution import placement
+from ember._src.execution import float_checks, placement
 from ember._src.execution.compiled import (
     Program,
     compile_prepared,
@@ -35,6 +37,7 @@ from ember._src.execution.compiled import (
 from ember._src.interpreters.partial_eval import dce_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr
+from ember._src.lowering.mlir import strip_locations
 from ember._src.primitives.call import jit_call
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Device
@@ -113,6 +116,10 @@ def arrays_layout(values: Sequence[Any], sharding: Any) -> tuple | None:
     return layout, tuple(avals), buffers
 
 
+# Every jitted function alive, so that ``clear_caches`` can empty their caches.
+_jit_functions: weakref.WeakSet[JitFunction] = weakref.WeakSet()
+
+
 class JitFunction:
     """The callable returned by ``ember.jit``."""
 
@@ -162,6 +169,7 @@ class JitFunction:
         # Flattening shortcut: straight-line leaf extraction for the last argument structure.
         self._last_in_tree: PyTreeDef | None = None
         self._last_extractor: Callable[[Any], list[Any] | None] | None = None
+        _jit_functions.add(self)
 
     def __repr__(self) -> str:
         return f"<jitted function {self._name}>"
@@ -178,6 +186,8 @@ class JitFunction:
         if _disable_jit():
             return self._fun(*args, **kwargs)
         at_top = core.eval_trace_is_current()
+        if float_checks.armed and at_top and float_checks.active():
+            return self._call_checked(args, kwargs)
         if self._inline and not at_top:  # under a trace, just trace the body in place
             return self._fun(*args, **kwargs)
         fast_key = None
@@ -232,6 +242,23 @@ class JitFunction:
         traced = self._trace(statics, in_tree, avals)
         outs = jit_call([*traced.consts, *leaves], traced.jaxpr, self._name, traced.donated)
         return tree_unflatten(traced.out_tree, outs)
+
+    def _call_checked(self, args: tuple, kwargs: dict) -> Any:
+        """A call under debug_nans/debug_infs: run the program, check its outputs and, when
+        one holds a value checked for, run the function again op by op so that the eager check
+        raises at the first primitive producing it (as JAX does)."""
+        with float_checks.unchecked():
+            out = self(*args, **kwargs)
+        found = float_checks.first_invalid(tree_flatten(out)[0])
+        if found is None:
+            return out
+        with disable_jit():
+            self._fun(*args, **kwargs)
+        raise FloatingPointError(
+            f"invalid value ({found}) encountered in jit({self._name}){errors.where()}; run "
+            f"op by op (as under disable_jit) the function produced none: the compiled "
+            f"program's optimisations, or a NaN/inf constant among its outputs, made it"
+        )
 
     def _static_fast_key(self, args: tuple) -> tuple[tuple | None, list[Any]]:
         """The fast-path key of a call of Arrays sharing one sharding and hashable static
@@ -481,6 +508,13 @@ class JitFunction:
         self._trace_cache.clear()
         self._exec_cache.clear()
         self._fast.clear()
+        self._last_in_tree = self._last_extractor = None
+
+
+def clear_jit_caches() -> None:
+    """Empty the caches of every jitted function alive (``ember.clear_caches``)."""
+    for fn in list(_jit_functions):
+        fn.clear_cache()
 
 
 class Lowered:
@@ -495,10 +529,15 @@ class Lowered:
     def jaxpr(self) -> ClosedJaxpr:
         return self._traced.jaxpr
 
-    def as_text(self, platform: str | None = None) -> str:
-        """The StableHLO module, as MLIR text, for ``platform`` (default: the device's)."""
+    def as_text(self, platform: str | None = None, *, debug_info: bool = False) -> str:
+        """The StableHLO module, as MLIR text, for ``platform`` (default: the device's).
+
+        ``debug_info=True`` keeps each operation's location: its ``named_scope`` names and
+        primitive, and the line that traced it (``loc("outer/add"("f.py":12:0))``), as JAX's.
+        """
         computation = self._prepared.computation
-        return computation.as_text(platform or computation.devices[0].platform)
+        text = computation.as_text(platform or computation.devices[0].platform)
+        return text if debug_info else strip_locations(text)
 
     def compile(self) -> Compiled:
         """Compiled for inspection; calls go through the jitted function and its caches."""
@@ -523,6 +562,12 @@ class Compiled:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._fn(*args, **kwargs)
+
+
+def disable_jit(disable: bool = True) -> contextlib.AbstractContextManager[None]:
+    """``with ember.disable_jit():`` runs jitted functions (and the bodies of ``scan``,
+    ``while_loop``, ``fori_loop``, ``cond`` and ``switch``) eagerly, op by op, as JAX does."""
+    return config.option("disable_jit", bool(disable))
 
 
 def _as_tuple(value: int | Sequence[int] | None) -> tuple[int, ...]:

@@ -26,6 +26,7 @@ from ember._src.ir import ClosedJaxpr
 from ember._src.lowering.module import ThreadedTokens, lower_jaxpr_inline
 from ember._src.primitives.arithmetic import max as max_, min as min_
 from ember._src.primitives.comparisons import ne
+from ember._src.primitives.control_flow import python_loops
 from ember._src.primitives.control_flow.body_jaxprs import (
     ControlFlowTypeError,
     describe_avals,
@@ -247,6 +248,10 @@ def cond(
     if aval.dtype != dtypes.bool_:
         pred = ne(pred, np.zeros((), aval.dtype))
     index = convert_element_type(pred, dtypes.int32)
+    if python_loops.disable_jit():
+        result = python_loops.switch(index, [false_fun, true_fun], operands)
+        if result is not python_loops.NOT_APPLICABLE:
+            return result
     return _bind(index, [false_fun, true_fun], operands, "cond", ("false_fun", "true_fun"))
 
 
@@ -267,6 +272,10 @@ def switch(
         )
     index = convert_element_type(index, dtypes.int32)
     index = min_(max_(index, np.int32(0)), np.int32(len(branches) - 1))
+    if python_loops.disable_jit():
+        result = python_loops.switch(index, branches, operands)
+        if result is not python_loops.NOT_APPLICABLE:
+            return result
     names = tuple(f"branch {i}" for i in range(len(branches)))
     return _bind(index, branches, operands, "switch", names)
 

@@ -34,6 +34,7 @@ from ember._src.lowering.module import ThreadedTokens, lower_jaxpr_inline
 from ember._src.primitives import sharding_rules
 from ember._src.primitives.arithmetic import add
 from ember._src.primitives.comparisons import lt
+from ember._src.primitives.control_flow import python_loops
 from ember._src.primitives.control_flow.body_jaxprs import (
     ControlFlowTypeError,
     flatten_operands,
@@ -302,6 +303,10 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
         raise errors.EmberTypeError(
             f"while_loop: cond_fun and body_fun must be callable{errors.where()}"
         )
+    if python_loops.disable_jit():
+        result = python_loops.while_loop(cond_fun, body_fun, init_val)
+        if result is not python_loops.NOT_APPLICABLE:
+            return result
     leaves, tree, avals = flatten_operands(init_val, "while_loop init_val")
     in_tree = tree_flatten((init_val,))[1]
     for _ in range(2):  # a second trace only when weak types of the carry had to be settled

@@ -33,6 +33,7 @@ from ember._src.ir import ClosedJaxpr, Jaxpr, Var
 from ember._src.lowering.mlir import i64_array
 from ember._src.lowering.module import ThreadedTokens, lower_jaxpr_inline
 from ember._src.primitives import sharding_rules
+from ember._src.primitives.control_flow import python_loops
 from ember._src.primitives.control_flow.body_jaxprs import (
     ControlFlowTypeError,
     describe_avals,
@@ -481,6 +482,8 @@ def scan(
         )
     x_leaves, x_tree, x_avals = flatten_operands(xs, "scan xs")
     length = _scan_length(x_avals, length)
+    if python_loops.disable_jit():
+        return python_loops.scan(f, init, xs, length, reverse)
     carry_leaves, carry_tree, carry_avals = flatten_operands(init, "scan init")
     slice_avals = [_slice_aval(a) for a in x_avals]
     unroll = int(unroll) if not isinstance(unroll, bool) else (length if unroll else 1)
