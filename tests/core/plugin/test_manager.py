@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember._src.plugin import manager as manager_module
 from ember._src.plugin.manager import (
     BLOCKED,
     FAILED,
@@ -31,8 +32,11 @@ FAKE_PLUGINS = pathlib.Path(__file__).parents[1] / "fake_plugins"
 
 @pytest.fixture
 def fake_plugins(monkeypatch):
-    """Put the fake distribution (a dist-info with entry points) on sys.path."""
+    """Put the fake distribution (a dist-info with entry points) on sys.path. The tests
+    select platforms for managers of their own: the process's manager is made to look as if
+    it had no default backend yet (once it has one, ``platforms`` cannot name another)."""
     monkeypatch.syspath_prepend(str(FAKE_PLUGINS))
+    monkeypatch.setattr(manager_module._manager, "_default", None)
     yield
     for name in ("ember_fake_plugins", "ember_fake_broken"):
         sys.modules.pop(name, None)
