@@ -319,6 +319,12 @@ def block_until_ready(buffers: Sequence[RawBuffer]) -> None:
 
 def compile_text(client: RawClient, text: str, devices: Sequence[RawDevice]) -> Any:
     """Compile StableHLO text; a program over several devices is partitioned by Shardy."""
+    options = compile_options(devices)
+    return client.compile_and_load(text, _jax.DeviceList(tuple(devices)), options)
+
+
+def compile_options(devices: Sequence[RawDevice]) -> Any:
+    """The options ``compile_text`` compiles with for ``devices``."""
     options = xla_client.CompileOptions()
     # Without an explicit assignment XLA runs partition 0 on the client's first device,
     # whatever device list is passed, and rejects buffers that live elsewhere.
@@ -329,7 +335,13 @@ def compile_text(client: RawClient, text: str, devices: Sequence[RawDevice]) -> 
         options.num_partitions = len(devices)
         options.executable_build_options.use_spmd_partitioning = True
         options.executable_build_options.use_shardy_partitioner = True
-    return client.compile_and_load(text, _jax.DeviceList(tuple(devices)), options)
+    return options
+
+
+def compile_options_fingerprint(devices: Sequence[RawDevice]) -> bytes:
+    """The serialized compile options for ``devices``: every field that changes the executable
+    (device assignment, partitions, partitioner), for keys of compiled programs."""
+    return compile_options(devices).SerializeAsString()
 
 
 def result_handler(aval: Any, sharding: DeviceSharding) -> Any:
