@@ -137,9 +137,6 @@ class CacheDirectory:
     def remove(self, file_name: str) -> None:
         _remove_quietly(os.path.join(self.path, file_name))
 
-    def total_size(self) -> int:
-        return sum(size for _, size, _ in self._entries())
-
     def evict(self, max_size: int, keep: str) -> int:
         """Delete least-recently-used entries (never ``keep``) until the entries fit in
         ``max_size`` bytes; the number deleted. Also removes abandoned temporary files."""
