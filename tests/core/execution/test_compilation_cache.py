@@ -33,6 +33,9 @@ from ember.extend import Computation, Executable
 # A backend that can store its programs
 
 
+INCOMPRESSIBLE = np.random.default_rng(0).bytes(400)  # entries of a realistic size
+
+
 class StoredExecutable(Executable):
     """A reference executable that serializes to a recognisable blob."""
 
@@ -44,7 +47,7 @@ class StoredExecutable(Executable):
         return self.inner.execute(args)
 
     def serialize(self) -> bytes:
-        return b"program " + self.name.encode() + b" " + b"x" * 200
+        return b"program " + self.name.encode() + b" " + INCOMPRESSIBLE
 
 
 class StoringBackend(ReferenceBackend):
