@@ -345,6 +345,7 @@ def cpu_plugin_available() -> bool:
 
 
 needs_cpu = pytest.mark.skipif(not cpu_plugin_available(), reason="needs the CPU plugin")
+slow = pytest.mark.slow  # fresh processes: seconds each
 
 
 def start_worker(directory):
@@ -379,6 +380,7 @@ def expected_step() -> list[float]:
     return (np.tanh(x @ w).sum(axis=0) * 0.5).tolist()
 
 
+@slow
 @needs_cpu
 def test_a_second_process_loads_what_the_first_compiled_and_a_damaged_entry_is_replaced(
     tmp_path,
@@ -403,6 +405,7 @@ def test_a_second_process_loads_what_the_first_compiled_and_a_damaged_entry_is_r
     assert fourth["stats"]["hits"] == first["stats"]["misses"] and "damaged" not in err
 
 
+@slow
 @needs_cpu
 def test_two_processes_writing_at_once_leave_a_valid_cache(tmp_path):
     workers = [start_worker(tmp_path) for _ in range(2)]
