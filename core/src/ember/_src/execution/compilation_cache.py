@@ -20,8 +20,10 @@ and the program is compiled as without a cache; a damaged entry is then replaced
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
+import os
 import threading
 import time
 import warnings
@@ -74,10 +76,14 @@ config.define(
 
 COUNTERS = ("hits", "misses", "writes", "write_skipped", "errors", "evictions")
 
-try:
-    _EMBER_VERSION = importlib.metadata.version("ember")
-except importlib.metadata.PackageNotFoundError:  # running from a source tree
-    _EMBER_VERSION = "unknown"
+
+@functools.cache
+def _ember_version() -> str:
+    # Looked up on first use, not on import: reading the installed metadata takes milliseconds.
+    try:
+        return importlib.metadata.version("ember")
+    except importlib.metadata.PackageNotFoundError:  # running from a source tree
+        return "unknown"
 
 
 class _State:
@@ -154,7 +160,7 @@ def cache_key(text: str, fingerprint: bytes | str) -> str:
         fingerprint = fingerprint.encode()
     digest = hashlib.sha256()
     for part in (
-        f"ember {_EMBER_VERSION} entry format {cache_store.FORMAT_VERSION}".encode(),
+        f"ember {_ember_version()} entry format {cache_store.FORMAT_VERSION}".encode(),
         fingerprint,
         text.encode(),
     ):
@@ -179,7 +185,7 @@ def compile_cached(computation: Computation) -> Executable:
         # dangerous to call, in another process.
         _state.count("write_skipped")
         return backend.compile(computation)
-    directory = _directory(str(path))
+    directory = _directory(os.path.expanduser(str(path)))
     if directory is None:
         return backend.compile(computation)
     file_name = cache_store.entry_name(computation.name, cache_key(text, fingerprint))
@@ -232,8 +238,8 @@ def _load(
     _state.count("errors")
     _state.report_once(
         (directory.path, file_name),
-        f"the entry {file_name!r} in {directory.path!r} is damaged: {problem}; compiling "
-        "the program again and replacing the entry",
+        f"the entry {file_name!r} in {directory.path!r} is damaged or unreadable: {problem}; "
+        "compiling the program again and replacing the entry",
     )
     try:
         directory.remove(file_name)
