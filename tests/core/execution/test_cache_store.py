@@ -57,8 +57,10 @@ def test_writes_replace_whole_entries_and_leave_no_temporary_file(tmp_path):
 
 def test_a_file_in_place_of_the_directory_is_refused(tmp_path):
     (tmp_path / "f").write_text("")
-    with pytest.raises(OSError):
+    with pytest.raises(NotADirectoryError, match="a file is in its place"):
         CacheDirectory(str(tmp_path / "f")).ensure_exists()
+    with pytest.raises(NotADirectoryError):  # a file as a parent
+        CacheDirectory(str(tmp_path / "f" / "cache")).ensure_exists()
 
 
 def test_reading_an_entry_makes_it_the_most_recently_used(tmp_path):

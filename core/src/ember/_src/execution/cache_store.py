@@ -21,6 +21,7 @@ Concurrency without locks:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -98,9 +99,10 @@ class CacheDirectory:
         self.path = path
 
     def ensure_exists(self) -> None:
+        if os.path.exists(self.path) and not os.path.isdir(self.path):
+            # (makedirs would say only "File exists")
+            raise NotADirectoryError(errno.ENOTDIR, "a file is in its place", self.path)
         os.makedirs(self.path, exist_ok=True)
-        if not os.path.isdir(self.path):  # makedirs accepts a link to a file on some systems
-            raise NotADirectoryError(f"{self.path!r} is not a directory")
 
     def read(self, file_name: str) -> Entry | None:
         """The entry in ``file_name`` (None if there is none), its recency bumped; raises
@@ -135,6 +137,7 @@ class CacheDirectory:
             raise
 
     def remove(self, file_name: str) -> None:
+        """Delete an entry (nothing happens if it is already gone)."""
         _remove_quietly(os.path.join(self.path, file_name))
 
     def evict(self, max_size: int, keep: str) -> int:
