@@ -111,3 +111,15 @@ def test_abandoned_temporary_files_are_removed_and_fresh_ones_kept(tmp_path):
     os.utime(old, (1_000_000, 1_000_000))
     directory.evict(0, keep="")
     assert not old.exists() and fresh.exists()
+
+
+def test_a_failed_write_leaves_neither_entry_nor_temporary_file(tmp_path, monkeypatch):
+    directory = CacheDirectory(str(tmp_path))
+
+    def disk_full(source, target):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cache_store.os, "replace", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        directory.write("e" + cache_store.SUFFIX, cache_store.pack(b"x", 1.0, False))
+    assert os.listdir(tmp_path) == []
