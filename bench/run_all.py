@@ -40,10 +40,16 @@ MODULES = [
     "bench_sharding",
     "bench_explicit_sharding",
     "bench_multiprocess",
+    "bench_compilation_cache",
 ]
-# Modules that need their own process (a device count fixed before any backend starts, or jobs
-# of several processes started by the module itself).
-SEPARATE = {"bench_sharding", "bench_explicit_sharding", "bench_multiprocess"}
+# Modules that need their own process (a device count fixed before any backend starts, jobs
+# of several processes started by the module itself, or fresh processes timed from their start).
+SEPARATE = {
+    "bench_sharding",
+    "bench_explicit_sharding",
+    "bench_multiprocess",
+    "bench_compilation_cache",
+}
 
 
 def main(argv: list[str]) -> None:

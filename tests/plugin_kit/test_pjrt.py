@@ -11,6 +11,7 @@ import ember  # noqa: E402
 import ember.numpy as enp  # noqa: E402
 from ember.errors import CompileError, ExecutionError  # noqa: E402
 from ember.extend import Computation  # noqa: E402
+from ember_plugin_kit.pjrt import backend as pjrt_backend  # noqa: E402
 from tests.core.util import run_python  # noqa: E402
 
 
@@ -110,3 +111,33 @@ def test_eager_ops_match_numpy_on_cpu(cpu, rng):
     x = rng.normal(size=(3, 5)).astype(np.float32)
     xd = ember.device_put(x, cpu)
     np.testing.assert_allclose(np.asarray(enp.exp(xd) @ xd.T), np.exp(x) @ x.T, rtol=1e-5)
+
+
+def _one_device_computation(device, fn=lambda x: x * 2.0):
+    closed = ember.make_jaxpr(fn)(np.ones(4, np.float32))
+    text = ember.jit(fn, device=device).lower(np.ones(4, np.float32)).as_text()
+    return Computation("jit_f", closed, devices=[device], text={"cpu": text})
+
+
+def test_a_serialized_executable_loads_back_and_runs(cpu):
+    computation = _one_device_computation(cpu)
+    blob = cpu.backend.compile(computation).serialize()
+    loaded = cpu.backend.deserialize_executable(computation, blob)
+    x = ember.device_put(np.arange(4, dtype=np.float32), cpu)
+    (out,) = loaded.execute([x._buffer])
+    np.testing.assert_array_equal(cpu.backend.buffer_to_numpy(out), [0, 2, 4, 6])
+    with pytest.raises(CompileError, match="could not load the compiled jit_f"):
+        cpu.backend.deserialize_executable(computation, blob[: len(blob) // 2])
+
+
+def test_the_cache_fingerprint_covers_versions_devices_and_compiler_flags(cpu, monkeypatch):
+    computation = _one_device_computation(cpu)
+    fingerprint = cpu.backend.cache_fingerprint(computation)
+    assert f"jaxlib {pjrt.JAXLIB_VERSION}".encode() in fingerprint
+    assert f"devices {cpu.id}:{cpu.device_kind}:0".encode() in fingerprint
+    assert fingerprint == cpu.backend.cache_fingerprint(computation)  # deterministic
+    monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=/tmp/somewhere")
+    assert cpu.backend.cache_fingerprint(computation) == fingerprint  # dumping changes nothing
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=true --xla_dump_hlo_as_text")
+    assert cpu.backend.cache_fingerprint(computation) != fingerprint
+    assert pjrt_backend.compiler_flags() == ["--xla_cpu_enable_fast_math=true"]

@@ -86,7 +86,17 @@ del _assembly, _traceback_filter
 # Submodules that are attributes of ``ember`` as in JAX (``import ember; ember.random``) but are
 # imported on first use, so that ``import ember`` does not pay for them.
 _LAZY_SUBMODULES = frozenset(
-    {"distributed", "dlpack", "experimental", "image", "nn", "profiler", "random", "scipy"}
+    {
+        "compilation_cache",
+        "distributed",
+        "dlpack",
+        "experimental",
+        "image",
+        "nn",
+        "profiler",
+        "random",
+        "scipy",
+    }
 )
 
 

@@ -332,6 +332,18 @@ def compile_text(
 
     ``host_callbacks``: the Python functions the program's ``xla_ffi_python_*_callback``
     custom calls name by index (jaxlib takes them only with a parsed module)."""
+    options = compile_options(devices)
+    device_list = _jax.DeviceList(tuple(devices))
+    if host_callbacks:
+        module = parse_module(text)
+        return client.compile_and_load(
+            module, device_list, options, host_callbacks=list(host_callbacks)
+        )
+    return client.compile_and_load(text, device_list, options)
+
+
+def compile_options(devices: Sequence[RawDevice]) -> Any:
+    """The options ``compile_text`` compiles with for ``devices``."""
     options = xla_client.CompileOptions()
     # Without an explicit assignment XLA runs partition 0 on the client's first device,
     # whatever device list is passed, and rejects buffers that live elsewhere.
@@ -342,13 +354,13 @@ def compile_text(
         options.num_partitions = len(devices)
         options.executable_build_options.use_spmd_partitioning = True
         options.executable_build_options.use_shardy_partitioner = True
-    device_list = _jax.DeviceList(tuple(devices))
-    if host_callbacks:
-        module = parse_module(text)
-        return client.compile_and_load(
-            module, device_list, options, host_callbacks=list(host_callbacks)
-        )
-    return client.compile_and_load(text, device_list, options)
+    return options
+
+
+def compile_options_fingerprint(devices: Sequence[RawDevice]) -> bytes:
+    """The serialized compile options for ``devices``: every field that changes the executable
+    (device assignment, partitions, partitioner), for keys of compiled programs."""
+    return compile_options(devices).SerializeAsString()
 
 
 _mlir_context: Any = None

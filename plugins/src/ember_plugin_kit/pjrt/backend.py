@@ -8,6 +8,7 @@ donation, introspection) is shared here.
 from __future__ import annotations
 
 import gzip
+import os
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -179,6 +180,26 @@ class PjrtBackend(Backend):
             raise CompileError(describe_compile_error(computation.name, text, str(exc))) from None
         return PjrtExecutable(computation, loaded, computation.devices)
 
+    def cache_fingerprint(self, computation: Computation) -> bytes:
+        devices = computation.devices
+        facts = [
+            f"platform {self.platform} {self.client.platform_version}",
+            f"jaxlib {_jaxlib.JAXLIB_VERSION}",
+            "devices " + " ".join(f"{d.id}:{d.device_kind}:{d.process_index}" for d in devices),
+            f"processes {len({d.process_index for d in self._devices})}",
+            "flags " + " ".join(compiler_flags()),
+        ]
+        options = _jaxlib.compile_options_fingerprint([d.raw for d in devices])
+        return "\n".join(facts).encode() + b"\noptions " + options
+
+    def deserialize_executable(self, computation: Computation, blob: bytes) -> PjrtExecutable:
+        raw_devices = [d.raw for d in computation.devices]
+        try:
+            loaded = _jaxlib.deserialize(self.client, blob, raw_devices)
+        except _jaxlib.XlaRuntimeError as exc:
+            raise CompileError(f"could not load the compiled {computation.name}: {exc}") from None
+        return PjrtExecutable(computation, loaded, computation.devices)
+
     def block_until_ready(self, buffers: Sequence[Any]) -> None:
         try:
             _jaxlib.block_until_ready(buffers)
@@ -206,6 +227,19 @@ class PjrtBackend(Backend):
     def device_memory_profile(self) -> bytes:
         # gzip-compressed, as JAX returns it (pprof reads both forms).
         return gzip.compress(_jaxlib.heap_profile(self.client))
+
+
+# Environment variables whose flags the compiler reads when the process starts.
+_FLAG_VARIABLES = ("XLA_FLAGS", "LIBTPU_INIT_ARGS")
+
+
+def compiler_flags() -> list[str]:
+    """The compiler flags set through the environment, sorted, without those that only say
+    where to dump debugging output (they change no executable)."""
+    flags = []
+    for name in _FLAG_VARIABLES:
+        flags += os.environ.get(name, "").split()
+    return sorted(f for f in flags if not f.startswith("--xla_dump"))
 
 
 # XLA reports MLIR diagnostics as "-:LINE:COL: error: MESSAGE", possibly after a status prefix.

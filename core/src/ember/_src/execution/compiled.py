@@ -39,6 +39,7 @@ import numpy as np
 from ember._src import dtypes, errors
 from ember._src.config import config
 from ember._src.execution import host_callbacks
+from ember._src.execution.compilation_cache import compile_cached
 from ember._src.interpreters.partial_eval import dce_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr
 from ember._src.lowering.module import lower_module
@@ -398,7 +399,7 @@ def compile_prepared(prepared: Prepared) -> Program:
     computation, where = prepared.computation, prepared.where
     if config.log_compiles:
         print(f"ember: compiling {computation.name} for {where!r}")
-    executable = computation.devices[0].backend.compile(computation)
+    executable = compile_cached(computation)
     if isinstance(where, Mesh):
         chosen = executable.output_shardings()
         out_shardings: list[Sharding] = []

@@ -121,6 +121,11 @@ class Executable(abc.ABC):
     def memory_analysis(self) -> Any:
         raise NotImplementedError(f"{type(self).__name__} has no memory analysis")
 
+    def serialize(self) -> bytes:
+        """The compiled program as bytes that ``Backend.deserialize_executable`` loads back
+        (in this or another process), for the persistent compilation cache."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be serialized")
+
 
 class ProfileSession(abc.ABC):
     """One running trace of a ``Profiler``."""
@@ -178,6 +183,22 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def compile(self, computation: Computation) -> Executable:
         """Compile for ``computation.devices``; errors raise ember.errors.CompileError."""
+
+    # -- the persistent compilation cache (optional: a backend without it leaves these) ------
+
+    def cache_fingerprint(self, computation: Computation) -> bytes | None:
+        """Everything besides the program's StableHLO text that changes what ``compile`` makes
+        of ``computation``: compile options, compiler and runtime versions, the devices
+        (ids and kinds, in order), compiler flags. The core adds the text and hashes it all
+        into the key of a cached executable. None: this backend's executables are not cached
+        (the default; e.g. a backend that interprets the jaxpr and compiles nothing)."""
+        return None
+
+    def deserialize_executable(self, computation: Computation, blob: bytes) -> Executable:
+        """The executable ``Executable.serialize`` made ``blob`` from, loaded for
+        ``computation.devices``; a blob this backend cannot load (corrupted, truncated, from
+        another version) raises ember.errors.CompileError."""
+        raise NotImplementedError(f"the {self.platform} backend cannot load serialized programs")
 
     # -- arrays over several devices (optional: a backend without them leaves these) ---------
 
