@@ -300,7 +300,7 @@ def test_the_size_bound_evicts_the_least_recently_used_entries(cache_dir):
 
 def test_jit_goes_through_the_cache_and_keeps_its_in_memory_caches(cache_dir):
     # On the reference backend (no fingerprint) nothing is stored, and jit is unchanged.
-    f = ember.jit(double_plus_one)
+    f = ember.jit(double_plus_one, device=ember.devices("reference")[0])
     np.testing.assert_array_equal(np.asarray(f(jnp.asarray(X))), X * 2 + 1)
     np.testing.assert_array_equal(np.asarray(f(jnp.asarray(X))), X * 2 + 1)
     assert compilation_cache.stats()["misses"] == 0 and not cache_dir.exists()
