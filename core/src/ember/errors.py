@@ -2,6 +2,7 @@
 
 from ember._src.errors import (
     BackendError as BackendError,
+    CheckifyError as CheckifyError,
     CollectiveTimeoutError as CollectiveTimeoutError,
     CompileError as CompileError,
     ConcretizationTypeError as ConcretizationTypeError,
