@@ -9,6 +9,7 @@ from ember._src.checkify.error import (
     ErrorCategory as ErrorCategory,
     FailedCheckError as FailedCheckError,
     JaxException as JaxException,
+    JaxRuntimeError as JaxRuntimeError,
     NaNError as NaNError,
     OOBError as OOBError,
     all_checks as all_checks,
@@ -20,4 +21,3 @@ from ember._src.checkify.error import (
     user_checks as user_checks,
 )
 from ember._src.checkify.transform import checkify as checkify
-from ember._src.errors import CheckifyError as JaxRuntimeError

@@ -21,12 +21,19 @@ import numpy as np
 from ember._src import dtypes, errors, rules
 from ember._src.checkify.error import ErrorSite, FailedCheckError
 from ember._src.checkify.state import as_payload, slot_key
-from ember._src.core import current_trace, eval_trace_is_current, get_aval, is_arraylike
+from ember._src.core import (
+    Tracer,
+    current_trace,
+    eval_trace_is_current,
+    get_aval,
+    is_arraylike,
+)
 from ember._src.interpreters.batching import not_mapped
+from ember._src.interpreters.partial_eval import PartialEvalTrace
 from ember._src.interpreters.staging import StagingTrace
+from ember._src.numpy.reductions import argmin
 from ember._src.primitives.reduce import reduce_and
 from ember._src.primitives.shape import bdim_to_front
-from ember._src.numpy.reductions import argmin
 from ember._src.source_info import current_source_info
 from ember._src.tree.util import tree_flatten, tree_unflatten
 
@@ -109,8 +116,10 @@ check_p = rules.define_primitive(
 
 
 def emit_check(pred: Any, payload: Sequence[Any], site: ErrorSite, debug: bool) -> None:
-    """Check ``pred`` now if its value is known (the eager trace), else stage the check."""
-    if not eval_trace_is_current():
+    """Check ``pred`` now if its value is known (eagerly, or the primal values ``grad``
+    computes as it goes) and no checkify is tracing; otherwise stage the check."""
+    known = not any(isinstance(x, Tracer) for x in (pred, *payload))
+    if not (known and _checkify_tracing.get() == 0) and not eval_trace_is_current():
         check_p.bind(pred, *payload, site=site, debug=debug)
         return
     if debug or bool(np.asarray(pred)):
@@ -159,10 +168,12 @@ def _is_scalar_pred(pred: Any) -> bool:
 
 
 def _staging() -> bool:
-    """Whether the current trace stages into a jaxpr (jit, a loop or cond body, ...)."""
+    """Whether the current trace stages into a jaxpr (jit, a loop or cond body, ...).
+    Partial evaluation (``grad``) runs known values, as a check's primal values are, eagerly
+    on the trace below it, so it does not count."""
     trace = current_trace()
     while trace is not None:
-        if isinstance(trace, StagingTrace):
+        if isinstance(trace, StagingTrace) and not isinstance(trace, PartialEvalTrace):
             return True
         trace = trace.parent
     return False

@@ -23,7 +23,7 @@ from ember._src.tree.util import PyTreeDef, register_pytree_node, tree_unflatten
 # The kinds of error (JAX's names: an error set is a frozenset of these classes)
 
 
-class JaxException(Exception):
+class JaxException(Exception):  # noqa: N818 - JAX's name
     """An error that checkify records. ``where`` is the user's line that raised it."""
 
     def __init__(self, where: str | None):
@@ -98,6 +98,9 @@ class BatchedError(JaxException):
 
 
 ErrorCategory = type[JaxException]
+
+# What ``Error.throw()`` raises, by JAX's name (a ValueError, as JAX's).
+JaxRuntimeError = CheckifyError
 
 user_checks: frozenset[ErrorCategory] = frozenset({FailedCheckError})
 nan_checks: frozenset[ErrorCategory] = frozenset({NaNError})

@@ -13,8 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 # The rules register themselves with the interpreter when imported.
-from ember._src.checkify import control_flow as _control_flow  # noqa: F401
-from ember._src.checkify import rules as _rules  # noqa: F401
+from ember._src.checkify import (
+    control_flow as _control_flow,  # noqa: F401
+    rules as _rules,  # noqa: F401
+)
 from ember._src.checkify.check import functionalizing
 from ember._src.checkify.error import Error, ErrorCategory, error_set, user_checks
 from ember._src.checkify.interpreter import checkify_jaxpr
