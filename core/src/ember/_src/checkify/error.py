@@ -33,6 +33,9 @@ class JaxException(Exception):  # noqa: N818 - JAX's name
     def _at(self) -> str:
         return f" at {self.where}" if self.where else ""
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self)!r})"
+
 
 class FailedCheckError(JaxException):
     """A ``check`` whose predicate was False; its message is formatted with the values."""
