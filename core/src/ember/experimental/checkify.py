@@ -2,6 +2,7 @@
 ``Error`` a checkified function returns and the sets of errors it can check for."""
 
 from ember._src.checkify.check import check as check, debug_check as debug_check
+from ember._src.checkify.check_error import check_error as check_error
 from ember._src.checkify.error import (
     BatchedError as BatchedError,
     DivisionByZeroError as DivisionByZeroError,

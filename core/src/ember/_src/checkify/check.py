@@ -53,6 +53,10 @@ def functionalizing() -> Iterator[None]:
         _checkify_tracing.reset(token)
 
 
+def is_functionalizing() -> bool:
+    return _checkify_tracing.get() > 0
+
+
 def functionalization_error() -> ValueError:
     return ValueError(
         "Cannot abstractly evaluate a checkify.check which was not functionalized. This "
@@ -119,7 +123,7 @@ def emit_check(pred: Any, payload: Sequence[Any], site: ErrorSite, debug: bool) 
     """Check ``pred`` now if its value is known (eagerly, or the primal values ``grad``
     computes as it goes) and no checkify is tracing; otherwise stage the check."""
     known = not any(isinstance(x, Tracer) for x in (pred, *payload))
-    if not (known and _checkify_tracing.get() == 0) and not eval_trace_is_current():
+    if not (known and not is_functionalizing()) and not eval_trace_is_current():
         check_p.bind(pred, *payload, site=site, debug=debug)
         return
     if debug or bool(np.asarray(pred)):
@@ -152,7 +156,7 @@ def _check(pred, msg, fmt_args, fmt_kwargs, *, debug: bool, what: str) -> None:
             f"{what} takes a message string as its second argument, got "
             f"{type(msg).__name__}{errors.where()}"
         )
-    if not debug and _checkify_tracing.get() == 0 and _staging():
+    if not debug and not is_functionalizing() and staging():
         raise functionalization_error()
     site, payload = user_site(msg, fmt_args, fmt_kwargs)
     emit_check(pred, payload, site, debug)
@@ -167,7 +171,7 @@ def _is_scalar_pred(pred: Any) -> bool:
     return aval.shape == () and aval.dtype == dtypes.bool_
 
 
-def _staging() -> bool:
+def staging() -> bool:
     """Whether the current trace stages into a jaxpr (jit, a loop or cond body, ...).
     Partial evaluation (``grad``) runs known values, as a check's primal values are, eagerly
     on the trace below it, so it does not count."""

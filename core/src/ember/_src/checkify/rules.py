@@ -17,6 +17,7 @@ import numpy as np
 
 from ember._src import dtypes, rules
 from ember._src.checkify.check import check_p
+from ember._src.checkify.check_error import check_error_p
 from ember._src.checkify.error import (
     DivisionByZeroError,
     ErrorCategory,
@@ -35,7 +36,7 @@ from ember._src.numpy.elementwise import equal, isnan, logical_not, logical_or
 from ember._src.numpy.manipulation import ravel, stack
 from ember._src.numpy.reductions import any as any_, argmin
 from ember._src.primitives.shape import convert_element_type
-from ember._src.tree.util import tree_flatten
+from ember._src.tree.util import tree_flatten, tree_unflatten
 
 _NO_PAYLOAD = tree_flatten([])[1]
 _OOB_PAYLOAD = tree_flatten([0])[1]
@@ -189,6 +190,11 @@ def _check_rule(state, enabled, eqn, pred, *payload):
     return []
 
 
+def _check_error_rule(state, enabled, eqn, *leaves):
+    state.merge(tree_unflatten(eqn.params["error_tree"], leaves))
+    return []
+
+
 def _register() -> None:
     known = rules.all_primitives()
 
@@ -207,6 +213,7 @@ def _register() -> None:
     for name in ("scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max"):
         register(name, _scatter_rule)
     register_check_rule(check_p, _check_rule)
+    register_check_rule(check_error_p, _check_error_rule)
 
 
 _register()

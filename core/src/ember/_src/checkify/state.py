@@ -21,9 +21,10 @@ import numpy as np
 from ember._src.checkify.error import Error, ErrorSite, SlotKey
 from ember._src.core import ShapedArray, get_aval
 from ember._src.primitives.bits import bitwise_and
-from ember._src.primitives.comparisons import eq
+from ember._src.numpy.reductions import argmax
+from ember._src.primitives.comparisons import eq, ne
 from ember._src.primitives.selection import select_n
-from ember._src.primitives.shape import convert_element_type
+from ember._src.primitives.shape import convert_element_type, reshape
 
 
 def slot_key(avals: Sequence[ShapedArray]) -> SlotKey:
@@ -66,6 +67,33 @@ class ErrorState:
             self.slots[site.slot] = list(payload)
         else:
             self.slots[site.slot] = [select_n(first, o, p) for o, p in zip(old, payload)]
+
+    def merge(self, error: Error) -> None:
+        """Take ``error``'s failure (an Error another checkify returned) unless one happened
+        here first. A batched error gives the failure of its first failing lane."""
+        code, payloads = error._code, [list(p) for p in error._payloads]
+        batch_shape = get_aval(code).shape
+        if batch_shape:
+            lanes = int(np.prod(batch_shape))
+            code = reshape(code, (lanes,))
+            lane = argmax(ne(code, np.int32(0)))
+            code = code[lane]
+            payloads = [
+                [
+                    reshape(leaf, (lanes, *get_aval(leaf).shape[len(batch_shape) :]))[lane]
+                    for leaf in p
+                ]
+                for p in payloads
+            ]
+        first = bitwise_and(ne(code, np.int32(0)), eq(self.code, np.int32(0)))
+        self.code = select_n(first, self.code, code)
+        for key, payload in zip(error._slots, payloads):
+            old = self.slots.get(key)
+            if old is None:
+                self.slots[key] = payload
+            else:
+                self.slots[key] = [select_n(first, o, p) for o, p in zip(old, payload)]
+        self.sites.update(error._sites)
 
     # -- as flat values (the operands and results of loops, conds and calls) -------------------
 
