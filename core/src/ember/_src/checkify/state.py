@@ -20,8 +20,8 @@ import numpy as np
 
 from ember._src.checkify.error import Error, ErrorSite, SlotKey
 from ember._src.core import ShapedArray, get_aval
-from ember._src.primitives.bits import bitwise_and
 from ember._src.numpy.reductions import argmax
+from ember._src.primitives.bits import bitwise_and
 from ember._src.primitives.comparisons import eq, ne
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import convert_element_type, reshape
