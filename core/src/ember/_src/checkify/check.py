@@ -123,13 +123,11 @@ def emit_check(pred: Any, payload: Sequence[Any], site: ErrorSite, debug: bool) 
     """Check ``pred`` now if its value is known (eagerly, or the primal values ``grad``
     computes as it goes) and no checkify is tracing; otherwise stage the check."""
     known = not any(isinstance(x, Tracer) for x in (pred, *payload))
-    if not (known and not is_functionalizing()) and not eval_trace_is_current():
+    if not ((known and not is_functionalizing()) or eval_trace_is_current()):
         check_p.bind(pred, *payload, site=site, debug=debug)
-        return
-    if debug or bool(np.asarray(pred)):
-        return
-    exc = site.exception([np.asarray(x) for x in payload])
-    raise errors.CheckifyError(str(exc)) from exc
+    elif not debug and not bool(np.asarray(pred)):
+        exc = site.exception([np.asarray(x) for x in payload])
+        raise errors.CheckifyError(str(exc)) from exc
 
 
 # --------------------------------------------------------------------------------------------

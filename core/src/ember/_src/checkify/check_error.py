@@ -56,8 +56,8 @@ def _emit(leaves: list[Any], error_tree: PyTreeDef) -> None:
     known = not any(isinstance(x, Tracer) for x in leaves)
     if (known and not is_functionalizing()) or eval_trace_is_current():
         tree_unflatten(error_tree, leaves).throw()
-        return
-    check_error_p.bind(*leaves, error_tree=error_tree)
+    else:
+        check_error_p.bind(*leaves, error_tree=error_tree)
 
 
 def check_error(error: Error) -> None:
