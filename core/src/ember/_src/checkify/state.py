@@ -60,40 +60,26 @@ class ErrorState:
             return
         first = bitwise_and(failed, eq(self.code, np.int32(0)))
         self.code = select_n(first, self.code, np.int32(site.code))
-        if not payload:
-            return
-        old = self.slots.get(site.slot)
-        if old is None:  # no earlier site has this slot: its payload is the only one
-            self.slots[site.slot] = list(payload)
-        else:
-            self.slots[site.slot] = [select_n(first, o, p) for o, p in zip(old, payload)]
+        if payload:
+            self._write(site.slot, payload, first)
 
     def merge(self, error: Error) -> None:
         """Take ``error``'s failure (an Error another checkify returned) unless one happened
         here first. A batched error gives the failure of its first failing lane."""
-        code, payloads = error._code, [list(p) for p in error._payloads]
-        batch_shape = get_aval(code).shape
-        if batch_shape:
-            lanes = int(np.prod(batch_shape))
-            code = reshape(code, (lanes,))
-            lane = argmax(ne(code, np.int32(0)))
-            code = code[lane]
-            payloads = [
-                [
-                    reshape(leaf, (lanes, *get_aval(leaf).shape[len(batch_shape) :]))[lane]
-                    for leaf in p
-                ]
-                for p in payloads
-            ]
+        code, payloads = _first_failing_lane(error)
         first = bitwise_and(ne(code, np.int32(0)), eq(self.code, np.int32(0)))
         self.code = select_n(first, self.code, code)
         for key, payload in zip(error._slots, payloads):
-            old = self.slots.get(key)
-            if old is None:
-                self.slots[key] = payload
-            else:
-                self.slots[key] = [select_n(first, o, p) for o, p in zip(old, payload)]
+            self._write(key, payload, first)
         self.sites.update(error._sites)
+
+    def _write(self, key: SlotKey, payload: Sequence[Any], first: Any) -> None:
+        """Put ``payload`` in slot ``key`` where ``first`` holds."""
+        old = self.slots.get(key)
+        if old is None:  # no earlier site has this slot: its payload is the only one
+            self.slots[key] = list(payload)
+        else:
+            self.slots[key] = [select_n(first, o, p) for o, p in zip(old, payload)]
 
     # -- as flat values (the operands and results of loops, conds and calls) -------------------
 
@@ -132,6 +118,23 @@ class ErrorState:
     def to_error(self) -> Error:
         keys = self.keys()
         return Error(self.code, [self.slots[k] for k in keys], keys, dict(self.sites))
+
+
+def _first_failing_lane(error: Error) -> tuple[Any, list[list[Any]]]:
+    """The code and payloads of ``error``, or of its first lane that failed (the first of
+    all, if none did) when it is batched."""
+    code, payloads = error._code, [list(p) for p in error._payloads]
+    batch_shape = get_aval(code).shape
+    if not batch_shape:
+        return code, payloads
+    lanes = int(np.prod(batch_shape))
+    code = reshape(code, (lanes,))
+    lane = argmax(ne(code, np.int32(0)))
+
+    def at_lane(leaf: Any) -> Any:
+        return reshape(leaf, (lanes, *get_aval(leaf).shape[len(batch_shape) :]))[lane]
+
+    return code[lane], [[at_lane(leaf) for leaf in p] for p in payloads]
 
 
 def as_payload(values: Sequence[Any]) -> list[Any]:
