@@ -15,6 +15,7 @@ from typing import Any
 # The rules register themselves with the interpreter when imported.
 from ember._src.checkify import (
     control_flow as _control_flow,  # noqa: F401
+    custom_derivatives as _custom_derivatives,  # noqa: F401
     rules as _rules,  # noqa: F401
 )
 from ember._src.checkify.check import functionalizing
