@@ -60,3 +60,17 @@ def test_staged_without_checkify_it_asks_to_be_functionalized():
         ember.jit(f)(np.int32(2))
     with pytest.raises(TypeError, match="the Error a checkified function returned"):
         checkify.check_error("no error")
+
+
+def test_an_error_passes_into_jit_as_an_argument():
+    def g(err, x):
+        checkify.check_error(err)
+        return x + 1
+
+    failed, _ = checkify.checkify(halve)(np.int32(5))
+    clean, _ = checkify.checkify(halve)(np.int32(6))
+    run = ember.jit(checkify.checkify(g))
+    assert run(failed, 1.0)[0].get().startswith("odd: 5")
+    err, out = run(clean, 1.0)
+    assert err.get() is None and float(out) == 2.0
+    assert ember.jit(lambda e: e)(failed).get() == failed.get()
