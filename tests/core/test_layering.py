@@ -41,6 +41,7 @@ LAYERS = [
         "image",
         "distributed",
         "callback",
+        "checkify",
         "profiler",
         "test_util",
         "example_libraries",

@@ -3,6 +3,7 @@
 from ember._src.errors import (
     BackendError as BackendError,
     CallbackError as CallbackError,
+    CheckifyError as CheckifyError,
     CollectiveTimeoutError as CollectiveTimeoutError,
     CompileError as CompileError,
     ConcretizationTypeError as ConcretizationTypeError,

@@ -126,6 +126,12 @@ class CollectiveTimeoutError(DistributedError, TimeoutError):
     deadline: a process is alive but did not join (names the processes that are behind)."""
 
 
+class CheckifyError(EmberError, ValueError):
+    """A runtime check failed: ``checkify.check`` run eagerly, or ``Error.throw()`` on the
+    error a checkified function returned (a failed check, a NaN, a division by zero, an
+    out-of-bounds index). ``ember.experimental.checkify.JaxRuntimeError`` is this class."""
+
+
 # Every class above is public as ember.errors.X: say so in tracebacks and reprs, instead of
 # naming the private module that happens to define it.
 for _cls in list(globals().values()):

@@ -112,7 +112,8 @@ def unknown_avals(closed: ClosedJaxpr, unknowns: Sequence[bool]) -> list[ShapedA
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr:
-    """Drop equations whose outputs nobody uses, except those with side effects."""
+    """Drop equations whose outputs nobody uses, except those with side effects and those
+    with no outputs at all (a ``checkify.check`` exists for what it checks)."""
     outvars = (
         jaxpr.outvars
         if used_outputs is None
@@ -121,7 +122,7 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr
     live: set[int] = {id(v) for v in outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if any(id(v) in live for v in eqn.outvars) or eqn_effects(eqn):
+        if not eqn.outvars or any(id(v) in live for v in eqn.outvars) or eqn_effects(eqn):
             kept.append(eqn)
             live.update(id(v) for v in eqn.invars if isinstance(v, Var))
     kept.reverse()
