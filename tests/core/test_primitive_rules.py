@@ -33,6 +33,8 @@ ELSEWHERE = {
     "rng_bit_generator",  # implementation-defined bits: tests/core/primitives/test_precision.py
     "ppermute", "all_to_all", "shard_map", "sharding_constraint",  # tests/sharding
     "pure_callback", "io_callback", "debug_callback",  # tests/core/test_callback.py
+    "check", "check_error",  # tests/core/checkify
+    "call_exported",  # tests/core/export
 }  # fmt: skip
 
 
