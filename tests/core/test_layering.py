@@ -34,7 +34,17 @@ LAYERS = [
     ["transforms"],
     ["lax"],
     ["numpy"],
-    ["random", "nn", "scipy", "image", "distributed", "test_util", "example_libraries", "assembly"],
+    [
+        "random",
+        "nn",
+        "scipy",
+        "image",
+        "distributed",
+        "test_util",
+        "example_libraries",
+        "assembly",
+        "export",
+    ],
 ]
 
 

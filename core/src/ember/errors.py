@@ -11,6 +11,7 @@ from ember._src.errors import (
     EmberError as EmberError,
     EmberTypeError as EmberTypeError,
     ExecutionError as ExecutionError,
+    ExportError as ExportError,
     JaxprTypeError as JaxprTypeError,
     LoweringError as LoweringError,
     OutOfMemoryError as OutOfMemoryError,

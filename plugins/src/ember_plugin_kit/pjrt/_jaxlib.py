@@ -22,6 +22,9 @@ from typing import Any
 
 import numpy as np
 from jaxlib import _jax, xla_client
+from jaxlib.mlir import ir
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+from jaxlib.mlir.dialects import chlo, mhlo, sdy, stablehlo
 from jaxlib.version import __version__ as jaxlib_version
 
 JAXLIB_VERSION: str = jaxlib_version
@@ -358,3 +361,52 @@ def serialize(client: RawClient, executable: Any) -> bytes:
 
 def deserialize(client: RawClient, blob: bytes, devices: Sequence[RawDevice]) -> Any:
     return client.deserialize_executable(blob, _jax.DeviceList(tuple(devices)), None)
+
+
+# -- StableHLO portable artifacts (ember.export) ---------------------------------------------------
+
+_mlir_context: Any = None
+_mlir_lock = threading.Lock()
+
+
+def _context() -> Any:
+    """One MLIR context with StableHLO, CHLO, MHLO and Shardy registered (parsing is cheap;
+    building a context is not). MLIR contexts are not thread-safe: callers hold _mlir_lock."""
+    global _mlir_context
+    if _mlir_context is None:
+        context = ir.Context()
+        registry = ir.DialectRegistry()
+        _jax_mlir_ext.register_dialects(registry)
+        context.append_dialect_registry(registry)
+        context.load_all_available_dialects()
+        stablehlo.register_dialect(context)
+        chlo.register_dialect(context)
+        sdy.register_dialect(context)
+        mhlo.register_mhlo_dialect(context)
+        _mlir_context = context
+    return _mlir_context
+
+
+def stablehlo_versions() -> dict[str, str]:
+    """StableHLO versions of this jaxlib: ``current``, ``minimum`` (the oldest it reads) and
+    ``week_4`` / ``week_12`` (the versions StableHLO promises consumers 4 / 12 weeks old read)."""
+    requirement = stablehlo.StablehloCompatibilityRequirement
+    return {
+        "current": stablehlo.get_current_version(),
+        "minimum": stablehlo.get_minimum_version(),
+        "week_4": stablehlo.get_version_from_compatibility_requirement(requirement.WEEK_4),
+        "week_12": stablehlo.get_version_from_compatibility_requirement(requirement.WEEK_12),
+    }
+
+
+def to_portable_artifact(text: str, target_version: str) -> bytes:
+    """StableHLO text as a VHLO portable artifact readable by StableHLO ``target_version``."""
+    with _mlir_lock:
+        return _jax.mlir.serialize_portable_artifact(text, target_version, False)
+
+
+def from_portable_artifact(artifact: bytes) -> str:
+    """The StableHLO text of a portable artifact (of any version this jaxlib reads)."""
+    with _mlir_lock:
+        module = _jax.mlir.deserialize_portable_artifact(artifact, _context())
+        return module.operation.get_asm(enable_debug_info=False)

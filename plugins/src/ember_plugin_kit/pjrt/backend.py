@@ -156,6 +156,21 @@ class PjrtBackend(Backend):
     def is_deleted(self, buffer: Any) -> bool:
         return buffer.is_deleted()
 
+    def stablehlo_versions(self) -> dict[str, str]:
+        return _jaxlib.stablehlo_versions()
+
+    def to_portable_artifact(self, text: str, target_version: str) -> bytes:
+        try:
+            return _jaxlib.to_portable_artifact(text, target_version)
+        except _jaxlib.XlaRuntimeError as exc:
+            raise ValueError(f"StableHLO could not be serialised: {exc}") from None
+
+    def from_portable_artifact(self, artifact: bytes) -> str:
+        try:
+            return _jaxlib.from_portable_artifact(artifact)
+        except _jaxlib.XlaRuntimeError as exc:
+            raise ValueError(f"not a portable artifact this StableHLO reads: {exc}") from None
+
     def versions(self) -> dict[str, str]:
         return {"jaxlib": _jaxlib.JAXLIB_VERSION, "pjrt platform": self.client.platform_version}
 

@@ -1,0 +1,446 @@
+"""``ember.export``: a jitted function as a self-contained, versioned program.
+
+``export(jit(f))(*args)`` traces ``f`` for the arguments' shapes and dtypes (arrays or
+``ShapeDtypeStruct``s), lowers it once per requested platform and keeps the StableHLO module
+as a portable artifact (VHLO bytecode) that StableHLO releases up to a compatibility window
+later still read. The result, an ``Exported``, can be serialised (``serialize``, format in
+``serialization``), deserialised in another process or a later version of ember
+(``deserialize``) and called (``call``) eagerly, inside ``jit``, and under ``grad`` when
+serialised with its VJP.
+
+The core never parses MLIR: turning text into an artifact and back is asked of a backend that
+can (a PJRT backend); with only the reference backend, export and calling raise ``ExportError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ember._src import core, dtypes, errors
+from ember._src.core import ShapedArray
+from ember._src.execution.compiled import mesh_in_jaxpr
+from ember._src.export import modules, serialization, trees
+from ember._src.export.calling import call_exported
+from ember._src.interpreters.eval import eval_jaxpr
+from ember._src.ir import ClosedJaxpr
+from ember._src.lax.operators import convert_element_type
+from ember._src.lowering.mlir import sanitize_name
+from ember._src.lowering.module import lower_module
+from ember._src.plugin import manager
+from ember._src.runtime.backend import Backend
+from ember._src.transforms.autodiff import vjp as vjp_transform
+from ember._src.transforms.custom_derivatives import custom_vjp
+from ember._src.transforms.jit import JitFunction, jit
+from ember._src.transforms.staging import ShapeDtypeStruct
+from ember._src.tree.keys import keystr
+from ember._src.tree.util import PyTreeDef, tree_flatten_with_path, tree_unflatten
+
+# The layout of ``main`` (platform index first when exported for several platforms, then the
+# array arguments), as JAX's calling convention 9 lays it out for programs without effects or
+# symbolic dimensions.
+CALLING_CONVENTION_VERSION = 9
+# Which StableHLO version the artifact targets: the one StableHLO promises a consumer four
+# weeks old still reads (see docs/export.md).
+COMPATIBILITY_WINDOW = "week_4"
+
+
+class Exported:
+    """A program exported by ``export`` or read back by ``deserialize`` (JAX's fields)."""
+
+    def __init__(
+        self,
+        *,
+        fun_name: str,
+        in_tree: PyTreeDef,
+        in_avals: Sequence[ShapedArray],
+        out_tree: PyTreeDef,
+        out_avals: Sequence[ShapedArray],
+        platforms: Sequence[str],
+        mlir_module_serialized: bytes,
+        stablehlo_version: str,
+        stablehlo_producer_version: str,
+        nr_devices: int = 1,
+        ordered_effects: Sequence[str] = (),
+        unordered_effects: Sequence[str] = (),
+        disabled_safety_checks: Sequence[str] = (),
+        calling_convention_version: int = CALLING_CONVENTION_VERSION,
+        vjp_source: Callable[[], Exported] | None = None,
+    ):
+        self.fun_name = fun_name
+        self.in_tree = in_tree
+        self.in_avals = tuple(in_avals)
+        self.out_tree = out_tree
+        self.out_avals = tuple(out_avals)
+        self.platforms = tuple(platforms)
+        self.nr_devices = nr_devices
+        # One device: no argument or result is laid out over a mesh (None: unspecified).
+        self.in_shardings_hlo: tuple[None, ...] = (None,) * len(self.in_avals)
+        self.out_shardings_hlo: tuple[None, ...] = (None,) * len(self.out_avals)
+        self.ordered_effects = tuple(ordered_effects)
+        self.unordered_effects = tuple(unordered_effects)
+        self.disabled_safety_checks = tuple(disabled_safety_checks)
+        self.calling_convention_version = calling_convention_version
+        self.mlir_module_serialized = mlir_module_serialized
+        self.stablehlo_version = stablehlo_version  # what the artifact targets
+        self.stablehlo_producer_version = stablehlo_producer_version  # who wrote it
+        self._vjp_source = vjp_source
+        self._vjp: Exported | None = None
+        self._text: str | None = None
+        self._differentiable: custom_vjp | None = None
+
+    def __repr__(self) -> str:
+        ins = ", ".join(a.str_short() for a in self.in_avals)
+        outs = ", ".join(a.str_short() for a in self.out_avals)
+        return (
+            f"Exported({self.fun_name}: ({ins}) -> ({outs}), "
+            f"platforms={self.platforms}, nr_devices={self.nr_devices})"
+        )
+
+    # -- the module --------------------------------------------------------------------------
+
+    def mlir_module(self) -> str:
+        """The StableHLO module, as MLIR text (needs a backend that reads portable artifacts)."""
+        if self._text is None:
+            try:
+                self._text = artifact_backend().from_portable_artifact(self.mlir_module_serialized)
+            except ValueError as exc:
+                raise errors.ExportError(
+                    f"bad StableHLO artifact in the export of {self.fun_name}: {exc}"
+                ) from None
+        return self._text
+
+    # -- the VJP -----------------------------------------------------------------------------
+
+    def has_vjp(self) -> bool:
+        return self._vjp is not None or self._vjp_source is not None
+
+    def vjp(self) -> Exported:
+        """The exported VJP: takes the flat primal inputs then the flat output cotangents,
+        returns one cotangent per flat input."""
+        if self._vjp is None:
+            if self._vjp_source is None:
+                raise ValueError(
+                    f"the exported function {self.fun_name} was serialised without its VJP "
+                    f"(serialize(vjp_order=1) keeps it)"
+                )
+            self._vjp = self._vjp_source()
+        return self._vjp
+
+    # -- serialisation -----------------------------------------------------------------------
+
+    def serialize(self, vjp_order: int = 0) -> bytes:
+        """The bytes of this program in ember's export format, with its VJPs up to order
+        ``vjp_order`` (1: first derivatives under ``grad``)."""
+        if not isinstance(vjp_order, int) or vjp_order < 0:
+            raise ValueError(f"vjp_order must be a non-negative int, got {vjp_order!r}")
+        vjp = self.vjp().serialize(vjp_order - 1) if vjp_order > 0 else None
+        metadata = {
+            "function_name": self.fun_name,
+            "in_tree": trees.encode(self.in_tree),
+            "out_tree": trees.encode(self.out_tree),
+            "in_avals": [_encode_aval(a) for a in self.in_avals],
+            "out_avals": [_encode_aval(a) for a in self.out_avals],
+            "in_shardings": list(self.in_shardings_hlo),
+            "out_shardings": list(self.out_shardings_hlo),
+            "platforms": list(self.platforms),
+            "nr_devices": self.nr_devices,
+            "ordered_effects": list(self.ordered_effects),
+            "unordered_effects": list(self.unordered_effects),
+            "disabled_checks": list(self.disabled_safety_checks),
+            "calling_convention_version": self.calling_convention_version,
+            "stablehlo_version": self.stablehlo_version,
+            "stablehlo_producer_version": self.stablehlo_producer_version,
+        }
+        return serialization.write(metadata, self.mlir_module_serialized, vjp)
+
+    # -- calling -----------------------------------------------------------------------------
+
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the exported program (eagerly, or as part of a traced function), after checking
+        the platform, the device count and the arguments against what it was exported for."""
+        leaves = self._checked_arguments(args, kwargs)
+        if core.eval_trace_is_current():
+            self._check_platform(manager.default_backend().platform)
+        if self.has_vjp():
+            outs = self._with_vjp()(*leaves)
+        else:
+            outs = call_exported(leaves, self)
+        return tree_unflatten(self.out_tree, outs)
+
+    def _checked_arguments(self, args: tuple, kwargs: dict) -> list[Any]:
+        if self.nr_devices != 1:
+            raise errors.ExportError(
+                f"the exported function {self.fun_name} was exported for {self.nr_devices} "
+                f"devices; ember calls exported programs on one device"
+            )
+        keyed, tree = tree_flatten_with_path((args, kwargs))
+        if tree != self.in_tree:
+            raise errors.EmberTypeError(
+                f"the exported function {self.fun_name} takes arguments of structure "
+                f"{self.in_tree}, got {tree}{errors.where()}"
+            )
+        leaves = []
+        for (path, leaf), aval in zip(keyed, self.in_avals):
+            got = core.get_aval(leaf)
+            name = _argument_name(path)
+            if got.shape != aval.shape:
+                raise errors.ShapeMismatchError(
+                    f"argument {name} of the exported function {self.fun_name} has shape "
+                    f"{got.shape}, but it was exported for shape {aval.shape}{errors.where()}"
+                )
+            if got.dtype != aval.dtype:
+                if not got.weak_type:
+                    raise errors.EmberTypeError(
+                        f"argument {name} of the exported function {self.fun_name} has dtype "
+                        f"{dtypes.short_name(got.dtype)}, but it was exported for "
+                        f"{dtypes.short_name(aval.dtype)}{errors.where()}"
+                    )
+                leaf = convert_element_type(leaf, aval.dtype)  # a Python scalar, say
+            leaves.append(leaf)
+        return leaves
+
+    def _check_platform(self, platform: str) -> None:
+        if platform not in self.platforms:
+            hint = (
+                "; the reference backend cannot run StableHLO: select a PJRT backend "
+                "(EMBER_PLATFORMS=cpu)"
+                if platform == "reference"
+                else ""
+            )
+            raise errors.ExportError(
+                f"the exported function {self.fun_name} was exported for platforms "
+                f"{', '.join(self.platforms)}, but the default backend is {platform}{hint}"
+                f"{errors.where()}"
+            )
+
+    def _with_vjp(self) -> custom_vjp:
+        """The call as a function of flat arguments whose derivative is the exported VJP."""
+        if self._differentiable is None:
+
+            def primal(*leaves: Any) -> list[Any]:
+                return call_exported(leaves, self)
+
+            def fwd(*leaves: Any) -> tuple[list[Any], tuple]:
+                return call_exported(leaves, self), leaves
+
+            def bwd(residuals: tuple, cts: list[Any]) -> tuple:
+                return tuple(self.vjp().call(*residuals, *cts))
+
+            differentiable = custom_vjp(primal)
+            differentiable.defvjp(fwd, bwd)
+            self._differentiable = differentiable
+        return self._differentiable
+
+
+def _argument_name(path: tuple) -> str:
+    """``args[0]['w']`` for the leaf at key path ``(0, 0, 'w')`` of ``(args, kwargs)``."""
+    if not path:
+        return "args"
+    head, rest = path[0], path[1:]
+    return ("args" if getattr(head, "idx", 0) == 0 else "kwargs") + keystr(rest)
+
+
+def _encode_aval(aval: ShapedArray) -> dict[str, Any]:
+    return {"shape": [str(d) for d in aval.shape], "dtype": aval.dtype.name}
+
+
+def _decode_aval(data: Any) -> ShapedArray:
+    if not isinstance(data, dict) or not isinstance(data.get("shape"), list):
+        raise errors.ExportError(f"bad metadata: {data!r} is not an abstract value")
+    shape = []
+    for dim in data["shape"]:
+        if not isinstance(dim, str) or not dim.isdigit():
+            raise errors.ExportError(
+                f"bad metadata: dimension {dim!r} of {data!r}: this ember reads only constant "
+                f"dimensions (no symbolic shapes)"
+            )
+        shape.append(int(dim))
+    name = data.get("dtype")
+    try:
+        if name == "bfloat16" and dtypes.bfloat16 is not None:
+            dtype = np.dtype(dtypes.bfloat16)
+        else:
+            dtype = np.dtype(name)
+        dtypes.check_supported(dtype)
+    except (TypeError, ValueError) as exc:
+        raise errors.ExportError(f"bad metadata: dtype of {data!r}: {exc}") from None
+    return ShapedArray(tuple(shape), dtype)
+
+
+# -- exporting -------------------------------------------------------------------------------
+
+
+def artifact_backend() -> Backend:
+    """A backend that converts StableHLO to and from portable artifacts: the default one if it
+    can, else the first selected backend that can."""
+    candidates = [manager.default_backend()]
+    for name in manager.manager().selected():
+        try:
+            candidates.append(manager.backend(name))
+        except errors.BackendError:
+            continue
+    for backend in candidates:
+        if type(backend).stablehlo_versions is not Backend.stablehlo_versions:
+            return backend
+    raise errors.ExportError(
+        "ember.export needs a backend that reads and writes StableHLO (a PJRT backend such as "
+        "cpu); the backends in use are "
+        + ", ".join(sorted({b.platform for b in candidates}))
+        + ": select one with EMBER_PLATFORMS=cpu,reference"
+    )
+
+
+def export(
+    fun_jit: Any,
+    *,
+    platforms: Sequence[str] | None = None,
+    disabled_checks: Sequence[Any] = (),
+) -> Callable[..., Exported]:
+    """``export(jit(f))(*args, **kwargs)`` -> ``Exported`` of ``f`` for these arguments'
+    shapes and dtypes, lowered for each of ``platforms`` (default: the default backend's)."""
+    if not isinstance(fun_jit, JitFunction):
+        raise TypeError(
+            f"export requires an ember.jit function, got {type(fun_jit).__name__}: "
+            f"use export(ember.jit(f))"
+        )
+    if isinstance(platforms, str):
+        raise TypeError(f"platforms must be a sequence of names, got the string {platforms!r}")
+
+    def do_export(*args: Any, **kwargs: Any) -> Exported:
+        closed, in_tree, out_tree = fun_jit.trace_closed(*args, **kwargs)
+        return export_closed(
+            closed, in_tree, out_tree, fun_jit.__name__, platforms, tuple(disabled_checks)
+        )
+
+    return do_export
+
+
+def export_closed(
+    closed: ClosedJaxpr,
+    in_tree: PyTreeDef,
+    out_tree: PyTreeDef,
+    name: str,
+    platforms: Sequence[str] | None,
+    disabled_checks: tuple = (),
+) -> Exported:
+    """The Exported of a traced function (its consts closed over)."""
+    backend = artifact_backend()
+    chosen = tuple(platforms) if platforms else (manager.default_backend().platform,)
+    for platform in chosen:
+        if platform == "reference":
+            raise errors.ExportError(
+                "cannot export for the reference backend: it runs jaxprs, not StableHLO"
+            )
+    if len(set(chosen)) != len(chosen):
+        raise ValueError(f"platforms lists a platform twice: {chosen}")
+    if mesh_in_jaxpr(closed.jaxpr) is not None:
+        raise errors.ExportError(
+            f"{name} runs over a device mesh (a shard_map or sharding constraint): ember "
+            f"exports programs for one device only"
+        )
+    trees.encode(in_tree)  # fail now, not when serialising, on a structure with no JSON form
+    trees.encode(out_tree)
+    module_name = f"jit_{name}"
+    lowerings = [(p, lower_module(closed, platform=p, name=module_name)) for p in chosen]
+    if len(lowerings) == 1:
+        text = lowerings[0][1]
+    else:
+        text = modules.combine_platforms(
+            sanitize_name(module_name), lowerings, closed.in_avals, closed.out_avals
+        )
+    versions = backend.stablehlo_versions()
+    target = versions[COMPATIBILITY_WINDOW]
+    artifact = backend.to_portable_artifact(text, target)
+
+    def vjp_source() -> Exported:
+        return _export_vjp(closed, name, chosen)
+
+    exported = Exported(
+        fun_name=name,
+        in_tree=in_tree,
+        in_avals=[core.raise_to_shaped(a) for a in closed.in_avals],
+        out_tree=out_tree,
+        out_avals=[core.raise_to_shaped(a) for a in closed.out_avals],
+        platforms=chosen,
+        mlir_module_serialized=artifact,
+        stablehlo_version=target,
+        stablehlo_producer_version=versions["current"],
+        disabled_safety_checks=[str(c) for c in disabled_checks],
+        vjp_source=vjp_source,
+    )
+    exported._text = text
+    return exported
+
+
+def _export_vjp(closed: ClosedJaxpr, name: str, platforms: Sequence[str]) -> Exported:
+    """The Exported VJP of ``closed``: (flat primals, flat output cotangents) -> flat input
+    cotangents."""
+    in_avals, out_avals = closed.in_avals, closed.out_avals
+    for aval in [*in_avals, *out_avals]:
+        if not dtypes.is_inexact(aval.dtype):
+            raise errors.EmberTypeError(
+                f"the VJP of {name} can be exported only when every input and output is "
+                f"floating-point or complex, but one is {aval.str_short()}"
+            )
+    n_in = len(in_avals)
+
+    def flat_fun(*primals: Any) -> list[Any]:
+        return eval_jaxpr(closed.jaxpr, closed.consts, *primals)
+
+    def vjp_flat(*primals_and_cts: Any) -> tuple:
+        primals, cts = primals_and_cts[:n_in], primals_and_cts[n_in:]
+        _, pullback = vjp_transform(flat_fun, *primals)
+        return tuple(pullback(list(cts)))
+
+    vjp_flat.__name__ = f"vjp_{name}"
+    specs = [ShapeDtypeStruct(a.shape, a.dtype) for a in [*in_avals, *out_avals]]
+    vjp_jit = jit(vjp_flat)
+    traced, in_tree, out_tree = vjp_jit.trace_closed(*specs)
+    return export_closed(traced, in_tree, out_tree, vjp_flat.__name__, platforms)
+
+
+# -- deserialising ---------------------------------------------------------------------------
+
+
+def deserialize(blob: bytes | bytearray) -> Exported:
+    """The Exported a file of ember's export format holds (``Exported.serialize``'s output);
+    ``ExportError`` naming what is wrong if it is not one."""
+    metadata, module, vjp_blob = serialization.read(blob)
+    vjp = deserialize(vjp_blob) if vjp_blob is not None else None
+    for field in ("platforms", "ordered_effects", "unordered_effects", "disabled_checks"):
+        if not all(isinstance(x, str) for x in metadata[field]):
+            raise errors.ExportError(f"bad metadata: {field} must be a list of names")
+    in_avals = [_decode_aval(a) for a in metadata["in_avals"]]
+    out_avals = [_decode_aval(a) for a in metadata["out_avals"]]
+    in_tree = trees.decode(metadata["in_tree"])
+    out_tree = trees.decode(metadata["out_tree"])
+    if in_tree.num_leaves != len(in_avals) or out_tree.num_leaves != len(out_avals):
+        raise errors.ExportError(
+            "bad metadata: the argument or result structure does not fit the abstract values"
+        )
+    if metadata["calling_convention_version"] != CALLING_CONVENTION_VERSION:
+        raise errors.ExportError(
+            f"unsupported calling convention version {metadata['calling_convention_version']}: "
+            f"this ember calls version {CALLING_CONVENTION_VERSION}"
+        )
+    exported = Exported(
+        fun_name=metadata["function_name"],
+        in_tree=in_tree,
+        in_avals=in_avals,
+        out_tree=out_tree,
+        out_avals=out_avals,
+        platforms=metadata["platforms"],
+        nr_devices=metadata["nr_devices"],
+        ordered_effects=metadata["ordered_effects"],
+        unordered_effects=metadata["unordered_effects"],
+        disabled_safety_checks=metadata["disabled_checks"],
+        calling_convention_version=metadata["calling_convention_version"],
+        mlir_module_serialized=module,
+        stablehlo_version=metadata["stablehlo_version"],
+        stablehlo_producer_version=metadata["stablehlo_producer_version"],
+    )
+    exported._vjp = vjp
+    return exported

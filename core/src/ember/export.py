@@ -1,0 +1,11 @@
+"""Exporting jitted functions as versioned, portable programs (JAX's ``jax.export``).
+
+See docs/export.md.
+"""
+
+from ember._src.export.exported import (
+    CALLING_CONVENTION_VERSION as CALLING_CONVENTION_VERSION,
+    Exported as Exported,
+    deserialize as deserialize,
+    export as export,
+)
