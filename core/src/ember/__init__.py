@@ -81,7 +81,7 @@ del _assembly, _traceback_filter
 # Submodules that are attributes of ``ember`` as in JAX (``import ember; ember.random``) but are
 # imported on first use, so that ``import ember`` does not pay for them.
 _LAZY_SUBMODULES = frozenset(
-    {"distributed", "dlpack", "experimental", "image", "nn", "random", "scipy"}
+    {"distributed", "dlpack", "experimental", "export", "image", "nn", "random", "scipy"}
 )
 
 

@@ -104,8 +104,9 @@ class Exported:
     def mlir_module(self) -> str:
         """The StableHLO module, as MLIR text (needs a backend that reads portable artifacts)."""
         if self._text is None:
+            backend = artifact_backend()
             try:
-                self._text = artifact_backend().from_portable_artifact(self.mlir_module_serialized)
+                self._text = backend.from_portable_artifact(self.mlir_module_serialized)
             except ValueError as exc:
                 raise errors.ExportError(
                     f"bad StableHLO artifact in the export of {self.fun_name}: {exc}"

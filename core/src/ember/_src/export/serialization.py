@@ -26,6 +26,7 @@ from ember._src import errors
 MAGIC = b"EMBEREXP"
 FORMAT_VERSION = 1
 _HEADER = struct.Struct("<8sHI")
+HEADER_SIZE = _HEADER.size
 # MLIR bytecode (and so every VHLO portable artifact) starts with these bytes.
 MLIR_BYTECODE_MAGIC = b"ML\xefR"
 
