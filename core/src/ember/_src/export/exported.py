@@ -165,6 +165,7 @@ class Exported:
         leaves = self._checked_arguments(args, kwargs)
         if core.eval_trace_is_current():
             self._check_platform(manager.default_backend().platform)
+        self.mlir_module()  # a bad artifact fails here, as itself, rather than in a lowering
         if self.has_vjp():
             outs = self._with_vjp()(*leaves)
         else:
