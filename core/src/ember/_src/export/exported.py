@@ -226,7 +226,9 @@ class Exported:
                 return call_exported(leaves, self)
 
             def fwd(*leaves: Any) -> tuple[list[Any], tuple]:
-                return call_exported(leaves, self), leaves
+                # Through the custom_vjp again, not the bare primitive: under a second grad
+                # the forward pass is itself differentiated, by the same rule.
+                return differentiable(*leaves), leaves
 
             def bwd(residuals: tuple, cts: list[Any]) -> tuple:
                 return tuple(self.vjp().call(*residuals, *cts))
