@@ -36,6 +36,7 @@ MODULES = [
     "bench_training",
     "bench_transforms",
     "bench_numpy",
+    "bench_export",
     "bench_sharding",
     "bench_explicit_sharding",
     "bench_multiprocess",

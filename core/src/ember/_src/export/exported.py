@@ -21,7 +21,7 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src.core import ShapedArray
-from ember._src.execution.compiled import mesh_in_jaxpr
+from ember._src.execution.compiled import mesh_in_jaxpr, remember
 from ember._src.export import modules, serialization, trees
 from ember._src.export.calling import call_exported
 from ember._src.interpreters.eval import eval_jaxpr
@@ -45,6 +45,12 @@ CALLING_CONVENTION_VERSION = 9
 # Which StableHLO version the artifact targets: the one StableHLO promises a consumer four
 # weeks old still reads (see docs/export.md).
 COMPATIBILITY_WINDOW = "week_4"
+
+
+# Differentiable calls shared by equal deserialised programs (see Exported._with_vjp),
+# oldest dropped first: each keeps its traces and compiled programs alive.
+SHARED_CALLS = 64
+_differentiable_calls: dict[tuple, custom_vjp] = {}
 
 
 class Exported:
@@ -90,6 +96,27 @@ class Exported:
         self._vjp: Exported | None = None
         self._text: str | None = None
         self._differentiable: custom_vjp | None = None
+
+    # Equal by content, as JAX's dataclass is: a program deserialised again from the same
+    # bytes is the same program, so the compiled executables cached for calls of it (keyed by
+    # the primitive's parameters) serve it too.
+    def _key(self) -> tuple:
+        return (
+            self.fun_name,
+            self.in_tree,
+            self.in_avals,
+            self.out_tree,
+            self.out_avals,
+            self.platforms,
+            self.nr_devices,
+            self.mlir_module_serialized,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, Exported) and self._key() == other._key())
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     def __repr__(self) -> str:
         ins = ", ".join(a.str_short() for a in self.in_avals)
@@ -163,10 +190,11 @@ class Exported:
         """Run the exported program (eagerly, or as part of a traced function), after checking
         the platform, the device count and the arguments against what it was exported for."""
         leaves = self._checked_arguments(args, kwargs)
-        if core.eval_trace_is_current():
+        at_top = core.eval_trace_is_current()
+        if at_top:
             self._check_platform(manager.default_backend().platform)
         self.mlir_module()  # a bad artifact fails here, as itself, rather than in a lowering
-        if self.has_vjp():
+        if self.has_vjp() and not at_top:  # (called eagerly, nothing differentiates it)
             outs = self._with_vjp()(*leaves)
         else:
             outs = call_exported(leaves, self)
@@ -219,16 +247,29 @@ class Exported:
             )
 
     def _with_vjp(self) -> custom_vjp:
-        """The call as a function of flat arguments whose derivative is the exported VJP."""
+        """The call as a function of flat arguments whose derivative is the exported VJP.
+
+        Programs read from the same bytes share it (and so its traces, and the executables
+        compiled for them): a process that deserialises a program again pays no new compile.
+        """
         if self._differentiable is None:
+            key = self._vjp_chain()
+            shared = _differentiable_calls.get(key) if key is not None else None
+            if shared is not None:
+                self._differentiable = shared
+                return shared
 
             def primal(*leaves: Any) -> list[Any]:
                 return call_exported(leaves, self)
 
             def fwd(*leaves: Any) -> tuple[list[Any], tuple]:
-                # Through the custom_vjp again, not the bare primitive: under a second grad
-                # the forward pass is itself differentiated, by the same rule.
-                return differentiable(*leaves), leaves
+                # With a second-order VJP, the forward pass goes through the custom_vjp again,
+                # so that a second grad differentiates it by the same rule. Otherwise the bare
+                # call: its executable is cached, where a custom_vjp call run eagerly is
+                # compiled anew each time (and a second grad then says there is no VJP).
+                if self.vjp().has_vjp():
+                    return differentiable(*leaves), leaves
+                return call_exported(leaves, self), leaves
 
             def bwd(residuals: tuple, cts: list[Any]) -> tuple:
                 return tuple(self.vjp().call(*residuals, *cts))
@@ -236,7 +277,21 @@ class Exported:
             differentiable = custom_vjp(primal)
             differentiable.defvjp(fwd, bwd)
             self._differentiable = differentiable
+            if key is not None:
+                remember(_differentiable_calls, key, differentiable, SHARED_CALLS)
         return self._differentiable
+
+    def _vjp_chain(self) -> tuple | None:
+        """This program and its exported VJPs, all orders: equal chains differentiate alike.
+        None while a VJP is still to be exported (from this process's trace)."""
+        chain = []
+        exported: Exported | None = self
+        while exported is not None:
+            if exported._vjp is None and exported._vjp_source is not None:
+                return None
+            chain.append(exported)
+            exported = exported._vjp
+        return tuple(chain)
 
 
 def _argument_name(path: tuple) -> str:
