@@ -9,3 +9,7 @@ from ember._src.export.exported import (
     deserialize as deserialize,
     export as export,
 )
+from ember._src.export.shape_poly import (
+    SymbolicDim as SymbolicDim,
+    symbolic_shape as symbolic_shape,
+)

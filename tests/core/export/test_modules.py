@@ -1,9 +1,7 @@
 """Module text surgery: function names, renaming, the multi-platform main."""
 
-import numpy as np
 import pytest
 
-from ember._src.core import ShapedArray
 from ember._src.export import modules
 
 TEXT = """module @jit_f attributes {mhlo.num_partitions = 1 : i32} {
@@ -40,8 +38,8 @@ def test_private_functions_renames_whole_symbols_only():
 
 
 def test_combine_platforms_builds_a_case_over_the_platform_index():
-    aval = ShapedArray((2,), np.dtype(np.float32))
-    text = modules.combine_platforms("m", [("cpu", TEXT), ("cuda", TEXT)], [aval], [aval])
+    types = ["tensor<2xf32>"]
+    text = modules.combine_platforms("m", [("cpu", TEXT), ("cuda", TEXT)], types, types)
     assert text.startswith("module @m attributes")
     assert '%arg0: tensor<i32> {jax.global_constant = "_platform_index"}' in text
     assert '"stablehlo.case"(%arg0)' in text

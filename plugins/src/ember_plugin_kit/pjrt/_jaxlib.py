@@ -320,8 +320,9 @@ def block_until_ready(buffers: Sequence[RawBuffer]) -> None:
 # -- executables ---------------------------------------------------------------------------------
 
 
-def compile_text(client: RawClient, text: str, devices: Sequence[RawDevice]) -> Any:
-    """Compile StableHLO text; a program over several devices is partitioned by Shardy."""
+def compile_text(client: RawClient, text: str | bytes, devices: Sequence[RawDevice]) -> Any:
+    """Compile StableHLO (text, or MLIR bytecode); a program over several devices is
+    partitioned by Shardy."""
     options = xla_client.CompileOptions()
     # Without an explicit assignment XLA runs partition 0 on the client's first device,
     # whatever device list is passed, and rejects buffers that live elsewhere.
@@ -410,3 +411,12 @@ def from_portable_artifact(artifact: bytes) -> str:
     with _mlir_lock:
         module = _jax.mlir.deserialize_portable_artifact(artifact, _context())
         return module.operation.get_asm(enable_debug_info=False)
+
+
+def refine_polymorphic_shapes(text: str) -> bytes:
+    """A module with dynamically shaped tensors (an exported program called with static ones)
+    refined to static shapes, its shape assertions checked; MLIR bytecode."""
+    with _mlir_lock:
+        return _jax.mlir.refine_polymorphic_shapes(
+            text.encode(), enable_shape_assertions=True, validate_static_shapes=True
+        )

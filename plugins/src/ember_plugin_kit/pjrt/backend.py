@@ -133,7 +133,10 @@ class PjrtBackend(Backend):
         text = computation.as_text(self.platform)
         raw_devices = [d.raw for d in computation.devices]
         try:
-            loaded = _jaxlib.compile_text(self.client, text, raw_devices)
+            program: str | bytes = text
+            if has_dynamic_shapes(text):  # calls a shape-polymorphic exported program
+                program = _jaxlib.refine_polymorphic_shapes(text)
+            loaded = _jaxlib.compile_text(self.client, program, raw_devices)
         except _jaxlib.XlaRuntimeError as exc:
             raise CompileError(describe_compile_error(computation.name, text, str(exc))) from None
         return PjrtExecutable(computation, loaded, computation.devices)
@@ -173,6 +176,12 @@ class PjrtBackend(Backend):
 
     def versions(self) -> dict[str, str]:
         return {"jaxlib": _jaxlib.JAXLIB_VERSION, "pjrt platform": self.client.platform_version}
+
+
+def has_dynamic_shapes(text: str) -> bool:
+    """Whether a module has a tensor type with a dynamic dimension (``tensor<?x4xf32>``,
+    ``tensor<4x?xf32>``): ember's own lowerings never do, exported programs may."""
+    return "tensor<?" in text or "x?x" in text
 
 
 # XLA reports MLIR diagnostics as "-:LINE:COL: error: MESSAGE", possibly after a status prefix.

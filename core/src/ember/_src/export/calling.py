@@ -20,14 +20,16 @@ import numpy as np
 from ember._src import errors, rules
 from ember._src.core import ShapedArray
 from ember._src.export import modules
-from ember._src.lowering.mlir import ModuleContext, RuleContext
+from ember._src.export.modules import PLATFORM_INDEX_TYPE
+from ember._src.export.shape_poly import symbolic_tensor_type
+from ember._src.lowering.mlir import ModuleContext, RuleContext, tensor_type
 
 # The exported programs already copied into each module being lowered: exported -> its main.
 _embedded: weakref.WeakKeyDictionary[ModuleContext, dict[Any, str]] = weakref.WeakKeyDictionary()
 
 
 def _abstract_eval(*avals: ShapedArray, exported: Any) -> list[ShapedArray]:
-    return list(exported.out_avals)
+    return exported.out_avals_for(avals)
 
 
 def _lowering(ctx: RuleContext, *operands: str, exported: Any) -> list[str]:
@@ -39,10 +41,44 @@ def _lowering(ctx: RuleContext, *operands: str, exported: Any) -> list[str]:
         )
     main = embedded_main(ctx.module, exported)
     args = list(operands)
+    if not exported.is_polymorphic:
+        if len(platforms) > 1:
+            args.insert(0, _platform_index(ctx, platforms))
+        return ctx.op("func.call", args, list(ctx.avals_out), {"callee": f"@{main}"})
+    # A polymorphic main takes and returns dynamically shaped tensors: convert to its types
+    # and back. The backend refines the caller's module to static shapes before compiling.
+    in_types = [symbolic_tensor_type(a) for a in exported.in_avals]
+    out_types = [symbolic_tensor_type(a) for a in exported.out_avals]
+    args = [_convert(ctx, x, t) for x, t in zip(args, in_types)]
     if len(platforms) > 1:
-        index = np.int32(platforms.index(ctx.platform))
-        args.insert(0, ctx.constant(index, ShapedArray((), np.dtype(np.int32))))
-    return ctx.op("func.call", args, list(ctx.avals_out), {"callee": f"@{main}"})
+        args.insert(0, _platform_index(ctx, platforms))
+        in_types.insert(0, PLATFORM_INDEX_TYPE)
+    result = ctx.fn.fresh()
+    lhs = f"{result}:{len(out_types)} = " if out_types else ""
+    ctx.fn.lines.append(
+        f'{ctx.indent}{lhs}"func.call"({", ".join(args)}) <{{callee = @{main}}}> : '
+        f"({', '.join(in_types)}) -> ({', '.join(out_types)})"
+    )
+    outs = []
+    for i, (t, aval) in enumerate(zip(out_types, ctx.avals_out)):
+        ctx.fn.types[f"{result}#{i}"] = t
+        outs.append(_convert(ctx, f"{result}#{i}", tensor_type(aval)))
+    return outs
+
+
+def _platform_index(ctx: RuleContext, platforms: Sequence[str]) -> str:
+    index = np.int32(platforms.index(ctx.platform))
+    return ctx.constant(index, ShapedArray((), np.dtype(np.int32)))
+
+
+def _convert(ctx: RuleContext, x: str, to_type: str) -> str:
+    """``x`` as a tensor of type ``to_type`` (same element type, static <-> dynamic shape)."""
+    name = ctx.fn.fresh()
+    ctx.fn.lines.append(
+        f'{ctx.indent}{name} = "stablehlo.convert"({x}) : ({ctx.fn.types[x]}) -> {to_type}'
+    )
+    ctx.fn.types[name] = to_type
+    return name
 
 
 def embedded_main(module: ModuleContext, exported: Any) -> str:

@@ -22,7 +22,7 @@ import numpy as np
 from ember._src import core, dtypes, errors
 from ember._src.core import ShapedArray
 from ember._src.execution.compiled import mesh_in_jaxpr, remember
-from ember._src.export import modules, serialization, trees
+from ember._src.export import modules, serialization, shape_poly, trees
 from ember._src.export.calling import call_exported
 from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.ir import ClosedJaxpr
@@ -36,7 +36,13 @@ from ember._src.transforms.custom_derivatives import custom_vjp
 from ember._src.transforms.jit import JitFunction, jit
 from ember._src.transforms.staging import ShapeDtypeStruct
 from ember._src.tree.keys import keystr
-from ember._src.tree.util import PyTreeDef, tree_flatten_with_path, tree_unflatten
+from ember._src.tree.util import (
+    PyTreeDef,
+    tree_flatten_with_path,
+    tree_leaves,
+    tree_map,
+    tree_unflatten,
+)
 
 # The layout of ``main`` (platform index first when exported for several platforms, then the
 # array arguments), as JAX's calling convention 9 lays it out for programs without effects or
@@ -213,10 +219,15 @@ class Exported:
                 f"{self.in_tree}, got {tree}{errors.where()}"
             )
         leaves = []
+        polymorphic = self.is_polymorphic
+        if polymorphic:  # checks every shape, naming the argument and the symbol
+            names = [_argument_name(path) for path, _ in keyed]
+            shapes = [core.get_aval(leaf).shape for _, leaf in keyed]
+            shape_poly.bind_dims(self.in_avals, shapes, names, self.fun_name)
         for (path, leaf), aval in zip(keyed, self.in_avals):
             got = core.get_aval(leaf)
             name = _argument_name(path)
-            if got.shape != aval.shape:
+            if not polymorphic and got.shape != aval.shape:
                 raise errors.ShapeMismatchError(
                     f"argument {name} of the exported function {self.fun_name} has shape "
                     f"{got.shape}, but it was exported for shape {aval.shape}{errors.where()}"
@@ -231,6 +242,21 @@ class Exported:
                 leaf = convert_element_type(leaf, aval.dtype)  # a Python scalar, say
             leaves.append(leaf)
         return leaves
+
+    @property
+    def is_polymorphic(self) -> bool:
+        """Whether some argument has a symbolic dimension (``symbolic_shape``)."""
+        return any(shape_poly.is_symbolic(a.shape) for a in self.in_avals)
+
+    def out_avals_for(self, in_avals: Sequence[ShapedArray]) -> list[ShapedArray]:
+        """The results' abstract values for arguments of these (concrete) ones."""
+        if not self.is_polymorphic:
+            return list(self.out_avals)
+        names = argument_names(self.in_tree)
+        values = shape_poly.bind_dims(
+            self.in_avals, [a.shape for a in in_avals], names, self.fun_name
+        )
+        return [shape_poly.substitute(a, values) for a in self.out_avals]
 
     def _check_platform(self, platform: str) -> None:
         if platform not in self.platforms:
@@ -302,6 +328,12 @@ def _argument_name(path: tuple) -> str:
     return ("args" if getattr(head, "idx", 0) == 0 else "kwargs") + keystr(rest)
 
 
+def argument_names(in_tree: PyTreeDef) -> list[str]:
+    """``args[0]['w']``, ... for each leaf of an input structure ``(args, kwargs)``."""
+    keyed, _ = tree_flatten_with_path(tree_unflatten(in_tree, range(in_tree.num_leaves)))
+    return [_argument_name(path) for path, _ in keyed]
+
+
 def _encode_aval(aval: ShapedArray) -> dict[str, Any]:
     return {"shape": [str(d) for d in aval.shape], "dtype": aval.dtype.name}
 
@@ -309,14 +341,18 @@ def _encode_aval(aval: ShapedArray) -> dict[str, Any]:
 def _decode_aval(data: Any) -> ShapedArray:
     if not isinstance(data, dict) or not isinstance(data.get("shape"), list):
         raise errors.ExportError(f"bad metadata: {data!r} is not an abstract value")
-    shape = []
+    shape: list[Any] = []
     for dim in data["shape"]:
-        if not isinstance(dim, str) or not dim.isdigit():
+        if not isinstance(dim, str):
+            raise errors.ExportError(f"bad metadata: dimension {dim!r} of {data!r}")
+        try:
+            (parsed,) = shape_poly.symbolic_shape(dim)
+        except ValueError:
             raise errors.ExportError(
-                f"bad metadata: dimension {dim!r} of {data!r}: this ember reads only constant "
-                f"dimensions (no symbolic shapes)"
-            )
-        shape.append(int(dim))
+                f"bad metadata: dimension {dim!r} of {data!r}: this ember reads constant "
+                f"dimensions and single symbols"
+            ) from None
+        shape.append(parsed)
     name = data.get("dtype")
     try:
         if name == "bfloat16" and dtypes.bfloat16 is not None:
@@ -369,12 +405,60 @@ def export(
         raise TypeError(f"platforms must be a sequence of names, got the string {platforms!r}")
 
     def do_export(*args: Any, **kwargs: Any) -> Exported:
-        closed, in_tree, out_tree = fun_jit.trace_closed(*args, **kwargs)
-        return export_closed(
-            closed, in_tree, out_tree, fun_jit.__name__, platforms, tuple(disabled_checks)
-        )
+        specs = [x for x in tree_leaves((args, kwargs)) if isinstance(x, ShapeDtypeStruct)]
+        symbols = shape_poly.dim_names([s.shape for s in specs])
+        checks = tuple(disabled_checks)
+        if not symbols:
+            closed, in_tree, out_tree = fun_jit.trace_closed(*args, **kwargs)
+            return export_closed(closed, in_tree, out_tree, fun_jit.__name__, platforms, checks)
+        return _export_polymorphic(fun_jit, args, kwargs, symbols, platforms, checks)
 
     return do_export
+
+
+def _export_polymorphic(
+    fun_jit: JitFunction,
+    args: tuple,
+    kwargs: dict,
+    symbols: list[str],
+    platforms: Sequence[str] | None,
+    checks: tuple,
+) -> Exported:
+    """Two traces with the symbols standing for different sizes; the program they share."""
+    sizes_a, sizes_b = shape_poly.sentinels(symbols)
+    name = fun_jit.__name__
+    traces = []
+    for sizes in (sizes_a, sizes_b):
+        args_s, kwargs_s = tree_map(lambda x, s=sizes: shape_poly.specialize(x, s), (args, kwargs))
+        traces.append(fun_jit.trace_closed(*args_s, **kwargs_s))
+    (closed, in_tree, out_tree), (closed_b, _, _) = traces
+    in_shapes, out_shapes = shape_poly.compare_traces(closed, closed_b, sizes_a, sizes_b, name)
+
+    def flat_fun(*leaves: Any) -> list[Any]:
+        if fun_jit._has_statics:  # its static arguments are not among the leaves
+            raise errors.ExportError(
+                f"the VJP of a shape-polymorphic export of {name}, which has static arguments, "
+                f"cannot be exported"
+            )
+        call_args, call_kwargs = tree_unflatten(in_tree, leaves)
+        return tree_leaves(fun_jit(*call_args, **call_kwargs))
+
+    poly = Polymorphism(sizes_a, in_shapes, out_shapes, argument_names(in_tree))
+    return export_closed(closed, in_tree, out_tree, name, platforms, checks, poly, flat_fun)
+
+
+class Polymorphism:
+    """What a polymorphic export knows besides its first trace: the sizes its symbols stood
+    for there, the symbolic shapes of its arguments and results, the arguments' names."""
+
+    def __init__(self, sizes: dict, in_shapes: list, out_shapes: list, names: list[str]):
+        self.sizes = sizes
+        self.in_shapes = in_shapes
+        self.out_shapes = out_shapes
+        self.names = names
+
+    def generalize(self, text: str, name: str) -> str:
+        return shape_poly.Generalizer(self.sizes, self.in_shapes, self.names, name).rewrite(text)
 
 
 def export_closed(
@@ -384,8 +468,12 @@ def export_closed(
     name: str,
     platforms: Sequence[str] | None,
     disabled_checks: tuple = (),
+    poly: Polymorphism | None = None,
+    flat_fun: Callable[..., list[Any]] | None = None,
 ) -> Exported:
-    """The Exported of a traced function (its consts closed over)."""
+    """The Exported of a traced function (its consts closed over); ``poly`` when it was
+    traced for symbolic shapes, ``flat_fun`` the function on flat arguments its VJP is
+    exported from (default: the jaxpr's evaluation)."""
     backend = artifact_backend()
     chosen = tuple(platforms) if platforms else (manager.default_backend().platform,)
     for platform in chosen:
@@ -403,26 +491,40 @@ def export_closed(
     trees.encode(in_tree)  # fail now, not when serialising, on a structure with no JSON form
     trees.encode(out_tree)
     module_name = f"jit_{name}"
+    in_avals = [core.raise_to_shaped(a) for a in closed.in_avals]
+    out_avals = [core.raise_to_shaped(a) for a in closed.out_avals]
     lowerings = [(p, lower_module(closed, platform=p, name=module_name)) for p in chosen]
+    if poly is not None:
+        lowerings = [(p, poly.generalize(text, name)) for p, text in lowerings]
+        in_avals = [a.update(shape=s) for a, s in zip(in_avals, poly.in_shapes)]
+        out_avals = [a.update(shape=s) for a, s in zip(out_avals, poly.out_shapes)]
     if len(lowerings) == 1:
         text = lowerings[0][1]
     else:
         text = modules.combine_platforms(
-            sanitize_name(module_name), lowerings, closed.in_avals, closed.out_avals
+            sanitize_name(module_name),
+            lowerings,
+            [shape_poly.symbolic_tensor_type(a) for a in in_avals],
+            [shape_poly.symbolic_tensor_type(a) for a in out_avals],
         )
     versions = backend.stablehlo_versions()
     target = versions[COMPATIBILITY_WINDOW]
     artifact = backend.to_portable_artifact(text, target)
 
+    if flat_fun is None:
+
+        def flat_fun(*leaves: Any) -> list[Any]:
+            return eval_jaxpr(closed.jaxpr, closed.consts, *leaves)
+
     def vjp_source() -> Exported:
-        return _export_vjp(closed, name, chosen)
+        return _export_vjp(flat_fun, in_avals, out_avals, name, chosen)
 
     exported = Exported(
         fun_name=name,
         in_tree=in_tree,
-        in_avals=[core.raise_to_shaped(a) for a in closed.in_avals],
+        in_avals=in_avals,
         out_tree=out_tree,
-        out_avals=[core.raise_to_shaped(a) for a in closed.out_avals],
+        out_avals=out_avals,
         platforms=chosen,
         mlir_module_serialized=artifact,
         stablehlo_version=target,
@@ -434,10 +536,15 @@ def export_closed(
     return exported
 
 
-def _export_vjp(closed: ClosedJaxpr, name: str, platforms: Sequence[str]) -> Exported:
-    """The Exported VJP of ``closed``: (flat primals, flat output cotangents) -> flat input
-    cotangents."""
-    in_avals, out_avals = closed.in_avals, closed.out_avals
+def _export_vjp(
+    flat_fun: Callable[..., list[Any]],
+    in_avals: Sequence[ShapedArray],
+    out_avals: Sequence[ShapedArray],
+    name: str,
+    platforms: Sequence[str],
+) -> Exported:
+    """The Exported VJP of ``flat_fun``: (flat primals, flat output cotangents) -> flat input
+    cotangents, for the same (possibly symbolic) shapes."""
     for aval in [*in_avals, *out_avals]:
         if not dtypes.is_inexact(aval.dtype):
             raise errors.EmberTypeError(
@@ -446,9 +553,6 @@ def _export_vjp(closed: ClosedJaxpr, name: str, platforms: Sequence[str]) -> Exp
             )
     n_in = len(in_avals)
 
-    def flat_fun(*primals: Any) -> list[Any]:
-        return eval_jaxpr(closed.jaxpr, closed.consts, *primals)
-
     def vjp_flat(*primals_and_cts: Any) -> tuple:
         primals, cts = primals_and_cts[:n_in], primals_and_cts[n_in:]
         _, pullback = vjp_transform(flat_fun, *primals)
@@ -456,9 +560,7 @@ def _export_vjp(closed: ClosedJaxpr, name: str, platforms: Sequence[str]) -> Exp
 
     vjp_flat.__name__ = f"vjp_{name}"
     specs = [ShapeDtypeStruct(a.shape, a.dtype) for a in [*in_avals, *out_avals]]
-    vjp_jit = jit(vjp_flat)
-    traced, in_tree, out_tree = vjp_jit.trace_closed(*specs)
-    return export_closed(traced, in_tree, out_tree, vjp_flat.__name__, platforms)
+    return export(jit(vjp_flat), platforms=platforms)(*specs)
 
 
 # -- deserialising ---------------------------------------------------------------------------

@@ -15,9 +15,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ember._src.core import ShapedArray
-from ember._src.lowering.mlir import tensor_type
-
 # A function definition, in either syntax MLIR prints or parses for ``func.func``.
 _FUNCTION = re.compile(r"func\.func\s+(?:(?:public|private|nested)\s+)?@([A-Za-z_][\w$.]*)")
 _PUBLIC = re.compile(r"func\.func\s+public\s+@")
@@ -66,21 +63,20 @@ def platform_prefix(platform: str) -> str:
 def combine_platforms(
     name: str,
     lowerings: Sequence[tuple[str, str]],
-    in_avals: Sequence[ShapedArray],
-    out_avals: Sequence[ShapedArray],
+    arg_types: Sequence[str],
+    out_types: Sequence[str],
 ) -> str:
     """One module whose ``main(platform_index, *args)`` runs the lowering of
     ``lowerings[platform_index]`` (pairs of platform and module text), through a
-    ``stablehlo.case``. The index argument is marked as JAX marks it (``jax.global_constant``)."""
+    ``stablehlo.case``; ``arg_types``/``out_types`` are the tensor types of the lowerings'
+    mains. The index argument is marked as JAX marks it (``jax.global_constant``)."""
     functions = []
     mains = []
     for platform, text in lowerings:
         body, main = private_functions(text, platform_prefix(platform))
         functions.append(body)
         mains.append(main)
-    arg_types = [tensor_type(a) for a in in_avals]
-    out_types = [tensor_type(a) for a in out_avals]
-    args = [f"%arg{i + 1}" for i in range(len(in_avals))]
+    args = [f"%arg{i + 1}" for i in range(len(arg_types))]
     params = [f'%arg0: {PLATFORM_INDEX_TYPE} {{jax.global_constant = "_platform_index"}}']
     params += [f"{a}: {t}" for a, t in zip(args, arg_types)]
     call_types = f"({', '.join(arg_types)}) -> ({', '.join(out_types)})"
