@@ -1,5 +1,6 @@
 """Writes the golden exported programs of this directory (run from the repository root with
-the CPU backend: ``EMBER_PLATFORMS=cpu,reference python -m tests.core.export.golden.write_golden``).
+the CPU backend: ``EMBER_PLATFORMS=cpu,reference python -m tests.core.export.golden.write_golden
+[NAME ...]``, NAME a file to write, all of them by default).
 
 The files are committed and never rewritten: tests/core/export/test_serialization.py loads and
 runs them, the promise that a program exported by this version of ember still loads later.
@@ -7,13 +8,14 @@ Rewrite them only when the format version changes, keeping the old ones beside t
 """
 
 import pathlib
+import sys
 
 import numpy as np
 
 import ember
 import ember.numpy as enp
 from ember import lax
-from ember.export import export
+from ember.export import export, symbolic_shape
 
 HERE = pathlib.Path(__file__).resolve().parent
 f32 = np.float32
@@ -68,20 +70,33 @@ def softplus(x):
 
 SOFTPLUS_ARGS = (ember.ShapeDtypeStruct((6,), f32),)
 
+
+def batched_affine(x, w):
+    """Shape-polymorphic: x f32[b, 3] @ w f32[3, 2] + 1, for any batch size b."""
+    return x @ w + 1.0
+
+
+POLY_ARGS = (
+    ember.ShapeDtypeStruct(symbolic_shape("b, 3"), f32),
+    ember.ShapeDtypeStruct((3, 2), f32),
+)
+
 GOLDEN = {
     "mlp_vjp1.emberexp": (mlp, MLP_ARGS, {}, 1),
     "mixed_dtypes.emberexp": (mixed, MIXED_ARGS, {}, 0),
     "scan.emberexp": (running_sum, SCAN_ARGS, {}, 0),
     "softplus_cpu_cuda.emberexp": (softplus, SOFTPLUS_ARGS, {"platforms": ("cpu", "cuda")}, 0),
+    "batched_affine_poly_vjp1.emberexp": (batched_affine, POLY_ARGS, {}, 1),
 }
 
 
-def main() -> None:
-    for name, (fun, args, options, vjp_order) in GOLDEN.items():
+def main(names: list[str]) -> None:
+    for name in names or GOLDEN:
+        fun, args, options, vjp_order = GOLDEN[name]
         blob = export(ember.jit(fun), **options)(*args).serialize(vjp_order=vjp_order)
         (HERE / name).write_bytes(blob)
         print(f"wrote {name}: {len(blob)} bytes")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
