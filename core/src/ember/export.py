@@ -6,6 +6,7 @@ See docs/export.md.
 from ember._src.export.exported import (
     CALLING_CONVENTION_VERSION as CALLING_CONVENTION_VERSION,
     Exported as Exported,
+    default_export_platform as default_export_platform,
     deserialize as deserialize,
     export as export,
 )
@@ -13,3 +14,7 @@ from ember._src.export.shape_poly import (
     SymbolicDim as SymbolicDim,
     symbolic_shape as symbolic_shape,
 )
+
+# The calling conventions this ember writes and calls (JAX's names).
+minimum_supported_calling_convention_version = CALLING_CONVENTION_VERSION
+maximum_supported_calling_convention_version = CALLING_CONVENTION_VERSION

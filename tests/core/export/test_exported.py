@@ -40,6 +40,8 @@ def test_fields_mirror_jax():
     assert exported.in_shardings_hlo == (None, None)
     assert exported.ordered_effects == () and exported.unordered_effects == ()
     assert exported.calling_convention_version == 9
+    assert exported.module_kept_var_idx == (0, 1) and not exported.uses_global_constants
+    assert ember.export.default_export_platform() == "cpu"
     assert exported.mlir_module_serialized.startswith(b"ML\xefR")
     assert "func.func public @main" in exported.mlir_module()
     assert exported.stablehlo_version == "1.15.0"

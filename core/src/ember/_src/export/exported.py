@@ -95,6 +95,9 @@ class Exported:
         self.unordered_effects = tuple(unordered_effects)
         self.disabled_safety_checks = tuple(disabled_safety_checks)
         self.calling_convention_version = calling_convention_version
+        # JAX's: every argument is kept in main; its platform index is a global constant.
+        self.module_kept_var_idx = tuple(range(len(self.in_avals)))
+        self.uses_global_constants = len(self.platforms) > 1
         self.mlir_module_serialized = mlir_module_serialized
         self.stablehlo_version = stablehlo_version  # what the artifact targets
         self.stablehlo_producer_version = stablehlo_producer_version  # who wrote it
@@ -368,6 +371,11 @@ def _decode_aval(data: Any) -> ShapedArray:
 # -- exporting -------------------------------------------------------------------------------
 
 
+def default_export_platform() -> str:
+    """The platform ``export`` lowers for when given none: the default backend's."""
+    return manager.default_backend().platform
+
+
 def artifact_backend() -> Backend:
     """A backend that converts StableHLO to and from portable artifacts: the default one if it
     can, else the first selected backend that can."""
@@ -475,7 +483,7 @@ def export_closed(
     traced for symbolic shapes, ``flat_fun`` the function on flat arguments its VJP is
     exported from (default: the jaxpr's evaluation)."""
     backend = artifact_backend()
-    chosen = tuple(platforms) if platforms else (manager.default_backend().platform,)
+    chosen = tuple(platforms) if platforms else (default_export_platform(),)
     for platform in chosen:
         if platform == "reference":
             raise errors.ExportError(
