@@ -6,8 +6,10 @@ See docs/export.md.
 from ember._src.export.exported import (
     CALLING_CONVENTION_VERSION as CALLING_CONVENTION_VERSION,
     Exported as Exported,
-    default_export_platform as default_export_platform,
     deserialize as deserialize,
+)
+from ember._src.export.exporting import (
+    default_export_platform as default_export_platform,
     export as export,
 )
 from ember._src.export.shape_poly import (

@@ -1,5 +1,6 @@
-"""export / Exported / deserialize: round trips against NumPy, grad through the exported VJP,
-multi-platform exports, and the checks made when exporting and calling."""
+"""Exported (exported.py) and export (exporting.py, tested here too): round trips against
+NumPy, grad through the exported VJP, multi-platform exports, and the checks made when
+exporting and calling."""
 
 import subprocess
 import sys
