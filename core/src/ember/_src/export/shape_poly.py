@@ -120,6 +120,8 @@ class _Comparison:
 
     def __init__(self, a: dict[str, int], b: dict[str, int]):
         self.symbol_of = {(a[n], b[n]): n for n in a}
+        # The first trace's sentinels: its lowering is generalised, so no constant may be one.
+        self.reserved = set(a.values())
 
     def shape(self, shape_a: tuple, shape_b: tuple, what: str) -> tuple:
         if len(shape_a) != len(shape_b):
@@ -127,7 +129,7 @@ class _Comparison:
         dims: list[int | SymbolicDim] = []
         for da, db in zip(shape_a, shape_b):
             if da == db:
-                if (da, da) in {(x, x) for x, _ in self.symbol_of}:
+                if da in self.reserved:
                     raise errors.ExportError(
                         f"shape polymorphism: {what} has a dimension of size {da}, which ember "
                         f"uses to stand for a symbolic dimension; use another size"
@@ -262,7 +264,8 @@ class Generalizer:
         self.in_shapes = in_shapes
         self.in_names = in_names
         self.name = name
-        self.prelude: list[str] = []
+        self.arg_types: list[str] = []  # main's argument types, read by ``rewrite``
+        self.prelude: list[str] = []  # shape computations, at the top of main
         self.shapes: dict[tuple, str] = {}
         self.dims: dict[str, str] = {}
         self.counter = 0
