@@ -37,6 +37,7 @@ MODULES = [
     "bench_transforms",
     "bench_numpy",
     "bench_callbacks",
+    "bench_export",
     "bench_sharding",
     "bench_explicit_sharding",
     "bench_multiprocess",

@@ -42,6 +42,7 @@ LAYERS = [
         "distributed",
         "callback",
         "checkify",
+        "export",
         "profiler",
         "test_util",
         "example_libraries",

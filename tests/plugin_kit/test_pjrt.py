@@ -141,3 +141,53 @@ def test_the_cache_fingerprint_covers_versions_devices_and_compiler_flags(cpu, m
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=true --xla_dump_hlo_as_text")
     assert cpu.backend.cache_fingerprint(computation) != fingerprint
     assert pjrt_backend.compiler_flags() == ["--xla_cpu_enable_fast_math=true"]
+
+
+# -- StableHLO portable artifacts (ember.export) ---------------------------------------------------
+
+ADD_ONE = """module @m {
+  func.func public @main(%arg0: tensor<3xf32>) -> tensor<3xf32> {
+    %0 = "stablehlo.add"(%arg0, %arg0) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+"""
+
+
+def test_portable_artifact_round_trip(cpu):
+    backend = cpu.backend
+    versions = backend.stablehlo_versions()
+    assert set(versions) == {"current", "minimum", "week_4", "week_12"}
+    artifact = backend.to_portable_artifact(ADD_ONE, versions["week_4"])
+    assert artifact.startswith(b"ML\xefR")
+    text = backend.from_portable_artifact(artifact)
+    assert "func.func public @main" in text and "stablehlo.add" in text
+    with pytest.raises(ValueError, match="not a portable artifact"):
+        backend.from_portable_artifact(b"ML\xefR" + b"\x00" * 8)
+    with pytest.raises(ValueError, match="could not be serialised"):
+        backend.to_portable_artifact("module { bad }", versions["week_4"])
+
+
+def test_dynamic_shapes_are_refined_before_compiling(cpu):
+    from ember_plugin_kit.pjrt.backend import has_dynamic_shapes
+
+    assert has_dynamic_shapes("tensor<?x4xf32>") and has_dynamic_shapes("tensor<4x?xi8>")
+    assert not has_dynamic_shapes(ADD_ONE)
+    text = """module @m {
+  func.func private @poly(%arg0: tensor<?xf32>) -> tensor<?xf32> {
+    %0 = "stablehlo.add"(%arg0, %arg0) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+    return %0 : tensor<?xf32>
+  }
+  func.func public @main(%arg0: tensor<3xf32>) -> tensor<3xf32> {
+    %0 = "stablehlo.convert"(%arg0) : (tensor<3xf32>) -> tensor<?xf32>
+    %1 = "func.call"(%0) <{callee = @poly}> : (tensor<?xf32>) -> tensor<?xf32>
+    %2 = "stablehlo.convert"(%1) : (tensor<?xf32>) -> tensor<3xf32>
+    return %2 : tensor<3xf32>
+  }
+}
+"""
+    closed = ember.make_jaxpr(lambda x: x + x)(np.zeros(3, np.float32))
+    executable = cpu.backend.compile(Computation("poly", closed, devices=[cpu], text={"cpu": text}))
+    x = ember.device_put(np.arange(3, dtype=np.float32), cpu)
+    (out,) = executable.execute([x._buffer])
+    np.testing.assert_array_equal(cpu.backend.buffer_to_numpy(out), [0, 2, 4])

@@ -91,6 +91,7 @@ _LAZY_SUBMODULES = frozenset(
         "distributed",
         "dlpack",
         "experimental",
+        "export",
         "image",
         "nn",
         "profiler",

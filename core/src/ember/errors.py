@@ -13,6 +13,7 @@ from ember._src.errors import (
     EmberError as EmberError,
     EmberTypeError as EmberTypeError,
     ExecutionError as ExecutionError,
+    ExportError as ExportError,
     JaxprTypeError as JaxprTypeError,
     LoweringError as LoweringError,
     OutOfMemoryError as OutOfMemoryError,

@@ -132,6 +132,12 @@ class CheckifyError(EmberError, ValueError):
     out-of-bounds index). ``ember.experimental.checkify.JaxRuntimeError`` is this class."""
 
 
+class ExportError(EmberError, ValueError):
+    """An exported program cannot be read or called here: a file that is not an ember export
+    (bad magic bytes), of an unsupported format version, truncated, with bad metadata or a
+    bad StableHLO artifact; or a call on a platform or device count it was not exported for."""
+
+
 # Every class above is public as ember.errors.X: say so in tracebacks and reprs, instead of
 # naming the private module that happens to define it.
 for _cls in list(globals().values()):

@@ -324,11 +324,12 @@ def block_until_ready(buffers: Sequence[RawBuffer]) -> None:
 
 def compile_text(
     client: RawClient,
-    text: str,
+    text: str | bytes,
     devices: Sequence[RawDevice],
     host_callbacks: Sequence[Any] = (),
 ) -> Any:
-    """Compile StableHLO text; a program over several devices is partitioned by Shardy.
+    """Compile StableHLO (text, or MLIR bytecode); a program over several devices is
+    partitioned by Shardy.
 
     ``host_callbacks``: the Python functions the program's ``xla_ffi_python_*_callback``
     custom calls name by index (jaxlib takes them only with a parsed module)."""
@@ -363,33 +364,40 @@ def compile_options_fingerprint(devices: Sequence[RawDevice]) -> bytes:
     return compile_options(devices).SerializeAsString()
 
 
+# jaxlib's MLIR bindings are imported on first use: they cost ~45 ms at startup, and only
+# programs that call back into Python (a parsed module) and ember.export need them.
 _mlir_context: Any = None
+_mlir_lock = threading.Lock()  # MLIR contexts are not thread-safe
 
 
-def parse_module(text: str) -> Any:
-    """StableHLO text as a module of jaxlib's MLIR bindings (one context, made once, with
-    the dialects ember's lowering emits).
+def _mlir_module(name: str) -> Any:
+    return importlib.import_module(name)
 
-    The bindings are imported on first use: they cost ~45 ms at startup, and only programs
-    that call back into Python need a parsed module."""
+
+def _mlir_context_made() -> Any:
+    """One MLIR context with StableHLO, CHLO, MHLO and Shardy registered (parsing is cheap;
+    building a context is not). Callers hold ``_mlir_lock``."""
     global _mlir_context
-    mlir_ir = importlib.import_module("jaxlib.mlir.ir")
     if _mlir_context is None:
-        dialects = {
-            name: importlib.import_module(f"jaxlib.mlir.dialects.{name}")
-            for name in ("stablehlo", "sdy", "chlo", "mhlo")
-        }
-        registry = mlir_ir.DialectRegistry()
-        importlib.import_module("jaxlib.mlir._mlir_libs._jax_mlir_ext").register_dialects(registry)
-        context = mlir_ir.Context()
+        ir = _mlir_module("jaxlib.mlir.ir")
+        registry = ir.DialectRegistry()
+        _mlir_module("jaxlib.mlir._mlir_libs._jax_mlir_ext").register_dialects(registry)
+        context = ir.Context()
         context.append_dialect_registry(registry)
         context.load_all_available_dialects()
         for name in ("stablehlo", "sdy", "chlo"):
-            dialects[name].register_dialect(context)
-        dialects["mhlo"].register_mhlo_dialect(context)
+            _mlir_module(f"jaxlib.mlir.dialects.{name}").register_dialect(context)
+        _mlir_module("jaxlib.mlir.dialects.mhlo").register_mhlo_dialect(context)
         _mlir_context = context
-    with _mlir_context:
-        return mlir_ir.Module.parse(text)
+    return _mlir_context
+
+
+def parse_module(text: str | bytes) -> Any:
+    """StableHLO (text or bytecode) as a module of jaxlib's MLIR bindings."""
+    with _mlir_lock:
+        context = _mlir_context_made()
+        with context:
+            return _mlir_module("jaxlib.mlir.ir").Module.parse(text)
 
 
 def result_handler(aval: Any, sharding: DeviceSharding) -> Any:
@@ -452,3 +460,41 @@ def start_profiler_server(port: int) -> Any:
 def heap_profile(client: RawClient) -> bytes:
     """The buffers and executables ``client`` holds, as a pprof profile (not compressed)."""
     return client.heap_profile()
+
+
+# -- StableHLO portable artifacts (ember.export) ---------------------------------------------------
+
+
+def stablehlo_versions() -> dict[str, str]:
+    """StableHLO versions of this jaxlib: ``current``, ``minimum`` (the oldest it reads) and
+    ``week_4`` / ``week_12`` (the versions StableHLO promises consumers 4 / 12 weeks old read)."""
+    stablehlo = _mlir_module("jaxlib.mlir.dialects.stablehlo")
+    requirement = stablehlo.StablehloCompatibilityRequirement
+    return {
+        "current": stablehlo.get_current_version(),
+        "minimum": stablehlo.get_minimum_version(),
+        "week_4": stablehlo.get_version_from_compatibility_requirement(requirement.WEEK_4),
+        "week_12": stablehlo.get_version_from_compatibility_requirement(requirement.WEEK_12),
+    }
+
+
+def to_portable_artifact(text: str, target_version: str) -> bytes:
+    """StableHLO text as a VHLO portable artifact readable by StableHLO ``target_version``."""
+    with _mlir_lock:
+        return _jax.mlir.serialize_portable_artifact(text, target_version, False)
+
+
+def from_portable_artifact(artifact: bytes) -> str:
+    """The StableHLO text of a portable artifact (of any version this jaxlib reads)."""
+    with _mlir_lock:
+        module = _jax.mlir.deserialize_portable_artifact(artifact, _mlir_context_made())
+        return module.operation.get_asm(enable_debug_info=False)
+
+
+def refine_polymorphic_shapes(text: str) -> bytes:
+    """A module with dynamically shaped tensors (an exported program called with static ones)
+    refined to static shapes, its shape assertions checked; MLIR bytecode."""
+    with _mlir_lock:
+        return _jax.mlir.refine_polymorphic_shapes(
+            text.encode(), enable_shape_assertions=True, validate_static_shapes=True
+        )

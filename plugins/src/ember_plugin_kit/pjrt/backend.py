@@ -173,8 +173,11 @@ class PjrtBackend(Backend):
         text = computation.as_text(self.platform)
         raw_devices = [d.raw for d in computation.devices]
         try:
+            program: str | bytes = text
+            if has_dynamic_shapes(text):  # calls a shape-polymorphic exported program
+                program = _jaxlib.refine_polymorphic_shapes(text)
             loaded = _jaxlib.compile_text(
-                self.client, text, raw_devices, computation.host_callbacks
+                self.client, program, raw_devices, computation.host_callbacks
             )
         except _jaxlib.XlaRuntimeError as exc:
             raise CompileError(describe_compile_error(computation.name, text, str(exc))) from None
@@ -218,6 +221,21 @@ class PjrtBackend(Backend):
     def is_deleted(self, buffer: Any) -> bool:
         return buffer.is_deleted()
 
+    def stablehlo_versions(self) -> dict[str, str]:
+        return _jaxlib.stablehlo_versions()
+
+    def to_portable_artifact(self, text: str, target_version: str) -> bytes:
+        try:
+            return _jaxlib.to_portable_artifact(text, target_version)
+        except _jaxlib.XlaRuntimeError as exc:
+            raise ValueError(f"StableHLO could not be serialised: {exc}") from None
+
+    def from_portable_artifact(self, artifact: bytes) -> str:
+        try:
+            return _jaxlib.from_portable_artifact(artifact)
+        except _jaxlib.XlaRuntimeError as exc:
+            raise ValueError(f"not a portable artifact this StableHLO reads: {exc}") from None
+
     def versions(self) -> dict[str, str]:
         return {"jaxlib": _jaxlib.JAXLIB_VERSION, "pjrt platform": self.client.platform_version}
 
@@ -240,6 +258,12 @@ def compiler_flags() -> list[str]:
     for name in _FLAG_VARIABLES:
         flags += os.environ.get(name, "").split()
     return sorted(f for f in flags if not f.startswith("--xla_dump"))
+
+
+def has_dynamic_shapes(text: str) -> bool:
+    """Whether a module has a tensor type with a dynamic dimension (``tensor<?x4xf32>``,
+    ``tensor<4x?xf32>``): ember's own lowerings never do, exported programs may."""
+    return "tensor<?" in text or "x?x" in text
 
 
 # XLA reports MLIR diagnostics as "-:LINE:COL: error: MESSAGE", possibly after a status prefix.

@@ -234,7 +234,8 @@ def parser() -> argparse.ArgumentParser:
         prog="python -m ember",
         description="ember's command line: diagnose the installation and list its options. "
         "`python -m ember launch -n N script.py` runs N processes of a program on this "
-        "machine (see `python -m ember launch --help`).",
+        "machine (see `python -m ember launch --help`); `python -m ember export inspect FILE` "
+        "describes an exported program.",
         epilog="Environment: EMBER_PLATFORMS=cpu,reference chooses platforms (the first is "
         "the default), EMBER_DISABLE_PLUGINS=name keeps a plugin from loading, and every "
         "option NAME can be set with EMBER_<NAME> (see `python -m ember config`).",

@@ -242,6 +242,22 @@ class Backend(abc.ABC):
     def is_deleted(self, buffer: Buffer) -> bool:
         return False
 
+    # -- StableHLO portable artifacts (optional: what ember.export needs) ----------------------
+
+    def stablehlo_versions(self) -> dict[str, str]:
+        """StableHLO versions: ``current`` (what this backend writes), ``minimum`` (the oldest
+        it reads), ``week_4`` / ``week_12`` (what consumers 4 / 12 weeks old read)."""
+        raise NotImplementedError(f"the {self.platform} backend has no StableHLO serialisation")
+
+    def to_portable_artifact(self, text: str, target_version: str) -> bytes:
+        """StableHLO module text as a portable artifact (VHLO bytecode) that StableHLO
+        ``target_version`` reads; ValueError if the text does not parse."""
+        raise NotImplementedError(f"the {self.platform} backend has no StableHLO serialisation")
+
+    def from_portable_artifact(self, artifact: bytes) -> str:
+        """The StableHLO module text of a portable artifact; ValueError if it is not one."""
+        raise NotImplementedError(f"the {self.platform} backend has no StableHLO serialisation")
+
     def versions(self) -> dict[str, str]:
         """Library versions worth reporting in ``python -m ember doctor``."""
         return {}

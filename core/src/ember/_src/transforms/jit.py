@@ -504,6 +504,25 @@ class JitFunction:
         avals = tuple(leaf_aval(x, self._label(i)) for i, x in enumerate(leaves))
         return self._trace(statics, in_tree, avals).jaxpr
 
+    def trace_closed(self, *args: Any, **kwargs: Any) -> tuple[ClosedJaxpr, PyTreeDef, PyTreeDef]:
+        """(jaxpr with its consts closed over, input structure, output structure) for these
+        arguments (values or ShapeDtypeStructs): what ``ember.export`` lowers. The input
+        structure is that of ``(dynamic positional args, dynamic kwargs)``."""
+        dynamic, statics = self._split(args, kwargs)
+        leaves, in_tree = tree_flatten(dynamic)
+        avals = tuple(leaf_aval(x, self._label(i)) for i, x in enumerate(leaves))
+        traced = self._trace(statics, in_tree, avals)
+        hoisted = traced.jaxpr.jaxpr
+        n_consts = len(traced.consts)
+        jaxpr = Jaxpr(
+            hoisted.invars[:n_consts],
+            hoisted.invars[n_consts:],
+            hoisted.outvars,
+            hoisted.eqns,
+            self._name,
+        )
+        return ClosedJaxpr(jaxpr, list(traced.consts)), in_tree, traced.out_tree
+
     def clear_cache(self) -> None:
         self._trace_cache.clear()
         self._exec_cache.clear()
