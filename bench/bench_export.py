@@ -9,6 +9,7 @@ where both libraries reuse the executables compiled for an equal module."""
 from __future__ import annotations
 
 import numpy as np
+from bench_tracing import make_loss  # the same MLP loss (a fresh function object per call)
 from harness import compare
 
 import ember
@@ -17,17 +18,6 @@ from ember import export as ember_export
 
 LAYERS = 50
 WIDTH = 16
-
-
-def make_loss(np_module):
-    """A fresh loss function object each call, so no cache keyed on the function can serve it."""
-
-    def loss(params, x):
-        for w, b in params:
-            x = np_module.tanh(x @ w + b)
-        return np_module.sum(x * x)
-
-    return loss
 
 
 def run(have_jax: bool):

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ember._src import errors, rules
-from ember._src.core import Effect, ShapedArray, get_aval
+from ember._src.core import NO_EFFECTS, Effect, ShapedArray, get_aval
 from ember._src.execution import placement
 from ember._src.execution.host_callbacks import HostFunction
 from ember._src.interpreters.batching import not_mapped
@@ -142,6 +142,35 @@ def _lowering(name: str, effect: Callable[..., Effect | None]):
     return rule
 
 
+def _define(name: str, *, jvp, batch, effect: Callable[..., Effect | None]):
+    """One callback primitive: the rules the three share, plus its own jvp and batching;
+    ``effect(**params)`` is its effect (None: pure)."""
+
+    def effects(**params):
+        kind = effect(**params)
+        return NO_EFFECTS if kind is None else frozenset((kind,))
+
+    return rules.define_primitive(
+        name,
+        abstract_eval=_abstract_eval,
+        jvp=jvp,
+        batch=batch,
+        lowering=_lowering(name, effect),
+        reference=_reference(name),
+        eager=_eager(name),
+        sharding=rules.NOT_SHARDABLE,
+        effects=effects,
+        multiple_results=True,
+    )
+
+
+def _choose(unordered: Effect, ordered: Effect) -> Callable[..., Effect]:
+    def effect(**params) -> Effect:
+        return ordered if params["ordered"] else unordered
+
+    return effect
+
+
 def _batched_to_front(vals, dims) -> list[Any]:
     return [v if d is not_mapped else move_axis(v, d, 0) for v, d in zip(vals, dims)]
 
@@ -170,8 +199,8 @@ def _sequentially(primitive, vals, dims, params):
 # pure_callback
 
 
-def _pure_effects(**params):
-    return None
+def _pure_effect(**params) -> None:
+    return None  # pure: its calls may be dropped or repeated
 
 
 def _pure_jvp(primals, tangents, *, callback, **params):
@@ -210,29 +239,11 @@ def _pure_batch(vals, dims, *, callback, result_avals, vmap_method):
     return list(outs), [0] * len(outs)
 
 
-pure_callback_p = rules.define_primitive(
-    "pure_callback",
-    abstract_eval=_abstract_eval,
-    jvp=_pure_jvp,
-    batch=_pure_batch,
-    lowering=_lowering("pure_callback", _pure_effects),
-    reference=_reference("pure_callback"),
-    eager=_eager("pure_callback"),
-    sharding=rules.NOT_SHARDABLE,
-    multiple_results=True,
-)
+pure_callback_p = _define("pure_callback", jvp=_pure_jvp, batch=_pure_batch, effect=_pure_effect)
 
 
 # --------------------------------------------------------------------------------------------
 # io_callback
-
-
-def _io_effect(*, ordered, **params) -> Effect:
-    return ORDERED_IO if ordered else IO
-
-
-def _io_effects(**params):
-    return frozenset((_io_effect(**params),))
 
 
 def _io_jvp(primals, tangents, *, callback, **params):
@@ -252,30 +263,11 @@ def _io_batch(vals, dims, *, callback, result_avals, ordered):
     return _sequentially(io_callback_p, vals, dims, params)
 
 
-io_callback_p = rules.define_primitive(
-    "io_callback",
-    abstract_eval=_abstract_eval,
-    jvp=_io_jvp,
-    batch=_io_batch,
-    lowering=_lowering("io_callback", _io_effect),
-    reference=_reference("io_callback"),
-    eager=_eager("io_callback"),
-    sharding=rules.NOT_SHARDABLE,
-    effects=_io_effects,
-    multiple_results=True,
-)
+io_callback_p = _define("io_callback", jvp=_io_jvp, batch=_io_batch, effect=_choose(IO, ORDERED_IO))
 
 
 # --------------------------------------------------------------------------------------------
 # debug_callback
-
-
-def _debug_effect(*, ordered, **params) -> Effect:
-    return ORDERED_DEBUG if ordered else DEBUG
-
-
-def _debug_effects(**params):
-    return frozenset((_debug_effect(**params),))
 
 
 def _debug_jvp(primals, tangents, **params):
@@ -288,15 +280,6 @@ def _debug_batch(vals, dims, **params):
     return [], []
 
 
-debug_callback_p = rules.define_primitive(
-    "debug_callback",
-    abstract_eval=_abstract_eval,
-    jvp=_debug_jvp,
-    batch=_debug_batch,
-    lowering=_lowering("debug_callback", _debug_effect),
-    reference=_reference("debug_callback"),
-    eager=_eager("debug_callback"),
-    sharding=rules.NOT_SHARDABLE,
-    effects=_debug_effects,
-    multiple_results=True,
+debug_callback_p = _define(
+    "debug_callback", jvp=_debug_jvp, batch=_debug_batch, effect=_choose(DEBUG, ORDERED_DEBUG)
 )
