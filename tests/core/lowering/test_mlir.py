@@ -12,6 +12,7 @@ import ember.numpy as enp
 from ember import lax
 from ember._src.lowering.mlir import location, strip_locations
 from ember._src.source_info import SourceInfo
+from ember.sharding import PartitionSpec as P
 from tests.core.test_config import needs_cpu_plugin
 from tests.core.util import run_ok
 
@@ -86,3 +87,14 @@ def test_xla_compiles_the_module_and_keeps_the_names():
     report = json.loads(run_ok(["-c", _COMPILE_SCRIPT], EMBER_PLATFORMS="cpu").splitlines()[-1])
     np.testing.assert_allclose(report["value"], 3 * np.tanh(np.arange(4)), rtol=1e-5)
     assert 'op_name="we\\"ird/name/tanh"' in report["hlo"]
+
+
+def test_a_shard_map_body_emits_its_own_constants():
+    # Its region is isolated from above: a scalar constant the function emitted before
+    # cannot be used inside it (XLA refuses the module).
+    mesh = ember.make_mesh((1,), ("x",))
+    body = ember.shard_map(lambda v: v * 2.0, mesh=mesh, in_specs=P("x"), out_specs=P("x"))
+    text = ember.jit(lambda x: body(x * 2.0)).lower(np.ones(2, np.float32)).as_text()
+    region = text[text.index("sdy.manual_computation") : text.index("sdy.return")]
+    assert region.count("stablehlo.constant") == 1
+    assert text.count("stablehlo.constant") == 2

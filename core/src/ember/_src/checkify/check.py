@@ -35,6 +35,7 @@ from ember._src.numpy.reductions import argmin
 from ember._src.primitives.reduce import reduce_and
 from ember._src.primitives.shape import bdim_to_front
 from ember._src.source_info import current_source_info
+from ember._src.transforms.trace_context import tracing_under
 from ember._src.tree.util import tree_flatten, tree_unflatten
 
 # How many checkify traces are running: a check staged inside one is functionalized by it.
@@ -45,10 +46,13 @@ _checkify_tracing: contextvars.ContextVar[int] = contextvars.ContextVar(
 
 @contextlib.contextmanager
 def functionalizing() -> Iterator[None]:
-    """The block traces a function for ``checkify``: its checks may be staged."""
+    """The block traces a function for ``checkify``: its checks may be staged. What ``jit``
+    and custom derivatives trace in it is cached apart from what they trace elsewhere, where
+    the same checks must be refused."""
     token = _checkify_tracing.set(_checkify_tracing.get() + 1)
     try:
-        yield
+        with tracing_under("checkify"):
+            yield
     finally:
         _checkify_tracing.reset(token)
 

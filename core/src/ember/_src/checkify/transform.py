@@ -17,6 +17,7 @@ from ember._src.checkify import (
     control_flow as _control_flow,  # noqa: F401
     custom_derivatives as _custom_derivatives,  # noqa: F401
     rules as _rules,  # noqa: F401
+    shard_map as _shard_map,  # noqa: F401
 )
 from ember._src.checkify.check import functionalizing
 from ember._src.checkify.error import Error, ErrorCategory, error_set, user_checks

@@ -100,7 +100,12 @@ def _apply_placing(primitive: Primitive, args: Sequence[Any], params: dict) -> A
     program = _lookup(key, name, params)
     if program is None:
         closed = single_equation(primitive, list(avals), params)
-        in_shardings = [None if p is None else p._sharding for p in placed]
+        # As asked where the rule asks (on a one-device mesh a placed array keeps its
+        # device's sharding, but the program is annotated with the mesh's), else as placed.
+        in_shardings = [
+            w if w is not None else (None if p is None else p._sharding)
+            for w, p in zip(wanted, placed)
+        ]
         donated = params.get("donated_invars")
         program = compile_program(closed, name, mesh, in_shardings, out_shardings, donated)
         remember(_cache, key, program, EAGER_CACHE_SIZE)

@@ -188,10 +188,11 @@ class RuleContext:
         return names if multiple else names[0]
 
     def constant(self, value: Any, aval: ShapedArray) -> str:
-        """A constant; identical scalar constants are emitted once per function."""
+        """A constant; identical scalar constants are emitted once per function. Not inside a
+        shard_map body: its region is isolated from above, so it cannot use the function's."""
         array = np.asarray(value, dtype=aval.dtype)
         key = None
-        if array.ndim == 0:
+        if array.ndim == 0 and not self.module.in_manual:
             key = (aval.shape, aval.dtype, array.tobytes())
             cached = self.fn._constants.get(key)
             if cached is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from ember._src.core import Tracer, get_aval, tangent_aval
 from ember._src.interpreters.ad_util import add_tangents, zeros
 from ember._src.primitives.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
 from ember._src.primitives.jaxpr_transforms import trace_const_free
+from ember._src.transforms.trace_context import trace_context
 from ember._src.tree.util import PyTreeDef, flatten_fun, tree_flatten, tree_map, tree_unflatten
 
 CustomDerivativeError = errors.CustomDerivativeError  # defined with the other public errors
@@ -41,6 +43,16 @@ class _Traced:
         self.nondiff = nondiff
 
 
+# Every decorated function alive, so that ``clear_caches`` can empty their trace caches.
+_alive: weakref.WeakSet[_CustomFunction] = weakref.WeakSet()
+
+
+def clear_custom_derivative_caches() -> None:
+    """Forget every custom_jvp/custom_vjp function's traces (``ember.clear_caches``)."""
+    for fn in list(_alive):
+        fn._cache.clear()
+
+
 class _CustomFunction:
     """What custom_jvp and custom_vjp share: binding kwargs, nondiff args, tracing, caching."""
 
@@ -54,6 +66,7 @@ class _CustomFunction:
         self.nondiff_argnums = tuple(sorted(nondiff_argnums))
         self._signature = _signature(fun)
         self._cache: dict[tuple, tuple[_Traced, Any]] = {}
+        _alive.add(self)
 
     def _positional(self, args: tuple, kwargs: dict) -> tuple:
         if not kwargs:
@@ -90,7 +103,7 @@ def _signature(fun: Callable[..., Any]) -> inspect.Signature | None:
 
 def _cache_key(in_tree, avals, nondiff) -> tuple | None:
     try:
-        key = (in_tree, avals, nondiff)
+        key = (in_tree, avals, nondiff, trace_context())
         hash(key)
         return key
     except TypeError:  # an unhashable nondiff argument: trace every time

@@ -41,9 +41,10 @@ from ember._src.lowering.mlir import strip_locations
 from ember._src.primitives.call import jit_call
 from ember._src.runtime.array import Array
 from ember._src.runtime.backend import Device
-from ember._src.runtime.mesh import Mesh, current_mesh
+from ember._src.runtime.mesh import Mesh
 from ember._src.runtime.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
 from ember._src.transforms.arguments import HashableStatic, leaf_aval, static_names_to_nums
+from ember._src.transforms.trace_context import trace_context
 from ember._src.tree.fastpath import builder, leaf_extractor
 from ember._src.tree.util import PyTreeDef, flatten_fun, tree_flatten, tree_unflatten
 
@@ -80,14 +81,6 @@ class _Executable:
 
 
 _disable_jit = config.reader("disable_jit")
-_enable_x64 = config.reader("enable_x64")
-
-
-def _trace_context() -> tuple:
-    """What besides the arguments decides how a function traces, so part of every cache key:
-    x64, and the mesh in scope (it resolves PartitionSpecs and sets the axis types)."""
-    return (_enable_x64(), current_mesh())
-
 
 # Compiled programs kept per jitted function (oldest dropped first): each holds memory mappings
 # until freed, and a process may hold only so many (see execution.compiled.remember).
@@ -210,7 +203,7 @@ class JitFunction:
                     buffers.append(x._buffer)
                 else:
                     layout = tuple(x._sharding for x in args) if mixed else sharding
-                    fast_key = (tuple(avals), layout, _trace_context())
+                    fast_key = (tuple(avals), layout, trace_context())
                     entry = self._fast.get(fast_key)
                     if entry is not None:
                         return entry.run(buffers)
@@ -276,7 +269,7 @@ class JitFunction:
                 sharding = x._sharding
                 avals.append(x.aval)
                 buffers.append(x._buffer)
-        key = (len(args), tuple(statics), tuple(avals), sharding, _trace_context())
+        key = (len(args), tuple(statics), tuple(avals), sharding, trace_context())
         try:
             hash(key)
         except TypeError:  # an unhashable static value: the general path explains
@@ -292,7 +285,7 @@ class JitFunction:
         arrays = arrays_layout(leaves, self._sharding)
         if arrays is not None:
             layout, avals, buffers = arrays
-            entry = self._exec_cache.get((statics, in_tree, avals, layout, _trace_context()))
+            entry = self._exec_cache.get((statics, in_tree, avals, layout, trace_context()))
             if entry is not None:
                 return entry, buffers
         elif not self._always_spmd:
@@ -310,7 +303,7 @@ class JitFunction:
             placed = placement.place_on_device(leaves, where)
             layouts = [None if p is None else p._sharding for p in placed]
         layout = placement.layout_of(placed, where)
-        key = (statics, in_tree, avals, layout, _trace_context())
+        key = (statics, in_tree, avals, layout, trace_context())
         entry = self._exec_cache.get(key)
         if entry is None:
             in_shardings = [None if p is None else s for p, s in zip(placed, layouts)]
@@ -348,7 +341,7 @@ class JitFunction:
                 x = placement.scalar_on_device(x, device)
             avals.append(x.aval)
             buffers.append(x._buffer)
-        entry = self._exec_cache.get((statics, in_tree, tuple(avals), target, _trace_context()))
+        entry = self._exec_cache.get((statics, in_tree, tuple(avals), target, trace_context()))
         return None if entry is None else (entry, buffers)
 
     def _where(self, traced: _Traced, leaves: list[Any], in_tree: PyTreeDef):
@@ -443,7 +436,7 @@ class JitFunction:
         return args, kwargs
 
     def _trace(self, statics: tuple, in_tree: PyTreeDef, avals: tuple) -> _Traced:
-        key = (statics, in_tree, avals, _trace_context())
+        key = (statics, in_tree, avals, trace_context())
         traced = self._trace_cache.get(key)
         if traced is not None:
             return traced
