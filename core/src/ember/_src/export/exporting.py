@@ -16,7 +16,7 @@ from typing import Any
 from ember._src import core, dtypes, errors
 from ember._src.core import ShapedArray
 from ember._src.execution.compiled import mesh_in_jaxpr
-from ember._src.export import modules, shape_poly, trees
+from ember._src.export import effects, modules, shape_poly, trees
 from ember._src.export.artifacts import artifact_backend
 from ember._src.export.exported import Exported, argument_names
 from ember._src.interpreters.eval import eval_jaxpr
@@ -125,6 +125,7 @@ def export_closed(
     """The Exported of a traced function (its consts closed over); ``poly`` when it was
     traced for symbolic shapes, ``flat_fun`` the function on flat arguments its VJP is
     exported from (default: the jaxpr's evaluation)."""
+    effects.check_exportable(closed, name)  # whichever the backends, it cannot be exported
     backend = artifact_backend()
     chosen = tuple(platforms) if platforms else (default_export_platform(),)
     for platform in chosen:
