@@ -198,3 +198,16 @@ def test_golden_two_device_program_loads_and_runs(rng):
     out = restored.call(xs, w)
     close(out, sharded_affine_reference(x, w))
     assert out.sharding.spec == P("batch")
+
+
+def test_grad_through_the_exported_vjp_over_the_mesh(mesh, rng):
+    x = rng.normal(size=(8, 4)).astype(f32)
+    rows = NamedSharding(mesh, P("data"))
+    f = ember.jit(lambda a: (enp.sin(a) * 3).sum(0), in_shardings=rows)
+    restored = deserialize(export(f)(x).serialize(vjp_order=1))
+    assert restored.vjp().nr_devices == 8  # the VJP runs over the mesh too
+    assert restored.vjp().in_specs == (P("data"), P())  # the cotangent: replicated
+    xs = ember.device_put(x, rows)
+    grad = ember.grad(lambda a: restored.call(a).sum())
+    close(grad(xs), 3 * np.cos(x))
+    close(ember.jit(grad)(xs), 3 * np.cos(x))

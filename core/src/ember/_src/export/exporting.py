@@ -26,7 +26,7 @@ from ember._src.lowering.module import lower_module
 from ember._src.plugin import manager
 from ember._src.runtime.backend import Computation
 from ember._src.runtime.mesh import Mesh
-from ember._src.runtime.sharding import PartitionSpec, Sharding
+from ember._src.runtime.sharding import NamedSharding, PartitionSpec, Sharding
 from ember._src.transforms.autodiff import vjp as vjp_transform
 from ember._src.transforms.jit import JitFunction, jit
 from ember._src.transforms.staging import ShapeDtypeStruct
@@ -211,8 +211,14 @@ def export_closed(
         def flat_fun(*leaves: Any) -> list[Any]:
             return eval_jaxpr(closed.jaxpr, closed.consts, *leaves)
 
+    vjp_layouts = None
+    if layouts is not None:  # the VJP runs over the mesh too, the cotangents laid as results
+        over = layouts.mesh
+        outs = [None if s is None else NamedSharding(over, s) for s in out_specs]
+        vjp_layouts = (tuple(layouts.in_shardings) + tuple(outs), tuple(layouts.in_shardings))
+
     def vjp_source() -> Exported:
-        return _export_vjp(flat_fun, in_avals, out_avals, name, chosen)
+        return _export_vjp(flat_fun, in_avals, out_avals, name, chosen, vjp_layouts)
 
     exported = Exported(
         fun_name=name,
@@ -263,9 +269,11 @@ def _export_vjp(
     out_avals: Sequence[ShapedArray],
     name: str,
     platforms: Sequence[str],
+    layouts: tuple[tuple, tuple] | None = None,
 ) -> Exported:
     """The Exported VJP of ``flat_fun``: (flat primals, flat output cotangents) -> flat input
-    cotangents, for the same (possibly symbolic) shapes."""
+    cotangents, for the same (possibly symbolic) shapes; over a mesh, ``layouts`` are its
+    (in_shardings, out_shardings)."""
     for aval in [*in_avals, *out_avals]:
         if not dtypes.is_inexact(aval.dtype):
             raise errors.EmberTypeError(
@@ -281,4 +289,8 @@ def _export_vjp(
 
     vjp_flat.__name__ = f"vjp_{name}"
     specs = [ShapeDtypeStruct(a.shape, a.dtype) for a in [*in_avals, *out_avals]]
-    return export(jit(vjp_flat), platforms=platforms)(*specs)
+    if layouts is None:
+        return export(jit(vjp_flat), platforms=platforms)(*specs)
+    in_shardings, out_shardings = layouts
+    program = jit(vjp_flat, in_shardings=in_shardings, out_shardings=out_shardings)
+    return export(program, platforms=platforms)(*specs)
