@@ -211,3 +211,17 @@ def test_grad_through_the_exported_vjp_over_the_mesh(mesh, rng):
     grad = ember.grad(lambda a: restored.call(a).sum())
     close(grad(xs), 3 * np.cos(x))
     close(ember.jit(grad)(xs), 3 * np.cos(x))
+
+
+def test_called_over_a_mesh_of_another_shape(mesh, rng):
+    """The same 8 devices as one axis: the exported mesh is declared beside the caller's."""
+    x = rng.normal(size=(8, 4)).astype(f32)
+    rows = NamedSharding(mesh, P("data"))
+    exported = export(ember.jit(lambda a: a * 3.0, in_shardings=rows, out_shardings=rows))(x)
+    flat = ember.make_mesh((8,), ("flat",), axis_types=(AxisType.Auto,))
+    xs = ember.device_put(x, NamedSharding(flat, P("flat")))
+    for program in (exported, round_trip(exported)):
+        close(program.call(xs), 3 * x)
+        outer = ember.jit(lambda a, p=program: p.call(a + 1.0) * 2)
+        close(outer(xs), 6 * (x + 1))
+        assert "sdy.mesh @_ember_exported_0_mesh" in outer.lower(xs).as_text()

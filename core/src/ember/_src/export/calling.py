@@ -22,12 +22,7 @@ from ember._src.core import ShapedArray
 from ember._src.export import modules
 from ember._src.export.modules import PLATFORM_INDEX_TYPE
 from ember._src.export.shape_poly import symbolic_tensor_type
-from ember._src.lowering.mlir import (
-    ModuleContext,
-    RuleContext,
-    sdy_mesh_declaration,
-    tensor_type,
-)
+from ember._src.lowering.mlir import ModuleContext, RuleContext, tensor_type
 from ember._src.runtime.sharding import explicit_entries, typed_sharding
 
 # The exported programs already copied into each module being lowered: exported -> its main.
@@ -126,23 +121,25 @@ def _convert(ctx: RuleContext, x: str, to_type: str) -> str:
 def embedded_main(module: ModuleContext, exported: Any) -> str:
     """The name of ``exported``'s main in ``module``, copying its functions there first.
 
-    A program exported over a mesh declares it: where the caller's module declares the same
-    mesh (as ``@mesh``), the copied functions use the caller's; else the exported mesh is
-    declared under a name of its own."""
+    A program exported over a mesh refers to it as ``@mesh`` (in Shardy attributes, or in
+    the strings that carry them once read back from a portable artifact). Where the caller's
+    module declares the same mesh, the copied functions use the caller's; else the exported
+    mesh is declared under a name of its own, and the references renamed."""
     inside = _embedded.setdefault(module, {})
     main = inside.get(exported)
     if main is None:
         prefix = f"_ember_exported_{len(inside)}_"
         functions, main = modules.private_functions(exported.mlir_module(), prefix)
-        functions, meshes = modules.split_meshes(functions)
-        ours = sdy_mesh_declaration(module.mesh).strip() if module.mesh is not None else None
-        renamed = {}
-        for name, value in meshes.items():
-            if name == "mesh" and ours == f"sdy.mesh @mesh = {value}":
-                continue
-            renamed[name] = prefix + name
-            module.declarations[prefix + name] = f"sdy.mesh @{prefix + name} = {value}"
-        module.extra_functions.append(modules.rename_symbols(functions, renamed))
+        functions = modules.without_meshes(functions)
+        mesh = exported.mesh
+        if mesh is not None and (
+            module.mesh is None or module.mesh.shape_tuple != mesh.shape_tuple
+        ):
+            name = prefix + "mesh"
+            functions = modules.rename_symbols(functions, {"mesh": name})
+            axes = ", ".join(f'"{axis}"={size}' for axis, size in mesh.shape_tuple)
+            module.declarations[name] = f"sdy.mesh @{name} = <[{axes}]>"
+        module.extra_functions.append(functions)
         inside[exported] = main
     return main
 

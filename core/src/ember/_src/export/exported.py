@@ -20,7 +20,7 @@ import numpy as np
 from ember._src import core, dtypes, errors
 from ember._src.core import ShapedArray
 from ember._src.execution.compiled import remember
-from ember._src.execution.placement import mesh_of
+from ember._src.execution.placement import is_multi_device, mesh_of, put
 from ember._src.export import serialization, shape_poly, shardings, trees
 from ember._src.export.artifacts import artifact_backend
 from ember._src.export.calling import call_exported
@@ -265,9 +265,18 @@ class Exported:
                 f"{self.nr_devices} devices, or call it inside ember.set_mesh(mesh)"
                 f"{errors.where()}"
             )
+        ins = self.in_shardings_jax(mesh)
+        # Arrays over the same devices under other axis names (a mesh of another shape) are
+        # laid out as exported first: one call runs over one mesh.
+        leaves = [
+            put(x, s, f"the exported function {self.fun_name}")
+            if is_multi_device(x) and not s.mesh.same_devices(x.sharding.mesh)
+            else x
+            for x, s in zip(leaves, ins)
+        ]
         run = self._mesh_calls.get(mesh)
         if run is None:
-            ins, outs = self.in_shardings_jax(mesh), self.out_shardings_jax(mesh)
+            outs = self.out_shardings_jax(mesh)
 
             def call_flat(*flat: Any) -> tuple:
                 return tuple(call_exported(flat, self))

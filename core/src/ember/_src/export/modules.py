@@ -19,7 +19,7 @@ from collections.abc import Sequence
 _FUNCTION = re.compile(r"func\.func\s+(?:(?:public|private|nested)\s+)?@([A-Za-z_][\w$.]*)")
 _PUBLIC = re.compile(r"func\.func\s+public\s+@")
 # A Shardy mesh declaration, on a line of its own: ``sdy.mesh @mesh = <["x"=4, "y"=2]>``.
-_MESH = re.compile(r"^[ \t]*sdy\.mesh\s+@([A-Za-z_][\w$.]*)\s*=\s*(.*?)\s*$\n?", re.M)
+_MESH = re.compile(r"^[ \t]*sdy\.mesh\s+@[A-Za-z_][\w$.]*\s*=.*$\n?", re.M)
 
 PLATFORM_INDEX_TYPE = "tensor<i32>"
 
@@ -49,11 +49,9 @@ def private_functions(text: str, prefix: str) -> tuple[str, str]:
     return _PUBLIC.sub("func.func private @", renamed), prefix + "main"
 
 
-def split_meshes(body: str) -> tuple[str, dict[str, str]]:
-    """(``body`` without its Shardy mesh declarations; each declared mesh's name -> its
-    value, e.g. ``<["x"=4, "y"=2]>``)."""
-    meshes = {m.group(1): m.group(2) for m in _MESH.finditer(body)}
-    return _MESH.sub("", body), meshes
+def without_meshes(body: str) -> str:
+    """``body`` without its Shardy mesh declarations (a caller declares its own)."""
+    return _MESH.sub("", body)
 
 
 def rename_symbols(body: str, mapping: dict[str, str]) -> str:
