@@ -270,7 +270,7 @@ class Exported:
         # laid out as exported first: one call runs over one mesh.
         leaves = [
             put(x, s, f"the exported function {self.fun_name}")
-            if is_multi_device(x) and not s.mesh.same_devices(x.sharding.mesh)
+            if s is not None and is_multi_device(x) and not s.mesh.same_devices(x.sharding.mesh)
             else x
             for x, s in zip(leaves, ins)
         ]
