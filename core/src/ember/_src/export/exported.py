@@ -1,10 +1,12 @@
 """``Exported``: an exported program, as ``export`` made it or ``deserialize`` read it back.
 
 An ``Exported`` holds the StableHLO module as a portable artifact (VHLO bytecode) with what
-calling it needs: the structures and types of its arguments and results and the platforms it
-was lowered for. It serialises itself (``serialize``, the format in ``serialization``) and is
-called (``call``) eagerly, inside ``jit``, and under ``grad`` when it carries its VJP. How a
-jitted function becomes one is ``exporting``'s job.
+calling it needs: the structures and types of its arguments and results, the platforms it
+was lowered for and, for a program over several devices, its mesh and their layouts. It
+serialises itself (``serialize``, the format in ``serialization``) and is called (``call``)
+eagerly, inside ``jit``, and under ``grad`` when it carries its VJP; a program over N devices
+runs over a mesh of N devices (the arguments' or the one in scope). How a jitted function
+becomes one is ``exporting``'s job.
 
 The core never parses MLIR: turning an artifact back into text is asked of a backend that can
 (``artifacts``); with only the reference backend, calling raises ``ExportError``.

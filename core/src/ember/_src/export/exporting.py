@@ -4,8 +4,11 @@
 its consts closed over; lowered once per requested platform (several lowerings are combined
 under one ``main`` switching on a platform index, see ``modules``); and the module kept as a
 portable artifact targeting the StableHLO version a consumer four weeks old still reads.
-Arguments with symbolic dimensions take ``shape_poly``'s path. The VJP is exported on demand
-(``Exported.vjp``, ``serialize(vjp_order=1)``), from the same function.
+Arguments with symbolic dimensions take ``shape_poly``'s path. A call that ``jit`` would run
+over a device mesh is lowered over it, as ``jit`` lowers it, and its mesh and layouts kept
+(``shardings``). Functions that call back into Python are refused (``effects``). The VJP is
+exported on demand (``Exported.vjp``, ``serialize(vjp_order=1)``), from the same function,
+over the same mesh.
 """
 
 from __future__ import annotations
