@@ -16,6 +16,10 @@ from ember._src.export.shape_poly import (
     SymbolicDim as SymbolicDim,
     symbolic_shape as symbolic_shape,
 )
+from ember._src.export.trees import (
+    register_namedtuple_serialization as register_namedtuple_serialization,
+    register_pytree_node_serialization as register_pytree_node_serialization,
+)
 
 # The calling conventions this ember writes and calls (JAX's names).
 minimum_supported_calling_convention_version = CALLING_CONVENTION_VERSION

@@ -56,3 +56,16 @@ def test_bad_files_exit_1_with_the_reason(tmp_path):
     assert "truncated" in done.stderr and "Traceback" not in done.stderr
     done = run_cli("inspect", str(tmp_path / "missing.emberexp"), platforms="reference")
     assert done.returncode == 1 and "cannot read" in done.stderr
+
+
+def test_inspect_prints_devices_and_shardings():
+    done = run_cli("inspect", str(GOLDEN / "sharded_affine_2dev.emberexp"), platforms="reference")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "devices             2, over the mesh batch=2 (axis types Auto)" in out
+    assert "args[0]           f32[4,3]          PartitionSpec('batch')  {devices=[2,1]0,1}" in out
+    assert "args[1]           f32[3,2]          PartitionSpec()  {replicated}" in out
+    assert "out               f32[4,2]          PartitionSpec('batch')  {devices=[2,1]0,1}" in out
+    one_device = run_cli("inspect", str(GOLDEN / "scan.emberexp"), platforms="reference")
+    assert "devices             1\n" in one_device.stdout
+    assert "PartitionSpec" not in one_device.stdout

@@ -209,3 +209,17 @@ def test_golden_polymorphic_program_runs_at_any_batch_size():
         assert_close(
             ember.grad(lambda v: exported.call(v, w).sum())(x), np.tile(w.sum(1), (batch, 1))
         )
+
+
+def test_mesh_metadata_is_checked():
+    mesh = {"axis_names": ["x"], "axis_sizes": [2], "axis_types": ["Auto"]}
+    blob = serialization.write(
+        good_metadata(mesh=mesh, nr_devices=2, in_shardings=[["x"]]), MODULE, None
+    )
+    exported = deserialize(blob)
+    assert exported.nr_devices == 2 and exported.mesh.shape_tuple == (("x", 2),)
+    assert exported.in_shardings_hlo == ("{devices=[2]0,1}",) and exported.out_specs == (None,)
+    _bad(serialization.write(good_metadata(mesh=mesh), MODULE, None), "nr_devices is 1.*has 2")
+    _bad(serialization.write(good_metadata(mesh=[]), MODULE, None), "'mesh' is \\[\\]")
+    _bad(serialization.write(good_metadata(in_shardings=[["x"]]), MODULE, None), "one device")
+    _bad(serialization.write(good_metadata(in_shardings=[]), MODULE, None), "shardings do not")

@@ -135,7 +135,9 @@ class CheckifyError(EmberError, ValueError):
 class ExportError(EmberError, ValueError):
     """An exported program cannot be read or called here: a file that is not an ember export
     (bad magic bytes), of an unsupported format version, truncated, with bad metadata or a
-    bad StableHLO artifact; or a call on a platform or device count it was not exported for."""
+    bad StableHLO artifact, or a custom pytree node whose serialized name is not registered;
+    a call on a platform or device count it was not exported for; or the export of a function
+    that calls back into Python (an artifact cannot carry a Python function)."""
 
 
 # Every class above is public as ember.errors.X: say so in tracebacks and reprs, instead of

@@ -1,12 +1,14 @@
 """Writes the golden exported programs of this directory (run from the repository root with
 the CPU backend: ``EMBER_PLATFORMS=cpu,reference python -m tests.core.export.golden.write_golden
-[NAME ...]``, NAME a file to write, all of them by default).
+[NAME ...]``, NAME a file to write, all of them by default). The programs over several devices
+(``MESH_GOLDEN``) run on the CPU backend's first devices; tests/sharding/test_export.py runs them.
 
 The files are committed and never rewritten: tests/core/export/test_serialization.py loads and
 runs them, the promise that a program exported by this version of ember still loads later.
 Rewrite them only when the format version changes, keeping the old ones beside the new.
 """
 
+import os
 import pathlib
 import sys
 
@@ -81,6 +83,34 @@ POLY_ARGS = (
     ember.ShapeDtypeStruct((3, 2), f32),
 )
 
+
+def sharded_affine(x, w):
+    """Over 2 devices (mesh axis "batch"): x f32[4, 3], its rows split, @ w f32[3, 2]
+    replicated, + 1; the result's rows split too."""
+    return x @ w + 1.0
+
+
+def sharded_affine_reference(x, w):
+    return x @ w + 1.0
+
+
+def two_device_layouts():
+    """jit's shardings for sharded_affine, over the first 2 devices."""
+    mesh = ember.make_mesh(
+        (2,), ("batch",), devices=ember.devices()[:2], axis_types=(ember.sharding.AxisType.Auto,)
+    )
+    rows = ember.sharding.NamedSharding(mesh, ember.sharding.P("batch"))
+    whole = ember.sharding.NamedSharding(mesh, ember.sharding.P())
+    return {"in_shardings": (rows, whole), "out_shardings": rows}
+
+
+SHARDED_ARGS = (ember.ShapeDtypeStruct((4, 3), f32), ember.ShapeDtypeStruct((3, 2), f32))
+
+# Programs over several devices: name -> (function, arguments, jit's shardings when written).
+MESH_GOLDEN = {
+    "sharded_affine_2dev.emberexp": (sharded_affine, SHARDED_ARGS, two_device_layouts),
+}
+
 GOLDEN = {
     "mlp_vjp1.emberexp": (mlp, MLP_ARGS, {}, 1),
     "mixed_dtypes.emberexp": (mixed, MIXED_ARGS, {}, 0),
@@ -91,12 +121,18 @@ GOLDEN = {
 
 
 def main(names: list[str]) -> None:
-    for name in names or GOLDEN:
-        fun, args, options, vjp_order = GOLDEN[name]
-        blob = export(ember.jit(fun), **options)(*args).serialize(vjp_order=vjp_order)
+    for name in names or [*GOLDEN, *MESH_GOLDEN]:
+        if name in MESH_GOLDEN:
+            fun, args, layouts = MESH_GOLDEN[name]
+            blob = export(ember.jit(fun, **layouts()))(*args).serialize()
+        else:
+            fun, args, options, vjp_order = GOLDEN[name]
+            blob = export(ember.jit(fun), **options)(*args).serialize(vjp_order=vjp_order)
         (HERE / name).write_bytes(blob)
         print(f"wrote {name}: {len(blob)} bytes")
 
 
 if __name__ == "__main__":
+    # Before any backend starts: the programs over several devices need them.
+    os.environ.setdefault("EMBER_CPU_DEVICE_COUNT", "2")
     main(sys.argv[1:])

@@ -23,6 +23,7 @@ from ember._src.export import modules
 from ember._src.export.modules import PLATFORM_INDEX_TYPE
 from ember._src.export.shape_poly import symbolic_tensor_type
 from ember._src.lowering.mlir import ModuleContext, RuleContext, tensor_type
+from ember._src.runtime.sharding import explicit_entries, typed_sharding
 
 # The exported programs already copied into each module being lowered: exported -> its main.
 _embedded: weakref.WeakKeyDictionary[ModuleContext, dict[Any, str]] = weakref.WeakKeyDictionary()
@@ -32,6 +33,20 @@ def _abstract_eval(*avals: ShapedArray, exported: Any) -> list[ShapedArray]:
     return exported.out_avals_for(avals)
 
 
+def _sharding_rule(*avals: ShapedArray, exported: Any) -> list[Any]:
+    """The typed layouts of the results when an argument is split over Explicit mesh axes:
+    as exported, over the caller's mesh when it is the exported one; else whole (the program
+    computes whole values, and the partitioner moves them)."""
+    caller = next(a.typed_sharding.mesh for a in avals if a.typed_sharding is not None)
+    mesh = exported.mesh
+    if mesh is None or caller.shape_tuple != mesh.shape_tuple:
+        return [None] * len(exported.out_avals)
+    return [
+        None if spec is None else typed_sharding(caller, explicit_entries(spec, a.ndim, caller))
+        for spec, a in zip(exported.out_specs, exported.out_avals)
+    ]
+
+
 def _lowering(ctx: RuleContext, *operands: str, exported: Any) -> list[str]:
     platforms = exported.platforms
     if ctx.platform not in platforms:
@@ -39,6 +54,7 @@ def _lowering(ctx: RuleContext, *operands: str, exported: Any) -> list[str]:
             f"the exported function {exported.fun_name} was exported for "
             f"{', '.join(platforms)}, not for {ctx.platform}"
         )
+    _check_devices(ctx, exported)
     main = embedded_main(ctx.module, exported)
     args = list(operands)
     if not exported.is_polymorphic:
@@ -66,6 +82,27 @@ def _lowering(ctx: RuleContext, *operands: str, exported: Any) -> list[str]:
     return outs
 
 
+def _check_devices(ctx: RuleContext, exported: Any) -> None:
+    """A program exported over N devices runs only in a program over a mesh of N devices (a
+    one-device program runs anywhere: each device computes it whole)."""
+    if exported.nr_devices == 1:
+        return
+    mesh = ctx.module.mesh
+    devices = 1 if mesh is None else mesh.size
+    if devices != exported.nr_devices:
+        raise errors.ExportError(
+            f"the exported function {exported.fun_name} was exported for "
+            f"{exported.nr_devices} devices, but it is called in a program over {devices} "
+            f"device{'s' if devices != 1 else ''}"
+        )
+    if ctx.module.in_manual:
+        raise errors.ExportError(
+            f"the exported function {exported.fun_name} runs over {exported.nr_devices} "
+            f"devices: it cannot be called inside a shard_map body, where each device runs "
+            f"its own part"
+        )
+
+
 def _platform_index(ctx: RuleContext, platforms: Sequence[str]) -> str:
     index = np.int32(platforms.index(ctx.platform))
     return ctx.constant(index, ShapedArray((), np.dtype(np.int32)))
@@ -82,12 +119,26 @@ def _convert(ctx: RuleContext, x: str, to_type: str) -> str:
 
 
 def embedded_main(module: ModuleContext, exported: Any) -> str:
-    """The name of ``exported``'s main in ``module``, copying its functions there first."""
+    """The name of ``exported``'s main in ``module``, copying its functions there first.
+
+    A program exported over a mesh refers to it as ``@mesh`` (in Shardy attributes, or in
+    the strings that carry them once read back from a portable artifact). Where the caller's
+    module declares the same mesh, the copied functions use the caller's; else the exported
+    mesh is declared under a name of its own, and the references renamed."""
     inside = _embedded.setdefault(module, {})
     main = inside.get(exported)
     if main is None:
         prefix = f"_ember_exported_{len(inside)}_"
         functions, main = modules.private_functions(exported.mlir_module(), prefix)
+        functions = modules.without_meshes(functions)
+        mesh = exported.mesh
+        if mesh is not None and (
+            module.mesh is None or module.mesh.shape_tuple != mesh.shape_tuple
+        ):
+            name = prefix + "mesh"
+            functions = modules.rename_symbols(functions, {"mesh": name})
+            axes = ", ".join(f'"{axis}"={size}' for axis, size in mesh.shape_tuple)
+            module.declarations[name] = f"sdy.mesh @{name} = <[{axes}]>"
         module.extra_functions.append(functions)
         inside[exported] = main
     return main
@@ -106,7 +157,7 @@ call_exported_p = rules.define_primitive(
     abstract_eval=_abstract_eval,
     jvp=_no_jvp,
     lowering=_lowering,
-    sharding=rules.NOT_SHARDABLE,
+    sharding=_sharding_rule,
     multiple_results=True,
 )
 

@@ -1,7 +1,9 @@
 """``python -m ember export inspect FILE [--mlir]``: what an exported program contains.
 
-Everything but ``--mlir`` is read from the file's metadata alone, so it works without any
-backend; ``--mlir`` converts the artifact back to StableHLO text, which needs a PJRT backend.
+For a program exported over several devices it prints the mesh and each argument's and
+result's layout over it (PartitionSpec and HLO sharding). Everything but ``--mlir`` is read
+from the file's metadata alone, so it works without any backend; ``--mlir`` converts the
+artifact back to StableHLO text, which needs a PJRT backend.
 """
 
 from __future__ import annotations
@@ -63,14 +65,26 @@ def describe(exported: Exported, blob: bytes, name: str) -> str:
         f"{name}: ember export, format version {serialization.FORMAT_VERSION}, {len(blob)} bytes",
         f"  function            {exported.fun_name}",
         f"  platforms           {', '.join(exported.platforms)}",
-        f"  devices             {exported.nr_devices}",
+        f"  devices             {_devices(exported)}",
         f"  calling convention  {exported.calling_convention_version}",
         f"  StableHLO           artifact for StableHLO >= {exported.stablehlo_version} "
         f"(written by {exported.stablehlo_producer_version})",
         f"  inputs              {exported.in_tree}",
-        *_leaves(exported.in_tree, exported.in_avals, "args"),
+        *_leaves(
+            exported.in_tree,
+            exported.in_avals,
+            "args",
+            exported.in_specs,
+            exported.in_shardings_hlo,
+        ),
         f"  outputs             {exported.out_tree}",
-        *_leaves(exported.out_tree, exported.out_avals, "out"),
+        *_leaves(
+            exported.out_tree,
+            exported.out_avals,
+            "out",
+            exported.out_specs,
+            exported.out_shardings_hlo,
+        ),
         f"  ordered effects     {', '.join(exported.ordered_effects) or 'none'}",
         f"  unordered effects   {', '.join(exported.unordered_effects) or 'none'}",
         f"  disabled checks     {', '.join(exported.disabled_safety_checks) or 'none'}",
@@ -81,13 +95,28 @@ def describe(exported: Exported, blob: bytes, name: str) -> str:
     return "\n".join(lines)
 
 
-def _leaves(tree, avals, root: str) -> list[str]:
+def _devices(exported: Exported) -> str:
+    mesh = exported.mesh
+    if mesh is None:
+        return str(exported.nr_devices)
+    axes = ", ".join(f"{name}={size}" for name, size in mesh.shape_tuple)
+    types = ", ".join(t.name for t in mesh.axis_types)
+    return f"{exported.nr_devices}, over the mesh {axes} (axis types {types})"
+
+
+def _leaves(tree, avals, root: str, specs, hlo) -> list[str]:
     keyed, _ = tree_flatten_with_path(tree_unflatten(tree, range(tree.num_leaves)))
     if root == "args":  # the input structure is (positional args, kwargs)
         names = [("args" if path[0].idx == 0 else "kwargs") + keystr(path[1:]) for path, _ in keyed]
     else:
         names = [root + keystr(path) for path, _ in keyed]
-    return [f"    {n:<18}{a.str_short()}" for n, a in zip(names, avals)]
+    lines = []
+    for n, a, spec, text in zip(names, avals, specs, hlo):
+        line = f"    {n:<18}{a.str_short()}"
+        if text is not None:  # laid out over the mesh (None: one device, or unspecified)
+            line = f"{line:<40}{spec}  {text}"
+        lines.append(line)
+    return lines
 
 
 def _vjp_order(exported: Exported) -> str:

@@ -1,10 +1,12 @@
 """``Exported``: an exported program, as ``export`` made it or ``deserialize`` read it back.
 
 An ``Exported`` holds the StableHLO module as a portable artifact (VHLO bytecode) with what
-calling it needs: the structures and types of its arguments and results and the platforms it
-was lowered for. It serialises itself (``serialize``, the format in ``serialization``) and is
-called (``call``) eagerly, inside ``jit``, and under ``grad`` when it carries its VJP. How a
-jitted function becomes one is ``exporting``'s job.
+calling it needs: the structures and types of its arguments and results, the platforms it
+was lowered for and, for a program over several devices, its mesh and their layouts. It
+serialises itself (``serialize``, the format in ``serialization``) and is called (``call``)
+eagerly, inside ``jit``, and under ``grad`` when it carries its VJP; a program over N devices
+runs over a mesh of N devices (the arguments' or the one in scope). How a jitted function
+becomes one is ``exporting``'s job.
 
 The core never parses MLIR: turning an artifact back into text is asked of a backend that can
 (``artifacts``); with only the reference backend, calling raises ``ExportError``.
@@ -20,12 +22,16 @@ import numpy as np
 from ember._src import core, dtypes, errors
 from ember._src.core import ShapedArray
 from ember._src.execution.compiled import remember
-from ember._src.export import serialization, shape_poly, trees
+from ember._src.execution.placement import is_multi_device, mesh_of, put
+from ember._src.export import serialization, shape_poly, shardings, trees
 from ember._src.export.artifacts import artifact_backend
 from ember._src.export.calling import call_exported
 from ember._src.lax.operators import convert_element_type
 from ember._src.plugin import manager
+from ember._src.runtime.mesh import AbstractMesh, Mesh
+from ember._src.runtime.sharding import NamedSharding, PartitionSpec
 from ember._src.transforms.custom_derivatives import custom_vjp
+from ember._src.transforms.jit import JitFunction, jit
 from ember._src.tree.keys import keystr
 from ember._src.tree.util import (
     PyTreeDef,
@@ -60,6 +66,9 @@ class Exported:
         stablehlo_version: str,
         stablehlo_producer_version: str,
         nr_devices: int = 1,
+        mesh: AbstractMesh | None = None,
+        in_specs: Sequence[PartitionSpec | None] | None = None,
+        out_specs: Sequence[PartitionSpec | None] | None = None,
         ordered_effects: Sequence[str] = (),
         unordered_effects: Sequence[str] = (),
         disabled_safety_checks: Sequence[str] = (),
@@ -73,9 +82,11 @@ class Exported:
         self.out_avals = tuple(out_avals)
         self.platforms = tuple(platforms)
         self.nr_devices = nr_devices
-        # One device: no argument or result is laid out over a mesh (None: unspecified).
-        self.in_shardings_hlo: tuple[None, ...] = (None,) * len(self.in_avals)
-        self.out_shardings_hlo: tuple[None, ...] = (None,) * len(self.out_avals)
+        # Over several devices: the mesh's axes (its devices are the caller's) and the layout
+        # of each argument and result over them (None: the partitioner's choice).
+        self.mesh = mesh
+        self.in_specs = tuple(in_specs or (None,) * len(self.in_avals))
+        self.out_specs = tuple(out_specs or (None,) * len(self.out_avals))
         self.ordered_effects = tuple(ordered_effects)
         self.unordered_effects = tuple(unordered_effects)
         self.disabled_safety_checks = tuple(disabled_safety_checks)
@@ -90,6 +101,7 @@ class Exported:
         self._vjp: Exported | None = None
         self._text: str | None = None
         self._differentiable: custom_vjp | None = None
+        self._mesh_calls: dict[Mesh, JitFunction] = {}
 
     # Equal by content, as JAX's dataclass is: a program deserialised again from the same
     # bytes is the same program, so the compiled executables cached for calls of it (keyed by
@@ -103,6 +115,9 @@ class Exported:
             self.out_avals,
             self.platforms,
             self.nr_devices,
+            self.mesh,
+            self.in_specs,
+            self.out_specs,
             self.mlir_module_serialized,
         )
 
@@ -119,6 +134,50 @@ class Exported:
             f"Exported({self.fun_name}: ({ins}) -> ({outs}), "
             f"platforms={self.platforms}, nr_devices={self.nr_devices})"
         )
+
+    # -- the layouts ----------------------------------------------------------------------------
+
+    @property
+    def in_shardings_hlo(self) -> tuple[str | None, ...]:
+        """Each argument's HLO sharding (device ids are positions in the exported mesh), or
+        None on one device."""
+        return tuple(
+            shardings.hlo_sharding(self.mesh, s, a.ndim)
+            for s, a in zip(self.in_specs, self.in_avals)
+        )
+
+    @property
+    def out_shardings_hlo(self) -> tuple[str | None, ...]:
+        """Each result's HLO sharding, None where unspecified or on one device."""
+        return tuple(
+            shardings.hlo_sharding(self.mesh, s, a.ndim)
+            for s, a in zip(self.out_specs, self.out_avals)
+        )
+
+    def in_shardings_jax(self, mesh: Mesh) -> tuple[NamedSharding | None, ...]:
+        """Each argument's layout over ``mesh`` (the exported axes laid over its devices)."""
+        over = self._mesh_over(mesh)
+        return tuple(None if s is None else NamedSharding(over, s) for s in self.in_specs)
+
+    def out_shardings_jax(self, mesh: Mesh) -> tuple[NamedSharding | None, ...]:
+        """Each result's layout over ``mesh``; None where the partitioner chooses."""
+        over = self._mesh_over(mesh)
+        return tuple(None if s is None else NamedSharding(over, s) for s in self.out_specs)
+
+    def _mesh_over(self, mesh: Mesh) -> Mesh:
+        """The exported mesh laid over the devices of ``mesh``, which must be as many."""
+        if self.mesh is None:
+            raise errors.ExportError(
+                f"the exported function {self.fun_name} runs on one device: it has no mesh"
+            )
+        if mesh.size != self.nr_devices:
+            raise errors.ExportError(
+                f"the exported function {self.fun_name} was exported for {self.nr_devices} "
+                f"devices, but it is called on a mesh of {mesh.size} devices{errors.where()}"
+            )
+        if mesh.shape_tuple == self.mesh.shape_tuple and mesh.axis_types == self.mesh.axis_types:
+            return mesh
+        return shardings.mesh_on(self.mesh, mesh.device_list)
 
     # -- the module --------------------------------------------------------------------------
 
@@ -165,8 +224,9 @@ class Exported:
             "out_tree": trees.encode(self.out_tree),
             "in_avals": [_encode_aval(a) for a in self.in_avals],
             "out_avals": [_encode_aval(a) for a in self.out_avals],
-            "in_shardings": list(self.in_shardings_hlo),
-            "out_shardings": list(self.out_shardings_hlo),
+            "mesh": shardings.encode_mesh(self.mesh),
+            "in_shardings": [shardings.encode_spec(s) for s in self.in_specs],
+            "out_shardings": [shardings.encode_spec(s) for s in self.out_specs],
             "platforms": list(self.platforms),
             "nr_devices": self.nr_devices,
             "ordered_effects": list(self.ordered_effects),
@@ -190,16 +250,44 @@ class Exported:
         self.mlir_module()  # a bad artifact fails here, as itself, rather than in a lowering
         if self.has_vjp() and not at_top:  # (called eagerly, nothing differentiates it)
             outs = self._with_vjp()(*leaves)
+        elif at_top and self.mesh is not None:
+            outs = self._call_on_mesh(leaves)
         else:
             outs = call_exported(leaves, self)
         return tree_unflatten(self.out_tree, outs)
 
-    def _checked_arguments(self, args: tuple, kwargs: dict) -> list[Any]:
-        if self.nr_devices != 1:
+    def _call_on_mesh(self, leaves: list[Any]) -> list[Any]:
+        """Run eagerly over the arguments' mesh, else the mesh in scope: a jitted call laid
+        out as exported (one per mesh, its executable cached)."""
+        mesh = mesh_of((), leaves, f"the exported function {self.fun_name}")
+        if mesh is None:
             raise errors.ExportError(
                 f"the exported function {self.fun_name} was exported for {self.nr_devices} "
-                f"devices; ember calls exported programs on one device"
+                f"devices, but it is called on 1 device: pass arrays laid out over a mesh of "
+                f"{self.nr_devices} devices, or call it inside ember.set_mesh(mesh)"
+                f"{errors.where()}"
             )
+        ins = self.in_shardings_jax(mesh)
+        # Arrays over the same devices under other axis names (a mesh of another shape) are
+        # laid out as exported first: one call runs over one mesh.
+        leaves = [
+            put(x, s, f"the exported function {self.fun_name}")
+            if s is not None and is_multi_device(x) and not s.mesh.same_devices(x.sharding.mesh)
+            else x
+            for x, s in zip(leaves, ins)
+        ]
+        run = self._mesh_calls.get(mesh)
+        if run is None:
+            outs = self.out_shardings_jax(mesh)
+
+            def call_flat(*flat: Any) -> tuple:
+                return tuple(call_exported(flat, self))
+
+            call_flat.__name__ = self.fun_name
+            run = self._mesh_calls[mesh] = jit(call_flat, in_shardings=ins, out_shardings=outs)
+        return list(run(*leaves))
+
+    def _checked_arguments(self, args: tuple, kwargs: dict) -> list[Any]:
         keyed, tree = tree_flatten_with_path((args, kwargs))
         if tree != self.in_tree:
             raise errors.EmberTypeError(
@@ -364,6 +452,14 @@ def deserialize(blob: bytes | bytearray) -> Exported:
     for field in ("platforms", "ordered_effects", "unordered_effects", "disabled_checks"):
         if not all(isinstance(x, str) for x in metadata[field]):
             raise errors.ExportError(f"bad metadata: {field} must be a list of names")
+    mesh = shardings.decode_mesh(metadata.get("mesh"))
+    nr_devices = metadata["nr_devices"]
+    if nr_devices != (1 if mesh is None else mesh.size):
+        raise errors.ExportError(
+            f"bad metadata: nr_devices is {nr_devices}, but the mesh "
+            f"{None if mesh is None else mesh.shape_tuple} has "
+            f"{1 if mesh is None else mesh.size}"
+        )
     in_avals = [_decode_aval(a) for a in metadata["in_avals"]]
     out_avals = [_decode_aval(a) for a in metadata["out_avals"]]
     in_tree = trees.decode(metadata["in_tree"])
@@ -372,6 +468,10 @@ def deserialize(blob: bytes | bytearray) -> Exported:
         raise errors.ExportError(
             "bad metadata: the argument or result structure does not fit the abstract values"
         )
+    in_specs = [shardings.decode_spec(s, mesh) for s in metadata["in_shardings"]]
+    out_specs = [shardings.decode_spec(s, mesh) for s in metadata["out_shardings"]]
+    if (len(in_specs), len(out_specs)) != (len(in_avals), len(out_avals)):
+        raise errors.ExportError("bad metadata: the shardings do not fit the abstract values")
     if metadata["calling_convention_version"] != CALLING_CONVENTION_VERSION:
         raise errors.ExportError(
             f"unsupported calling convention version {metadata['calling_convention_version']}: "
@@ -384,7 +484,10 @@ def deserialize(blob: bytes | bytearray) -> Exported:
         out_tree=out_tree,
         out_avals=out_avals,
         platforms=metadata["platforms"],
-        nr_devices=metadata["nr_devices"],
+        nr_devices=nr_devices,
+        mesh=mesh,
+        in_specs=in_specs,
+        out_specs=out_specs,
         ordered_effects=metadata["ordered_effects"],
         unordered_effects=metadata["unordered_effects"],
         disabled_safety_checks=metadata["disabled_checks"],

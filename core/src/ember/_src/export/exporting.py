@@ -4,8 +4,11 @@
 its consts closed over; lowered once per requested platform (several lowerings are combined
 under one ``main`` switching on a platform index, see ``modules``); and the module kept as a
 portable artifact targeting the StableHLO version a consumer four weeks old still reads.
-Arguments with symbolic dimensions take ``shape_poly``'s path. The VJP is exported on demand
-(``Exported.vjp``, ``serialize(vjp_order=1)``), from the same function.
+Arguments with symbolic dimensions take ``shape_poly``'s path. A call that ``jit`` would run
+over a device mesh is lowered over it, as ``jit`` lowers it, and its mesh and layouts kept
+(``shardings``). Functions that call back into Python are refused (``effects``). The VJP is
+exported on demand (``Exported.vjp``, ``serialize(vjp_order=1)``), from the same function,
+over the same mesh.
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from typing import Any
 
 from ember._src import core, dtypes, errors
 from ember._src.core import ShapedArray
-from ember._src.execution.compiled import mesh_in_jaxpr
-from ember._src.export import modules, shape_poly, trees
+from ember._src.execution.compiled import mesh_in_jaxpr, prepare
+from ember._src.export import effects, modules, shape_poly, shardings, trees
 from ember._src.export.artifacts import artifact_backend
 from ember._src.export.exported import Exported, argument_names
 from ember._src.interpreters.eval import eval_jaxpr
@@ -24,6 +27,9 @@ from ember._src.ir import ClosedJaxpr
 from ember._src.lowering.mlir import sanitize_name
 from ember._src.lowering.module import lower_module
 from ember._src.plugin import manager
+from ember._src.runtime.backend import Computation
+from ember._src.runtime.mesh import Mesh
+from ember._src.runtime.sharding import NamedSharding, PartitionSpec, Sharding
 from ember._src.transforms.autodiff import vjp as vjp_transform
 from ember._src.transforms.jit import JitFunction, jit
 from ember._src.transforms.staging import ShapeDtypeStruct
@@ -61,7 +67,10 @@ def export(
         checks = tuple(disabled_checks)
         if not symbols:
             closed, in_tree, out_tree = fun_jit.trace_closed(*args, **kwargs)
-            return export_closed(closed, in_tree, out_tree, fun_jit.__name__, platforms, checks)
+            layouts = _layouts_on_mesh(fun_jit, args, kwargs)
+            return export_closed(
+                closed, in_tree, out_tree, fun_jit.__name__, platforms, checks, layouts=layouts
+            )
         return _export_polymorphic(fun_jit, args, kwargs, symbols, platforms, checks)
 
     return do_export
@@ -82,6 +91,11 @@ def _export_polymorphic(
     for sizes in (sizes_a, sizes_b):
         args_s, kwargs_s = tree_map(lambda x, s=sizes: shape_poly.specialize(x, s), (args, kwargs))
         traces.append(fun_jit.trace_closed(*args_s, **kwargs_s))
+        if _layouts_on_mesh(fun_jit, args_s, kwargs_s) is not None:
+            raise errors.ExportError(
+                f"{name} runs over a device mesh: ember exports programs over a mesh for "
+                f"static shapes only, not symbolic ones"
+            )
     (closed, in_tree, out_tree), (closed_b, _, _) = traces
     in_shapes, out_shapes = shape_poly.compare_traces(closed, closed_b, sizes_a, sizes_b, name)
 
@@ -96,6 +110,26 @@ def _export_polymorphic(
 
     poly = Polymorphism(sizes_a, in_shapes, out_shapes, argument_names(in_tree))
     return export_closed(closed, in_tree, out_tree, name, platforms, checks, poly, flat_fun)
+
+
+class Layouts:
+    """Where a program exported over a mesh runs: the mesh, and how each flat argument and
+    result is laid out over it (a result's None: the partitioner chooses)."""
+
+    def __init__(self, mesh: Mesh, in_shardings: list[Sharding], out_shardings: list[Any]):
+        self.mesh = mesh
+        self.in_shardings = in_shardings
+        self.out_shardings = out_shardings
+
+
+def _layouts_on_mesh(fun_jit: JitFunction, args: tuple, kwargs: dict) -> Layouts | None:
+    """The mesh and layouts a call of ``fun_jit`` with these arguments has, as jit decides
+    them (in_shardings/out_shardings, arrays laid out over a mesh, a shard_map or sharding
+    constraint inside, the mesh in scope); None when it runs on one device."""
+    where, in_shardings, out_shardings = fun_jit.placement(*args, **kwargs)
+    if not isinstance(where, Mesh):
+        return None
+    return Layouts(where, in_shardings, out_shardings)
 
 
 class Polymorphism:
@@ -121,10 +155,12 @@ def export_closed(
     disabled_checks: tuple = (),
     poly: Polymorphism | None = None,
     flat_fun: Callable[..., list[Any]] | None = None,
+    layouts: Layouts | None = None,
 ) -> Exported:
     """The Exported of a traced function (its consts closed over); ``poly`` when it was
     traced for symbolic shapes, ``flat_fun`` the function on flat arguments its VJP is
-    exported from (default: the jaxpr's evaluation)."""
+    exported from (default: the jaxpr's evaluation); ``layouts`` when it runs over a mesh."""
+    effects.check_exportable(closed, name)  # whichever the backends, it cannot be exported
     backend = artifact_backend()
     chosen = tuple(platforms) if platforms else (default_export_platform(),)
     for platform in chosen:
@@ -134,17 +170,28 @@ def export_closed(
             )
     if len(set(chosen)) != len(chosen):
         raise ValueError(f"platforms lists a platform twice: {chosen}")
-    if mesh_in_jaxpr(closed.jaxpr) is not None:
+    if layouts is None and mesh_in_jaxpr(closed.jaxpr) is not None:
         raise errors.ExportError(
-            f"{name} runs over a device mesh (a shard_map or sharding constraint): ember "
-            f"exports programs for one device only"
+            f"{name} runs over a device mesh (a shard_map or sharding constraint), but its "
+            f"trace was given no mesh to export it for"
+        )
+    if layouts is not None and len(chosen) > 1:
+        raise errors.ExportError(
+            f"{name} runs over a device mesh: ember exports programs over a mesh for one "
+            f"platform at a time, and {', '.join(chosen)} were asked"
         )
     trees.encode(in_tree)  # fail now, not when serialising, on a structure with no JSON form
     trees.encode(out_tree)
     module_name = f"jit_{name}"
     in_avals = [core.raise_to_shaped(a) for a in closed.in_avals]
     out_avals = [core.raise_to_shaped(a) for a in closed.out_avals]
-    lowerings = [(p, lower_module(closed, platform=p, name=module_name)) for p in chosen]
+    if layouts is None:
+        lowerings = [(p, lower_module(closed, platform=p, name=module_name)) for p in chosen]
+        mesh, in_specs, out_specs = None, None, None
+    else:
+        computation, in_specs, out_specs = _computation_on_mesh(closed, module_name, layouts)
+        lowerings = [(p, computation.as_text(p)) for p in chosen]
+        mesh = layouts.mesh.abstract_mesh
     if poly is not None:
         lowerings = [(p, poly.generalize(text, name)) for p, text in lowerings]
         in_avals = [a.update(shape=s) for a, s in zip(in_avals, poly.in_shapes)]
@@ -167,8 +214,14 @@ def export_closed(
         def flat_fun(*leaves: Any) -> list[Any]:
             return eval_jaxpr(closed.jaxpr, closed.consts, *leaves)
 
+    vjp_layouts = None
+    if layouts is not None:  # the VJP runs over the mesh too, the cotangents laid as results
+        over = layouts.mesh
+        outs = [None if s is None else NamedSharding(over, s) for s in out_specs]
+        vjp_layouts = (tuple(layouts.in_shardings) + tuple(outs), tuple(layouts.in_shardings))
+
     def vjp_source() -> Exported:
-        return _export_vjp(flat_fun, in_avals, out_avals, name, chosen)
+        return _export_vjp(flat_fun, in_avals, out_avals, name, chosen, vjp_layouts)
 
     exported = Exported(
         fun_name=name,
@@ -182,9 +235,35 @@ def export_closed(
         stablehlo_producer_version=versions["current"],
         disabled_safety_checks=[str(c) for c in disabled_checks],
         vjp_source=vjp_source,
+        nr_devices=1 if mesh is None else mesh.size,
+        mesh=mesh,
+        in_specs=in_specs,
+        out_specs=out_specs,
     )
     exported._text = text
     return exported
+
+
+def _computation_on_mesh(
+    closed: ClosedJaxpr, module_name: str, layouts: Layouts
+) -> tuple[Computation, list[PartitionSpec], list[PartitionSpec | None]]:
+    """The computation of ``closed`` over ``layouts.mesh``, lowered as ``jit`` lowers it (its
+    arguments and fixed results annotated with Shardy shardings, the module declaring the
+    mesh), and the specs of its arguments and fixed results."""
+    mesh = layouts.mesh
+    prepared = prepare(closed, module_name, mesh, layouts.in_shardings, layouts.out_shardings)
+    if prepared.keep_in is not None:
+        raise errors.ExportError(
+            f"{module_name} takes or returns float0 values (tangents of integers): ember "
+            f"exports programs over a mesh without them only"
+        )
+    in_specs = [
+        shardings.spec_of(s, mesh, f"argument #{i}") for i, s in enumerate(layouts.in_shardings)
+    ]
+    out_specs = [
+        shardings.spec_of(s, mesh, f"result #{i}") for i, s in enumerate(prepared.out_shardings)
+    ]
+    return prepared.computation, in_specs, out_specs
 
 
 def _export_vjp(
@@ -193,9 +272,11 @@ def _export_vjp(
     out_avals: Sequence[ShapedArray],
     name: str,
     platforms: Sequence[str],
+    layouts: tuple[tuple, tuple] | None = None,
 ) -> Exported:
     """The Exported VJP of ``flat_fun``: (flat primals, flat output cotangents) -> flat input
-    cotangents, for the same (possibly symbolic) shapes."""
+    cotangents, for the same (possibly symbolic) shapes; over a mesh, ``layouts`` are its
+    (in_shardings, out_shardings)."""
     for aval in [*in_avals, *out_avals]:
         if not dtypes.is_inexact(aval.dtype):
             raise errors.EmberTypeError(
@@ -211,4 +292,8 @@ def _export_vjp(
 
     vjp_flat.__name__ = f"vjp_{name}"
     specs = [ShapeDtypeStruct(a.shape, a.dtype) for a in [*in_avals, *out_avals]]
-    return export(jit(vjp_flat), platforms=platforms)(*specs)
+    if layouts is None:
+        return export(jit(vjp_flat), platforms=platforms)(*specs)
+    in_shardings, out_shardings = layouts
+    program = jit(vjp_flat, in_shardings=in_shardings, out_shardings=out_shardings)
+    return export(program, platforms=platforms)(*specs)

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 # A function definition, in either syntax MLIR prints or parses for ``func.func``.
 _FUNCTION = re.compile(r"func\.func\s+(?:(?:public|private|nested)\s+)?@([A-Za-z_][\w$.]*)")
 _PUBLIC = re.compile(r"func\.func\s+public\s+@")
+# A Shardy mesh declaration, on a line of its own: ``sdy.mesh @mesh = <["x"=4, "y"=2]>``.
+_MESH = re.compile(r"^[ \t]*sdy\.mesh\s+@[A-Za-z_][\w$.]*\s*=.*$\n?", re.M)
 
 PLATFORM_INDEX_TYPE = "tensor<i32>"
 
@@ -45,6 +47,11 @@ def private_functions(text: str, prefix: str) -> tuple[str, str]:
         raise ValueError("the module has no main function")
     renamed = rename_symbols(body, {name: prefix + name for name in names})
     return _PUBLIC.sub("func.func private @", renamed), prefix + "main"
+
+
+def without_meshes(body: str) -> str:
+    """``body`` without its Shardy mesh declarations (a caller declares its own)."""
+    return _MESH.sub("", body)
 
 
 def rename_symbols(body: str, mapping: dict[str, str]) -> str:

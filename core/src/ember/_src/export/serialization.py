@@ -50,6 +50,10 @@ METADATA_FIELDS: dict[str, tuple[type, ...]] = {
     "module_size": (int,),
     "vjp_size": (int,),
 }
+# Fields a file may lack (those of older versions of this format) -> their JSON types.
+OPTIONAL_FIELDS: dict[str, tuple[type, ...]] = {
+    "mesh": (dict, type(None)),  # absent: one device
+}
 
 
 def write(metadata: dict[str, Any], module: bytes, vjp: bytes | None) -> bytes:
@@ -116,9 +120,12 @@ def read(blob: bytes) -> tuple[dict[str, Any], bytes, bytes | None]:
 def check_metadata(metadata: Any) -> None:
     if not isinstance(metadata, dict):
         raise errors.ExportError("bad metadata in ember export: not a JSON object")
-    for field, types in METADATA_FIELDS.items():
+    for field in METADATA_FIELDS:
         if field not in metadata:
             raise errors.ExportError(f"bad metadata in ember export: no {field!r}")
+    for field, types in {**METADATA_FIELDS, **OPTIONAL_FIELDS}.items():
+        if field not in metadata:
+            continue
         value = metadata[field]
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             raise errors.ExportError(

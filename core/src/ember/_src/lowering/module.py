@@ -63,8 +63,8 @@ def lower_jaxpr_inline(
             operands = [read(v) for v in eqn.invars]
             try:
                 outs = rule(ctx, *operands, **eqn.params)
-            except LoweringError:
-                raise
+            except (LoweringError, errors.ExportError):
+                raise  # (an exported program called where it cannot run says so itself)
             except Exception as err:
                 where = f" (from {eqn.source_info})" if eqn.source_info else ""
                 raise LoweringError(

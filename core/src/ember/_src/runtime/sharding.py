@@ -298,7 +298,7 @@ class NamedSharding(Sharding):
         names = list(self.mesh.axis_names)
         order = [a for d in range(ndim) for a in self.spec.axes_of(d)]
         unused = [a for a in names if a not in order]
-        positions = np.arange(self.mesh.size).reshape(self.mesh.devices.shape)
+        positions = np.arange(self.mesh.size).reshape(self.mesh.axis_sizes)
         permuted = np.transpose(positions, [names.index(a) for a in order + unused])
         tiles = self._factors(ndim)
         replicate = int(np.prod([self.mesh.axis_size(a) for a in unused], dtype=np.int64))

@@ -491,6 +491,22 @@ class JitFunction:
             in_shardings = placement.argument_layouts(leaves, wanted, where, f"jit({self._name})")
         return Lowered(self, traced, self._prepare(traced, where, in_shardings))
 
+    def placement(
+        self, *args: Any, **kwargs: Any
+    ) -> tuple[Device | Mesh, list | None, list | None]:
+        """Where a call with these arguments (values or ShapeDtypeStructs) runs, and, over a
+        mesh, the sharding of each dynamic argument leaf and the one asked for each result
+        leaf (None: the partitioner chooses): what ``ember.export`` records."""
+        dynamic, statics = self._split(args, kwargs)
+        leaves, in_tree = tree_flatten(dynamic)
+        avals = tuple(leaf_aval(x, self._label(i)) for i, x in enumerate(leaves))
+        traced = self._trace(statics, in_tree, avals)
+        where, wanted = self._where(traced, leaves, in_tree)
+        if not isinstance(where, Mesh):
+            return where, None, None
+        layouts = placement.argument_layouts(leaves, wanted, where, f"jit({self._name})")
+        return where, layouts, self._out_leaf_shardings(traced)
+
     def trace(self, *args: Any, **kwargs: Any) -> ClosedJaxpr:
         dynamic, statics = self._split(args, kwargs)
         leaves, in_tree = tree_flatten(dynamic)
