@@ -1,5 +1,7 @@
 """call_exported: the exported module copied into the caller's module, inside jit."""
 
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -48,3 +50,12 @@ def test_vmap_of_a_call_is_not_supported_yet():
     double = exported_of(lambda x: x * 2, (3,))
     with pytest.raises(NotImplementedError, match="call_exported"):
         ember.vmap(double.call)(np.ones((2, 3), f32))
+
+
+def test_the_reference_backend_refuses_an_exported_program_clearly():
+    golden = pathlib.Path(__file__).parent / "golden" / "scan.emberexp"
+    exported = deserialize(golden.read_bytes())
+    args = [np.ones(a.shape, a.dtype) for a in exported.in_avals]
+    reference = ember.devices("reference")[0]
+    with pytest.raises(ember.errors.ExportError, match="reference backend cannot run it"):
+        ember.jit(exported.call, device=reference)(*args)

@@ -152,11 +152,20 @@ def _no_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, exported: Any) -
     )
 
 
+def _reference(*args: Any, exported: Any) -> Any:
+    raise errors.ExportError(
+        f"the exported {exported.fun_name} is StableHLO for {', '.join(exported.platforms)}: "
+        f"the NumPy reference backend cannot run it (call it on a backend that compiles "
+        f"StableHLO, e.g. jit(..., device=ember.devices('cpu')[0])){errors.where()}"
+    )
+
+
 call_exported_p = rules.define_primitive(
     "call_exported",
     abstract_eval=_abstract_eval,
     jvp=_no_jvp,
     lowering=_lowering,
+    reference=_reference,
     sharding=_sharding_rule,
     multiple_results=True,
 )
