@@ -28,6 +28,8 @@ def test_an_unknown_flag_is_a_backend_error_and_the_process_lives_on():
 
 def test_known_flags_still_reach_xla():
     done = run_python(
+        # (cpu_device_count, when set, wins over the XLA flag: unset it here)
+        "import os\nos.environ.pop('EMBER_CPU_DEVICE_COUNT', None)\n"
         "import ember\nprint(ember.device_count())\n",
         XLA_FLAGS="--xla_force_host_platform_device_count=3 --xla_cpu_enable_fast_math=false",
         EMBER_PLATFORMS="cpu",
