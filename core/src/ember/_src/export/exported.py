@@ -425,8 +425,8 @@ def _decode_aval(data: Any) -> ShapedArray:
             (parsed,) = shape_poly.symbolic_shape(dim)
         except ValueError:
             raise errors.ExportError(
-                f"bad metadata: dimension {dim!r} of {data!r}: this ember reads constant "
-                f"dimensions and single symbols"
+                f"bad metadata: dimension {dim!r} of {data!r}: this ember reads integers, "
+                f"symbols and expressions of them"
             ) from None
         shape.append(parsed)
     name = data.get("dtype")

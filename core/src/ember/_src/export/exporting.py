@@ -84,11 +84,11 @@ def _export_polymorphic(
     platforms: Sequence[str] | None,
     checks: tuple,
 ) -> Exported:
-    """Two traces with the symbols standing for different sizes; the program they share."""
-    sizes_a, sizes_b = shape_poly.sentinels(symbols)
+    """Three traces with the symbols standing for different sizes; the program they share."""
+    all_sizes = shape_poly.sentinels(symbols)
     name = fun_jit.__name__
     traces = []
-    for sizes in (sizes_a, sizes_b):
+    for sizes in all_sizes:
         args_s, kwargs_s = tree_map(lambda x, s=sizes: shape_poly.specialize(x, s), (args, kwargs))
         traces.append(fun_jit.trace_closed(*args_s, **kwargs_s))
         if _layouts_on_mesh(fun_jit, args_s, kwargs_s) is not None:
@@ -96,8 +96,10 @@ def _export_polymorphic(
                 f"{name} runs over a device mesh: ember exports programs over a mesh for "
                 f"static shapes only, not symbolic ones"
             )
-    (closed, in_tree, out_tree), (closed_b, _, _) = traces
-    in_shapes, out_shapes = shape_poly.compare_traces(closed, closed_b, sizes_a, sizes_b, name)
+    closed, in_tree, out_tree = traces[0]
+    in_shapes, out_shapes, found = shape_poly.compare_traces(
+        [t[0] for t in traces], all_sizes, name
+    )
 
     def flat_fun(*leaves: Any) -> list[Any]:
         if fun_jit._has_statics:  # its static arguments are not among the leaves
@@ -108,7 +110,7 @@ def _export_polymorphic(
         call_args, call_kwargs = tree_unflatten(in_tree, leaves)
         return tree_leaves(fun_jit(*call_args, **call_kwargs))
 
-    poly = Polymorphism(sizes_a, in_shapes, out_shapes, argument_names(in_tree))
+    poly = Polymorphism(found, in_shapes, out_shapes, argument_names(in_tree))
     return export_closed(closed, in_tree, out_tree, name, platforms, checks, poly, flat_fun)
 
 
@@ -133,17 +135,20 @@ def _layouts_on_mesh(fun_jit: JitFunction, args: tuple, kwargs: dict) -> Layouts
 
 
 class Polymorphism:
-    """What a polymorphic export knows besides its first trace: the sizes its symbols stood
-    for there, the symbolic shapes of its arguments and results, the arguments' names."""
+    """What a polymorphic export knows besides its first trace: what comparing the traces
+    found (the expressions its sizes and constants stand for), the symbolic shapes of its
+    arguments and results, the arguments' names."""
 
-    def __init__(self, sizes: dict, in_shapes: list, out_shapes: list, names: list[str]):
-        self.sizes = sizes
+    def __init__(
+        self, found: shape_poly.Found, in_shapes: list, out_shapes: list, names: list[str]
+    ):
+        self.found = found
         self.in_shapes = in_shapes
         self.out_shapes = out_shapes
         self.names = names
 
     def generalize(self, text: str, name: str) -> str:
-        return shape_poly.Generalizer(self.sizes, self.in_shapes, self.names, name).rewrite(text)
+        return shape_poly.Generalizer(self.found, self.in_shapes, self.names, name).rewrite(text)
 
 
 def export_closed(
