@@ -24,6 +24,7 @@ to static shapes before it is compiled.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -250,23 +251,17 @@ class _Comparison:
 
     def jaxpr(self, js: Sequence[Jaxpr], what: str) -> None:
         first = js[0]
-        if any(len(j.eqns) != len(first.eqns) or len(j.invars) != len(first.invars) for j in js):
-            raise errors.ExportError(
-                f"shape polymorphism: {what} traces to different programs for different "
-                f"values of its symbolic dimensions"
-            )
-        for eqns in zip(*(j.eqns for j in js)):
+        if any(len(j.invars) != len(first.invars) for j in js):
+            raise self._differ(js, what)
+        for eqns in itertools.zip_longest(*(j.eqns for j in js)):
             e0 = eqns[0]
+            if e0 is None or any(
+                e is None or e.primitive is not e0.primitive or e.params.keys() != e0.params.keys()
+                for e in eqns
+            ):
+                raise self._differ(js, what, eqns)
             at = f" at {e0.source_info}" if e0.source_info else ""
             name = f"{e0.primitive.name} in {what}{at}"
-            if any(
-                e.primitive is not e0.primitive or e.params.keys() != e0.params.keys() for e in eqns
-            ):
-                raise errors.ExportError(
-                    f"shape polymorphism: {what} traces to different programs "
-                    f"({', '.join(str(e.primitive) for e in eqns)}){at} for different values "
-                    f"of its symbolic dimensions"
-                )
             for key in e0.params:
                 self.value([e.params[key] for e in eqns], f"{name} (parameter {key})")
             for vs in zip(*(e.invars for e in eqns)):
@@ -274,6 +269,17 @@ class _Comparison:
                     self.array([np.asarray(v.val) for v in vs], name)
             for vs in zip(*(e.outvars for e in eqns)):
                 self.shape([v.aval.shape for v in vs], name)
+
+    def _differ(self, js: Sequence[Jaxpr], what: str, eqns: Sequence[Any] = ()) -> Exception:
+        """The traces are of different programs: name the first operations that differ."""
+        present = [e for e in eqns if e is not None]
+        ops = " or ".join(dict.fromkeys(e.primitive.name for e in present))
+        at = next((f" at {e.source_info}" for e in present if e.source_info), "")
+        return errors.ExportError(
+            f"shape polymorphism: {what} traces to different programs for different values of "
+            f"its symbolic dimensions{f' ({ops}{at})' if ops else ''}: its structure depends on "
+            f"them (a loop over b, as cumsum makes?); see docs/export.md"
+        )
 
     def check_distinct(self, name: str) -> None:
         """No constant may look like a symbolic size or value in the first trace, whose
@@ -679,6 +685,16 @@ class Generalizer:
                 where = f"dimension {axis} of {self.in_names[i]}"
                 actual = self.arg_dim(i, axis)
                 symbol = sources.get((i, axis))
+                if symbol is None and isinstance(d, SymbolicDim):
+                    first = self.sources[d.name]
+                    lines += self._assert(
+                        actual,
+                        self.dim(d),
+                        "EQ",
+                        f"symbolic dimension {d.name}: {where} is {{0}} but dimension "
+                        f"{first.axis} of {self.in_names[first.arg]} is {{1}}",
+                    )
+                    continue
                 if symbol is None:
                     lines += self._assert(
                         actual,
@@ -739,14 +755,18 @@ def bind_dims(
         want = symbolic[source.arg].shape[source.axis]
         name = names[source.arg]
         value, remainder = divmod(got - source.c, source.k)
+        if want == SymbolicDim(symbol) and value < 1:
+            raise errors.ShapeMismatchError(
+                f"argument {name} of {prefix}: symbolic dimension {symbol} (dimension "
+                f"{source.axis}) must be >= 1, got {got}{errors.where()}"
+            )
         if remainder or value < 1:
-            need = f"{want} for an integer {symbol} >= 1" if want != SymbolicDim(symbol) else ">= 1"
             raise errors.ShapeMismatchError(
                 f"argument {name} of {prefix}: dimension {source.axis} is {got}, but it must be "
-                f"{need} (symbolic dimension {symbol}){errors.where()}"
+                f"{want} for an integer {symbol} >= 1{errors.where()}"
             )
         values[symbol] = value
-        origin[symbol] = f"{name} (dimension {source.axis} is {got})"
+        origin[symbol] = name if source.k == 1 and not source.c else f"{name} ({want} is {got})"
     for aval, shape, name in zip(symbolic, actual, names):
         for axis, (want, got) in enumerate(zip(aval.shape, shape)):
             expected = dim_expr.evaluate(want, values)
@@ -756,6 +776,12 @@ def bind_dims(
                 raise errors.ShapeMismatchError(
                     f"argument {name} of {prefix} has shape {shape}, but it was exported for "
                     f"shape {_shape_text(aval.shape)}{errors.where()}"
+                )
+            if isinstance(want, SymbolicDim):
+                raise errors.ShapeMismatchError(
+                    f"argument {name} of {prefix} has shape {shape}: symbolic dimension "
+                    f"{want.name} is {got} there but {expected} in {origin[want.name]}"
+                    f"{errors.where()}"
                 )
             bound = ", ".join(f"{s} = {values[s]} from {origin[s]}" for s in want.symbols())
             raise errors.ShapeMismatchError(
