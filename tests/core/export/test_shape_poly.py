@@ -151,6 +151,37 @@ def test_mlp_on_images_flattened_with_reshape(rng):
 
 
 @needs_pjrt
+def test_a_whole_train_step_with_a_symbolic_batch(rng):
+    params = {
+        "w1": (rng.normal(size=(784, 16)) / 28).astype(f32),
+        "b1": np.zeros(16, f32),
+        "w2": (rng.normal(size=(16, 10)) / 4).astype(f32),
+    }
+
+    def loss_fn(p, images, labels):
+        h = ember.nn.relu(images.reshape(images.shape[0], -1) @ p["w1"] + p["b1"])
+        logits = h @ p["w2"]
+        nll = -enp.mean(enp.sum(ember.nn.one_hot(labels, 10) * ember.nn.log_softmax(logits), -1))
+        return nll, enp.mean(enp.argmax(logits, -1) == labels)
+
+    @ember.jit
+    def train_step(p, images, labels):
+        (loss, accuracy), grads = ember.value_and_grad(loss_fn, has_aux=True)(p, images, labels)
+        new = ember.tree_util.tree_map(lambda w, g: w - 0.1 * g, p, grads)
+        return new, loss, accuracy
+
+    param_specs = ember.tree_util.tree_map(lambda a: ember.ShapeDtypeStruct(a.shape, f32), params)
+    exported = export(train_step)(param_specs, spec("b, 28, 28"), spec("b", np.int32))
+    loaded = deserialize(exported.serialize())
+    for batch in BATCHES:
+        images = rng.normal(size=(batch, 28, 28)).astype(f32)
+        labels = rng.integers(0, 10, batch).astype(np.int32)
+        got, want = loaded.call(params, images, labels), train_step(params, images, labels)
+        for g, w in zip(ember.tree_util.tree_leaves(got), ember.tree_util.tree_leaves(want)):
+            assert_close(g, w, rtol=1e-5, atol=1e-6)
+
+
+@needs_pjrt
 @pytest.mark.parametrize(
     "fun, in_spec, out_shape",
     [
