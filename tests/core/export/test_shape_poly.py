@@ -187,7 +187,7 @@ def test_a_whole_train_step_with_a_symbolic_batch(rng):
     [
         (lambda x: enp.concatenate([x, x]) * 2.0, "b, 4", "(2*b, 4)"),
         (lambda x: enp.var(x, axis=0) + enp.std(x), "b, 4", "(4,)"),
-        (lambda x: x * (x.shape[0] * 2) + x.size * (1 / x.shape[0]), "b, 4", "(b, 4)"),
+        (lambda x: x * (x.shape[0] * 2) + x * (1 / x.size) + x / x.shape[0], "b, 4", "(b, 4)"),
         (lambda x: x[1:] - x[:-1], "b, 4", "(b - 1, 4)"),
         (lambda x: enp.concatenate([x, enp.zeros((1, 4), f32)]) / x.shape[0], "b, 4", "(b + 1, 4)"),
         (lambda x: x.reshape(-1) + 1.0, "b, 4", "(4*b,)"),
