@@ -241,8 +241,16 @@ def test_supported_operations_match_the_original(fun, specs, args):
         (lambda x: x[::2], "slice in .* no expression k\\*b \\+ c"),
         (lambda x: x * (x.shape[0] ** 0.5), "mul in .* depends on the symbolic dimensions"),
         (lambda x: enp.cumsum(x, axis=0), "slice in .* at .*test_shape_poly.py.* no expression"),
+        (
+            lambda x: enp.pad(x, ((0, x.shape[0]), (0, 0))),
+            "stablehlo.pad in .* at .*test_shape_poly.py:.* in an attribute",
+        ),
+        (
+            lambda x: enp.take(x, enp.array([0, 2]), axis=1),
+            "in <lambda> at .*test_shape_poly.py:.* depends on the symbolic dimensions",
+        ),
     ],
-    ids=["slice-half", "strided-slice", "square-root-of-b", "cumsum"],
+    ids=["slice-half", "strided-slice", "square-root-of-b", "cumsum", "pad", "gather"],
 )
 def test_unsupported_operations_are_refused_by_name(fun, match):
     with pytest.raises(ExportError, match=match):
