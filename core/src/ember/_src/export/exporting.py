@@ -19,7 +19,7 @@ from typing import Any
 from ember._src import core, dtypes, errors
 from ember._src.core import ShapedArray
 from ember._src.execution.compiled import mesh_in_jaxpr, prepare
-from ember._src.export import effects, modules, shape_poly, shardings, trees
+from ember._src.export import effects, modules, poly_lowering, shape_poly, shardings, trees
 from ember._src.export.artifacts import artifact_backend
 from ember._src.export.exported import Exported, argument_names
 from ember._src.interpreters.eval import eval_jaxpr
@@ -148,7 +148,7 @@ class Polymorphism:
         self.names = names
 
     def generalize(self, text: str, name: str) -> str:
-        return shape_poly.Generalizer(self.found, self.in_shapes, self.names, name).rewrite(text)
+        return poly_lowering.Generalizer(self.found, self.in_shapes, self.names, name).rewrite(text)
 
 
 def export_closed(
