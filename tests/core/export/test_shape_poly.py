@@ -191,8 +191,17 @@ def test_a_whole_train_step_with_a_symbolic_batch(rng):
         (lambda x: x[1:] - x[:-1], "b, 4", "(b - 1, 4)"),
         (lambda x: enp.concatenate([x, enp.zeros((1, 4), f32)]) / x.shape[0], "b, 4", "(b + 1, 4)"),
         (lambda x: x.reshape(-1) + 1.0, "b, 4", "(4*b,)"),
+        (lambda x: x * (enp.arange(x.shape[0]) * (x.shape[0] + 1))[:, None], "b, 4", "(b, 4)"),
     ],
-    ids=["concatenate", "var", "shape-arithmetic", "affine-slices", "pad-and-divide", "flatten"],
+    ids=[
+        "concatenate",
+        "var",
+        "shape-arithmetic",
+        "affine-slices",
+        "pad-and-divide",
+        "flatten",
+        "integer-values",
+    ],
 )
 def test_dimension_expressions_and_symbol_values(rng, fun, in_spec, out_shape):
     exported = export(ember.jit(fun))(spec(in_spec))
