@@ -42,3 +42,14 @@ def test_fit_finds_the_expression_and_the_third_trace_confirms_it():
     # fits the first two traces as 2*b (2018, 2102) but not the third: no expression
     assert dim_expr.fit([2018, 2102, 2205], SIZES) is None
     assert dim_expr.fit([504, 525, 551], SIZES) is None  # b // 2
+
+
+def test_arithmetic_builds_expressions():
+    b, t = SymbolicDim("b"), SymbolicDim("t")
+    assert 2 * b + 1 == dim_expr.parse("2*b + 1")
+    assert b * t - 1 == dim_expr.parse("b*t - 1")
+    assert (b + 1) * (b - 1) == dim_expr.parse("b*b - 1")
+    assert b - b == 0 and 3 - b == dim_expr.parse("-b + 3")
+    assert (2 * b) * 1 == dim_expr.parse("2*b") and -b + 2 * b == b
+    with pytest.raises(TypeError):
+        b + 1.5

@@ -288,7 +288,9 @@ def test_expressions_in_the_input_spec_are_checked_on_call_and_in_the_module():
     with pytest.raises(CompileError, match=r"dimension 0 of args\[1\] must be 2\*b: it is 5"):
         ember.jit(call)(x, np.ones((5, 4), f32))
 
-    alone = deserialize(export(ember.jit(lambda y: y * 2.0))(spec("2*b, 4")).serialize())
+    (b,) = symbolic_shape("b")
+    twice = ember.ShapeDtypeStruct((2 * b, 4), f32)  # as JAX users build it
+    alone = deserialize(export(ember.jit(lambda y: y * 2.0))(twice).serialize())
     assert_close(alone.call(np.ones((4, 4), f32)), np.full((4, 4), 2.0, f32))
     with pytest.raises(ShapeMismatchError, match=r"is 5, but it must be 2\*b for an integer b"):
         alone.call(np.ones((5, 4), f32))

@@ -48,6 +48,41 @@ class DimExpr:
         (symbol,), k = self.terms[0]
         return symbol, k, self.constant
 
+    # Arithmetic, as JAX's symbolic dimensions have it: ``(b, 2 * b + 1)`` builds a shape.
+    def _terms(self) -> dict[Monomial, int]:
+        return dict(self.terms)
+
+    def __add__(self, other: int | DimExpr) -> int | DimExpr:
+        mine, theirs, constant = self._terms(), _terms_of(other), self.constant + _const(other)
+        for monomial, k in theirs.items():
+            mine[monomial] = mine.get(monomial, 0) + k
+        return make(mine, constant)
+
+    __radd__ = __add__
+
+    def __neg__(self) -> int | DimExpr:
+        return make({m: -k for m, k in self.terms}, -self.constant)
+
+    def __sub__(self, other: int | DimExpr) -> int | DimExpr:
+        return self + (-other)
+
+    def __rsub__(self, other: int | DimExpr) -> int | DimExpr:
+        return (-self) + other
+
+    def __mul__(self, other: int | DimExpr) -> int | DimExpr:
+        if not isinstance(other, (int, DimExpr)) or isinstance(other, bool):
+            return NotImplemented
+        left = {**self._terms(), (): self.constant}
+        right = {**_terms_of(other), (): _const(other)}
+        product: dict[Monomial, int] = {}
+        for m1, k1 in left.items():
+            for m2, k2 in right.items():
+                monomial = tuple(sorted(m1 + m2))
+                product[monomial] = product.get(monomial, 0) + k1 * k2
+        return make(product, product.pop((), 0))
+
+    __rmul__ = __mul__
+
     def __str__(self) -> str:
         text = ""
         for monomial, coefficient in self.terms:
@@ -96,6 +131,18 @@ def make(terms: Mapping[Monomial, int], constant: int) -> int | DimExpr:
     if constant == 0 and len(kept) == 1 and kept[0][1] == 1 and len(kept[0][0]) == 1:
         return SymbolicDim(kept[0][0][0])
     return DimExpr(kept, constant)
+
+
+def _terms_of(dim: int | DimExpr) -> dict[Monomial, int]:
+    if isinstance(dim, DimExpr):
+        return dict(dim.terms)
+    if isinstance(dim, int) and not isinstance(dim, bool):
+        return {}
+    raise TypeError(f"a dimension expression combines with integers and dimensions, not {dim!r}")
+
+
+def _const(dim: int | DimExpr) -> int:
+    return dim.constant if isinstance(dim, DimExpr) else dim
 
 
 def evaluate(dim: int | DimExpr, values: Mapping[str, int]) -> int:
