@@ -45,7 +45,7 @@ def _where(line: str) -> str:
     return f" at {match.group(1)}:{match.group(2)}" if match else ""
 
 
-def _constant_bytes(body: str, element: str, dtype: np.dtype | None) -> bytes | None:
+def _constant_bytes(body: str, dtype: np.dtype | None) -> bytes | None:
     """The bytes of one element of a ``dense<...>`` body, if it holds one repeated value."""
     if body.startswith('"0x'):
         return bytes.fromhex(body[3:-1])
@@ -210,7 +210,7 @@ class Generalizer:
         if match is None or tensor is None or not self.found.values:
             return None
         element = tensor.group(2)
-        data = _constant_bytes(match.group(1), element, self.dtype_of_element.get(element))
+        data = _constant_bytes(match.group(1), self.dtype_of_element.get(element))
         return self.found.values.get((element, data)) if data is not None else None
 
     def rewrite(self, text: str) -> str:

@@ -113,7 +113,6 @@ class Found:
     that are values of expressions, keyed by (MLIR element type, bytes of the first value)."""
 
     def __init__(self, sizes: dict[str, int]):
-        self.sizes = sizes
         self.expr_of_size: dict[int, DimExpr] = {v: SymbolicDim(n) for n, v in sizes.items()}
         self.values: dict[tuple[str, bytes], SymbolValue] = {}
 
