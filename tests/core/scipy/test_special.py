@@ -454,6 +454,7 @@ JAX_SIGNATURES = {
     "gammaln": "x",
     "gammasgn": "x",
     "hyp1f1": "a,b,x",
+    "hyp2f1": "a,b,c,x",
     "i0": "x",
     "i0e": "x",
     "i1": "x",
@@ -474,7 +475,9 @@ JAX_SIGNATURES = {
     "sici": "x",
     "softmax": "/x,*axis=None",
     "spence": "x",
+    "sph_harm_y": "n,m,theta,phi,diff_n=None,n_max=None",
     "xlog1py": "x,y",
+    "wofz": "z",
     "xlogy": "x,y",
     "zeta": "x,q=None",
 }

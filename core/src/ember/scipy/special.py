@@ -9,6 +9,7 @@ from ember._src.scipy.expint import (
     expn as expn,
 )
 from ember._src.scipy.hyp1f1 import hyp1f1 as hyp1f1
+from ember._src.scipy.hyp2f1 import hyp2f1 as hyp2f1
 from ember._src.scipy.ndtr import (
     erfcx as erfcx,
     log_ndtr as log_ndtr,
@@ -17,6 +18,7 @@ from ember._src.scipy.ndtr import (
 )
 from ember._src.scipy.owens_t import owens_t as owens_t
 from ember._src.scipy.sici import fresnel as fresnel, sici as sici
+from ember._src.scipy.sph_harm import sph_harm_y as sph_harm_y
 from ember._src.scipy.special import (
     bernoulli as bernoulli,
     beta as beta,
@@ -55,3 +57,4 @@ from ember._src.scipy.special import (
     zeta as zeta,
 )
 from ember._src.scipy.spence import spence as spence
+from ember._src.scipy.wofz import wofz as wofz
