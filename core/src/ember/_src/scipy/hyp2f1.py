@@ -3,21 +3,28 @@ arguments, following SciPy's values.
 
 Regions (``w = 1 - z``):
 
-- ``a`` or ``b`` a non-positive integer: ``2F1`` is a polynomial, summed directly for any ``x``.
-- ``x < 0``: Pfaff's transformation ``2F1(a, b; c; x) = (1 - x)^-a 2F1(a, c - b; c; z)`` with
-  ``z = x / (x - 1)`` in ``(0, 1)``; otherwise ``z = x``.
-- ``z <= 0.9``: the power series in ``z`` (500 terms: converged for moderate parameters).
-- ``z > 0.9``: the ``1 - z`` transformation (DLMF 15.8.4), two series in ``w < 0.1``; when
-  ``d = c - a - b`` is an integer its gamma factors have poles, and the limit (Abramowitz &
-  Stegun 15.3.10-12, with digamma terms, as in Cephes' ``hys2f1``) is used instead.
-- ``x == 1``: Gauss's sum ``Gamma(c) Gamma(d) / (Gamma(c - a) Gamma(c - b))`` if ``d > 0``, else
-  inf; ``x > 1``: inf (the real function is not defined there), as SciPy.
+- ``x == 0``: 1; ``a == c`` or ``b == c``: ``(1 - x)^-b`` or ``(1 - x)^-a`` for ``x < 1``.
+- ``a`` or ``b`` a non-positive integer ``-n``: ``2F1`` is a polynomial of degree ``n``,
+  summed in ``x`` for ``x <= 0.5`` and in ``1 - x`` above (DLMF 15.8.7), where the sum in
+  ``x`` would cancel; valid for any ``x``.
+- Otherwise, for ``x < 0``, Pfaff's transformation ``2F1(a, b; c; x) = (1 - x)^-a
+  2F1(a, c - b; c; z)`` with ``z = x / (x - 1)`` in ``(0, 1)``; for ``0 <= x < 1``, ``z = x``.
+  Then the power series in ``z`` (500 terms) for ``z <= 0.9``, and above it the ``1 - z``
+  transformation (DLMF 15.8.4), two series in ``w < 0.1``. When ``d = c - a - b`` is an
+  integer its gamma factors have poles, and the limit (Abramowitz & Stegun 15.3.10-12, with
+  digamma terms, as Cephes' ``hys2f1``) is used instead.
+- ``c - a`` or ``c - b`` a non-positive integer: Euler's transformation ``(1 - x)^d
+  2F1(c - a, c - b; c; x)``, a polynomial, for any ``x``.
+- ``x == 1``: Gauss's sum ``Gamma(c) Gamma(d) / (Gamma(c - a) Gamma(c - b))`` if ``d > 0``,
+  else inf; ``x > 1``: inf (the real function is not defined there), as SciPy.
 - ``c`` a non-positive integer: inf, unless the series stops (``a`` or ``b`` a non-positive
-  integer ``>= c``) before its denominator vanishes.
+  integer ``> c``) before its denominator vanishes; ``b == c`` a non-positive integer gives
+  SciPy's partial sum ``sum_(k <= -c) (a)_k x^k / k!``.
 
 Every loop has a fixed length, so the function is jit-able and reverse-differentiable (the
-derivative is that of the composition). Polynomials of degree above 499 and integer ``d``
-with ``|d| > 100`` near ``x = 1`` are beyond those loops and give nan.
+derivative is that of the composition; in ``a``, ``b`` and ``c`` it is nan where the integer
+``d`` limit is used, which holds ``d`` fixed). Beyond those loops (polynomials of degree
+500 or more; integer ``d`` with ``|d| > 100`` near ``x = 1``) the value is nan.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from ember._src.numpy import creation, elementwise as jnp
 from ember._src.numpy.operands import prepare_inexact
 from ember._src.primitives.control_flow.loops import fori_loop
 from ember._src.scipy import special as _special
+from ember._src.transforms.custom_derivatives import custom_jvp
 
 _SERIES_TERMS = 500
 _NEAR_ONE = 0.9
@@ -42,13 +50,21 @@ def _c(x: Any, value: Any) -> np.ndarray:
     return np.asarray(value, get_aval(x).dtype)
 
 
+def _safe(taken: Any, value: Any, fallback: float) -> Any:
+    """``value`` where ``taken``, else ``fallback``. A branch of ``where`` gets arguments inside
+    its domain where it is not taken: ``where`` sends that branch a zero cotangent, and
+    ``0 * inf`` from an infinite partial derivative would make the gradient nan."""
+    return jnp.where(taken, value, _c(value, fallback))
+
+
 def _is_non_positive_integer(v: Any) -> Any:
     return (v <= 0) & (v == jnp.floor(v))
 
 
 def _rgamma(v: Any) -> Any:
     """``1 / Gamma(v)``, 0 at the poles of Gamma (where ``gamma`` answers nan)."""
-    return jnp.where(_is_non_positive_integer(v), _c(v, 0), 1 / _special.gamma(v))
+    pole = _is_non_positive_integer(v)
+    return jnp.where(pole, _c(v, 0), 1 / _special.gamma(_safe(~pole, v, 1.0)))
 
 
 def _series(a: Any, b: Any, c: Any, z: Any, terms: int) -> Any:
@@ -58,11 +74,53 @@ def _series(a: Any, b: Any, c: Any, z: Any, terms: int) -> Any:
     def step(k, carry):
         term, total = carry
         k = k.astype(get_aval(z).dtype)
-        term = term * (a + k) * (b + k) / ((c + k) * (k + 1)) * z
+        # A polynomial whose c is a non-positive integer below its degree reaches 0 / 0 in the
+        # step after its last term; the numerator is 0 then, and so is the term.
+        denominator = (c + k) * (k + 1)
+        denominator = jnp.where(denominator == 0, _c(z, 1), denominator)
+        term = term * (a + k) * (b + k) / denominator * z
         return term, total + term
 
     ones = creation.ones_like(z)
     return fori_loop(0, terms, step, (ones, ones))[1]
+
+
+def _one_minus_x_to(x: Any, p: Any) -> Any:
+    """``(1 - x)^p``, inf (as SciPy) where that is not real: ``x > 1`` with ``p`` no integer."""
+    not_real = (x > 1) & (p != jnp.round(p))
+    return jnp.where(not_real, _c(x, np.inf), _safe(~not_real, 1 - x, 1.0) ** p)
+
+
+def _binomial_partial_sum(a: Any, n: Any, x: Any) -> Any:
+    """``sum_(k <= n) (a)_k x^k / k!``, the first terms of ``(1 - x)^-a``."""
+
+    def step(k, carry):
+        term, total = carry
+        k = k.astype(get_aval(x).dtype)
+        term = term * (a + k) / (k + 1) * x
+        return term, total + jnp.where(k < n, term, _c(x, 0))
+
+    ones = creation.ones_like(x)
+    value = fori_loop(0, _SERIES_TERMS, step, (ones, ones))[1]
+    return jnp.where(n >= _SERIES_TERMS, _c(x, np.nan), value)
+
+
+def _polynomial(a: Any, b: Any, c: Any, z: Any) -> Any:
+    """``2F1(a, -n; c; z)`` with ``b = -n`` a non-positive integer, for any ``z``."""
+    n = -b
+    # DLMF 15.8.7: 2F1(a, -n; c; z) = (c - a)_n / (c)_n 2F1(-n, a; a - c - n + 1; 1 - z).
+    reflected_c = a - c - n + 1
+    flip = (z > 0.5) & ~_is_non_positive_integer(reflected_c) & ~_is_non_positive_integer(c)
+
+    def ratio_step(k, ratio):
+        k = k.astype(get_aval(z).dtype)
+        return jnp.where(k < n, ratio * (c - a + k) / _safe(flip, c + k, 1.0), ratio)
+
+    ratio = fori_loop(0, _SERIES_TERMS, ratio_step, creation.ones_like(z))
+    flipped = ratio * _series(b, a, _safe(flip, reflected_c, 1.0), 1 - z, _SERIES_TERMS)
+    direct = _series(a, b, c, _safe(~flip, z, 0.0), _SERIES_TERMS)
+    value = jnp.where(flip, flipped, direct)
+    return jnp.where(n >= _SERIES_TERMS, _c(z, np.nan), value)
 
 
 def _one_minus_z_generic(a: Any, b: Any, c: Any, w: Any) -> Any:
@@ -76,9 +134,22 @@ def _one_minus_z_generic(a: Any, b: Any, c: Any, w: Any) -> Any:
     )
 
 
+@custom_jvp
+def _unknown_derivative(v: Any) -> Any:
+    """0, with a nan derivative: added where the value is right but the derivative the
+    composition would give is not (a silent wrong gradient is worse than nan)."""
+    return creation.zeros_like(v)
+
+
+@_unknown_derivative.defjvp
+def _unknown_derivative_jvp(primals, tangents):
+    (v,), (tv,) = primals, tangents
+    return creation.zeros_like(v), tv * _c(v, np.nan)
+
+
 def _one_minus_z_integer(a: Any, b: Any, c: Any, w: Any) -> Any:
-    """A&S 15.3.10-12 for integer ``d = c - a - b``: with ``m = |d|``, a logarithmic series
-    (digamma terms) plus, for ``m > 0``, a finite sum of ``m`` terms."""
+    """A&S 15.3.10-12 for integer ``m = c - a - b``: a logarithmic series (digamma terms)
+    plus, for ``m != 0``, a finite sum of ``|m|`` terms."""
     psi, gamma = _special.digamma, _special.gamma
     m = jnp.round(c - a - b)
     positive = m >= 0
@@ -97,19 +168,19 @@ def _one_minus_z_integer(a: Any, b: Any, c: Any, w: Any) -> Any:
         return total, p
 
     logarithmic, _ = fori_loop(
-        0, _TRANSFORM_TERMS, log_term, (creation.zeros_like(w), 1 / gamma(e + 1))
+        0, _TRANSFORM_TERMS, log_term, (creation.zeros_like(w), _rgamma(e + 1))
     )
 
     def finite_term(k, carry):
         total, p = carry
         k = k.astype(get_aval(w).dtype)
-        p = p * w * (a + k + d2) * (b + k + d2) / ((1 - e + k) * (k + 1))
+        p = p * w * (a + k + d2) * (b + k + d2) / _safe(k + 1 < e, (1 - e + k) * (k + 1), 1.0)
         return total + jnp.where(k + 1 < e, p, zero), p
 
     finite, _ = fori_loop(
         0, _FINITE_SUM_TERMS, finite_term, (creation.ones_like(w), creation.ones_like(w))
     )
-    finite = finite * gamma(e) * gamma(c) * _rgamma(a + d1) * _rgamma(b + d1)
+    finite = finite * gamma(_safe(e > 0, e, 1.0)) * gamma(c) * _rgamma(a + d1) * _rgamma(b + d1)
     log_factor = gamma(c) * _rgamma(a + d2) * _rgamma(b + d2)
     # A zero factor (a pole of Gamma(c - a) or Gamma(c - b)) drops the series, whose digamma
     # terms may be nan there.
@@ -132,23 +203,28 @@ def _non_terminating(a: Any, b: Any, c: Any, x: Any) -> Any:
     b = jnp.where(negative, c - b, b)
     prefactor = jnp.where(negative, (1 - x) ** -a, _c(x, 1))
     # After Pfaff c - b may be a non-positive integer: then the series in z is a polynomial.
-    near_one = (z > _NEAR_ONE) & ~_is_non_positive_integer(b)
-    series_z = jnp.where(near_one, _c(z, 0), z)
-    # Where a branch is not taken, its arguments are kept inside its domain so that neither
-    # its value nor its derivative is nan.
-    w = jnp.where(near_one, 1 - z, _c(z, 0.05))
+    stops = _is_non_positive_integer(b)
+    near_one = (z > _NEAR_ONE) & ~stops
+    w = _safe(near_one, 1 - z, 0.05)
     d = c - a - b
     # c - a - b rounds: 0.7 - 1 + 0.3 is 5.6e-17, where the generic formula cancels badly.
     tolerance = 50 * np.finfo(get_aval(d).dtype).eps
     integer_d = jnp.abs(d - jnp.round(d)) < tolerance
-    generic_d = jnp.where(integer_d, d + _c(d, 0.5), d)
-    # Only d changes between the two: moving c moves d off the integers.
+    # Only d differs between the two: moving c (by 1/2 where not taken) moves d.
+    # The integer formula holds d at its integer, so its derivatives in a, b and c miss the
+    # term from moving d: those are nan there (the one in x is right).
+    frozen_d = near_one & integer_d
+    unknown = _unknown_derivative(
+        _safe(frozen_d, a, 0.5) + _safe(frozen_d, b, 0.5) + _safe(frozen_d, c, 0.5)
+    )
     transformed = jnp.where(
         integer_d,
-        _one_minus_z_integer(a, b, c, w),
-        _one_minus_z_generic(a, b, a + b + generic_d, w),
+        _one_minus_z_integer(a, b, jnp.where(integer_d, c, jnp.round(d) + a + b), w) + unknown,
+        _one_minus_z_generic(a, b, jnp.where(integer_d, c + _c(c, 0.5), c), w),
     )
-    value = jnp.where(near_one, transformed, _series(a, b, c, series_z, _SERIES_TERMS))
+    series = _series(a, b, c, _safe(~near_one & ~stops, z, 0.0), _SERIES_TERMS)
+    polynomial = _polynomial(a, _safe(stops, b, 0.0), c, _safe(stops, z, 0.0))
+    value = jnp.where(near_one, transformed, jnp.where(stops, polynomial, series))
     return prefactor * value
 
 
@@ -156,25 +232,64 @@ def hyp2f1(a: Any, b: Any, c: Any, x: Any) -> Any:
     """Gauss's hypergeometric function ``sum_k (a)_k (b)_k / (c)_k x^k / k!`` (analytically
     continued to ``x < -1``) for real arguments; inf for ``x > 1``, as SciPy."""
     a, b, c, x = prepare_inexact("hyp2f1", a, b, c, x)
-    inf, nan = _c(x, np.inf), _c(x, np.nan)
+    inf = _c(x, np.inf)
     a_stops = _is_non_positive_integer(a)
     b_stops = _is_non_positive_integer(b)
-    # The polynomial's degree is -a (or -b); the one that stops first.
-    degree = jnp.where(a_stops & b_stops, jnp.minimum(-a, -b), jnp.where(a_stops, -a, -b))
     polynomial = a_stops | b_stops
+    # The polynomial's parameter as b: the one that stops first (the larger) where both do.
+    swap = a_stops & (~b_stops | (a > b))
+    stop, other = jnp.where(swap, a, b), jnp.where(swap, b, a)
     # A pole of (c)_k reached before the series stops makes the value infinite.
-    c_pole = _is_non_positive_integer(c) & ~(polynomial & (-degree > c))
-
-    ordinary_x = jnp.where(x < 1, x, _c(x, 0.5))
+    c_pole = _is_non_positive_integer(c) & ~(polynomial & (stop > c))
+    below_one = x < 1
     ordinary = _non_terminating(
-        jnp.where(polynomial, _c(a, 0.5), a), b, jnp.where(c_pole, _c(c, 1), c), ordinary_x
+        _safe(~polynomial, a, 0.5),
+        _safe(~polynomial, b, 0.5),
+        _safe(~c_pole, c, 1.0),
+        _safe(below_one & ~polynomial, x, 0.5),
+    )
+    terminating = _polynomial(
+        _safe(polynomial, other, 0.5), _safe(polynomial, stop, 0.0), _safe(~c_pole, c, 1.0), x
     )
     d = c - a - b
-    gamma = _special.gamma
-    gauss = gamma(c) * gamma(d) * _rgamma(c - a) * _rgamma(c - b)
-    value = jnp.where(x < 1, ordinary, jnp.where((x == 1) & (d > 0), gauss, inf))
-    poly_c = jnp.where(c_pole, _c(c, 1), c)
-    poly = _series(a, b, poly_c, x, _SERIES_TERMS)
-    poly = jnp.where(degree >= _SERIES_TERMS, nan, poly)
-    value = jnp.where(polynomial, poly, value)
-    return jnp.where(c_pole, inf, jnp.where(x == 0, _c(x, 1), value))
+    gauss_sum = (x == 1) & (d > 0) & ~c_pole
+    safe_c, safe_d = _safe(gauss_sum, c, 1.0), _safe(gauss_sum, d, 1.0)
+    gauss = (
+        _special.gamma(safe_c)
+        * _special.gamma(safe_d)
+        * _rgamma(_safe(gauss_sum, c - a, 1.0))
+        * _rgamma(_safe(gauss_sum, c - b, 1.0))
+    )
+    value = jnp.where(below_one, ordinary, jnp.where(gauss_sum, gauss, inf))
+    # Euler: 2F1(a, b; c; x) = (1 - x)^d 2F1(c - a, c - b; c; x), a polynomial times a power
+    # when c - a or c - b is a non-positive integer; valid for any x (as SciPy).
+    ca_stops = _is_non_positive_integer(c - a)
+    cb_stops = _is_non_positive_integer(c - b)
+    euler = (ca_stops | cb_stops) & ~polynomial & ~c_pole
+    euler_swap = ca_stops & (~cb_stops | (a < b))
+    euler_stop = jnp.where(euler_swap, c - a, c - b)
+    euler_other = jnp.where(euler_swap, c - b, c - a)
+    euler_value = _one_minus_x_to(x, _safe(euler, d, 0.0)) * _polynomial(
+        _safe(euler, euler_other, 0.5), _safe(euler, euler_stop, 0.0), _safe(euler, c, 1.0), x
+    )
+    value = jnp.where(euler, euler_value, value)
+    value = jnp.where(polynomial, terminating, value)
+    value = jnp.where(c_pole, inf, value)
+    # (1 - x)^-b where a == c (and the mirror image), as SciPy, even for polynomials and
+    # x >= 1 (there inf where c is a pole of the series that does not stop).
+    value = jnp.where(
+        b == c, _one_minus_x_to(x, -a), jnp.where(a == c, _one_minus_x_to(x, -b), value)
+    )
+    defined = below_one | ~_is_non_positive_integer(c) | (b == c) & a_stops | (a == c) & b_stops
+    value = jnp.where(((a == c) | (b == c)) & ~defined, inf, value)
+    # SciPy's one asymmetric case: b == c a non-positive integer (a != c) sums the series of
+    # (1 - x)^-a only up to the term x^-c, where (c)_k reaches its pole.
+    truncated = (b == c) & (a != c) & _is_non_positive_integer(c)
+    value = jnp.where(
+        truncated,
+        _binomial_partial_sum(
+            _safe(truncated, a, 0.5), _safe(truncated, -c, 0.0), _safe(truncated, x, 0.0)
+        ),
+        value,
+    )
+    return jnp.where(x == 0, _c(x, 1), value)
