@@ -103,7 +103,6 @@ def test_special_cases_as_scipy(args, expected):
     assert got == pytest.approx(expected, rel=1e-12)
 
 
-@pytest.mark.slow
 def test_jit_and_vmap_agree_with_eager():
     a = np.float32([0.5, 1.0, -2.0, 1.5])
     b = np.float32([1.5, 1.0, 3.0, 2.5])

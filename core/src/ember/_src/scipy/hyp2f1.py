@@ -67,18 +67,22 @@ def _rgamma(v: Any) -> Any:
     return jnp.where(pole, _c(v, 0), 1 / _special.gamma(_safe(~pole, v, 1.0)))
 
 
+def _next_term(term: Any, a: Any, b: Any, c: Any, z: Any, k: Any) -> Any:
+    """The series' term ``k + 1`` from term ``k``."""
+    # A polynomial whose c is a non-positive integer below its degree reaches 0 / 0 in the
+    # step after its last term; the numerator is 0 then, and so is the term.
+    denominator = (c + k) * (k + 1)
+    denominator = jnp.where(denominator == 0, _c(z, 1), denominator)
+    return term * (a + k) * (b + k) / denominator * z
+
+
 def _series(a: Any, b: Any, c: Any, z: Any, terms: int) -> Any:
     """``sum_k (a)_k (b)_k / (c)_k z^k / k!`` over ``terms`` terms (a loop, not unrolled:
     hundreds of unrolled steps make a graph XLA is slow to compile)."""
 
     def step(k, carry):
         term, total = carry
-        k = k.astype(get_aval(z).dtype)
-        # A polynomial whose c is a non-positive integer below its degree reaches 0 / 0 in the
-        # step after its last term; the numerator is 0 then, and so is the term.
-        denominator = (c + k) * (k + 1)
-        denominator = jnp.where(denominator == 0, _c(z, 1), denominator)
-        term = term * (a + k) * (b + k) / denominator * z
+        term = _next_term(term, a, b, c, z, k.astype(get_aval(z).dtype))
         return term, total + term
 
     ones = creation.ones_like(z)
@@ -91,35 +95,29 @@ def _one_minus_x_to(x: Any, p: Any) -> Any:
     return jnp.where(not_real, _c(x, np.inf), _safe(~not_real, 1 - x, 1.0) ** p)
 
 
-def _binomial_partial_sum(a: Any, n: Any, x: Any) -> Any:
-    """``sum_(k <= n) (a)_k x^k / k!``, the first terms of ``(1 - x)^-a``."""
-
-    def step(k, carry):
-        term, total = carry
-        k = k.astype(get_aval(x).dtype)
-        term = term * (a + k) / (k + 1) * x
-        return term, total + jnp.where(k < n, term, _c(x, 0))
-
-    ones = creation.ones_like(x)
-    value = fori_loop(0, _SERIES_TERMS, step, (ones, ones))[1]
-    return jnp.where(n >= _SERIES_TERMS, _c(x, np.nan), value)
-
-
 def _polynomial(a: Any, b: Any, c: Any, z: Any) -> Any:
     """``2F1(a, -n; c; z)`` with ``b = -n`` a non-positive integer, for any ``z``."""
     n = -b
     # DLMF 15.8.7: 2F1(a, -n; c; z) = (c - a)_n / (c)_n 2F1(-n, a; a - c - n + 1; 1 - z).
     reflected_c = a - c - n + 1
     flip = (z > 0.5) & ~_is_non_positive_integer(reflected_c) & ~_is_non_positive_integer(c)
+    flipped_c = _safe(flip, reflected_c, 1.0)
+    flipped_w = _safe(flip, 1 - z, 0.0)
+    direct_z = _safe(~flip, z, 0.0)
 
-    def ratio_step(k, ratio):
+    # One loop for the three sums (the ratio, the sum in 1 - z, the one in z): a loop's
+    # steps cost more than its width.
+    def step(k, carry):
+        ratio, flipped_term, flipped, direct_term, direct = carry
         k = k.astype(get_aval(z).dtype)
-        return jnp.where(k < n, ratio * (c - a + k) / _safe(flip, c + k, 1.0), ratio)
+        ratio = jnp.where(k < n, ratio * (c - a + k) / _safe(flip, c + k, 1.0), ratio)
+        flipped_term = _next_term(flipped_term, b, a, flipped_c, flipped_w, k)
+        direct_term = _next_term(direct_term, a, b, c, direct_z, k)
+        return ratio, flipped_term, flipped + flipped_term, direct_term, direct + direct_term
 
-    ratio = fori_loop(0, _SERIES_TERMS, ratio_step, creation.ones_like(z))
-    flipped = ratio * _series(b, a, _safe(flip, reflected_c, 1.0), 1 - z, _SERIES_TERMS)
-    direct = _series(a, b, c, _safe(~flip, z, 0.0), _SERIES_TERMS)
-    value = jnp.where(flip, flipped, direct)
+    ones = creation.ones_like(z)
+    ratio, _, flipped, _, direct = fori_loop(0, _SERIES_TERMS, step, (ones,) * 5)
+    value = jnp.where(flip, ratio * flipped, direct)
     return jnp.where(n >= _SERIES_TERMS, _c(z, np.nan), value)
 
 
@@ -202,9 +200,9 @@ def _non_terminating(a: Any, b: Any, c: Any, x: Any) -> Any:
     z = jnp.where(negative, x / (x - 1), x)
     b = jnp.where(negative, c - b, b)
     prefactor = jnp.where(negative, (1 - x) ** -a, _c(x, 1))
-    # After Pfaff c - b may be a non-positive integer: then the series in z is a polynomial.
-    stops = _is_non_positive_integer(b)
-    near_one = (z > _NEAR_ONE) & ~stops
+    # After Pfaff c - b may be a non-positive integer: then the series in z is a polynomial
+    # (where hyp2f1 uses Euler's transformation; this value is not taken).
+    near_one = (z > _NEAR_ONE) & ~_is_non_positive_integer(b)
     w = _safe(near_one, 1 - z, 0.05)
     d = c - a - b
     # c - a - b rounds: 0.7 - 1 + 0.3 is 5.6e-17, where the generic formula cancels badly.
@@ -222,10 +220,8 @@ def _non_terminating(a: Any, b: Any, c: Any, x: Any) -> Any:
         _one_minus_z_integer(a, b, jnp.where(integer_d, c, jnp.round(d) + a + b), w) + unknown,
         _one_minus_z_generic(a, b, jnp.where(integer_d, c + _c(c, 0.5), c), w),
     )
-    series = _series(a, b, c, _safe(~near_one & ~stops, z, 0.0), _SERIES_TERMS)
-    polynomial = _polynomial(a, _safe(stops, b, 0.0), c, _safe(stops, z, 0.0))
-    value = jnp.where(near_one, transformed, jnp.where(stops, polynomial, series))
-    return prefactor * value
+    series = _series(a, b, c, _safe(~near_one, z, 0.0), _SERIES_TERMS)
+    return prefactor * jnp.where(near_one, transformed, series)
 
 
 def hyp2f1(a: Any, b: Any, c: Any, x: Any) -> Any:
@@ -248,9 +244,6 @@ def hyp2f1(a: Any, b: Any, c: Any, x: Any) -> Any:
         _safe(~c_pole, c, 1.0),
         _safe(below_one & ~polynomial, x, 0.5),
     )
-    terminating = _polynomial(
-        _safe(polynomial, other, 0.5), _safe(polynomial, stop, 0.0), _safe(~c_pole, c, 1.0), x
-    )
     d = c - a - b
     gauss_sum = (x == 1) & (d > 0) & ~c_pole
     safe_c, safe_d = _safe(gauss_sum, c, 1.0), _safe(gauss_sum, d, 1.0)
@@ -261,19 +254,28 @@ def hyp2f1(a: Any, b: Any, c: Any, x: Any) -> Any:
         * _rgamma(_safe(gauss_sum, c - b, 1.0))
     )
     value = jnp.where(below_one, ordinary, jnp.where(gauss_sum, gauss, inf))
+
+    # The finite sums, one call for the three cases (each is a long loop):
     # Euler: 2F1(a, b; c; x) = (1 - x)^d 2F1(c - a, c - b; c; x), a polynomial times a power
     # when c - a or c - b is a non-positive integer; valid for any x (as SciPy).
     ca_stops = _is_non_positive_integer(c - a)
     cb_stops = _is_non_positive_integer(c - b)
     euler = (ca_stops | cb_stops) & ~polynomial & ~c_pole
     euler_swap = ca_stops & (~cb_stops | (a < b))
-    euler_stop = jnp.where(euler_swap, c - a, c - b)
-    euler_other = jnp.where(euler_swap, c - b, c - a)
-    euler_value = _one_minus_x_to(x, _safe(euler, d, 0.0)) * _polynomial(
-        _safe(euler, euler_other, 0.5), _safe(euler, euler_stop, 0.0), _safe(euler, c, 1.0), x
+    # SciPy's one asymmetric case: b == c a non-positive integer (a != c) sums the series of
+    # (1 - x)^-a only up to the term x^-c, where (c)_k reaches its pole: 2F1(a, c; c; x) summed
+    # as a polynomial in the parameter c.
+    truncated = (b == c) & (a != c) & _is_non_positive_integer(c)
+    finite = polynomial | euler | truncated
+    sum_a = jnp.where(polynomial, other, jnp.where(euler, jnp.where(euler_swap, c - b, c - a), a))
+    sum_b = jnp.where(polynomial, stop, jnp.where(euler, jnp.where(euler_swap, c - a, c - b), c))
+    sum_c = jnp.where(c_pole & ~truncated, _c(c, 1), c)
+    finite_sum = _polynomial(
+        _safe(finite, sum_a, 0.5), _safe(finite, sum_b, 0.0), _safe(finite, sum_c, 1.0), x
     )
-    value = jnp.where(euler, euler_value, value)
-    value = jnp.where(polynomial, terminating, value)
+    euler_power = _one_minus_x_to(x, _safe(euler, d, 0.0))
+    value = jnp.where(euler, euler_power * finite_sum, value)
+    value = jnp.where(polynomial, finite_sum, value)
     value = jnp.where(c_pole, inf, value)
     # (1 - x)^-b where a == c (and the mirror image), as SciPy, even for polynomials and
     # x >= 1 (there inf where c is a pole of the series that does not stop).
@@ -282,14 +284,5 @@ def hyp2f1(a: Any, b: Any, c: Any, x: Any) -> Any:
     )
     defined = below_one | ~_is_non_positive_integer(c) | (b == c) & a_stops | (a == c) & b_stops
     value = jnp.where(((a == c) | (b == c)) & ~defined, inf, value)
-    # SciPy's one asymmetric case: b == c a non-positive integer (a != c) sums the series of
-    # (1 - x)^-a only up to the term x^-c, where (c)_k reaches its pole.
-    truncated = (b == c) & (a != c) & _is_non_positive_integer(c)
-    value = jnp.where(
-        truncated,
-        _binomial_partial_sum(
-            _safe(truncated, a, 0.5), _safe(truncated, -c, 0.0), _safe(truncated, x, 0.0)
-        ),
-        value,
-    )
+    value = jnp.where(truncated, finite_sum, value)
     return jnp.where(x == 0, _c(x, 1), value)
