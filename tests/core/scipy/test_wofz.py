@@ -54,6 +54,12 @@ def test_real_arguments_give_complex_values():
     assert complex(es.wofz(0.0)) == pytest.approx(1.0)
 
 
+def test_infinite_real_part_gives_zero():
+    z = np.array([np.inf + 0j, -np.inf + 0j, np.inf + 1j, np.inf - 1j], np.complex64)
+    np.testing.assert_array_equal(np.asarray(es.wofz(z)), np.zeros(4, np.complex64))
+    assert np.isnan(np.asarray(es.wofz(np.complex64(np.nan)))).all()
+
+
 def test_jit_agrees_with_eager():
     z = PLANE[::7].astype(np.complex64)
     np.testing.assert_allclose(

@@ -6,6 +6,7 @@ In the upper half plane it is Weideman's rational approximation (SIAM J. Numer. 
 relative everywhere in ``Im z >= 0``, as one closed expression (no regions to select, so it
 is cheap under jit and vmap). The lower half plane follows from the reflection
 ``w(z) = 2 exp(-z^2) - w(-z)``, which overflows where ``exp(-z^2)`` does, as SciPy's does.
+``w`` is 0 at ``Re z = +-inf`` (finite ``Im z``), as SciPy's.
 """
 
 from __future__ import annotations
@@ -55,7 +56,10 @@ def _upper(z: Any) -> Any:
 def _wofz(z: Any) -> Any:
     upper = jnp.imag(z) >= 0
     w_reflected = _upper(jnp.where(upper, z, -z))
-    return jnp.where(upper, w_reflected, 2 * jnp.exp(-(z * z)) - w_reflected)
+    value = jnp.where(upper, w_reflected, 2 * jnp.exp(-(z * z)) - w_reflected)
+    # w -> 0 as Re z -> +-inf along a horizontal line (inf / inf in Z would give nan).
+    far = jnp.isinf(jnp.real(z)) & jnp.isfinite(jnp.imag(z))
+    return jnp.where(far, np.zeros((), get_aval(z).dtype), value)
 
 
 @_wofz.defjvp
