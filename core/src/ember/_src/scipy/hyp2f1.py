@@ -3,7 +3,8 @@ arguments, following SciPy's values.
 
 Regions (``w = 1 - z``):
 
-- ``x == 0``: 1; ``a == c`` or ``b == c``: ``(1 - x)^-b`` or ``(1 - x)^-a`` for ``x < 1``.
+- ``x == 0``: 1; ``a == c`` or ``b == c``: ``(1 - x)^-b`` or ``(1 - x)^-a`` (inf at ``x > 1``
+  where that is not real).
 - ``a`` or ``b`` a non-positive integer ``-n``: ``2F1`` is a polynomial of degree ``n``,
   summed in ``x`` for ``x <= 0.5`` and in ``1 - x`` above (DLMF 15.8.7), where the sum in
   ``x`` would cancel; valid for any ``x``.
@@ -13,8 +14,8 @@ Regions (``w = 1 - z``):
   transformation (DLMF 15.8.4), two series in ``w < 0.1``. When ``d = c - a - b`` is an
   integer its gamma factors have poles, and the limit (Abramowitz & Stegun 15.3.10-12, with
   digamma terms, as Cephes' ``hys2f1``) is used instead.
-- ``c - a`` or ``c - b`` a non-positive integer: Euler's transformation ``(1 - x)^d
-  2F1(c - a, c - b; c; x)``, a polynomial, for any ``x``.
+- ``c - a`` or ``c - b`` a non-positive integer (before the two cases above): Euler's
+  transformation ``(1 - x)^d 2F1(c - a, c - b; c; x)``, a polynomial, for any ``x``.
 - ``x == 1``: Gauss's sum ``Gamma(c) Gamma(d) / (Gamma(c - a) Gamma(c - b))`` if ``d > 0``,
   else inf; ``x > 1``: inf (the real function is not defined there), as SciPy.
 - ``c`` a non-positive integer: inf, unless the series stops (``a`` or ``b`` a non-positive
@@ -208,13 +209,13 @@ def _non_terminating(a: Any, b: Any, c: Any, x: Any) -> Any:
     # c - a - b rounds: 0.7 - 1 + 0.3 is 5.6e-17, where the generic formula cancels badly.
     tolerance = 50 * np.finfo(get_aval(d).dtype).eps
     integer_d = jnp.abs(d - jnp.round(d)) < tolerance
-    # Only d differs between the two: moving c (by 1/2 where not taken) moves d.
     # The integer formula holds d at its integer, so its derivatives in a, b and c miss the
     # term from moving d: those are nan there (the one in x is right).
     frozen_d = near_one & integer_d
     unknown = _unknown_derivative(
         _safe(frozen_d, a, 0.5) + _safe(frozen_d, b, 0.5) + _safe(frozen_d, c, 0.5)
     )
+    # Each formula gets a d in its own domain (moving c moves d) where it is not taken.
     transformed = jnp.where(
         integer_d,
         _one_minus_z_integer(a, b, jnp.where(integer_d, c, jnp.round(d) + a + b), w) + unknown,
