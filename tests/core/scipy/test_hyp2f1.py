@@ -76,6 +76,23 @@ def test_far_from_the_origin_and_near_one():
     np.testing.assert_allclose(got, expected, rtol=1e-10)
 
 
+def test_large_parameters_against_exact_sums():
+    # Summed in 60-digit decimal arithmetic (after Pfaff's transformation for x = -3); SciPy
+    # 1.17 answers 0.00042724609375 and 0.0489501953125 for the first two.
+    with ember.config.option("enable_x64", True):
+        got = np.asarray(
+            es.hyp2f1(
+                np.array([10.0, 10.0, 15.5]),
+                np.array([15.5, 5.3, 15.5]),
+                35.7,
+                np.array([-3.0, -3.0, 0.92]),
+            )
+        )
+    np.testing.assert_allclose(
+        got, [0.0004692621068457045, 0.050264265856273804, 51325.577962000294], rtol=1e-12
+    )
+
+
 @pytest.mark.parametrize(
     "args, expected",
     [

@@ -10,10 +10,12 @@ Regions (``w = 1 - z``):
   ``x`` would cancel; valid for any ``x``.
 - Otherwise, for ``x < 0``, Pfaff's transformation ``2F1(a, b; c; x) = (1 - x)^-a
   2F1(a, c - b; c; z)`` with ``z = x / (x - 1)`` in ``(0, 1)``; for ``0 <= x < 1``, ``z = x``.
-  Then the power series in ``z`` (500 terms) for ``z <= 0.9``, and above it the ``1 - z``
-  transformation (DLMF 15.8.4), two series in ``w < 0.1``. When ``d = c - a - b`` is an
-  integer its gamma factors have poles, and the limit (Abramowitz & Stegun 15.3.10-12, with
-  digamma terms, as Cephes' ``hys2f1``) is used instead.
+  Then the power series in ``z`` (500 terms) for ``z <= 0.9`` or where those terms suffice,
+  and otherwise the ``1 - z`` transformation (DLMF 15.8.4), two series in ``w < 0.1``. When
+  ``d = c - a - b`` is an integer its gamma factors have poles, and the limit (Abramowitz &
+  Stegun 15.3.10-12, with digamma terms, as Cephes' ``hys2f1``) is used instead. With large
+  parameters the transformation's two terms cancel (``hyp2f1(15.5, 15.5, 35.7, 0.99)`` is
+  off by 3e-6, relative).
 - ``c - a`` or ``c - b`` a non-positive integer (before the two cases above): Euler's
   transformation ``(1 - x)^d 2F1(c - a, c - b; c; x)``, a polynomial, for any ``x``.
 - ``x == 1``: Gauss's sum ``Gamma(c) Gamma(d) / (Gamma(c - a) Gamma(c - b))`` if ``d > 0``,
@@ -203,7 +205,15 @@ def _non_terminating(a: Any, b: Any, c: Any, x: Any) -> Any:
     prefactor = jnp.where(negative, (1 - x) ** -a, _c(x, 1))
     # After Pfaff c - b may be a non-positive integer: then the series in z is a polynomial
     # (where hyp2f1 uses Euler's transformation; this value is not taken).
-    near_one = (z > _NEAR_ONE) & ~_is_non_positive_integer(b)
+    # Above 0.9 the series is still used where its last term, ~ z^N N^(a + b - c - 1) with
+    # N = 500, is below rounding: more accurate than the transformation, whose two terms
+    # cancel when the parameters are large.
+    eps = np.finfo(get_aval(z).dtype).eps
+    log_last_term = _SERIES_TERMS * jnp.log(jnp.clip(z, _c(z, 0.5), _c(z, 1))) + (
+        a + b - c - 1
+    ) * np.log(_SERIES_TERMS)
+    series_converges = log_last_term < np.log(eps / 10)
+    near_one = (z > _NEAR_ONE) & ~series_converges & ~_is_non_positive_integer(b)
     w = _safe(near_one, 1 - z, 0.05)
     d = c - a - b
     # c - a - b rounds: 0.7 - 1 + 0.3 is 5.6e-17, where the generic formula cancels badly.
