@@ -37,7 +37,9 @@ from ember._src.numpy import (
 from ember._src.numpy.contractions import matmul
 from ember._src.numpy.linalg_eig import hessenberg_householder, schur_complex, unit_scaled
 from ember._src.numpy.nonzero import where
+from ember._src.numpy.operands import promote_to_inexact
 from ember._src.primitives.control_flow.loops import fori_loop
+from ember._src.transforms.autodiff import jvp
 from ember._src.transforms.jit import jit
 from ember._src.transforms.vmap import vmap
 
@@ -317,6 +319,49 @@ def qr(
     return q, r
 
 
+def qr_multiply(
+    a: Any,
+    c: Any,
+    mode: str = "right",
+    pivoting: bool = False,
+    conjugate: bool = False,
+    overwrite_a: bool = False,
+    overwrite_c: bool = False,
+) -> tuple[Any, ...]:
+    """(Q @ c, R) for ``mode='left'`` or (c @ Q, R) for ``mode='right'``, Q the economic
+    factor of a (min(m, n) columns), ``conj(Q)`` with ``conjugate``. A 1-D c is a column
+    (left) or a row (right), and the product comes back 1-D."""
+    del overwrite_a, overwrite_c
+    if mode not in ("right", "left"):
+        raise ValueError(f"mode must be 'right' or 'left', got {mode!r}{errors.where()}")
+    if pivoting:
+        raise NotImplementedError(f"qr_multiply: pivoting=True is not supported{errors.where()}")
+    a, c = promote_to_inexact(creation.asarray(a), creation.asarray(c))
+    a = _matrix(a, "qr_multiply", square=False)
+    vector = len(_shape(c)) == 1
+    if vector:
+        c = c[:, None] if mode == "left" else c[None, :]
+    m, n = _shape(a)[-2:]
+    k = min(m, n)
+    if mode == "left" and _shape(c)[-2] != k:
+        raise ValueError(
+            f"Array shapes are not compatible for Q @ c operation: a has shape {_shape(a)} so "
+            f"Q has {k} columns, but c has {_shape(c)[-2]} rows (expected {k}).{errors.where()}"
+        )
+    if mode == "right" and _shape(c)[-1] != m:
+        raise ValueError(
+            f"Array shapes are not compatible for c @ Q operation: a has shape {_shape(a)} so "
+            f"Q has {m} rows, but c has {_shape(c)[-1]} columns (expected {m}).{errors.where()}"
+        )
+    q, r = nla.qr(a, mode="reduced")
+    if conjugate:
+        q = enp.conjugate(q)
+    product = matmul(q, c) if mode == "left" else matmul(c, q)
+    if vector:
+        product = product.ravel()
+    return product, r
+
+
 def svd(
     a: Any,
     full_matrices: bool = True,
@@ -544,6 +589,30 @@ def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> 
     del upper_triangular
     a = _matrix(A, "expm")
     return _expm(a, int(max_squarings))
+
+
+def expm_frechet(
+    A: Any, E: Any, *, method: str | None = None, compute_expm: bool = True
+) -> Any:
+    """The Frechet derivative of expm at A in the direction E (forward-mode differentiation
+    of ``expm``, as JAX computes it); ``(expm(A), derivative)`` with ``compute_expm``."""
+    del method
+    a, e = creation.asarray(A), creation.asarray(E)
+    for name, x in (("A", a), ("E", e)):
+        if len(_shape(x)) < 2 or _shape(x)[-2] != _shape(x)[-1]:
+            raise ValueError(
+                f"expected {name} to be a (batched) square matrix, got {name}.shape={_shape(x)}"
+                f"{errors.where()}"
+            )
+    if _shape(a) != _shape(e):
+        raise ValueError(
+            f"expected A and E to be the same shape, got A.shape={_shape(a)} "
+            f"E.shape={_shape(e)}{errors.where()}"
+        )
+    a = _matrix(a, "expm_frechet")
+    e = e.astype(_dtype(a))
+    expm_a, derivative = jvp(expm, (a,), (e,))
+    return (expm_a, derivative) if compute_expm else derivative
 
 
 # --------------------------------------------------------------------------------------------
