@@ -591,9 +591,7 @@ def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> 
     return _expm(a, int(max_squarings))
 
 
-def expm_frechet(
-    A: Any, E: Any, *, method: str | None = None, compute_expm: bool = True
-) -> Any:
+def expm_frechet(A: Any, E: Any, *, method: str | None = None, compute_expm: bool = True) -> Any:
     """The Frechet derivative of expm at A in the direction E (forward-mode differentiation
     of ``expm``, as JAX computes it); ``(expm(A), derivative)`` with ``compute_expm``."""
     del method

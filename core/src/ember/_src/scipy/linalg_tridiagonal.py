@@ -58,7 +58,9 @@ def _target_counts(n: int, select: str, select_range: Any) -> np.ndarray:
             raise ValueError(f"Got empty index range in select_range.{errors.where()}")
         return np.arange(int(select_range[0]), int(select_range[1]) + 1, dtype=np.int32)
     if select == "v":
-        raise NotImplementedError(f"eigh_tridiagonal(..., select='v') is not implemented")
+        raise NotImplementedError(
+            f"eigh_tridiagonal(..., select='v') is not implemented{errors.where()}"
+        )
     raise ValueError(f"'select must have a value in {{'a', 'i', 'v'}}.{errors.where()}")
 
 
