@@ -44,10 +44,12 @@ def _check_schur(a, t, z, quasi):
     if quasi:
         # 2 x 2 blocks never touch: no two consecutive subdiagonal entries are nonzero
         assert not np.any((subdiagonal[1:] != 0) & (subdiagonal[:-1] != 0))
-        # each remaining block holds a complex conjugate pair
+        # each remaining block holds a complex conjugate pair, in LAPACK's standard form:
+        # equal diagonal entries, off-diagonal entries of opposite signs
         for i in np.flatnonzero(subdiagonal):
             block = t[i : i + 2, i : i + 2]
             assert np.abs(np.linalg.eigvals(block).imag).min() > 0
+            assert block[0, 0] == block[1, 1] and block[0, 1] * block[1, 0] < 0
     else:
         assert np.all(subdiagonal == 0)
     eigenvalues = np.linalg.eigvals(np.asarray(t, np.complex128))

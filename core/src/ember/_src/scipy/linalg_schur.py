@@ -5,7 +5,8 @@ written over primitives. The complex form is ``ember.numpy.linalg``'s shifted QR
 The real form is the Francis double-shift QR algorithm on the real Hessenberg form: each step
 chases a bulge down the active window with Givens rotations, so conjugate eigenvalue pairs
 converge as 2 x 2 diagonal blocks without complex arithmetic. A bottom 2 x 2 block with real
-eigenvalues is split by one rotation; one with complex eigenvalues is final.
+eigenvalues is split by one rotation; one with complex eigenvalues is final, rotated to
+LAPACK's standard form (equal diagonal entries).
 """
 
 from __future__ import annotations
@@ -153,9 +154,23 @@ def _francis_step(h: Any, z: Any, lo: Any, hi: Any, trace: Any, det: Any) -> tup
     return static_fori(0, n - 2, chase, (h, z))
 
 
-def _split_real_pair(h: Any, z: Any, lo: Any) -> tuple[Any, Any, Any]:
-    """Triangularise the 2 x 2 block at (lo, lo) when its eigenvalues are real; return
-    (h, z, complex_pair)."""
+def _equal_diagonal_rotation(a: Any, b: Any, c: Any, d: Any) -> tuple[Any, Any]:
+    """(cos, sin) of the rotation that gives a 2 x 2 block with complex eigenvalues equal
+    diagonal entries: LAPACK's standard form (dlanv2), so T's blocks look like SciPy's."""
+    dtype = _dtype(a)
+    sigma = b + c
+    tau = enp.sqrt(sigma * sigma + (a - d) * (a - d))
+    usable = enp.greater(tau, 0)
+    safe_tau = where(usable, tau, _const(1, dtype))
+    cos = enp.sqrt(_const(0.5, dtype) * (1 + enp.abs(sigma) / safe_tau))
+    sign = where(enp.greater_equal(sigma, 0), _const(1, dtype), _const(-1, dtype))
+    sin = -((a - d) * _const(0.5, dtype) / (safe_tau * cos)) * sign
+    return where(usable, cos, _const(1, dtype)), where(usable, sin, _const(0, dtype))
+
+
+def _finish_pair(h: Any, z: Any, lo: Any) -> tuple[Any, Any, Any]:
+    """The bottom 2 x 2 block at (lo, lo) is final: with real eigenvalues, triangularise it;
+    with complex ones, bring it to equal diagonal entries. Returns (h, z, complex_pair)."""
     dtype = _dtype(h)
     a, b = _entry(h, lo, lo), _entry(h, lo, lo + 1)
     c, d = _entry(h, lo + 1, lo), _entry(h, lo + 1, lo + 1)
@@ -165,11 +180,21 @@ def _split_real_pair(h: Any, z: Any, lo: Any) -> tuple[Any, Any, Any]:
     root = enp.sqrt(enp.maximum(discriminant, _const(0, dtype)))
     # (mu - d, c) with mu the eigenvalue farther from d is an eigenvector without cancellation
     far = p + where(enp.greater_equal(p, 0), root, -root)
-    cos, sin = _masked_givens(real_pair, far, c)
+    split_cos, split_sin = _givens(far, c)
+    equal_cos, equal_sin = _equal_diagonal_rotation(a, b, c, d)
+    cos = where(real_pair, split_cos, equal_cos)
+    sin = where(real_pair, split_sin, equal_sin)
     h, z = _similarity(h, z, lo, cos, sin)
-    # the rotation leaves rounding below the diagonal: drop it so the block counts as split
-    below = where(real_pair, _const(0, dtype), _entry(h, lo + 1, lo))
-    h = dynamic_update_slice_op(h, manipulation.reshape(below, (1, 1)), (lo + 1, lo))
+    # rounding the rotations leave: below the diagonal of a split block, and between the
+    # diagonal entries of a complex one
+    block = dynamic_slice_op(h, (lo, lo), (2, 2))
+    mean = (block[0, 0] + block[1, 1]) * _const(0.5, dtype)
+    diagonal = where(real_pair, main_diagonal(block), manipulation.stack([mean, mean]))
+    below = where(real_pair, _const(0, dtype), block[1, 0])
+    block = manipulation.stack(
+        [manipulation.stack([diagonal[0], block[0, 1]]), manipulation.stack([below, diagonal[1]])]
+    )
+    h = dynamic_update_slice_op(h, block, (lo, lo))
     return h, z, enp.logical_not(real_pair)
 
 
@@ -200,7 +225,7 @@ def _schur_real_single(a: Any) -> tuple[Any, Any]:
         det = where(exceptional, centre * centre + _const(0.4375, dtype) * spread * spread, det)
         pair = enp.equal(hi - lo, 1)
         stepped_h, stepped_z = _francis_step(h, z, lo, hi, trace, det)
-        split_h, split_z, complex_pair = _split_real_pair(h, z, lo)
+        split_h, split_z, complex_pair = _finish_pair(h, z, lo)
         h = where(pair, split_h, stepped_h)
         z = where(pair, split_z, stepped_z)
         finished = enp.logical_or(
