@@ -274,7 +274,16 @@ def test_expm_identities():
 def test_sqrtm_matches_scipy(a):
     got = linalg.sqrtm(a)
     assert got.dtype == enp.complex64  # complex even for real input, as in JAX
-    _close(got, sl.sqrtm(a.astype(np.complex128)), rtol=1e-4, atol=1e-5)
+    # real input goes through SciPy's real path (JAX's answers agree with it): a negative
+    # eigenvalue takes the principal root, whatever side of the cut rounding would pick
+    expected = sl.sqrtm(a.astype(np.complex128 if np.iscomplexobj(a) else np.float64))
+    _close(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_sqrtm_of_negative_eigenvalues_is_principal():
+    # JAX's answers
+    _close(linalg.sqrtm(np.diag([-1.0, 4.0]).astype(np.float32)), np.diag([1j, 2.0]))
+    _close(linalg.sqrtm(A)[0, 0], 1.2677732 + 0.07304298j, rtol=1e-5)
 
 
 def test_sqrtm_batched_and_blocksize():

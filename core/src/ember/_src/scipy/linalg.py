@@ -39,6 +39,7 @@ from ember._src.numpy.linalg_eig import hessenberg_householder, schur_complex, u
 from ember._src.numpy.nonzero import where
 from ember._src.numpy.operands import promote_to_inexact
 from ember._src.primitives.control_flow.loops import fori_loop
+from ember._src.scipy.linalg_schur import complex_schur_from_real, real_schur_form
 from ember._src.transforms.autodiff import jvp
 from ember._src.transforms.jit import jit
 from ember._src.transforms.vmap import vmap
@@ -638,9 +639,18 @@ def _triangular_sqrt(t: Any) -> Any:
 
 def _sqrtm_single(a: Any) -> Any:
     if _shape(a)[0] == 1:
-        return enp.sqrt(a)
+        return enp.sqrt(a.astype(dtypes.complex_dtype(_dtype(a))))
     scaled, scale = unit_scaled(a)
-    t, z = schur_complex(scaled)
+    if dtypes.issubdtype(_dtype(a), np.complexfloating):
+        t, z = schur_complex(scaled)
+    else:
+        # as SciPy (and JAX's answers) for real input: the real Schur form keeps real
+        # eigenvalues exactly real, so a negative one takes the principal root +i sqrt(|x|)
+        # instead of whichever side of the branch cut rounding puts it on
+        complex_dtype = dtypes.complex_dtype(_dtype(a))
+        t, z = real_schur_form(scaled)
+        t, z = complex_schur_from_real(t.astype(complex_dtype), z.astype(complex_dtype))
+        scale = scale.astype(complex_dtype)
     r = _triangular_sqrt(t)
     return matmul(matmul(z, r), _h(z)) * enp.sqrt(scale)
 
@@ -650,12 +660,10 @@ _sqrtm = jit(lambda a: _per_matrix(_sqrtm_single, a), inline=True)
 
 def sqrtm(A: Any, blocksize: int = 1) -> Any:
     """The principal square root of a square matrix, complex (as JAX returns it), from the
-    complex Schur form."""
+    complex Schur form (of the real Schur form, for real input)."""
     if blocksize != 1:
         raise NotImplementedError(f"sqrtm: only blocksize=1 is supported{errors.where()}")
-    a = _matrix(A, "sqrtm")
-    a = a.astype(dtypes.complex_dtype(_dtype(a)))
-    return _sqrtm(a)
+    return _sqrtm(_matrix(A, "sqrtm"))
 
 
 # --------------------------------------------------------------------------------------------

@@ -249,7 +249,8 @@ def _schur_complex_single(a: Any) -> tuple[Any, Any]:
     return t * scale, z
 
 
-def _schur_real_scaled(a: Any) -> tuple[Any, Any]:
+def real_schur_form(a: Any) -> tuple[Any, Any]:
+    """(t, z) for one real square matrix: t quasi upper triangular, ``a = z t z^T``."""
     scaled, scale = unit_scaled(a)
     t, z = _schur_real_single(scaled)
     return t * scale, z
@@ -258,7 +259,7 @@ def _schur_real_scaled(a: Any) -> tuple[Any, Any]:
 def _schur_impl(a: Any) -> tuple[Any, Any]:
     if dtypes.issubdtype(_dtype(a), np.complexfloating):
         return _per_matrix(_schur_complex_single, a)
-    return _per_matrix(_schur_real_scaled, a)
+    return _per_matrix(real_schur_form, a)
 
 
 _schur = jit(_schur_impl, inline=True)
@@ -285,7 +286,7 @@ def schur(a: Any, output: str = "real") -> tuple[Any, Any]:
 # Real Schur form to complex
 
 
-def _rsf2csf_single(t: Any, z: Any) -> tuple[Any, Any]:
+def complex_schur_from_real(t: Any, z: Any) -> tuple[Any, Any]:
     """SciPy's algorithm: from the bottom, one rotation per 2 x 2 block zeroes its
     subdiagonal entry, moving one of the pair's (complex) eigenvalues to the top."""
     n = _shape(t)[0]
@@ -325,7 +326,7 @@ def _rsf2csf_single(t: Any, z: Any) -> tuple[Any, Any]:
     return fori_loop(1, n, update, (t, z))
 
 
-_rsf2csf = jit(lambda t, z: _per_matrix(_rsf2csf_single, t, z), inline=True)
+_rsf2csf = jit(lambda t, z: _per_matrix(complex_schur_from_real, t, z), inline=True)
 
 
 def rsf2csf(T: Any, Z: Any, check_finite: bool = True) -> tuple[Any, Any]:
