@@ -39,6 +39,7 @@ from ember._src.numpy.linalg_eig import hessenberg_householder, schur_complex, u
 from ember._src.numpy.nonzero import where
 from ember._src.numpy.operands import promote_to_inexact
 from ember._src.primitives.control_flow.loops import fori_loop
+from ember._src.scipy.linalg_pivoted_qr import pivoted_qr
 from ember._src.scipy.linalg_schur import complex_schur_from_real, real_schur_form
 from ember._src.transforms.autodiff import jvp
 from ember._src.transforms.jit import jit
@@ -308,12 +309,19 @@ def qr(
     check_finite: bool = True,
 ) -> tuple[Any, ...]:
     """Householder QR. ``mode``: 'full' (q square), 'economic' (q with min(m, n) columns) or
-    'r' (a one-tuple ``(r,)``, as SciPy and JAX return it)."""
+    'r' (a one-tuple ``(r,)``, as SciPy and JAX return it). With ``pivoting``, also the
+    column permutation p (``a[:, p] = q r``) last in the tuple."""
     del overwrite_a, lwork, check_finite
     if mode not in _QR_MODES:
         raise ValueError(f"qr: mode must be one of {_QR_MODES}, got {mode!r}{errors.where()}")
     if pivoting:
-        raise NotImplementedError(f"qr: pivoting=True is not supported{errors.where()}")
+        q, r, perm = pivoted_qr(_matrix(a, "qr", square=False))
+        k = min(_shape(r)[-2:])
+        if mode == "r":
+            return r, perm
+        if mode == "economic":
+            return q[..., :k], r[..., :k, :], perm
+        return q, r, perm
     if mode == "r":
         return (nla.qr(a, mode="complete")[1],)
     q, r = nla.qr(a, mode="complete" if mode == "full" else "reduced")
@@ -331,12 +339,11 @@ def qr_multiply(
 ) -> tuple[Any, ...]:
     """(Q @ c, R) for ``mode='left'`` or (c @ Q, R) for ``mode='right'``, Q the economic
     factor of a (min(m, n) columns), ``conj(Q)`` with ``conjugate``. A 1-D c is a column
-    (left) or a row (right), and the product comes back 1-D."""
+    (left) or a row (right), and the product comes back 1-D. With ``pivoting``, Q and R
+    factor a's columns permuted by p, returned third."""
     del overwrite_a, overwrite_c
     if mode not in ("right", "left"):
         raise ValueError(f"mode must be 'right' or 'left', got {mode!r}{errors.where()}")
-    if pivoting:
-        raise NotImplementedError(f"qr_multiply: pivoting=True is not supported{errors.where()}")
     a, c = promote_to_inexact(creation.asarray(a), creation.asarray(c))
     a = _matrix(a, "qr_multiply", square=False)
     vector = len(_shape(c)) == 1
@@ -354,13 +361,16 @@ def qr_multiply(
             f"Array shapes are not compatible for c @ Q operation: a has shape {_shape(a)} so "
             f"Q has {m} rows, but c has {_shape(c)[-1]} columns (expected {m}).{errors.where()}"
         )
-    q, r = nla.qr(a, mode="reduced")
+    if pivoting:
+        q, r, perm = qr(a, mode="economic", pivoting=True)
+    else:
+        q, r = nla.qr(a, mode="reduced")
     if conjugate:
         q = enp.conjugate(q)
     product = matmul(q, c) if mode == "left" else matmul(c, q)
     if vector:
         product = product.ravel()
-    return product, r
+    return (product, r, perm) if pivoting else (product, r)
 
 
 def svd(
