@@ -179,6 +179,8 @@ def test_solve_sylvester_float64_integers_and_batches():
     x = linalg.solve_sylvester(a, b, c)
     for i in range(2):
         assert_close(x[i], sl.solve_sylvester(a[i], b, c[i]), atol=1e-4, rtol=1e-4)
+    mapped = ember.vmap(linalg.solve_sylvester, in_axes=(0, None, 0))(a, b, c)
+    assert_close(mapped, x, atol=1e-5, rtol=1e-5)
 
 
 def test_solve_sylvester_singular_and_errors():
