@@ -274,7 +274,16 @@ def test_expm_identities():
 def test_sqrtm_matches_scipy(a):
     got = linalg.sqrtm(a)
     assert got.dtype == enp.complex64  # complex even for real input, as in JAX
-    _close(got, sl.sqrtm(a.astype(np.complex128)), rtol=1e-4, atol=1e-5)
+    # real input goes through SciPy's real path (JAX's answers agree with it): a negative
+    # eigenvalue takes the principal root, whatever side of the cut rounding would pick
+    expected = sl.sqrtm(a.astype(np.complex128 if np.iscomplexobj(a) else np.float64))
+    _close(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_sqrtm_of_negative_eigenvalues_is_principal():
+    # JAX's answers
+    _close(linalg.sqrtm(np.diag([-1.0, 4.0]).astype(np.float32)), np.diag([1j, 2.0]))
+    _close(linalg.sqrtm(A)[0, 0], 1.2677732 + 0.07304298j, rtol=1e-5)
 
 
 def test_sqrtm_batched_and_blocksize():
@@ -395,3 +404,89 @@ def test_lax_lu_eigh_cholesky_qr_svd():
     q, r = ember.lax.linalg.qr(WIDE.T, full_matrices=False)
     assert (q.shape, r.shape) == ((5, 3), (3, 3))
     _close(ember.lax.linalg.svd(WIDE, compute_uv=False), sl.svd(WIDE, compute_uv=False))
+
+
+# --------------------------------------------------------------------------------------------
+# qr_multiply and expm_frechet
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 5), (4, 4)])
+@pytest.mark.parametrize("conjugate", [False, True])
+def test_qr_multiply_matches_scipy(shape, conjugate):
+    a = RNG.normal(size=shape) + 1j * RNG.normal(size=shape)
+    a = a.astype(np.complex64)
+    m, n = shape
+    k = min(m, n)
+    right = RNG.normal(size=(2, m)).astype(np.complex64)
+    left = RNG.normal(size=(k, 2)).astype(np.complex64)
+    _, r_scipy = sl.qr(a, mode="economic")
+    _, r = linalg.qr_multiply(a, right)
+    assert r.shape == r_scipy.shape == (k, n)
+    # Q is unique up to a phase per column: ours is Q_scipy diag(conj(d)), R = diag(d) R_scipy
+    d = np.diagonal(np.asarray(r)) / np.diagonal(r_scipy)
+    d = d / np.abs(d)
+    assert_close(r, d[:, None] * r_scipy, atol=1e-4, rtol=1e-4)
+    phase = d if conjugate else d.conj()
+    product, _ = linalg.qr_multiply(a, right, conjugate=conjugate)
+    expected = sl.qr_multiply(a, right, conjugate=conjugate)[0] * phase[None, :]
+    assert_close(product, expected, atol=1e-4, rtol=1e-4)
+    product, _ = linalg.qr_multiply(a, left, mode="left", conjugate=conjugate)
+    expected = sl.qr_multiply(a, phase[:, None] * left, mode="left", conjugate=conjugate)[0]
+    assert_close(product, expected, atol=1e-4, rtol=1e-4)
+
+
+def test_qr_multiply_values_vectors_and_batches():
+    a = RNG.normal(size=(4, 3)).astype(np.float32)
+    q, r = sl.qr(a, mode="economic")
+    c = RNG.normal(size=(2, 4)).astype(np.float32)
+    product, r_ours = linalg.qr_multiply(a, c)
+    # c @ Q and R are unique up to the signs of Q's columns (R's rows)
+    signs = np.sign(np.diagonal(np.asarray(r_ours))) * np.sign(np.diagonal(r))
+    _close(np.asarray(product) * signs, c @ q)
+    _close(np.asarray(r_ours) * signs[:, None], r)
+    vector, _ = linalg.qr_multiply(a, c[0])
+    assert vector.shape == (3,)
+    _close(vector, np.asarray(product)[0])
+    column, _ = linalg.qr_multiply(a, np.ones(3, np.float32), mode="left")
+    assert column.shape == (4,)
+    stack = RNG.normal(size=(2, 4, 3)).astype(np.float32)
+    product, r = linalg.qr_multiply(stack, c)  # c broadcast across the batch
+    assert product.shape == (2, 2, 3) and r.shape == (2, 3, 3)
+    _close(product[1], linalg.qr_multiply(stack[1], c)[0])
+    check_grads(lambda a: linalg.qr_multiply(a, c)[0], (a,), order=1)
+
+
+def test_qr_multiply_errors():
+    with pytest.raises(ValueError, match="mode must be 'right' or 'left'"):
+        linalg.qr_multiply(A, A, mode="up")
+    with pytest.raises(ValueError, match="c @ Q operation"):
+        linalg.qr_multiply(WIDE, np.ones((2, 5)))
+    with pytest.raises(ValueError, match="Q @ c operation"):
+        linalg.qr_multiply(WIDE, np.ones((5, 2)), mode="left")
+
+
+def test_expm_frechet_matches_scipy():
+    e = RNG.normal(size=(4, 4)).astype(np.float32)
+    expm_a, derivative = linalg.expm_frechet(A, e)
+    expected_expm, expected = sl.expm_frechet(A.astype(np.float64), e.astype(np.float64))
+    _close(expm_a, expected_expm, rtol=1e-4, atol=1e-4)
+    _close(derivative, expected, rtol=1e-4, atol=1e-4)
+    only = linalg.expm_frechet(A, e, compute_expm=False)
+    _close(only, derivative)
+    with ember.config.option("enable_x64", True):
+        a64, e64 = A.astype(np.float64) * 3, e.astype(np.float64)
+        _close(linalg.expm_frechet(a64, e64, method="SPS")[1], sl.expm_frechet(a64, e64)[1],
+               rtol=1e-10, atol=1e-10)  # fmt: skip
+    batch = np.stack([A, 2 * A])
+    _, derivative = linalg.expm_frechet(batch, np.stack([e, e]))
+    _close(derivative[1], sl.expm_frechet(2 * A.astype(np.float64), e.astype(np.float64))[1],
+           rtol=1e-4, atol=1e-3)  # fmt: skip
+    # linear in E, differentiable in A
+    check_grads(lambda a: linalg.expm_frechet(a, e, compute_expm=False), (A / 4,), order=1)
+
+
+def test_expm_frechet_errors():
+    with pytest.raises(ValueError, match="expected A to be a"):
+        linalg.expm_frechet(WIDE, WIDE)
+    with pytest.raises(ValueError, match="same shape"):
+        linalg.expm_frechet(A, np.eye(3))

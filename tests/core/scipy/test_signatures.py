@@ -23,7 +23,12 @@ JAX_SIGNATURES = [
         "(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False, "
         "turbo=True, eigvals=None, type=1, check_finite=True)",
     ),
+    (
+        "scipy.linalg.eigh_tridiagonal",
+        "(d, e, *, eigvals_only=False, select='a', select_range=None, tol=None, key=None)",
+    ),
     ("scipy.linalg.expm", "(A, *, upper_triangular=False, max_squarings=16)"),
+    ("scipy.linalg.expm_frechet", "(A, E, *, method=None, compute_expm=True)"),
     ("scipy.linalg.funm", "(A, func, disp=True)"),
     ("scipy.linalg.hankel", "(c, r=None)"),
     ("scipy.linalg.hessenberg", "(a, *, calc_q=False, overwrite_a=False, check_finite=True)"),
@@ -46,6 +51,14 @@ JAX_SIGNATURES = [
         "(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, debug=None, "
         "check_finite=True)",
     ),
+    (
+        "scipy.linalg.qr_multiply",
+        "(a, c, mode='right', pivoting=False, conjugate=False, overwrite_a=False, "
+        "overwrite_c=False)",
+    ),
+    ("scipy.linalg.rsf2csf", "(T, Z, check_finite=True)"),
+    ("scipy.linalg.schur", "(a, output='real')"),
+    ("scipy.linalg.solve_sylvester", "(A, B, C, *, method='schur', tol=1e-08)"),
     ("scipy.linalg.sqrtm", "(A, blocksize=1)"),
     (
         "scipy.linalg.svd",

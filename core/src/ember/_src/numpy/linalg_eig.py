@@ -75,8 +75,12 @@ def hessenberg_householder(a: Any) -> tuple[Any, Any]:
         h, q = state
         column = dynamic_slice_op(h, (0, k), (n, 1))[:, 0]
         x = enp.where(enp.greater(rows, k), column, _const(0, dtype))
+        # the reflector does not depend on x's scale: unit scale keeps |x|^2 out of the
+        # subnormals, where a nearly reduced column would give a non-unitary reflector
+        largest = reductions.max(enp.abs(x))
+        x = _safe_divide(x, largest.astype(dtype))
         length = enp.sqrt(reductions.sum(_abs2(x)))
-        lead = reductions.sum(enp.where(enp.equal(rows, k + 1), column, _const(0, dtype)))
+        lead = reductions.sum(enp.where(enp.equal(rows, k + 1), x, _const(0, dtype)))
         phase = enp.where(enp.equal(lead, 0), _const(1, dtype), _safe_divide(lead, enp.abs(lead)))
         # v = x + phase |x| e_{k+1}: adding (not subtracting) avoids cancellation
         v = x + enp.where(enp.equal(rows, k + 1), phase * length, _const(0, dtype))

@@ -37,7 +37,11 @@ from ember._src.numpy import (
 from ember._src.numpy.contractions import matmul
 from ember._src.numpy.linalg_eig import hessenberg_householder, schur_complex, unit_scaled
 from ember._src.numpy.nonzero import where
+from ember._src.numpy.operands import promote_to_inexact
 from ember._src.primitives.control_flow.loops import fori_loop
+from ember._src.scipy.linalg_pivoted_qr import pivoted_qr
+from ember._src.scipy.linalg_schur import complex_schur_from_real, real_schur_form
+from ember._src.transforms.autodiff import jvp
 from ember._src.transforms.jit import jit
 from ember._src.transforms.vmap import vmap
 
@@ -305,16 +309,68 @@ def qr(
     check_finite: bool = True,
 ) -> tuple[Any, ...]:
     """Householder QR. ``mode``: 'full' (q square), 'economic' (q with min(m, n) columns) or
-    'r' (a one-tuple ``(r,)``, as SciPy and JAX return it)."""
+    'r' (a one-tuple ``(r,)``, as SciPy and JAX return it). With ``pivoting``, also the
+    column permutation p (``a[:, p] = q r``) last in the tuple."""
     del overwrite_a, lwork, check_finite
     if mode not in _QR_MODES:
         raise ValueError(f"qr: mode must be one of {_QR_MODES}, got {mode!r}{errors.where()}")
     if pivoting:
-        raise NotImplementedError(f"qr: pivoting=True is not supported{errors.where()}")
+        q, r, perm = pivoted_qr(_matrix(a, "qr", square=False))
+        k = min(_shape(r)[-2:])
+        if mode == "r":
+            return r, perm
+        if mode == "economic":
+            return q[..., :k], r[..., :k, :], perm
+        return q, r, perm
     if mode == "r":
         return (nla.qr(a, mode="complete")[1],)
     q, r = nla.qr(a, mode="complete" if mode == "full" else "reduced")
     return q, r
+
+
+def qr_multiply(
+    a: Any,
+    c: Any,
+    mode: str = "right",
+    pivoting: bool = False,
+    conjugate: bool = False,
+    overwrite_a: bool = False,
+    overwrite_c: bool = False,
+) -> tuple[Any, ...]:
+    """(Q @ c, R) for ``mode='left'`` or (c @ Q, R) for ``mode='right'``, Q the economic
+    factor of a (min(m, n) columns), ``conj(Q)`` with ``conjugate``. A 1-D c is a column
+    (left) or a row (right), and the product comes back 1-D. With ``pivoting``, Q and R
+    factor a's columns permuted by p, returned third."""
+    del overwrite_a, overwrite_c
+    if mode not in ("right", "left"):
+        raise ValueError(f"mode must be 'right' or 'left', got {mode!r}{errors.where()}")
+    a, c = promote_to_inexact(creation.asarray(a), creation.asarray(c))
+    a = _matrix(a, "qr_multiply", square=False)
+    vector = len(_shape(c)) == 1
+    if vector:
+        c = c[:, None] if mode == "left" else c[None, :]
+    m, n = _shape(a)[-2:]
+    k = min(m, n)
+    if mode == "left" and _shape(c)[-2] != k:
+        raise ValueError(
+            f"Array shapes are not compatible for Q @ c operation: a has shape {_shape(a)} so "
+            f"Q has {k} columns, but c has {_shape(c)[-2]} rows (expected {k}).{errors.where()}"
+        )
+    if mode == "right" and _shape(c)[-1] != m:
+        raise ValueError(
+            f"Array shapes are not compatible for c @ Q operation: a has shape {_shape(a)} so "
+            f"Q has {m} rows, but c has {_shape(c)[-1]} columns (expected {m}).{errors.where()}"
+        )
+    if pivoting:
+        q, r, perm = qr(a, mode="economic", pivoting=True)
+    else:
+        q, r = nla.qr(a, mode="reduced")
+    if conjugate:
+        q = enp.conjugate(q)
+    product = matmul(q, c) if mode == "left" else matmul(c, q)
+    if vector:
+        product = product.ravel()
+    return (product, r, perm) if pivoting else (product, r)
 
 
 def svd(
@@ -546,6 +602,28 @@ def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> 
     return _expm(a, int(max_squarings))
 
 
+def expm_frechet(A: Any, E: Any, *, method: str | None = None, compute_expm: bool = True) -> Any:
+    """The Frechet derivative of expm at A in the direction E (forward-mode differentiation
+    of ``expm``, as JAX computes it); ``(expm(A), derivative)`` with ``compute_expm``."""
+    del method
+    a, e = creation.asarray(A), creation.asarray(E)
+    for name, x in (("A", a), ("E", e)):
+        if len(_shape(x)) < 2 or _shape(x)[-2] != _shape(x)[-1]:
+            raise ValueError(
+                f"expected {name} to be a (batched) square matrix, got {name}.shape={_shape(x)}"
+                f"{errors.where()}"
+            )
+    if _shape(a) != _shape(e):
+        raise ValueError(
+            f"expected A and E to be the same shape, got A.shape={_shape(a)} "
+            f"E.shape={_shape(e)}{errors.where()}"
+        )
+    a = _matrix(a, "expm_frechet")
+    e = e.astype(_dtype(a))
+    expm_a, derivative = jvp(expm, (a,), (e,))
+    return (expm_a, derivative) if compute_expm else derivative
+
+
 # --------------------------------------------------------------------------------------------
 # Square root through the complex Schur form
 
@@ -571,9 +649,18 @@ def _triangular_sqrt(t: Any) -> Any:
 
 def _sqrtm_single(a: Any) -> Any:
     if _shape(a)[0] == 1:
-        return enp.sqrt(a)
+        return enp.sqrt(a.astype(dtypes.complex_dtype(_dtype(a))))
     scaled, scale = unit_scaled(a)
-    t, z = schur_complex(scaled)
+    if dtypes.issubdtype(_dtype(a), np.complexfloating):
+        t, z = schur_complex(scaled)
+    else:
+        # as SciPy (and JAX's answers) for real input: the real Schur form keeps real
+        # eigenvalues exactly real, so a negative one takes the principal root +i sqrt(|x|)
+        # instead of whichever side of the branch cut rounding puts it on
+        complex_dtype = dtypes.complex_dtype(_dtype(a))
+        t, z = real_schur_form(scaled)
+        t, z = complex_schur_from_real(t.astype(complex_dtype), z.astype(complex_dtype))
+        scale = scale.astype(complex_dtype)
     r = _triangular_sqrt(t)
     return matmul(matmul(z, r), _h(z)) * enp.sqrt(scale)
 
@@ -583,12 +670,10 @@ _sqrtm = jit(lambda a: _per_matrix(_sqrtm_single, a), inline=True)
 
 def sqrtm(A: Any, blocksize: int = 1) -> Any:
     """The principal square root of a square matrix, complex (as JAX returns it), from the
-    complex Schur form."""
+    complex Schur form (of the real Schur form, for real input)."""
     if blocksize != 1:
         raise NotImplementedError(f"sqrtm: only blocksize=1 is supported{errors.where()}")
-    a = _matrix(A, "sqrtm")
-    a = a.astype(dtypes.complex_dtype(_dtype(a)))
-    return _sqrtm(a)
+    return _sqrtm(_matrix(A, "sqrtm"))
 
 
 # --------------------------------------------------------------------------------------------
