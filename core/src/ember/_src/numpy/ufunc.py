@@ -21,7 +21,7 @@ from ember._src.core import get_aval
 from ember._src.lax.cumulative import cummax, cummin
 from ember._src.numpy import elementwise, float_functions, reductions
 from ember._src.numpy.advanced_indexing import take
-from ember._src.numpy.creation import asarray, full
+from ember._src.numpy.creation import arange, asarray, full
 from ember._src.numpy.functional import vectorize
 from ember._src.numpy.joining import append
 from ember._src.numpy.manipulation import broadcast_to, expand_dims, moveaxis, reshape
@@ -40,7 +40,7 @@ _AT_INPLACE_MESSAGE = (
 )
 
 
-class ufunc:  # noqa: N801 - NumPy's and JAX's name for the type
+class ufunc:  # noqa: N801 - the name NumPy and JAX give the type
     """A function applied elementwise to broadcast arrays, with NumPy's ufunc methods.
 
     ``func`` takes ``nin`` arrays (or scalars, for :func:`frompyfunc`) and returns ``nout``.
@@ -95,11 +95,20 @@ class ufunc:  # noqa: N801 - NumPy's and JAX's name for the type
         return f"<enp.ufunc '{self.__name__}'>"
 
     def __call__(self, *args: Any, out: None = None, where: None = None) -> Any:
+        if out is None and where is None and len(args) == self._nin:
+            return self._call(*args)
         if out is not None:
-            raise NotImplementedError(f"out argument of {self}{errors.where()}")
+            raise NotImplementedError(
+                f"The 'out' argument to {self.__name__} is not supported.{errors.where()}"
+            )
         if where is not None:
-            raise NotImplementedError(f"where argument of {self}{errors.where()}")
-        return self._call(*args)
+            raise NotImplementedError(
+                f"The 'where' argument to {self.__name__} is not supported.{errors.where()}"
+            )
+        raise TypeError(
+            f"{self.__name__}() takes {self._nin} positional arguments, got {len(args)}"
+            f"{errors.where()}"
+        )
 
     # ----------------------------------------------------------------------------------------
     # reduce
@@ -198,10 +207,13 @@ class ufunc:  # noqa: N801 - NumPy's and JAX's name for the type
 
     def accumulate(self, a: Any, axis: int = 0, dtype: Any = None, out: None = None) -> Any:
         """The running results of :meth:`reduce` along ``axis``, as
-        :meth:`numpy.ufunc.accumulate`."""
+        :meth:`numpy.ufunc.accumulate`; ``axis=None`` (as JAX's ``add``/``multiply`` take it)
+        accumulates over the flattened array."""
         self._check_binary("accumulate", out)
-        if axis is None or isinstance(axis, (tuple, list)):
+        if isinstance(axis, (tuple, list)):
             raise ValueError(f"accumulate does not allow multiple axes{errors.where()}")
+        if axis is None:
+            a, axis = reshape(asarray(a), (-1,)), 0
         if dtype is not None:
             dtype = dtypes.canonicalize(dtype)
         return self._accumulate(a, axis=axis, dtype=dtype)
@@ -245,41 +257,26 @@ class ufunc:  # noqa: N801 - NumPy's and JAX's name for the type
     def _at_via_scan(self, a: Any, indices: Any, *values: Any) -> Any:
         dtype = self._result_dtype(a, *values)
         a = cast(asarray(a), dtype)
+        shape = get_aval(a).shape
         values = tuple(cast(asarray(v), dtype) for v in values)
         indices = indices if isinstance(indices, tuple) else (indices,)
         indices = tuple(asarray(i) if isinstance(i, (list, np.ndarray)) else i for i in indices)
-        arrays = [i for i in indices if not isinstance(i, slice) and i is not Ellipsis]
-        index_shape = np.broadcast_shapes(*(np.shape(i) for i in arrays)) if arrays else ()
-        if not index_shape:
-            # One (possibly sliced) region: no index repeats, so one gather-apply-scatter.
+        if not any(_may_repeat(i) for i in indices):
+            # Basic indexing selects each element at most once: one gather-apply-scatter.
             return a.at[indices].set(self(a.at[indices].get(), *values))
-        count = int(np.prod(index_shape))
-        if values:
-            (value,) = values
-            trailing = get_aval(value).shape[len(index_shape) :]
-            value = broadcast_to(value, (*index_shape, *trailing))
-            values = (reshape(value, (count, *trailing)),)
-        flat = tuple(
-            i
-            if isinstance(i, slice) or i is Ellipsis
-            else reshape(broadcast_to(i, index_shape), (count,))
-            for i in indices
-        )
-        positions = [
-            k for k, i in enumerate(flat) if not isinstance(i, slice) and i is not Ellipsis
-        ]
+        # Where each selected element lives in the flattened array, in the order NumPy
+        # applies the updates (C order of a[indices]).
+        positions = reshape(arange(int(np.prod(shape)), dtype=np.int32), shape)[indices]
+        selected = get_aval(positions).shape
+        values = tuple(reshape(broadcast_to(v, selected), (-1,)) for v in values)
 
-        # Repeated indices must each see the previous update, so they are applied one by one.
-        def update(current, step):
-            picked, step_values = step
-            index = list(flat)
-            for k, p in zip(positions, picked, strict=True):
-                index[k] = p
-            index = tuple(index)
-            return current.at[index].set(self(current.at[index].get(), *step_values)), None
+        # A repeated index must see the previous update, so the updates go one at a time.
+        def update(flat, step):
+            position, step_values = step
+            return flat.at[position].set(self(flat[position], *step_values)), None
 
-        result, _ = scan(update, a, (tuple(flat[k] for k in positions), values))
-        return result
+        flat, _ = scan(update, reshape(a, (-1,)), (reshape(positions, (-1,)), values))
+        return reshape(flat, shape)
 
     # ----------------------------------------------------------------------------------------
     # reduceat
@@ -357,6 +354,14 @@ class ufunc:  # noqa: N801 - NumPy's and JAX's name for the type
         """The dtype ``func`` gives for scalars of the operands' dtypes."""
         scalars = [np.zeros((), get_aval(asarray(x)).dtype) for x in operands]
         return eval_shape(self._func, *scalars).dtype
+
+
+def _may_repeat(index: Any) -> bool:
+    """Whether an index entry is an integer array of more than one element, the only kind
+    that can select an element twice."""
+    if index is None or index is Ellipsis or isinstance(index, (slice, int)):
+        return False
+    return get_aval(asarray(index)).ndim > 0
 
 
 def frompyfunc(func: Callable[..., Any], /, nin: int, nout: int, *, identity: Any = None) -> ufunc:
