@@ -19,6 +19,7 @@ import numpy as np
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.lax.cumulative import cummax, cummin
+from ember._src.lax.numeric import reduce as lax_reduce
 from ember._src.numpy import elementwise, float_functions, reductions
 from ember._src.numpy.advanced_indexing import take
 from ember._src.numpy.creation import arange, asarray, full
@@ -63,7 +64,6 @@ class ufunc:  # noqa: N801 - the name NumPy and JAX give the type
         accumulate: Callable[..., Any] | None = None,
         at: Callable[..., Any] | None = None,
         reduceat: Callable[..., Any] | None = None,
-        associative: bool = False,
     ):
         self.__doc__ = func.__doc__
         self.__name__ = name or func.__name__
@@ -73,17 +73,20 @@ class ufunc:  # noqa: N801 - the name NumPy and JAX give the type
         self._nargs = operator.index(nargs or nin)
         self._identity = identity
         # Whether func(func(a, b), c) == func(a, func(b, c)) and func(a, b) == func(b, a):
-        # then accumulate may use a parallel prefix scan and reduce may take several axes.
-        self._associative = associative
+        # then reduce may take several axes and fold in any order, and accumulate may use a
+        # parallel prefix scan. Only the built-in ufuncs promise it.
+        self._associative = False
         self._call = call or jit(vectorize(func))
         self._reduce = reduce or jit(
-            self._reduce_via_scan, static_argnames=("axis", "dtype", "keepdims")
+            self._reduce_from_func, static_argnames=("axis", "dtype", "keepdims")
         )
         self._accumulate = accumulate or jit(
-            self._accumulate_via_scan, static_argnames=("axis", "dtype")
+            self._accumulate_from_func, static_argnames=("axis", "dtype")
         )
-        self._at = at or self._at_via_scan
-        self._reduceat = reduceat or jit(self._reduceat_via_scan, static_argnames=("axis", "dtype"))
+        self._at = at or self._at_from_func
+        self._reduceat = reduceat or jit(
+            self._reduceat_from_func, static_argnames=("axis", "dtype")
+        )
         self._outer = jit(self._outer_via_broadcast)
 
     nin = property(lambda self: self._nin, doc="The number of inputs.")
@@ -145,7 +148,7 @@ class ufunc:  # noqa: N801 - the name NumPy and JAX give the type
             a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where
         )
 
-    def _reduce_via_scan(
+    def _reduce_from_func(
         self, a: Any, axis: Any, dtype: Any, keepdims: bool, initial: Any, where: Any
     ) -> Any:
         a = asarray(a)
@@ -178,13 +181,32 @@ class ufunc:  # noqa: N801 - the name NumPy and JAX give the type
         else:
             start = broadcast_to(cast(asarray(initial), dtype), get_aval(rows).shape[1:])
 
+        if self._associative and self._identity is not None:
+            result = self._reduce_in_halves(start, rows, where, dtype)
+        else:
+            result = self._reduce_in_order(start, rows, where, dtype)
+        return reshape(result, final_shape)
+
+    def _reduce_in_halves(self, start: Any, rows: Any, where: Any, dtype: Any) -> Any:
+        """An associative, commutative func with an identity folds the rows pairwise (log-depth
+        and parallel); masked-out entries become the identity."""
+        identity = cast(asarray(self._identity), dtype)
+        rows = cast(rows, dtype)
+        if where is not None:
+            rows = select_where(where, rows, identity)
+        total = lax_reduce(rows, identity, lambda x, y: cast(self(x, y), dtype), (0,))
+        return cast(self(start, total), dtype)
+
+    def _reduce_in_order(self, start: Any, rows: Any, where: Any, dtype: Any) -> Any:
+        """Any other func folds the rows one after another, as NumPy does."""
+
         def fold(total, step):
             row, mask = step
             combined = cast(self(total, cast(row, dtype)), dtype)
             return (combined if mask is None else select_where(mask, combined, total)), None
 
         result, _ = scan(fold, start, (rows, where))
-        return reshape(result, final_shape)
+        return result
 
     def _reduced_axes(self, axis: Any, ndim: int) -> tuple[int, ...]:
         if axis is None:
@@ -218,7 +240,7 @@ class ufunc:  # noqa: N801 - the name NumPy and JAX give the type
             dtype = dtypes.canonicalize(dtype)
         return self._accumulate(a, axis=axis, dtype=dtype)
 
-    def _accumulate_via_scan(self, a: Any, axis: int, dtype: Any) -> Any:
+    def _accumulate_from_func(self, a: Any, axis: int, dtype: Any) -> Any:
         a = asarray(a)
         shape = get_aval(a).shape
         if dtype is None:
@@ -254,7 +276,7 @@ class ufunc:  # noqa: N801 - the name NumPy and JAX give the type
             )
         return self._at(a, indices) if b is None else self._at(a, indices, b)
 
-    def _at_via_scan(self, a: Any, indices: Any, *values: Any) -> Any:
+    def _at_from_func(self, a: Any, indices: Any, *values: Any) -> Any:
         dtype = self._result_dtype(a, *values)
         a = cast(asarray(a), dtype)
         shape = get_aval(a).shape
@@ -294,7 +316,7 @@ class ufunc:  # noqa: N801 - the name NumPy and JAX give the type
             dtype = dtypes.canonicalize(dtype)
         return self._reduceat(a, asarray(indices), axis=axis, dtype=dtype)
 
-    def _reduceat_via_scan(self, a: Any, indices: Any, axis: int, dtype: Any) -> Any:
+    def _reduceat_from_func(self, a: Any, indices: Any, axis: int, dtype: Any) -> Any:
         a = asarray(a)
         shape = get_aval(a).shape
         if not shape:
@@ -426,8 +448,10 @@ def _at_update(method: str, bool_via_int: bool = False):
     return at
 
 
-def _binary(func, identity, **methods):
-    return ufunc(func, 2, 1, name=func.__name__, identity=identity, call=func, **methods)
+def _binary(func, identity, associative=False, **methods):
+    made = ufunc(func, 2, 1, name=func.__name__, identity=identity, call=func, **methods)
+    made._associative = associative
+    return made
 
 
 add = _binary(
