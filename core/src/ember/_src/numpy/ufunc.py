@@ -449,7 +449,10 @@ def _at_update(method: str, bool_via_int: bool = False):
 
 
 def _binary(func, identity, associative=False, **methods):
-    made = ufunc(func, 2, 1, name=func.__name__, identity=identity, call=func, **methods)
+    # The call goes to the function under elementwise's argument checks: ufunc.__call__
+    # makes the same checks, so a plain call costs no more than before ufunc objects.
+    call = func.__wrapped__
+    made = ufunc(func, 2, 1, name=func.__name__, identity=identity, call=call, **methods)
     made.__doc__ = func.__doc__ or (
         f"NumPy's ``{func.__name__}`` of two broadcast operands, with the ufunc methods "
         f"(``reduce``, ``accumulate``, ``at``, ``reduceat``, ``outer``)."
@@ -507,5 +510,5 @@ bitwise_or = _binary(elementwise.bitwise_or, 0, associative=True)
 bitwise_xor = _binary(elementwise.bitwise_xor, 0, associative=True)
 logaddexp = _binary(elementwise.logaddexp, -np.inf, associative=True)
 logaddexp2 = _binary(float_functions.logaddexp2, -np.inf, associative=True)
-negative = ufunc(elementwise.negative, 1, 1, name="negative", call=elementwise.negative)
+negative = ufunc(elementwise.negative, 1, 1, name="negative", call=elementwise.negative.__wrapped__)
 negative.__doc__ = "NumPy's ``negative``: ``-x`` elementwise, as a ufunc (with ``at``)."
