@@ -214,6 +214,28 @@ def test_at_unary_bool_and_errors():
         enp.negative.at(a, 0, 1.0, inplace=False)
 
 
+@pytest.mark.parametrize("name", ["maximum", "minimum"])
+def test_extremum_at_nan_and_promotion(name):
+    a = np.array([1.0, np.nan, 3.0, 4.0], np.float32)
+    values = np.array([np.nan, 5.0, -1.0, 2.0], np.float32)
+    with np.errstate(invalid="ignore"):
+        expected = _numpy_at(name, a, [0, 0, 2, 1], values)
+    assert_close(getattr(enp, name).at(a, np.array([0, 0, 2, 1]), values, inplace=False), expected)
+    # JAX's answer: integers updated with floats are promoted, not truncated.
+    promoted = getattr(enp, name).at(np.arange(4), np.array([0, 0]), np.array([5.5, -2.5]),
+                                     inplace=False)  # fmt: skip
+    assert promoted.dtype == np.float32
+    assert_close(promoted, [5.5 if name == "maximum" else -2.5, 1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("name", ["add", "logaddexp"])
+def test_at_with_batched_indices(name):
+    rows = np.array([[0, 0, 1], [2, 3, 3]])
+    batched = ember.vmap(lambda i: getattr(enp, name).at(FLOATS[0, 0], i, 0.5, inplace=False))
+    expected = [_numpy_at(name, FLOATS[0, 0], r, 0.5) for r in rows]
+    assert_close(batched(rows), np.stack(expected))
+
+
 def test_at_under_transforms():
     idx = np.array([0, 0, 2])
     grad = ember.grad(lambda x: enp.multiply.at(x, idx, 2.0, inplace=False).sum())

@@ -373,9 +373,13 @@ class ufunc:  # noqa: N801 - the name NumPy and JAX give the type
             raise NotImplementedError(f"out argument of {self.__name__}.{method}(){errors.where()}")
 
     def _result_dtype(self, *operands: Any) -> np.dtype:
-        """The dtype ``func`` gives for scalars of the operands' dtypes."""
-        scalars = [np.zeros((), get_aval(asarray(x)).dtype) for x in operands]
-        return eval_shape(self._func, *scalars).dtype
+        return _result_dtype(self._func, *operands)
+
+
+def _result_dtype(func: Callable[..., Any], *operands: Any) -> np.dtype:
+    """The dtype ``func`` gives for scalars of the operands' dtypes."""
+    scalars = [np.zeros((), get_aval(asarray(x)).dtype) for x in operands]
+    return eval_shape(func, *scalars).dtype
 
 
 def _may_repeat(index: Any) -> bool:
@@ -448,6 +452,18 @@ def _at_update(method: str, bool_via_int: bool = False):
     return at
 
 
+def _at_extremum(func, method: str):
+    """``.at[indices].max(b)`` (or ``min``) in the promoted dtype, as JAX's ``maximum.at``
+    answers: a repeated index keeps the extreme of all its values, as the one-by-one
+    updates would."""
+
+    def at(a, indices, b):
+        dtype = _result_dtype(func, a, b)
+        return getattr(cast(asarray(a), dtype).at[indices], method)(cast(asarray(b), dtype))
+
+    return at
+
+
 def _binary(func, identity, associative=False, **methods):
     # The call goes to the function under elementwise's argument checks: ufunc.__call__
     # makes the same checks, so a plain call costs no more than before ufunc objects.
@@ -483,6 +499,7 @@ maximum = _binary(
     None,
     reduce=_reduce_extremum(reductions.max),
     accumulate=_accumulate_cumulative(cummax),
+    at=_at_extremum(elementwise.maximum, "max"),
     associative=True,
 )
 minimum = _binary(
@@ -490,6 +507,7 @@ minimum = _binary(
     None,
     reduce=_reduce_extremum(reductions.min),
     accumulate=_accumulate_cumulative(cummin),
+    at=_at_extremum(elementwise.minimum, "min"),
     associative=True,
 )
 logical_and = _binary(
