@@ -136,6 +136,11 @@ def test_reduce_errors():
         enp.subtract.reduce(INTS, axis=(0, 1))
 
 
+def test_reduce_non_reorderable_over_all_axes():
+    # JAX's answer: axis=None folds the flattened array in order, 0 - 1 - 2 - 3 - 4 - 5.
+    assert_close(enp.subtract.reduce(np.arange(6).reshape(2, 3), axis=None), -15)
+
+
 # --------------------------------------------------------------------------------------------
 # accumulate
 
@@ -344,8 +349,10 @@ def test_frompyfunc():
         reference.reduceat(a, [0, 2], axis=1).astype(np.int32),
     )
     _close(u.at(a, np.array([0, 0]), 3, inplace=False), _numpy_at_object(reference, a, [0, 0], 3))
+    # axis=None folds the flattened array in order (JAX's answer); a tuple is refused.
+    _close(u.reduce(a, axis=None), np.asarray(reference.reduce(a.ravel())).astype(np.int32))
     with pytest.raises(ValueError, match="not reorderable"):
-        u.reduce(a, axis=None)
+        u.reduce(a, axis=(0, 1))
     with pytest.raises(ValueError, match="specify 'initial'"):
         u.reduce(a, where=a > 1)
 

@@ -126,8 +126,8 @@ class ufunc:  # noqa: N801 - the name NumPy and JAX give the type
         initial: Any = None,
         where: Any = None,
     ) -> Any:
-        """``func`` folded along ``axis`` (an int, a tuple for associative ufuncs, or None
-        for all axes), as :meth:`numpy.ufunc.reduce`."""
+        """``func`` folded along ``axis`` (an int, a tuple for the associative built-ins, or
+        None for all axes), as :meth:`numpy.ufunc.reduce`."""
         self._check_binary("reduce", out)
         if where is not None:
             if self._identity is None and initial is None:
@@ -217,7 +217,9 @@ class ufunc:  # noqa: N801 - the name NumPy and JAX give the type
                 raise ValueError(f"duplicate value in 'axis': {axis}{errors.where()}")
         else:
             axes = (canonicalize_axis(axis, ndim),)
-        if len(axes) > 1 and not self._associative:
+        # JAX folds a non-reorderable func over the flattened array for axis=None (in C
+        # order); an explicit tuple of axes it, like NumPy, refuses.
+        if axis is not None and len(axes) > 1 and not self._associative:
             raise ValueError(
                 f"reduction operation {self.__name__!r} is not reorderable, so at most one "
                 f"axis may be specified{errors.where()}"
