@@ -166,6 +166,8 @@ def test_accumulate_dtype_axis_and_errors():
         enp.add.accumulate(INTS, axis=(0, 1))
     with pytest.raises(ValueError, match="only supported for binary ufuncs"):
         enp.negative.accumulate(FLOATS)
+    with pytest.raises(ValueError, match="out of bounds for array of dimension 0"):
+        enp.bitwise_or.accumulate(np.int32(5))
 
 
 # --------------------------------------------------------------------------------------------
@@ -276,6 +278,9 @@ def test_reduceat_under_transforms_and_errors():
         enp.add.reduceat(x, np.array([[0]]))
     with pytest.raises(ValueError, match="single integer axis"):
         enp.add.reduceat(x, np.array([0]), axis=None)
+    for bad in ([0, 4], [-1, 2]):
+        with pytest.raises(IndexError, match=f"index {bad[0] or bad[1]} out-of-bounds"):
+            enp.bitwise_or.reduceat(np.arange(4), np.array(bad))
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes, errors
-from ember._src.core import get_aval
+from ember._src.core import Tracer, get_aval
 from ember._src.lax.cumulative import cummax, cummin
 from ember._src.lax.numeric import reduce as lax_reduce
 from ember._src.numpy import elementwise, float_functions, reductions
@@ -164,7 +164,7 @@ class ufunc:  # noqa: N801 - the name NumPy and JAX give the type
         final_shape = tuple(1 if d in axes else shape[d] for d in range(len(shape)))
         if not keepdims:
             final_shape = tuple(shape[d] for d in kept)
-        # The reduced axes, in order, become one leading axis the scan walks along.
+        # The reduced axes, in order, become one leading axis for the fold to walk along.
         rows = reshape(moveaxis(a, axes, tuple(range(len(axes)))), (-1, *(shape[d] for d in kept)))
         if where is not None:
             where = reshape(moveaxis(where, axes, tuple(range(len(axes)))), get_aval(rows).shape)
@@ -247,6 +247,10 @@ class ufunc:  # noqa: N801 - the name NumPy and JAX give the type
         shape = get_aval(a).shape
         if dtype is None:
             dtype = self._result_dtype(a, a)
+        if not shape:  # a scalar has no axis to accumulate along
+            raise np.exceptions.AxisError(
+                f"axis {axis} is out of bounds for array of dimension 0{errors.where()}"
+            )
         axis = canonicalize_axis(axis, len(shape))
         a = cast(a, dtype)
         if 0 in shape:
@@ -316,7 +320,26 @@ class ufunc:  # noqa: N801 - the name NumPy and JAX give the type
             raise ValueError(f"reduceat requires a single integer axis.{errors.where()}")
         if dtype is not None:
             dtype = dtypes.canonicalize(dtype)
-        return self._reduceat(a, asarray(indices), axis=axis, dtype=dtype)
+        a, indices = asarray(a), asarray(indices)
+        self._check_reduceat_indices(a, indices, axis)
+        return self._reduceat(a, indices, axis=axis, dtype=dtype)
+
+    def _check_reduceat_indices(self, a: Any, indices: Any, axis: int) -> None:
+        """NumPy's IndexError for indices known now to fall outside the axis (a gather would
+        clamp them into a wrong answer)."""
+        aval = get_aval(a)
+        if isinstance(indices, Tracer) or aval.ndim == 0:
+            return
+        known = np.asarray(indices)
+        if known.size == 0 or not np.issubdtype(known.dtype, np.integer):
+            return
+        length = aval.shape[canonicalize_axis(axis, aval.ndim)]
+        outside = known[(known < 0) | (known >= length)]
+        if outside.size:
+            raise IndexError(
+                f"index {outside[0]} out-of-bounds in {self.__name__}.reduceat [0, {length})"
+                f"{errors.where()}"
+            )
 
     def _reduceat_from_func(self, a: Any, indices: Any, axis: int, dtype: Any) -> Any:
         a = asarray(a)
