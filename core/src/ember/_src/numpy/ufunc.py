@@ -408,8 +408,8 @@ def _result_dtype(func: Callable[..., Any], *operands: Any) -> np.dtype:
 
 
 def _may_repeat(index: Any) -> bool:
-    """Whether an index entry is an integer array of more than one element, the only kind
-    that can select an element twice."""
+    """Whether an index entry is an array of rank one or more, the only kind that can select
+    an element twice."""
     if index is None or index is Ellipsis or isinstance(index, (slice, int)):
         return False
     return get_aval(asarray(index)).ndim > 0
