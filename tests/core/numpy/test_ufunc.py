@@ -58,6 +58,14 @@ def test_ufunc_instances_and_attributes():
     }  # fmt: skip
     for name, identity in identities.items():
         assert getattr(enp, name).identity == identity
+
+    def plus(a, b):
+        return a + b
+
+    assert enp.frompyfunc(plus, 2, 1) == enp.frompyfunc(plus, 2, 1)
+    assert hash(enp.frompyfunc(plus, 2, 1)) == hash(enp.frompyfunc(plus, 2, 1))
+    assert enp.frompyfunc(plus, 2, 1) != enp.frompyfunc(plus, 2, 1, identity=0)
+    assert enp.add != enp.subtract
     # Functions JAX does not make ufuncs of stay plain functions.
     assert not isinstance(enp.divide, enp.ufunc)
 

@@ -94,6 +94,17 @@ class ufunc:  # noqa: N801 - the name NumPy and JAX give the type
     nargs = property(lambda self: self._nargs, doc="The number of arguments.")
     identity = property(lambda self: self._identity, doc="The identity value, or None.")
 
+    def _key(self) -> tuple:
+        return (self._func, self.__name__, self._identity, self._nin, self._nout, self._nargs)
+
+    # Two ufuncs made alike from one function are equal (as JAX's are), so either can be a
+    # static argument to jit and hit the other's cache entry.
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, ufunc) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
     def __repr__(self) -> str:
         return f"<enp.ufunc '{self.__name__}'>"
 
