@@ -395,3 +395,19 @@ def test_frompyfunc_identity_and_outputs():
                        reduce=lambda a, **kw: enp.sum(a, axis=kw["axis"]))  # fmt: skip
     assert custom.__name__ == "plus"
     _close(custom.reduce(INTS, axis=2), INTS.sum(axis=2))
+
+
+@pytest.mark.parametrize("name", ["bitwise_or", "add", "subtract", "maximum"])
+def test_reduce_batched_where_and_initial(name):
+    x = np.arange(12, dtype=np.int32).reshape(3, 4)
+    mask, initial = x % 3 != 1, np.array([1, 2, 4], np.int32)
+    reduce = ember.jit(ember.vmap(lambda a, w, i: getattr(enp, name).reduce(a, where=w, initial=i)))
+    expected = [
+        getattr(np, name).reduce(a, where=w, initial=i) for a, w, i in zip(x, mask, initial)
+    ]
+    assert_close(reduce(x, mask, initial), np.array(expected))
+
+
+def test_grad_of_an_in_order_reduce():
+    grad = ember.grad(lambda a: enp.subtract.reduce(a, initial=1.0))
+    assert_close(grad(np.arange(3.0, dtype=np.float32)), [-1.0, -1.0, -1.0])
