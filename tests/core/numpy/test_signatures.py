@@ -583,3 +583,43 @@ def test_dlpack_parameter_lists_match_jax():
     assert _parameters(ember.Array.__dlpack_device__) == [("self", _PK, "-")]
     reshape = _parameters(enp.reshape)
     assert reshape[:3] == [("a", _PK, "-"), ("shape", _PK, _NONE), ("order", _PK, "C")]
+
+
+UFUNC_PARAMETERS = {
+    "__init__": [("self", _P, "-"), ("func", _P, "-"), ("nin", _PK, "-"), ("nout", _PK, "-"),
+                 ("name", _KW, _NONE), ("nargs", _KW, _NONE), ("identity", _KW, _NONE),
+                 ("call", _KW, _NONE), ("reduce", _KW, _NONE), ("accumulate", _KW, _NONE),
+                 ("at", _KW, _NONE), ("reduceat", _KW, _NONE)],
+    "__call__": [("self", _PK, "-"), ("args", _VAR, "-"), ("out", _KW, _NONE),
+                 ("where", _KW, _NONE)],
+    "reduce": [("self", _PK, "-"), ("a", _PK, "-"), ("axis", _PK, 0), ("dtype", _PK, _NONE),
+               ("out", _PK, _NONE), ("keepdims", _PK, False), ("initial", _PK, _NONE),
+               ("where", _PK, _NONE)],
+    "accumulate": [("self", _PK, "-"), ("a", _PK, "-"), ("axis", _PK, 0), ("dtype", _PK, _NONE),
+                   ("out", _PK, _NONE)],
+    "at": [("self", _P, "-"), ("a", _P, "-"), ("indices", _P, "-"), ("b", _P, _NONE),
+           ("inplace", _KW, True)],
+    "reduceat": [("self", _PK, "-"), ("a", _PK, "-"), ("indices", _PK, "-"), ("axis", _PK, 0),
+                 ("dtype", _PK, _NONE), ("out", _PK, _NONE)],
+    "outer": [("self", _P, "-"), ("A", _P, "-"), ("B", _P, "-")],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("method", sorted(UFUNC_PARAMETERS))
+def test_ufunc_parameter_lists_match_jax(method):
+    assert _parameters(getattr(enp.ufunc, method)) == UFUNC_PARAMETERS[method]
+
+
+def test_frompyfunc_parameter_list_matches_jax():
+    assert _parameters(enp.frompyfunc) == [
+        ("func", _P, "-"), ("nin", _PK, "-"), ("nout", _PK, "-"), ("identity", _KW, _NONE)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("method, args", [("reduce", ()), ("accumulate", ()),
+                                          ("reduceat", (np.array([0, 1]),))])  # fmt: skip
+def test_ufunc_methods_out_is_not_supported(method, args):
+    a = np.ones((2, 3), np.float32)
+    with pytest.raises(NotImplementedError, match=f"out argument of add.{method}"):
+        getattr(enp.add, method)(a, *args, out=np.zeros((2, 3), np.float32))
+    assert_close(getattr(enp.add, method)(a, *args, out=None), getattr(np.add, method)(a, *args))

@@ -69,6 +69,7 @@ def as_ufunc(fn, name: str, nin: int):
 
     ufunc.__name__ = ufunc.__qualname__ = name
     ufunc.__doc__ = fn.__doc__
+    ufunc.__wrapped__ = fn  # what enp's ufunc objects call, having checked the arguments
     return ufunc
 
 
@@ -101,9 +102,12 @@ def _binary(lax_fn, name: str, prepare_operands=prepare, ufunc: bool = False):
             raise _ufunc_misuse(name, 2, args, out, where)
         return fn(*args)
 
-    chosen = ufunc_fn if ufunc else fn
-    chosen.__name__ = chosen.__qualname__ = name
-    return chosen
+    fn.__name__ = fn.__qualname__ = name
+    if not ufunc:
+        return fn
+    ufunc_fn.__name__ = ufunc_fn.__qualname__ = name
+    ufunc_fn.__wrapped__ = fn  # what enp's ufunc objects call, having checked the arguments
+    return ufunc_fn
 
 
 def _binary_inexact(lax_fn, name: str):
