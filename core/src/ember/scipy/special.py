@@ -18,7 +18,6 @@ from ember._src.scipy.ndtr import (
 )
 from ember._src.scipy.owens_t import owens_t as owens_t
 from ember._src.scipy.sici import fresnel as fresnel, sici as sici
-from ember._src.scipy.sph_harm import sph_harm_y as sph_harm_y
 from ember._src.scipy.special import (
     bernoulli as bernoulli,
     beta as beta,
@@ -57,4 +56,5 @@ from ember._src.scipy.special import (
     zeta as zeta,
 )
 from ember._src.scipy.spence import spence as spence
+from ember._src.scipy.sph_harm import sph_harm_y as sph_harm_y
 from ember._src.scipy.wofz import wofz as wofz
