@@ -24,6 +24,11 @@ def test_pretty_printed_jaxpr_is_readable_and_exact():
     )
 
 
+def test_jaxpr_without_equations_prints_on_one_line_as_jax_does():
+    jaxpr = ember.make_jaxpr(lambda x: x)(np.arange(3, dtype=np.int32))
+    assert str(jaxpr) == "{ lambda ; a:i32[3]. let  in (a,) }"
+
+
 def test_closed_over_arrays_become_constvars():
     w = enp.ones((3,))
     jaxpr = ember.make_jaxpr(lambda x: x * w)(np.ones(3, np.float32))

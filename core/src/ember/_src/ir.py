@@ -230,7 +230,10 @@ def pretty_print(jaxpr: Jaxpr, indent: int = 0, names: _Names | None = None) -> 
     for eqn in jaxpr.eqns:
         lines.append(_pretty_eqn(eqn, names, indent + 4))
     outs = ", ".join(names(v) for v in jaxpr.outvars)
-    lines.append(f"{pad}  in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}")
+    result = f"in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}"
+    if not jaxpr.eqns:  # JAX prints a jaxpr with no equations on one line
+        return f"{lines[0]}  {result}"
+    lines.append(f"{pad}  {result}")
     return "\n".join(lines)
 
 
