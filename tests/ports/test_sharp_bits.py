@@ -319,6 +319,11 @@ def program():
     print(x.dtype)
     print([type(w.message).__name__ for w in caught])
 
+    # (the page's example of an unsafe cast, under "Miscellaneous divergences from NumPy"; its
+    # example of subnormals flushed to zero is left out: the page says it depends on the backend)
+    print(np.arange(254.0, 258.0).astype("uint8"))
+    print(jnp.arange(254.0, 258.0).astype("uint8"))
+
     return record, messages
 
 
@@ -395,6 +400,8 @@ EXPECTED = [
     (10.0,),
     ("float32",),
     (["UserWarning"],),
+    ([254, 255, 0, 1],),
+    ([254, 255, 255, 255],),
 ]
 
 # ember's jaxprs for the two make_jaxpr cells: the same equations as JAX's, in ember's words
