@@ -1,6 +1,8 @@
 """jit: caching, static and donated arguments, lowering and compilation introspection."""
 
 import functools
+import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -46,6 +48,15 @@ def test_jit_of_the_same_function_again_reuses_its_trace_as_in_jax():
     ember.jit(functools.partial(f))(4.0)
     ember.jit(functools.partial(f))(4.0)
     assert len(traces) == 5
+
+
+def test_the_shared_caches_go_with_their_function():
+    f = lambda x: x * 2  # a temporary function, as jit(lambda ...) in a loop
+    ember.jit(f)(1.0)
+    alive = weakref.ref(f)
+    del f
+    gc.collect()
+    assert alive() is None
 
 
 def test_clear_caches_empties_the_caches_jit_objects_share():
