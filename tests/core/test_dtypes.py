@@ -168,3 +168,8 @@ def test_default_dtypes_and_python_types_are_not_warned_about():
         assert enp.asarray([1, 2], dtype=int).dtype == np.int32
         ember.random.uniform(ember.random.key(0), (3,), dtype=np.float32)
         enp.zeros(3)
+
+
+def test_a_64_bit_numpy_dtype_object_is_warned_about_too():
+    with pytest.warns(UserWarning, match="requested in zeros is not available"):
+        enp.zeros(3, dtype=np.dtype("float64"))

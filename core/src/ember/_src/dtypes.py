@@ -94,7 +94,8 @@ def check_requested(dtype: Any, where: str) -> None:
     """Warn, as JAX does, when a user asks ``where`` (a function's name) for a 64-bit dtype that
     x64 being off narrows to 32 bits. Python's own types (``float``, ``int``) mean "the
     default" and are not warned about."""
-    if dtype is None or x64_enabled() or dtype in (bool, int, float, complex):
+    # (by identity: np.dtype("float64") == float is True)
+    if dtype is None or x64_enabled() or any(dtype is t for t in (bool, int, float, complex)):
         return
     requested = np.dtype(dtype)
     narrowed = _TO_32.get(requested)
