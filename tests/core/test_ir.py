@@ -86,3 +86,8 @@ def test_missing_rule_names_the_primitive():
     lonely = Primitive("lonely_op")
     with pytest.raises(NotImplementedError, match="lonely_op"):
         ember.make_jaxpr(lambda x: lonely.bind(x))(np.ones(2, np.float32))
+
+
+def test_dtype_parameters_are_printed_by_their_full_names_as_jax_does():
+    jaxpr = ember.make_jaxpr(lambda x: x.astype(np.int8))(np.ones(2, np.float32))
+    assert "convert_element_type[new_dtype=int8 weak_type=False] a" in str(jaxpr)

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import dtypes
 from ember._src.core import NO_EFFECTS, Effect, Primitive, ShapedArray, check_size
 
 
@@ -267,10 +266,10 @@ def _pretty_value(value: Any, names: _Names, indent: int) -> str:
         pad = " " * (indent + 4)
         inner = [pad + pretty_print(v.jaxpr, indent + 4, names) for v in value]
         return "(\n" + "\n".join(inner) + "\n" + " " * (indent + 2) + ")"
-    if isinstance(value, np.dtype):
-        return dtypes.short_name(value)
+    if isinstance(value, np.dtype):  # parameters name dtypes in full, as JAX prints them
+        return value.name
     if isinstance(value, type) and issubclass(value, np.generic):
-        return dtypes.short_name(np.dtype(value))
+        return np.dtype(value).name
     if callable(value) and hasattr(value, "__name__"):
         return value.__name__
     return repr(value)
