@@ -91,3 +91,14 @@ def test_missing_rule_names_the_primitive():
 def test_dtype_parameters_are_printed_by_their_full_names_as_jax_does():
     jaxpr = ember.make_jaxpr(lambda x: x.astype(np.int8))(np.ones(2, np.float32))
     assert "convert_element_type[new_dtype=int8 weak_type=False] a" in str(jaxpr)
+
+
+def test_a_nested_jaxpr_is_indented_as_jax_prints_it():
+    jaxpr = ember.make_jaxpr(lambda x: ember.jit(enp.sin)(x) * 2.0)(np.ones(3, np.float32))
+    lines = str(jaxpr).splitlines()
+    param = next(line for line in lines if "jaxpr={" in line)
+    body = lines[lines.index(param) + 1]
+    closing = next(line for line in lines if line.strip().startswith("in (") and "}" in line)
+    indent = len(param) - len(param.lstrip())
+    assert len(body) - len(body.lstrip()) == indent + 4  # equations 4 deeper than jaxpr=
+    assert len(closing) - len(closing.lstrip()) == indent + 2

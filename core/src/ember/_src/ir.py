@@ -258,10 +258,11 @@ def _pretty_params(params: dict[str, Any], names: _Names, indent: int) -> str:
 
 
 def _pretty_value(value: Any, names: _Names, indent: int) -> str:
+    # A jaxpr parameter's equations sit 4 deeper than the parameter's name, as in JAX.
     if isinstance(value, ClosedJaxpr):
-        return pretty_print(value.jaxpr, indent + 4, names)
+        return pretty_print(value.jaxpr, indent + 2, names)
     if isinstance(value, Jaxpr):
-        return pretty_print(value, indent + 4, names)
+        return pretty_print(value, indent + 2, names)
     if isinstance(value, tuple) and value and all(isinstance(v, ClosedJaxpr) for v in value):
         pad = " " * (indent + 4)
         inner = [pad + pretty_print(v.jaxpr, indent + 4, names) for v in value]
