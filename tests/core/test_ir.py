@@ -102,3 +102,11 @@ def test_a_nested_jaxpr_is_indented_as_jax_prints_it():
     indent = len(param) - len(param.lstrip())
     assert len(body) - len(body.lstrip()) == indent + 4  # equations 4 deeper than jaxpr=
     assert len(closing) - len(closing.lstrip()) == indent + 2
+
+
+def test_string_parameters_are_printed_bare_as_jax_does():
+    def layer(x):
+        return enp.tanh(x)
+
+    jaxpr = ember.make_jaxpr(lambda x: ember.jit(layer)(x))(np.ones(3, np.float32))
+    assert "name=layer" in str(jaxpr)

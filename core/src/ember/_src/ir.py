@@ -267,6 +267,8 @@ def _pretty_value(value: Any, names: _Names, indent: int) -> str:
         pad = " " * (indent + 4)
         inner = [pad + pretty_print(v.jaxpr, indent + 4, names) for v in value]
         return "(\n" + "\n".join(inner) + "\n" + " " * (indent + 2) + ")"
+    if isinstance(value, str):  # a name, printed bare as JAX does (name=layer)
+        return value
     if isinstance(value, np.dtype):  # parameters name dtypes in full, as JAX prints them
         return value.name
     if isinstance(value, type) and issubclass(value, np.generic):
