@@ -1,5 +1,7 @@
 """Dtype canonicalisation, weak types and JAX's promotion lattice."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -141,3 +143,33 @@ def test_integer_operands_of_inexact_functions_keep_their_values():
     assert changed.dtype == np.bool_
     np.testing.assert_array_equal(changed, [True, False, True])
     np.testing.assert_allclose(enp.linspace(np.int8(1), np.int8(3), 3), [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize(
+    "make, where",
+    [
+        (lambda: ember.random.uniform(ember.random.key(0), (3,), dtype=np.float64), "uniform"),
+        (lambda: ember.random.normal(ember.random.key(0), (3,), dtype="float64"), "normal"),
+        (lambda: enp.zeros(3, dtype=np.int64), "zeros"),
+        (lambda: enp.ones(3, dtype=np.complex128), "ones"),
+        (lambda: enp.asarray([1.0], dtype=np.float64), "asarray"),
+    ],
+)
+def test_an_explicit_64_bit_dtype_narrowed_by_x64_being_off_is_warned_about(make, where):
+    with pytest.warns(UserWarning, match=f"requested in {where} is not available"):
+        out = make()
+    assert np.dtype(out.dtype).itemsize <= 8 and np.dtype(out.dtype) != np.float64
+
+
+def test_default_dtypes_and_python_types_are_not_warned_about():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert enp.zeros(3, dtype=float).dtype == np.float32
+        assert enp.asarray([1, 2], dtype=int).dtype == np.int32
+        ember.random.uniform(ember.random.key(0), (3,), dtype=np.float32)
+        enp.zeros(3)
+
+
+def test_a_64_bit_numpy_dtype_object_is_warned_about_too():
+    with pytest.warns(UserWarning, match="requested in zeros is not available"):
+        enp.zeros(3, dtype=np.dtype("float64"))

@@ -24,6 +24,11 @@ def test_pretty_printed_jaxpr_is_readable_and_exact():
     )
 
 
+def test_jaxpr_without_equations_prints_on_one_line_as_jax_does():
+    jaxpr = ember.make_jaxpr(lambda x: x)(np.arange(3, dtype=np.int32))
+    assert str(jaxpr) == "{ lambda ; a:i32[3]. let  in (a,) }"
+
+
 def test_closed_over_arrays_become_constvars():
     w = enp.ones((3,))
     jaxpr = ember.make_jaxpr(lambda x: x * w)(np.ones(3, np.float32))
@@ -81,3 +86,27 @@ def test_missing_rule_names_the_primitive():
     lonely = Primitive("lonely_op")
     with pytest.raises(NotImplementedError, match="lonely_op"):
         ember.make_jaxpr(lambda x: lonely.bind(x))(np.ones(2, np.float32))
+
+
+def test_dtype_parameters_are_printed_by_their_full_names_as_jax_does():
+    jaxpr = ember.make_jaxpr(lambda x: x.astype(np.int8))(np.ones(2, np.float32))
+    assert "convert_element_type[new_dtype=int8 weak_type=False] a" in str(jaxpr)
+
+
+def test_a_nested_jaxpr_is_indented_as_jax_prints_it():
+    jaxpr = ember.make_jaxpr(lambda x: ember.jit(enp.sin)(x) * 2.0)(np.ones(3, np.float32))
+    lines = str(jaxpr).splitlines()
+    param = next(line for line in lines if "jaxpr={" in line)
+    body = lines[lines.index(param) + 1]
+    closing = next(line for line in lines if line.strip().startswith("in (") and "}" in line)
+    indent = len(param) - len(param.lstrip())
+    assert len(body) - len(body.lstrip()) == indent + 4  # equations 4 deeper than jaxpr=
+    assert len(closing) - len(closing.lstrip()) == indent + 2
+
+
+def test_string_parameters_are_printed_bare_as_jax_does():
+    def layer(x):
+        return enp.tanh(x)
+
+    jaxpr = ember.make_jaxpr(lambda x: ember.jit(layer)(x))(np.ones(3, np.float32))
+    assert "name=layer" in str(jaxpr)

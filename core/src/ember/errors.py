@@ -16,6 +16,7 @@ from ember._src.errors import (
     ExportError as ExportError,
     JaxprTypeError as JaxprTypeError,
     LoweringError as LoweringError,
+    NonConcreteBooleanIndexError as NonConcreteBooleanIndexError,
     OutOfMemoryError as OutOfMemoryError,
     PluginError as PluginError,
     PluginWarning as PluginWarning,

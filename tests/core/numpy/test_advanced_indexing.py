@@ -111,6 +111,11 @@ def test_bad_indices_are_reported():
         a[:, [0, 3]]
     with pytest.raises(ember.errors.ConcretizationTypeError, match="boolean index mask"):
         ember.jit(lambda v: v[v > 3])(X)
+    # an IndexError too, as JAX's NonConcreteBooleanIndexError is
+    with pytest.raises(IndexError, match="boolean index mask"):
+        ember.jit(lambda v: v[v > 3])(X)
+    with pytest.raises(ember.errors.NonConcreteBooleanIndexError):
+        ember.jit(lambda v: v[v > 3])(X)
     with pytest.raises(ValueError, match="do not broadcast"):
         a.at[0, [0, 1]].set(np.ones(3, np.float32))
 

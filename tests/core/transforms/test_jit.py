@@ -1,6 +1,8 @@
 """jit: caching, static and donated arguments, lowering and compilation introspection."""
 
 import functools
+import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -26,6 +28,48 @@ def test_traces_once_per_signature():
     assert len(traces) == 2
     f(np.ones(3, np.int32), np.ones(3, np.int32))
     assert len(traces) == 3
+
+
+def test_jit_of_the_same_function_again_reuses_its_trace_as_in_jax():
+    traces = []
+
+    def f(x):
+        traces.append(x)
+        return x * 2
+
+    assert_close(ember.jit(f)(4.0), 8.0)
+    assert_close(ember.jit(f)(5.0), 10.0)  # a new jit object, the same function: no trace
+    assert len(traces) == 1
+    ember.jit(f, static_argnums=0)(5.0)  # other options: a cache of their own
+    assert len(traces) == 2
+    assert_close(ember.jit(f)(np.ones(2, np.float32)), [2.0, 2.0])  # a new signature
+    assert len(traces) == 3
+    # a new partial (or lambda) each time is a new function, traced again
+    ember.jit(functools.partial(f))(4.0)
+    ember.jit(functools.partial(f))(4.0)
+    assert len(traces) == 5
+
+
+def test_the_shared_caches_go_with_their_function():
+    f = lambda x: x * 2  # a temporary function, as jit(lambda ...) in a loop
+    ember.jit(f)(1.0)
+    alive = weakref.ref(f)
+    del f
+    gc.collect()
+    assert alive() is None
+
+
+def test_clear_caches_empties_the_caches_jit_objects_share():
+    traces = []
+
+    def f(x):
+        traces.append(x)
+        return x + 1
+
+    ember.jit(f)(1.0)
+    ember.clear_caches()
+    ember.jit(f)(1.0)
+    assert len(traces) == 2
 
 
 def test_pytree_inputs_and_outputs():

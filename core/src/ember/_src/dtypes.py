@@ -8,6 +8,7 @@ to their least upper bound instead of NumPy's value-based rules.
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any
 
 import numpy as np
@@ -87,6 +88,26 @@ def canonicalize(dtype: Any) -> np.dtype:
     if not x64_enabled():
         return _TO_32.get(dtype, dtype)
     return dtype
+
+
+def check_requested(dtype: Any, where: str) -> None:
+    """Warn, as JAX does, when a user asks ``where`` (a function's name) for a 64-bit dtype that
+    x64 being off narrows to 32 bits. Python's own types (``float``, ``int``) mean "the
+    default" and are not warned about."""
+    # (by identity: np.dtype("float64") == float is True)
+    if dtype is None or x64_enabled() or any(dtype is t for t in (bool, int, float, complex)):
+        return
+    requested = np.dtype(dtype)
+    narrowed = _TO_32.get(requested)
+    if narrowed is not None:
+        warnings.warn(
+            f"Explicitly requested dtype {requested} requested in {where} is not available, "
+            f"and will be truncated to dtype {narrowed}. To enable more dtypes, set the "
+            "enable_x64 option (ember.config.update('enable_x64', True)) or the "
+            "EMBER_ENABLE_X64 environment variable.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def default_int() -> np.dtype:

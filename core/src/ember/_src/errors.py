@@ -44,6 +44,11 @@ class TracerArrayConversionError(ConcretizationTypeError):
     """A traced value was converted to a NumPy array (``np.asarray(tracer)``)."""
 
 
+class NonConcreteBooleanIndexError(ConcretizationTypeError, IndexError):
+    """A traced boolean mask was used as an index: the result's shape would depend on its
+    values. An IndexError as in JAX, and still a ConcretizationTypeError."""
+
+
 class UnexpectedTracerError(EmberError):
     """A tracer escaped the transformation that created it and was used afterwards."""
 

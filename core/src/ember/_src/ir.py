@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import dtypes
 from ember._src.core import NO_EFFECTS, Effect, Primitive, ShapedArray, check_size
 
 
@@ -230,7 +229,10 @@ def pretty_print(jaxpr: Jaxpr, indent: int = 0, names: _Names | None = None) -> 
     for eqn in jaxpr.eqns:
         lines.append(_pretty_eqn(eqn, names, indent + 4))
     outs = ", ".join(names(v) for v in jaxpr.outvars)
-    lines.append(f"{pad}  in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}")
+    result = f"in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}"
+    if not jaxpr.eqns:  # JAX prints a jaxpr with no equations on one line
+        return f"{lines[0]}  {result}"
+    lines.append(f"{pad}  {result}")
     return "\n".join(lines)
 
 
@@ -256,18 +258,21 @@ def _pretty_params(params: dict[str, Any], names: _Names, indent: int) -> str:
 
 
 def _pretty_value(value: Any, names: _Names, indent: int) -> str:
+    # A jaxpr parameter's equations sit 4 deeper than the parameter's name, as in JAX.
     if isinstance(value, ClosedJaxpr):
-        return pretty_print(value.jaxpr, indent + 4, names)
+        return pretty_print(value.jaxpr, indent + 2, names)
     if isinstance(value, Jaxpr):
-        return pretty_print(value, indent + 4, names)
+        return pretty_print(value, indent + 2, names)
     if isinstance(value, tuple) and value and all(isinstance(v, ClosedJaxpr) for v in value):
         pad = " " * (indent + 4)
         inner = [pad + pretty_print(v.jaxpr, indent + 4, names) for v in value]
         return "(\n" + "\n".join(inner) + "\n" + " " * (indent + 2) + ")"
-    if isinstance(value, np.dtype):
-        return dtypes.short_name(value)
+    if isinstance(value, str):  # a name, printed bare as JAX does (name=layer)
+        return value
+    if isinstance(value, np.dtype):  # parameters name dtypes in full, as JAX prints them
+        return value.name
     if isinstance(value, type) and issubclass(value, np.generic):
-        return dtypes.short_name(np.dtype(value))
+        return np.dtype(value).name
     if callable(value) and hasattr(value, "__name__"):
         return value.__name__
     return repr(value)

@@ -342,6 +342,7 @@ from ember._src.numpy.reductions import (
     var as var,
 )
 from ember._src.numpy.repetition import repeat as repeat, roll as roll, tile as tile
+from ember._src.numpy.scalar_types import scalar_type as _scalar_type
 from ember._src.numpy.searching import digitize as digitize, searchsorted as searchsorted
 from ember._src.numpy.selection import (
     choose as choose,
@@ -420,13 +421,20 @@ from ember._src.numpy.windows import (
 from ember._src.runtime.array import Array as ndarray
 from ember.numpy import fft as fft, linalg as linalg
 
-bool_ = bool = _np.bool_
-int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
-uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
-float16, float32, float64 = _np.float16, _np.float32, _np.float64
-complex64, complex128 = _np.complex64, _np.complex128
+# Scalar types as JAX's: calling one makes an array (jnp.float32(1) is an Array)
+bool_ = bool = _scalar_type(_np.bool_, "bool")
+int8, int16 = _scalar_type(_np.int8), _scalar_type(_np.int16)
+int32, int64 = _scalar_type(_np.int32), _scalar_type(_np.int64)
+uint8, uint16 = _scalar_type(_np.uint8), _scalar_type(_np.uint16)
+uint32, uint64 = _scalar_type(_np.uint32), _scalar_type(_np.uint64)
+float16, float32, float64 = (
+    _scalar_type(_np.float16),
+    _scalar_type(_np.float32),
+    _scalar_type(_np.float64),
+)
+complex64, complex128 = _scalar_type(_np.complex64), _scalar_type(_np.complex128)
 if _dtypes.bfloat16 is not None:
-    bfloat16 = _dtypes.bfloat16
+    bfloat16 = _scalar_type(_dtypes.bfloat16)
 dtype = _np.dtype
 float_ = float64
 pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, None

@@ -40,6 +40,10 @@ class StagingTracer(Tracer):
     def aval(self) -> ShapedArray:
         return self._aval
 
+    def __repr__(self) -> str:
+        # As JAX shows a value traced by jit or make_jaxpr: JitTracer(~float32[]) if weak.
+        return f"JitTracer({self._aval})"
+
 
 class StagingTrace(Trace):
     """Records primitives into a jaxpr instead of running them."""

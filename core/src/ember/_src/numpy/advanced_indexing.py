@@ -145,7 +145,7 @@ def _as_bool_mask(entry: Any) -> np.ndarray | None:
             f"use None to add an axis{errors.where()}"
         )
     if isinstance(entry, Tracer) and entry.aval.dtype == dtypes.bool_:
-        raise errors.ConcretizationTypeError(
+        raise errors.NonConcreteBooleanIndexError(
             f"a boolean index mask must be concrete: the result's shape depends on its values. "
             f"Use ember.numpy.where(mask, x, fill) or pass a static mask{errors.where()}"
         )

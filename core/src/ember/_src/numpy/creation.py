@@ -46,6 +46,7 @@ def asarray(
     ``order`` ('K': keep the layout) exists, as in JAX."""
     if order is not None and order != "K":
         raise NotImplementedError(f"asarray: only order='K' is implemented{errors.where()}")
+    dtypes.check_requested(dtype, "asarray")
     dtype = check_dtype_arg(dtype)
     if isinstance(a, (Array, Tracer)):
         if dtype is not None and dtype != a.dtype:
@@ -135,11 +136,13 @@ def _full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
 
 
 def zeros(shape: Any, dtype: Any = None, *, device: Any = None, out_sharding: Any = None) -> Any:
+    dtypes.check_requested(dtype, "zeros")
     dtype = dtype or dtypes.default_float()
     return full(shape, 0, dtype, device=device, out_sharding=out_sharding)
 
 
 def ones(shape: Any, dtype: Any = None, *, device: Any = None, out_sharding: Any = None) -> Any:
+    dtypes.check_requested(dtype, "ones")
     dtype = dtype or dtypes.default_float()
     return full(shape, 1, dtype, device=device, out_sharding=out_sharding)
 

@@ -70,7 +70,12 @@ class IndexUpdateRef:
             wrap_negative_indices: bool = True) -> Any:  # fmt: skip
         mode = _mode(mode)
         if mode is None and wrap_negative_indices:
-            return getitem(self.array, self.index)  # as x[idx]: traced entries are clamped
+            try:
+                return getitem(self.array, self.index)  # as x[idx]: traced entries are clamped
+            except IndexError:
+                # A static index out of range: x[idx] refuses it as NumPy does, but at[].get()
+                # is how a JAX program asks for the gather's own behaviour, which clamps it.
+                mode = "promise_in_bounds"
         if mode == "promise_in_bounds":
             mode = "clip"  # what XLA's gather does with entries out of range
         aval = get_aval(self.array)

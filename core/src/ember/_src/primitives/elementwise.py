@@ -283,16 +283,46 @@ def scalar_like(x: Any, value: Any) -> Any:
 
 
 def coerce_scalars(*args: Any) -> list[Any]:
-    """Give Python scalars the dtype of the array operands (as weakly typed values)."""
+    """Give Python scalars the dtype of the array operands (as weakly typed values).
+
+    The primitives do not promote types (``ember.numpy`` does): a Python scalar of a wider
+    kind than that dtype (``1.5`` for an integer array, ``1j`` for a real one) or operands
+    that are all Python scalars of different kinds (``lax.add(1, 1.0)``) raise ``TypeError``,
+    as in JAX, rather than being silently truncated or promoted.
+    """
     arrays = [a for a in args if not dtypes.is_python_scalar(a)]
     if len(arrays) == len(args):
         return list(args)
     if arrays:
         aval = get_aval(arrays[0])
         dtype, weak = aval.dtype, True
+        _check_scalar_kinds(args, dtype)
     else:
+        kinds = {_SCALAR_KIND[type(a)] for a in args}
+        if len(kinds) > 1:
+            names = ", ".join(type(a).__name__ for a in args)
+            raise TypeError(
+                f"operands must have the same dtype, got Python scalars of types {names}; "
+                "convert them explicitly, or use ember.numpy, which promotes types"
+            )
         dtype, weak = dtypes.promote([(get_aval(a).dtype, True) for a in args])
     return [_scalar_constant(a, dtype, weak) if dtypes.is_python_scalar(a) else a for a in args]
+
+
+# Python scalar types and NumPy dtype kinds, ordered bool < int < float < complex.
+_SCALAR_KIND = {bool: 0, int: 1, float: 2, complex: 3}
+_DTYPE_KIND = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2, "c": 3}  # "V": bfloat16 and kin
+
+
+def _check_scalar_kinds(args: Sequence[Any], dtype: np.dtype) -> None:
+    dtype_kind = _DTYPE_KIND.get(np.dtype(dtype).kind, 2)
+    for a in args:
+        if dtypes.is_python_scalar(a) and _SCALAR_KIND[type(a)] > dtype_kind:
+            raise TypeError(
+                f"a Python {type(a).__name__} operand ({a!r}) cannot take the dtype {dtype} "
+                "of the array operand without losing its value; convert it explicitly, or "
+                "use ember.numpy, which promotes types"
+            )
 
 
 def _scalar_constant(value: Any, dtype: np.dtype, weak: bool) -> Any:

@@ -577,7 +577,20 @@ def compare_type(dtype: np.dtype) -> str:
 def _convert_reference(x, *, new_dtype, weak_type):
     if x.dtype.kind == "c" and new_dtype.kind != "c":
         x = np.real(x)
+    if dtypes.is_float(x.dtype) and new_dtype.kind in "iu":
+        return _float_to_int_as_xla(np.asarray(x), new_dtype)
     return np.asarray(x).astype(new_dtype)
+
+
+def _float_to_int_as_xla(x: np.ndarray, new_dtype: np.dtype) -> np.ndarray:
+    """XLA's float-to-integer conversion: toward zero, saturating at the integer type's
+    bounds, NaN to 0 (NumPy's cast wraps around or is undefined there)."""
+    info = np.iinfo(new_dtype)
+    whole = np.trunc(x.astype(np.float64))  # every float dtype ember has is exact in float64
+    # float(info.max) may round up (2**63 for int64), so >= catches exactly the overflows
+    high, low = whole >= float(info.max), whole <= float(info.min)
+    inside = np.where(high | low | np.isnan(whole), 0, whole).astype(new_dtype)
+    return np.where(high, info.max, np.where(low, info.min, inside)).astype(new_dtype)
 
 
 convert_element_type_p = rules.define_primitive(

@@ -279,6 +279,7 @@ def _shape(shape: Any) -> tuple[int, ...]:
 
 
 def _float_dtype(dtype: Any, what: str) -> np.dtype:
+    dtypes.check_requested(dtype, what)
     dtype = dtypes.canonicalize(np.dtype(dtype) if dtype is not None else dtypes.default_float())
     if not dtypes.is_float(dtype) or dtype.kind == "c":
         raise errors.EmberTypeError(

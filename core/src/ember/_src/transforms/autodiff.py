@@ -49,7 +49,23 @@ def _materialize(value: Any, aval: ShapedArray, like: Any = None) -> Any:
         if type(like) is Array and type(like._sharding) is SingleDeviceSharding:
             return placement.to_device(zeros(value.aval), like._sharding.device)
         value = zeros(value.aval)
-    return retype(value, aval.typed_sharding, like)
+    return _as_user_value(retype(value, aval.typed_sharding, like), like)
+
+
+def _as_user_value(value: Any, like: Any) -> Any:
+    """Derivatives are ember arrays (a seed passed straight through, as by the identity's
+    grad, is still host data), weakly typed where their primal ``like`` is, as in JAX: the
+    derivative at ``2.0`` promotes like ``2.0``."""
+    weak = like is not None and get_aval(like).weak_type
+    if isinstance(value, np.ndarray):
+        device = None
+        if type(like) is Array and type(like._sharding) is SingleDeviceSharding:
+            device = like._sharding.device
+        return placement.device_put_numpy(value, device, weak_type=weak)
+    if weak and type(value) is Array and not value.aval.weak_type:
+        # the same buffer under the weak type: no computation (buffers are immutable)
+        return Array(value.aval.update(weak_type=True), value._buffer, value._sharding)
+    return value
 
 
 def value_and_grad(

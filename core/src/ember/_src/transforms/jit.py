@@ -112,6 +112,22 @@ def arrays_layout(values: Sequence[Any], sharding: Any) -> tuple | None:
 # Every jitted function alive, so that ``clear_caches`` can empty their caches.
 _jit_functions: weakref.WeakSet[JitFunction] = weakref.WeakSet()
 
+_Caches = tuple[dict[tuple, "_Traced"], dict[tuple, "_Executable"], dict[tuple, "_Executable"]]
+
+# The trace, executable and fast-path caches of each function, per set of jit options: as in
+# JAX, ``jit(f)`` called again on the same function (in a loop, say) finds the programs the
+# first one traced and compiled, rather than tracing again. Weak keys: they go with ``f``.
+_caches_by_function: weakref.WeakKeyDictionary[Any, dict[tuple, _Caches]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _caches_for(fun: Callable[..., Any], options: tuple) -> _Caches:
+    try:
+        return _caches_by_function.setdefault(fun, {}).setdefault(options, ({}, {}, {}))
+    except TypeError:  # a callable that cannot be weakly referenced or hashed, or options
+        return {}, {}, {}  # that cannot be hashed: caches of this jit object's own
+
 
 class JitFunction:
     """The callable returned by ``ember.jit``."""
@@ -156,9 +172,16 @@ class JitFunction:
         self._positional_statics_ok = self._has_statics and all(
             n >= 0 for n in self._static_argnums
         )
-        self._trace_cache: dict[tuple, _Traced] = {}
-        self._exec_cache: dict[tuple, _Executable] = {}
-        self._fast: dict[tuple, _Executable] = {}
+        options = (
+            self._static_argnums,
+            self._static_argnames,
+            self._donate_argnums,
+            self._device,
+            inline,
+            in_shardings,
+            out_shardings,
+        )
+        self._trace_cache, self._exec_cache, self._fast = _caches_for(fun, options)
         # Flattening shortcut: straight-line leaf extraction for the last argument structure.
         self._last_in_tree: PyTreeDef | None = None
         self._last_extractor: Callable[[Any], list[Any] | None] | None = None
@@ -543,6 +566,11 @@ def clear_jit_caches() -> None:
     """Empty the caches of every jitted function alive (``ember.clear_caches``)."""
     for fn in list(_jit_functions):
         fn.clear_cache()
+    # and those of functions whose jit objects are gone (a later jit(f) would find them)
+    for per_options in list(_caches_by_function.values()):
+        for caches in per_options.values():
+            for cache in caches:
+                cache.clear()
 
 
 class Lowered:
