@@ -14,6 +14,25 @@ _TIMING = re.compile(r"\d+\.\d+ sec")
 _NUMBER = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")
 
 
+class Recorder:
+    """What a ported program prints (its ``print``) and the errors it shows on purpose
+    (``shows_error``: the exception's type name is printed, its message kept)."""
+
+    def __init__(self):
+        self.record = []
+        self.messages = []
+
+    def print(self, *args):
+        # a traced value has no numbers to compare: it is recorded as the text print shows
+        self.record.append(
+            tuple(str(a) if type(a).__name__.endswith("Tracer") else a for a in args)
+        )
+
+    def shows_error(self, e):
+        self.print(type(e).__name__)
+        self.messages.append(str(e))
+
+
 def plain(value):
     """Turns recorded values into nested Python lists/tuples of floats, ints, bools, strings."""
     if isinstance(value, str | bool | int | float | complex) or value is None:

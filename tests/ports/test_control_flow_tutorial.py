@@ -8,20 +8,12 @@ their messages are kept for the test to check.
 """
 
 import ember.errors
-from tests.ports._util import assert_same
+from tests.ports._util import Recorder, assert_same
 
 
 def program():
-    record = []
-    messages = []
-
-    def print(*args):
-        # a traced value has no numbers to compare: it is recorded as the text print shows
-        record.append(tuple(str(a) if type(a).__name__.endswith("Tracer") else a for a in args))
-
-    def shows_error(e):
-        print(type(e).__name__)
-        messages.append(str(e))
+    recorder = Recorder()
+    print, shows_error = recorder.print, recorder.shows_error
 
     import ember.numpy as jnp
     from ember import grad, jit
@@ -167,7 +159,7 @@ def program():
     print(grad(f)(2.0))  # ok!
     print(grad(f)(4.0))  # ok!
 
-    return record, messages
+    return recorder.record, recorder.messages
 
 
 EXPECTED = [

@@ -8,20 +8,12 @@ not compared). The cells that show an error on purpose record the exception's ty
 their messages are kept for the test to check.
 """
 
-from tests.ports._util import assert_same
+from tests.ports._util import Recorder, assert_same
 
 
 def program():
-    record = []
-    messages = []
-
-    def print(*args):
-        # a traced value has no numbers to compare: it is recorded as the text print shows
-        record.append(tuple(str(a) if type(a).__name__.endswith("Tracer") else a for a in args))
-
-    def shows_error(e):
-        print(type(e).__name__)
-        messages.append(str(e))
+    recorder = Recorder()
+    print, shows_error = recorder.print, recorder.shows_error
 
     import ember
     import ember.numpy as jnp
@@ -166,7 +158,7 @@ def program():
     print("jit called in a loop with caching:")
     print(g_inner_jitted_normal(10, 20).block_until_ready())
 
-    return record, messages
+    return recorder.record, recorder.messages
 
 
 EXPECTED = [

@@ -7,20 +7,12 @@ JAX 0.10.2 gave for the same cells. The cell that shows an error on purpose reco
 exception's type name, and its message is kept for the test to check.
 """
 
-from tests.ports._util import assert_same
+from tests.ports._util import Recorder, assert_same
 
 
 def program():
-    record = []
-    messages = []
-
-    def print(*args):
-        # a traced value has no numbers to compare: it is recorded as the text print shows
-        record.append(tuple(str(a) if type(a).__name__.endswith("Tracer") else a for a in args))
-
-    def shows_error(e):
-        print(type(e).__name__)
-        messages.append(str(e))
+    recorder = Recorder()
+    print, shows_error = recorder.print, recorder.shows_error
 
     import ember
     import ember.numpy as jnp
@@ -99,7 +91,7 @@ def program():
     )  # equivalent of padding='full' in NumPy
     print(result[0, 0])
 
-    return record, messages
+    return recorder.record, recorder.messages
 
 
 EXPECTED = [

@@ -11,20 +11,12 @@ left out.
 import warnings
 
 import ember.errors
-from tests.ports._util import assert_same
+from tests.ports._util import Recorder, assert_same
 
 
 def program():
-    record = []
-    messages = []
-
-    def print(*args):
-        # a traced value has no numbers to compare: it is recorded as the text print shows
-        record.append(tuple(str(a) if type(a).__name__.endswith("Tracer") else a for a in args))
-
-    def shows_error(e):
-        print(type(e).__name__)
-        messages.append(str(e))
+    recorder = Recorder()
+    print, shows_error = recorder.print, recorder.shows_error
 
     import numpy as np
 
@@ -324,7 +316,7 @@ def program():
     print(np.arange(254.0, 258.0).astype("uint8"))
     print(jnp.arange(254.0, 258.0).astype("uint8"))
 
-    return record, messages
+    return recorder.record, recorder.messages
 
 
 EXPECTED = [
