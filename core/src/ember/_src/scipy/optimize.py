@@ -1,4 +1,4 @@
-"""``ember.scipy.optimize.minimize``: BFGS with a strong-Wolfe line search, as
+"""``ember.scipy.optimize.minimize``: BFGS and L-BFGS with a strong-Wolfe line search, as
 ``jax.scipy.optimize``.
 
 Everything is a ``while_loop`` over arrays, so ``minimize`` runs under ``jit`` and ``vmap``.
@@ -6,6 +6,11 @@ The line search is the bracketing-then-zoom search of Nocedal and Wright (Algori
 3.6) with safeguarded quadratic interpolation. Status codes: 0 converged, 1 out of
 iterations, 2 + the line search's status when it fails (1: no step satisfying the Wolfe
 conditions within its iteration budget, 2: not a descent direction).
+
+L-BFGS (JAX's method name 'l-bfgs-experimental-do-not-rely-on-this') keeps the last ``maxcor``
+step/gradient-change pairs instead of a dense inverse Hessian and uses JAX's status codes:
+0 converged, 1 out of iterations, 2 out of function evaluations, 3 out of gradient evaluations,
+4 insufficient progress (the decrease fell below ``ftol``), 5 the line search failed.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.numpy import creation, elementwise as enp, linalg as nla
+from ember._src.numpy import creation, elementwise as enp, linalg as nla, manipulation
 from ember._src.numpy.contractions import matmul, vdot
 from ember._src.numpy.nonzero import where
 from ember._src.primitives.control_flow.loops import while_loop
@@ -238,7 +243,122 @@ def _bfgs(fun, x0, maxiter, norm, gtol, line_search_maxiter) -> _State:
     return s._replace(status=status.astype(np.int32))
 
 
+class _LbfgsState(NamedTuple):
+    """L-BFGS state; the histories hold the newest pair last (zeros before they fill)."""
+
+    converged: Any
+    failed: Any
+    k: Any
+    nfev: Any
+    ngev: Any
+    x: Any
+    f: Any
+    g: Any
+    s_history: Any
+    y_history: Any
+    rho_history: Any
+    gamma: Any
+    status: Any
+
+
+def _two_loop_recursion(s: _LbfgsState, maxcor: int) -> Any:
+    """The search direction -H g, H the L-BFGS inverse Hessian (Nocedal and Wright, Algorithm
+    7.4). Unfilled history slots are zeros and contribute nothing, so the loops are static."""
+    q = -s.g
+    alphas = [None] * maxcor
+    for i in reversed(range(maxcor)):  # newest to oldest
+        alphas[i] = s.rho_history[i] * vdot(s.s_history[i], q)
+        q = q - alphas[i] * s.y_history[i]
+    q = s.gamma * q
+    for i in range(maxcor):  # oldest to newest
+        beta = s.rho_history[i] * vdot(s.y_history[i], q)
+        q = q + (alphas[i] - beta) * s.s_history[i]
+    return q
+
+
+def _push(history: Any, new: Any) -> Any:
+    """Drop the oldest entry (first) and append ``new`` as the newest (last)."""
+    return manipulation.concatenate([history[1:], new[None]], axis=0)
+
+
+def _lbfgs(fun, x0, maxiter, norm, maxcor, ftol, gtol, maxfun, maxgrad, maxls) -> _LbfgsState:
+    fun_and_grad = value_and_grad(fun)
+    dtype = get_aval(x0).dtype
+    n = get_aval(x0).shape[0]
+    # as in JAX: with no limit given, the iterations are limited to 200 per variable
+    if maxiter is None and maxfun is None and maxgrad is None:
+        maxiter = 200 * n
+    maxiter, maxfun, maxgrad = (np.inf if v is None else v for v in (maxiter, maxfun, maxgrad))
+    f0, g0 = fun_and_grad(x0)
+    start = _LbfgsState(
+        converged=_norm(g0, norm) < gtol,
+        failed=np.bool_(False),
+        k=np.int32(0),
+        nfev=np.int32(1),
+        ngev=np.int32(1),
+        x=x0,
+        f=f0,
+        g=g0,
+        s_history=creation.zeros((maxcor, n), dtype),
+        y_history=creation.zeros((maxcor, n), dtype),
+        rho_history=creation.zeros((maxcor,), dtype),
+        gamma=_scalar(1, dtype),
+        status=np.int32(0),
+    )
+
+    def running(s: _LbfgsState):
+        return enp.logical_not(s.converged) & enp.logical_not(s.failed)
+
+    def iterate(s: _LbfgsState) -> _LbfgsState:
+        p = _two_loop_recursion(s, maxcor)
+        a, f, g, evaluations, search_status = _line_search(fun_and_grad, s.x, p, s.f, s.g, maxls)
+        search_failed = search_status != 0
+        step = a * p
+        y = g - s.g
+        curvature = vdot(y, step)
+        # a pair without positive curvature would make the inverse Hessian indefinite: skip it
+        keep = (curvature > 0) & enp.logical_not(search_failed)
+        safe_curvature = where(keep, curvature, _scalar(1, dtype))
+        k, nfev, ngev = s.k + 1, s.nfev + evaluations, s.ngev + evaluations
+        converged = enp.logical_not(search_failed) & (_norm(g, norm) < gtol)
+        status = where(s.f - f < ftol, 4, 0)
+        status = where(ngev >= maxgrad, 3, status)
+        status = where(nfev >= maxfun, 2, status)
+        status = where(k >= maxiter, 1, status)
+        status = where(search_failed, 5, status)
+        status = where(converged, 0, status).astype(np.int32)
+        return _LbfgsState(
+            converged=converged,
+            failed=status > 0,
+            k=k,
+            nfev=nfev,
+            ngev=ngev,
+            x=where(search_failed, s.x, s.x + step),
+            f=where(search_failed, s.f, f),
+            g=where(search_failed, s.g, g),
+            s_history=where(keep, _push(s.s_history, step), s.s_history),
+            y_history=where(keep, _push(s.y_history, y), s.y_history),
+            rho_history=where(keep, _push(s.rho_history, 1 / safe_curvature), s.rho_history),
+            gamma=where(keep, safe_curvature / vdot(y, y), s.gamma),
+            status=status,
+        )
+
+    return while_loop(running, iterate, start)
+
+
 _BFGS_OPTIONS = ("maxiter", "norm", "gtol", "line_search_maxiter")
+_LBFGS_METHOD = "l-bfgs-experimental-do-not-rely-on-this"
+_LBFGS_OPTIONS = ("maxiter", "norm", "maxcor", "ftol", "gtol", "maxfun", "maxgrad", "maxls")
+
+
+def _checked_options(method: str, options: Mapping[str, Any] | None, known: tuple) -> dict:
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise errors.EmberTypeError(
+            f"minimize: unknown {method} options {unknown} (known: {list(known)}){errors.where()}"
+        )
+    return options
 
 
 def minimize(
@@ -250,40 +370,66 @@ def minimize(
     tol: float | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> OptimizeResults:
-    """Minimise ``fun(x, *args)`` over a 1-d ``x`` from ``x0``. ``method`` is 'BFGS'; options
-    are ``maxiter`` (default 200 * x0.size), ``norm`` (of the gradient, default inf),
-    ``gtol`` (default 1e-5) and ``line_search_maxiter`` (default 10). ``tol`` is accepted and
-    unused, as in JAX."""
+    """Minimise ``fun(x, *args)`` over a 1-d ``x`` from ``x0``.
+
+    ``method`` 'BFGS' takes the options ``maxiter`` (default 200 * x0.size), ``norm`` (of the
+    gradient, default inf), ``gtol`` (default 1e-5) and ``line_search_maxiter`` (default 10).
+    ``method`` 'l-bfgs-experimental-do-not-rely-on-this' (JAX's name) takes ``maxiter``,
+    ``norm``, ``maxcor`` (stored pairs, default 10), ``ftol`` (least decrease per step, default
+    2.22e-9), ``gtol``, ``maxfun`` and ``maxgrad`` (evaluation budgets; with none of maxiter,
+    maxfun, maxgrad given, maxiter is 200 * x0.size) and ``maxls`` (line-search steps, default
+    20); its ``hess_inv`` is None. ``tol`` is accepted and unused, as in JAX."""
     del tol
     if not isinstance(args, tuple):
         raise TypeError(f"minimize: args must be a tuple, got {type(args).__name__}")
-    if not isinstance(method, str) or method.lower() != "bfgs":
-        raise ValueError(f"minimize: method {method!r} not recognized (use 'BFGS')")
-    options = dict(options or {})
-    unknown = sorted(set(options) - set(_BFGS_OPTIONS))
-    if unknown:
-        raise errors.EmberTypeError(f"minimize: unknown BFGS options {unknown}{errors.where()}")
+    name = method.lower() if isinstance(method, str) else None
+    if name not in ("bfgs", _LBFGS_METHOD):
+        raise ValueError(
+            f"minimize: method {method!r} not recognized (use 'BFGS' or {_LBFGS_METHOD!r})"
+        )
+    known = _BFGS_OPTIONS if name == "bfgs" else _LBFGS_OPTIONS
+    options = _checked_options(method, options, known)
     x0 = creation.asarray(x0)
     aval = get_aval(x0)
     if aval.ndim != 1:
         raise ValueError(f"minimize: x0 must be 1-dimensional, got shape {aval.shape}")
     if not dtypes.is_inexact(aval.dtype):
         x0 = x0.astype(dtypes.default_float())
-    s = _bfgs(
-        lambda x: fun(x, *args),
-        x0,
-        options.get("maxiter"),
-        options.get("norm", np.inf),
-        options.get("gtol", 1e-5),
-        int(options.get("line_search_maxiter", 10)),
-    )
+    objective = lambda x: fun(x, *args)
+    if name == _LBFGS_METHOD:
+        maxcor = int(options.get("maxcor", 10))
+        if maxcor < 1:
+            raise ValueError(f"minimize: maxcor must be at least 1, got {maxcor}")
+        s = _lbfgs(
+            objective,
+            x0,
+            options.get("maxiter"),
+            options.get("norm", np.inf),
+            maxcor,
+            options.get("ftol", 2.220446049250313e-09),
+            options.get("gtol", 1e-5),
+            options.get("maxfun"),
+            options.get("maxgrad"),
+            int(options.get("maxls", 20)),
+        )
+        hess_inv = None
+    else:
+        s = _bfgs(
+            objective,
+            x0,
+            options.get("maxiter"),
+            options.get("norm", np.inf),
+            options.get("gtol", 1e-5),
+            int(options.get("line_search_maxiter", 10)),
+        )
+        hess_inv = s.h
     return OptimizeResults(
         x=s.x,
         success=s.converged & enp.logical_not(s.failed),
         status=s.status,
         fun=s.f,
         jac=s.g,
-        hess_inv=s.h,
+        hess_inv=hess_inv,
         nfev=s.nfev,
         njev=s.ngev,
         nit=s.k,
