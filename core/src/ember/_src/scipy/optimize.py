@@ -23,7 +23,7 @@ import numpy as np
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.numpy import creation, elementwise as enp, linalg as nla, manipulation
-from ember._src.numpy.contractions import matmul, vdot
+from ember._src.numpy.contractions import dot, matmul, vdot
 from ember._src.numpy.nonzero import where
 from ember._src.primitives.control_flow.loops import while_loop
 from ember._src.transforms.autodiff import value_and_grad
@@ -83,15 +83,26 @@ def _interpolate(s: _Search, dtype: Any) -> Any:
     return where(inside, quadratic, s.a_lo + width / 2)
 
 
+def _slope(g: Any, p: Any) -> Any:
+    """The derivative of the objective along ``p``, given its gradient ``g`` as ``grad`` returns
+    it (for complex x the conjugate of the steepest-ascent direction, hence no conjugation)."""
+    return enp.real(dot(g, p))
+
+
+def _inner(a: Any, b: Any) -> Any:
+    """The real inner product of two points of x's space (complex x as pairs of reals)."""
+    return enp.real(dot(enp.conjugate(a), b))
+
+
 def _line_search(fun_and_grad, x, p, f0, g0, maxiter: int):
     """(step, f, g, function evaluations, status) along the direction ``p`` from ``x``."""
-    dtype = get_aval(x).dtype
-    d0 = vdot(g0, p)
+    dtype = dtypes.real_dtype(get_aval(x).dtype)  # the step is real even when x is complex
+    d0 = _slope(g0, p)
     zero = _scalar(0, dtype)
 
     def evaluate(a):
         f, g = fun_and_grad(x + a * p)
-        return f, g, vdot(g, p)
+        return f, g, _slope(g, p)
 
     def searching(s: _Search):
         return enp.logical_not(s.done) & (s.i < maxiter)
@@ -263,15 +274,16 @@ class _LbfgsState(NamedTuple):
 
 def _two_loop_recursion(s: _LbfgsState, maxcor: int) -> Any:
     """The search direction -H g, H the L-BFGS inverse Hessian (Nocedal and Wright, Algorithm
-    7.4). Unfilled history slots are zeros and contribute nothing, so the loops are static."""
-    q = -s.g
+    7.4; for complex x, Sorber, Van Barel and De Lathauwer 2012, as JAX). Unfilled history
+    slots are zeros and contribute nothing, so the loops are static."""
+    q = -enp.conjugate(s.g)
     alphas = [None] * maxcor
     for i in reversed(range(maxcor)):  # newest to oldest
-        alphas[i] = s.rho_history[i] * vdot(s.s_history[i], q)
-        q = q - alphas[i] * s.y_history[i]
+        alphas[i] = s.rho_history[i] * _inner(s.s_history[i], q)
+        q = q - alphas[i] * enp.conjugate(s.y_history[i])
     q = s.gamma * q
     for i in range(maxcor):  # oldest to newest
-        beta = s.rho_history[i] * vdot(s.y_history[i], q)
+        beta = s.rho_history[i] * enp.real(dot(s.y_history[i], q))
         q = q + (alphas[i] - beta) * s.s_history[i]
     return q
 
@@ -284,6 +296,7 @@ def _push(history: Any, new: Any) -> Any:
 def _lbfgs(fun, x0, maxiter, norm, maxcor, ftol, gtol, maxfun, maxgrad, maxls) -> _LbfgsState:
     fun_and_grad = value_and_grad(fun)
     dtype = get_aval(x0).dtype
+    real = dtypes.real_dtype(dtype)  # of the curvature pairs' scalars
     n = get_aval(x0).shape[0]
     # as in JAX: with no limit given, the iterations are limited to 200 per variable
     if maxiter is None and maxfun is None and maxgrad is None:
@@ -301,8 +314,8 @@ def _lbfgs(fun, x0, maxiter, norm, maxcor, ftol, gtol, maxfun, maxgrad, maxls) -
         g=g0,
         s_history=creation.zeros((maxcor, n), dtype),
         y_history=creation.zeros((maxcor, n), dtype),
-        rho_history=creation.zeros((maxcor,), dtype),
-        gamma=_scalar(1, dtype),
+        rho_history=creation.zeros((maxcor,), real),
+        gamma=_scalar(1, real),
         status=np.int32(0),
     )
 
@@ -315,10 +328,10 @@ def _lbfgs(fun, x0, maxiter, norm, maxcor, ftol, gtol, maxfun, maxgrad, maxls) -
         search_failed = search_status != 0
         step = a * p
         y = g - s.g
-        curvature = vdot(y, step)
+        curvature = _slope(y, step)
         # a pair without positive curvature would make the inverse Hessian indefinite: skip it
         keep = (curvature > 0) & enp.logical_not(search_failed)
-        safe_curvature = where(keep, curvature, _scalar(1, dtype))
+        safe_curvature = where(keep, curvature, _scalar(1, real))
         k, nfev, ngev = s.k + 1, s.nfev + evaluations, s.ngev + evaluations
         converged = enp.logical_not(search_failed) & (_norm(g, norm) < gtol)
         status = where(s.f - f < ftol, 4, 0)
@@ -339,7 +352,7 @@ def _lbfgs(fun, x0, maxiter, norm, maxcor, ftol, gtol, maxfun, maxgrad, maxls) -
             s_history=where(keep, _push(s.s_history, step), s.s_history),
             y_history=where(keep, _push(s.y_history, y), s.y_history),
             rho_history=where(keep, _push(s.rho_history, 1 / safe_curvature), s.rho_history),
-            gamma=where(keep, safe_curvature / vdot(y, y), s.gamma),
+            gamma=where(keep, safe_curvature / _inner(y, y), s.gamma),
             status=status,
         )
 
