@@ -16,3 +16,8 @@ from ember._src.lax.linalg import (
     tridiagonal as tridiagonal,
     tridiagonal_solve as tridiagonal_solve,
 )
+from ember._src.lax.linalg_algorithms import (
+    EighImplementation as EighImplementation,
+    EigImplementation as EigImplementation,
+    SvdAlgorithm as SvdAlgorithm,
+)
