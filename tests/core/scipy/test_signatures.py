@@ -135,6 +135,10 @@ JAX_SIGNATURES = [
     ("lax.linalg.lu_pivots_to_permutation", "(pivots, permutation_size)"),
     ("lax.linalg.ormqr", "(a, taus, c, *, left=True, transpose=False)"),
     (
+        "lax.linalg.qdwh",
+        "(x, *, is_hermitian=False, max_iterations=None, eps=None, dynamic_shape=None)",
+    ),
+    (
         "lax.linalg.symmetric_product",
         "(a_matrix, c_matrix, *, alpha=1.0, beta=0.0, symmetrize_output=False)",
     ),

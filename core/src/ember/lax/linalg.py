@@ -9,6 +9,7 @@ from ember._src.lax.linalg import (
     lu as lu,
     lu_pivots_to_permutation as lu_pivots_to_permutation,
     ormqr as ormqr,
+    qdwh as qdwh,
     qr as qr,
     svd as svd,
     symmetric_product as symmetric_product,

@@ -29,6 +29,7 @@ from ember._src.lax.linalg_operands import (
     transpose_last_axes,
     where_broadcast,
 )
+from ember._src.lax.linalg_qdwh import qdwh_polar
 from ember._src.lax.linalg_qr import QRResult, householder_qr
 from ember._src.lax.linalg_tridiagonal import tridiagonal_solve as tridiagonal_solve
 from ember._src.primitives.shape import convert_element_type
@@ -285,3 +286,30 @@ def lu_pivots_to_permutation(pivots: Any, permutation_size: int) -> Any:
             f"permutation_size = {size}, got {get_aval(pivots).shape}{errors.where()}"
         )
     return _lu_pivots_to_permutation(pivots, size)
+
+
+_qdwh = jit(qdwh_polar, inline=True, static_argnums=(1, 2))
+
+
+def qdwh(
+    x: Any,
+    *,
+    is_hermitian: bool = False,
+    max_iterations: int | None = None,
+    eps: float | None = None,
+    dynamic_shape: tuple[int, int] | None = None,
+) -> tuple[Any, Any, Any, Any]:
+    """(u, h, num_iters, is_converged): the polar decomposition ``x = u h`` of one full-rank
+    (m, n) matrix, m >= n, by the QDWH iteration (at most ``max_iterations`` steps, 10 by
+    default; ``is_hermitian`` is accepted and unused, as in JAX)."""
+    del is_hermitian
+    if dynamic_shape is not None:
+        raise NotImplementedError(f"qdwh: dynamic_shape= is not supported{errors.where()}")
+    x = float_matrix(x, "qdwh", square=False)
+    m, n = get_aval(x).shape[-2:]
+    if get_aval(x).ndim != 2 or m < n:
+        raise ValueError(
+            f"qdwh: expected one (m, n) matrix with m >= n, got {get_aval(x).shape}{errors.where()}"
+        )
+    iterations = 10 if max_iterations is None else int(max_iterations)
+    return _qdwh(x, iterations, None if eps is None else float(eps))
