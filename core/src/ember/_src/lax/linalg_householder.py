@@ -15,6 +15,7 @@ import numpy as np
 from ember._src.core import get_aval
 from ember._src.lax.linalg_operands import (
     conj_if_complex,
+    hermitian_from_triangle,
     identity_matrix,
     positions,
     real_part,
@@ -94,8 +95,7 @@ def tridiagonal_packed(a: Any, lower: bool) -> tuple[Any, Any, Any, Any]:
     dtype = get_aval(a).dtype
     real_dtype = np.zeros((), dtype).real.dtype
     rows = positions(n)
-    tri = np.tril(np.ones((n, n), bool), -1) if lower else np.triu(np.ones((n, n), bool), 1)
-    work = _hermitian(a, tri)
+    work = hermitian_from_triangle(a, lower)
 
     def step(k, state):
         work, packed, taus, e = state
@@ -119,16 +119,6 @@ def tridiagonal_packed(a: Any, lower: bool) -> tuple[Any, Any, Any, Any]:
     d = real_part(work.diagonal())
     packed = where_broadcast(np.eye(n, dtype=bool), _cast(d, dtype), packed).astype(dtype)
     return packed, d, e, taus
-
-
-def _hermitian(a: Any, strict_triangle: np.ndarray) -> Any:
-    """The Hermitian matrix whose strict triangle ``strict_triangle`` is a's, with a's real
-    diagonal."""
-    dtype = get_aval(a).dtype
-    n = get_aval(a).shape[0]
-    triangle = where_broadcast(strict_triangle, a, 0.0).astype(dtype)
-    diagonal = where_broadcast(np.eye(n, dtype=bool), _cast(real_part(a), dtype), 0.0)
-    return triangle + conj_if_complex(triangle.T) + diagonal.astype(dtype)
 
 
 def _reflector_vector(a: Any, j: Any) -> Any:
