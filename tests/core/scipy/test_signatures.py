@@ -129,6 +129,20 @@ JAX_SIGNATURES = [
         "unit_diagonal=False)",
     ),
     ("lax.linalg.tridiagonal_solve", "(dl, d, du, b, *, perturb_singular=False)"),
+    ("lax.linalg.cholesky_update", "(r_matrix, w_vector)"),
+    ("lax.linalg.hessenberg", "(a)"),
+    ("lax.linalg.householder_product", "(a, taus)"),
+    ("lax.linalg.lu_pivots_to_permutation", "(pivots, permutation_size)"),
+    ("lax.linalg.ormqr", "(a, taus, c, *, left=True, transpose=False)"),
+    (
+        "lax.linalg.qdwh",
+        "(x, *, is_hermitian=False, max_iterations=None, eps=None, dynamic_shape=None)",
+    ),
+    (
+        "lax.linalg.symmetric_product",
+        "(a_matrix, c_matrix, *, alpha=1.0, beta=0.0, symmetrize_output=False)",
+    ),
+    ("lax.linalg.tridiagonal", "(a, *, lower=True)"),
 ]
 
 

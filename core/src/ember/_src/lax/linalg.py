@@ -6,20 +6,30 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ember._src import errors
 from ember._src.core import get_aval
-from ember._src.lax.linalg_cholesky import cholesky_lower
+from ember._src.lax.linalg_cholesky import cholesky_lower, cholesky_rank_one_update
+from ember._src.lax.linalg_householder import (
+    hessenberg_packed,
+    householder_q,
+    tridiagonal_packed,
+)
 from ember._src.lax.linalg_jacobi import eigh_differentiable, jacobi_svd
-from ember._src.lax.linalg_lu import lu_pivoted_stack, solve_triangular
+from ember._src.lax.linalg_lu import lu_pivoted_stack, pivots_to_permutation, solve_triangular
 from ember._src.lax.linalg_operands import (
     batched,
     conj_if_complex,
+    conj_transpose,
     float_matrix,
     hermitian_from_triangle,
     right_hand_side,
     symmetrized,
     transpose_last_axes,
+    where_broadcast,
 )
+from ember._src.lax.linalg_qdwh import qdwh_polar
 from ember._src.lax.linalg_qr import QRResult, householder_qr
 from ember._src.lax.linalg_tridiagonal import tridiagonal_solve as tridiagonal_solve
 from ember._src.primitives.shape import convert_element_type
@@ -119,3 +129,187 @@ def triangular_solve(
     # x op(a) = b  <=>  op(a)^T x^T = b^T
     x_t = solve_triangular(op, transpose_last_axes(b), 1, op_lower, bool(unit_diagonal))
     return transpose_last_axes(x_t)
+
+
+# --------------------------------------------------------------------------------------------
+# LAPACK's packed Householder forms: gehrd, sytrd, orgqr, ormqr
+
+_hessenberg = jit(lambda a: batched(hessenberg_packed, a), inline=True)
+
+
+def hessenberg(a: Any) -> tuple[Any, Any]:
+    """(a_out, taus) in LAPACK ``gehrd``'s packed form: the upper Hessenberg ``Q^H a Q`` on
+    and above the first subdiagonal, the reflectors of ``Q = H_0 ... H_{n-2}`` below it;
+    taus has shape (..., n - 1)."""
+    return _hessenberg(float_matrix(a, "hessenberg"))
+
+
+def _tridiagonal_impl(a: Any, lower: bool) -> tuple[Any, Any, Any, Any]:
+    return batched(lambda m: tridiagonal_packed(m, lower), a)
+
+
+_tridiagonal = jit(_tridiagonal_impl, inline=True, static_argnums=1)
+
+
+def tridiagonal(a: Any, *, lower: bool = True) -> tuple[Any, Any, Any, Any]:
+    """(arr, d, e, taus) in LAPACK ``sytrd``'s packed form for Hermitian ``a`` given by its
+    ``lower`` (or upper) triangle: d and e the real diagonal and off-diagonal of the
+    tridiagonal ``Q^H a Q``, the reflectors stored outside it in that triangle of arr."""
+    return _tridiagonal(float_matrix(a, "tridiagonal"), bool(lower))
+
+
+def _householder_operands(a: Any, taus: Any, what: str) -> tuple[Any, Any]:
+    a = float_matrix(a, what, square=False)
+    taus = convert_element_type(
+        np.asarray(taus) if isinstance(taus, list) else taus, get_aval(a).dtype
+    )
+    m, n = get_aval(a).shape[-2:]
+    t_shape = get_aval(taus).shape
+    if t_shape[:-1] != get_aval(a).shape[:-2] or len(t_shape) < 1 or t_shape[-1] > min(m, n):
+        raise ValueError(
+            f"{what}: taus must have shape {get_aval(a).shape[:-2]} + (k,) with k <= "
+            f"min(m, n) = {min(m, n)}, got {t_shape}{errors.where()}"
+        )
+    return a, taus
+
+
+_householder_product = jit(
+    lambda a, taus: batched(
+        lambda m, t: householder_q(m, t, get_aval(m).shape[1]), a, taus, core_ndims=(2, 1)
+    ),
+    inline=True,
+)
+
+
+def householder_product(a: Any, taus: Any) -> Any:
+    """The first n columns of ``Q = H_0 ... H_{k-1}`` for reflectors stored in (m, n) ``a``
+    as ``geqrf`` leaves them (LAPACK ``orgqr``), m >= n; k = taus.shape[-1]."""
+    a, taus = _householder_operands(a, taus, "householder_product")
+    m, n = get_aval(a).shape[-2:]
+    if m < n:
+        raise ValueError(
+            f"householder_product: a must have at least as many rows as columns, got "
+            f"{get_aval(a).shape}{errors.where()}"
+        )
+    return _householder_product(a, taus)
+
+
+_full_q = jit(
+    lambda a, taus: batched(
+        lambda m, t: householder_q(m, t, get_aval(m).shape[0]), a, taus, core_ndims=(2, 1)
+    ),
+    inline=True,
+)
+
+
+def ormqr(a: Any, taus: Any, c: Any, *, left: bool = True, transpose: bool = False) -> Any:
+    """``op(Q) @ c`` (left) or ``c @ op(Q)`` for the (m, m) ``Q = H_0 ... H_{k-1}`` stored in
+    ``a`` and taus as ``geqrf`` leaves them (LAPACK ``ormqr``); op is the conjugate transpose
+    when ``transpose``."""
+    a, taus = _householder_operands(a, taus, "ormqr")
+    c = right_hand_side(c, get_aval(a).dtype)
+    m = get_aval(a).shape[-2]
+    side = get_aval(c).shape[-2 if left else -1]
+    if get_aval(c).ndim < 2 or side != m:
+        raise ValueError(
+            f"ormqr: c must have {m} {'rows' if left else 'columns'} to meet Q, got shape "
+            f"{get_aval(c).shape}{errors.where()}"
+        )
+    q = convert_element_type(_full_q(a, taus), get_aval(c).dtype)
+    q = conj_transpose(q) if transpose else q
+    return q @ c if left else c @ q
+
+
+# --------------------------------------------------------------------------------------------
+# Updates and products
+
+
+_cholesky_update = jit(
+    lambda r, w: batched(cholesky_rank_one_update, r, w, core_ndims=(2, 1)), inline=True
+)
+
+
+def cholesky_update(r_matrix: Any, w_vector: Any) -> Any:
+    """The upper Cholesky factor of ``R^T R + w w^T`` given the upper factor R of a real
+    matrix: a rank-one update by Givens rotations, O(n^2)."""
+    r = float_matrix(r_matrix, "cholesky_update")
+    if get_aval(r).dtype.kind == "c":
+        raise TypeError(f"cholesky_update: expected a real matrix{errors.where()}")
+    w = right_hand_side(w_vector, get_aval(r).dtype)
+    r = convert_element_type(r, get_aval(w).dtype)
+    if get_aval(w).shape != get_aval(r).shape[:-1]:
+        raise ValueError(
+            f"cholesky_update: w_vector must have shape {get_aval(r).shape[:-1]}, got "
+            f"{get_aval(w).shape}{errors.where()}"
+        )
+    return _cholesky_update(r, w)
+
+
+def symmetric_product(
+    a_matrix: Any,
+    c_matrix: Any,
+    *,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    symmetrize_output: bool = False,
+) -> Any:
+    """``alpha a a^T + beta c`` (a of shape (..., m, n), c (..., m, m)); with
+    ``symmetrize_output`` the upper triangle is the transpose of the lower one."""
+    a = float_matrix(a_matrix, "symmetric_product", square=False)
+    c = right_hand_side(c_matrix, get_aval(a).dtype)
+    result = alpha * (a @ transpose_last_axes(a)) + beta * c
+    if symmetrize_output:
+        m = get_aval(result).shape[-1]
+        strictly_lower = np.tril(np.ones((m, m), bool), -1)
+        lower = where_broadcast(np.tril(np.ones((m, m), bool)), result, 0)
+        result = lower + transpose_last_axes(where_broadcast(strictly_lower, result, 0))
+    return result
+
+
+def _lu_pivots_to_permutation_impl(pivots: Any, size: int) -> Any:
+    return batched(lambda p: pivots_to_permutation(p, size), pivots, core_ndims=(1,))
+
+
+_lu_pivots_to_permutation = jit(_lu_pivots_to_permutation_impl, inline=True, static_argnums=1)
+
+
+def lu_pivots_to_permutation(pivots: Any, permutation_size: int) -> Any:
+    """The permutation (int32, shape (..., permutation_size)) that swapping row ``j`` with
+    ``pivots[..., j]`` in turn makes, as ``lu`` returns it next to its pivots."""
+    pivots = convert_element_type(
+        np.asarray(pivots) if isinstance(pivots, list) else pivots, np.int32
+    )
+    size = int(permutation_size)
+    if get_aval(pivots).ndim < 1 or get_aval(pivots).shape[-1] > size:
+        raise ValueError(
+            f"lu_pivots_to_permutation: pivots must have shape (..., k) with k <= "
+            f"permutation_size = {size}, got {get_aval(pivots).shape}{errors.where()}"
+        )
+    return _lu_pivots_to_permutation(pivots, size)
+
+
+_qdwh = jit(qdwh_polar, inline=True, static_argnums=(1, 2))
+
+
+def qdwh(
+    x: Any,
+    *,
+    is_hermitian: bool = False,
+    max_iterations: int | None = None,
+    eps: float | None = None,
+    dynamic_shape: tuple[int, int] | None = None,
+) -> tuple[Any, Any, Any, Any]:
+    """(u, h, num_iters, is_converged): the polar decomposition ``x = u h`` of one full-rank
+    (m, n) matrix, m >= n, by the QDWH iteration (at most ``max_iterations`` steps, 10 by
+    default; ``is_hermitian`` is accepted and unused, as in JAX)."""
+    del is_hermitian
+    if dynamic_shape is not None:
+        raise NotImplementedError(f"qdwh: dynamic_shape= is not supported{errors.where()}")
+    x = float_matrix(x, "qdwh", square=False)
+    m, n = get_aval(x).shape[-2:]
+    if get_aval(x).ndim != 2 or m < n:
+        raise ValueError(
+            f"qdwh: expected one (m, n) matrix with m >= n, got {get_aval(x).shape}{errors.where()}"
+        )
+    iterations = 10 if max_iterations is None else int(max_iterations)
+    return _qdwh(x, iterations, None if eps is None else float(eps))
