@@ -154,9 +154,11 @@ def outer(a: Any, b: Any, out: None = None) -> Any:
 
 
 def vdot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
-    return dot(
-        ravel(a), ravel(b), precision=precision, preferred_element_type=preferred_element_type
-    )
+    """The dot product of the flattened arrays, the first conjugated (as NumPy's)."""
+    a = ravel(a)
+    if get_aval(a).dtype.kind == "c":
+        a = conj(a)
+    return dot(a, ravel(b), precision=precision, preferred_element_type=preferred_element_type)
 
 
 def vecdot(
