@@ -84,6 +84,7 @@ class Program:
         "spans_processes",
         "backend",
         "has_effects",
+        "token_effects",
     )
 
     def __init__(
@@ -97,6 +98,10 @@ class Program:
         self.spans_processes = mesh is not None and mesh.is_multi_process
         self.backend = computation.devices[0].backend
         self.has_effects = bool(computation.host_callbacks or computation.effect_tokens)
+        # The ordered effects whose tokens the executable takes and returns first, in order.
+        self.token_effects = (
+            computation.jaxpr.jaxpr.ordered_effects if computation.effect_tokens else []
+        )
 
     def call_buffers(self, buffers: list[Any]) -> list[Any]:
         """Run on one buffer per input (this process's shards); the results as Arrays."""
@@ -109,7 +114,7 @@ class Program:
         chained from the previous run's, and a callback's failure is raised as itself."""
         computation = self.computation
         device = computation.devices[0]
-        effects = computation.jaxpr.jaxpr.ordered_effects[: computation.effect_tokens]
+        effects = self.token_effects
         tokens = [_runtime_tokens.get((e, device)) for e in effects]
         for i, token in enumerate(tokens):
             if token is None:
@@ -368,7 +373,7 @@ def prepare(
             out_shardings=out_shardings,
             mesh=where,
         )
-        if closed.jaxpr.effects and closed.jaxpr.ordered_effects and where.size > 1:
+        if closed.jaxpr.ordered_effects and where.size > 1:
             raise errors.EmberError(
                 f"{name} has ordered effects ({_effect_names(closed)}) and runs over "
                 f"{where.size} devices; ordered effects run on one device. Use ordered=False, "

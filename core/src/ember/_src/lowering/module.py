@@ -163,7 +163,7 @@ def lower_module(
 
     params = []
     arg_names = []
-    ordered = jaxpr.ordered_effects if jaxpr.effects else []
+    ordered = jaxpr.ordered_effects
     for i, effect in enumerate(ordered):
         if effect_tokens:
             token = f"%token{i}"
