@@ -29,7 +29,8 @@ import pytest
 import ember
 from ember.test_util import check_grads
 from ember.tree_util import tree_leaves
-from tests.core.program_gen import OPS, Program, generate
+from tests.core.program_gen import Program, generate
+from tests.core.program_ops import OPS
 
 DEFAULT_SEEDS = list(range(24))
 # The opt-in long run draws from seeds that the default run never uses.
