@@ -66,12 +66,9 @@ class HostCallable:
         return self.__name__
 
 
-def _describe(callback: HostCallable, kind: str) -> str:
-    return f"the {kind} {callback.__name__}{callback.where}"
-
-
 def _host_function(primitive_name: str, callback: HostCallable, result_avals, tokens: int):
-    return HostFunction(callback, result_avals, tokens, _describe(callback, primitive_name))
+    description = f"the {primitive_name} {callback.__name__}{callback.where}"
+    return HostFunction(callback, result_avals, tokens, description)
 
 
 # --------------------------------------------------------------------------------------------
@@ -126,18 +123,17 @@ def _lowering(name: str, effect: Callable[..., Effect | None]):
             ctx.module.declarations["maximal"] = "sdy.mesh @maximal_mesh_0 = <[], device_ids=[0]>"
             per_result = ", ".join(["<@maximal_mesh_0, []>"] * max(1, len(out_avals)))
             placed = {"sdy.sharding": f"#sdy.sharding_per_value<[{per_result}]>"}
+        tokens = [ctx.module.tokens[kind]] if ordered else []  # taken first, returned first
+        outs = ctx.op(
+            "stablehlo.custom_call",
+            [*tokens, *operands],
+            [TOKEN] * len(tokens) + out_avals,
+            attrs,
+            discardable=placed,
+        )
         if ordered:
-            token = ctx.module.tokens[kind]
-            outs = ctx.op(
-                "stablehlo.custom_call",
-                [token, *operands],
-                [TOKEN, *out_avals],
-                attrs,
-                discardable=placed,
-            )
             ctx.module.tokens[kind] = outs[0]
-            return outs[1:]
-        return ctx.op("stablehlo.custom_call", list(operands), out_avals, attrs, discardable=placed)
+        return outs[len(tokens) :]
 
     return rule
 
