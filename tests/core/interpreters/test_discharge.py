@@ -287,7 +287,8 @@ def test_scan_over_xs_accumulates_into_a_ref_and_returns_ys():
 
     xs = arange(3, 2)
     expected_ys = np.cumsum(xs, axis=0)[:, 0]
-    count, ys, o = run(kernel, [ShapedArray((3, 2), np.float32), ref(2)], xs, np.ones(2, np.float32))
+    avals = [ShapedArray((3, 2), np.float32), ref(2)]
+    count, ys, o = run(kernel, avals, xs, np.ones(2, np.float32))
     assert int(count) == 3
     np.testing.assert_array_equal(ys, expected_ys + 1)
     np.testing.assert_array_equal(o, xs.sum(0) + 1)
