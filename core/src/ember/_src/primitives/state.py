@@ -36,7 +36,7 @@ from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray, get_aval
 from ember._src.interpreters.discharge import discharged_operands, new_ref_values, run_discharged
 from ember._src.interpreters.staging import trace_to_jaxpr
-from ember._src.ir import ClosedJaxpr
+from ember._src.ir import ClosedJaxpr, Eqn, EqnPrintContext, register_eqn_printer
 from ember._src.primitives.arithmetic import add, mul
 from ember._src.primitives.control_flow.body_jaxprs import permute_jaxpr
 from ember._src.primitives.gather_scatter import (
@@ -329,6 +329,37 @@ addupdate_p = rules.define_primitive(
     effects=lambda **params: frozenset({accum_effect}),
     multiple_results=True,
 )
+
+
+# --------------------------------------------------------------------------------------------
+# Printing, as JAX prints them: ``c:f32[8] <- a[b, :]``, ``a[b, :] <- c`` (the old value unused,
+# else ``d:f32[8], a[b, :] <- a[b, :], c``) and ``a[b, :] += c``
+
+
+def _indexed_text(eqn: Eqn, context: EqnPrintContext, first_index: int) -> str:
+    ref, dynamic = eqn.invars[0], eqn.invars[first_index:]
+    return context.name(ref) + eqn.params["indexer"].pretty([context.name(v) for v in dynamic])
+
+
+def _print_get(eqn: Eqn, context: EqnPrintContext) -> str:
+    return f"{context.binder(eqn.outvars[0])} <- {_indexed_text(eqn, context, 1)}"
+
+
+def _print_swap(eqn: Eqn, context: EqnPrintContext) -> str:
+    place, value = _indexed_text(eqn, context, 2), context.name(eqn.invars[1])
+    old = eqn.outvars[0]
+    if not context.is_used(old):
+        return f"{place} <- {value}"
+    return f"{context.binder(old)}, {place} <- {place}, {value}"
+
+
+def _print_addupdate(eqn: Eqn, context: EqnPrintContext) -> str:
+    return f"{_indexed_text(eqn, context, 2)} += {context.name(eqn.invars[1])}"
+
+
+register_eqn_printer(get_p, _print_get)
+register_eqn_printer(swap_p, _print_swap)
+register_eqn_printer(addupdate_p, _print_addupdate)
 
 
 # --------------------------------------------------------------------------------------------
