@@ -269,6 +269,7 @@ def _get_discharge(in_avals, out_avals, x, *dynamic, indexer):
 
 get_p = rules.define_primitive(
     "get",
+    sharding=rules.NOT_SHARDABLE,  # a kernel's Refs are blocks of one device's memory
     abstract_eval=_get_abstract_eval,
     discharge=_get_discharge,
     lowering=_not_discharged("get"),
@@ -296,6 +297,7 @@ def _swap_discharge(in_avals, out_avals, x, value, *dynamic, indexer):
 
 swap_p = rules.define_primitive(
     "swap",
+    sharding=rules.NOT_SHARDABLE,  # a kernel's Refs are blocks of one device's memory
     abstract_eval=_swap_abstract_eval,
     discharge=_swap_discharge,
     lowering=_not_discharged("swap"),
@@ -322,6 +324,7 @@ def _addupdate_discharge(in_avals, out_avals, x, value, *dynamic, indexer):
 
 addupdate_p = rules.define_primitive(
     "addupdate",
+    sharding=rules.NOT_SHARDABLE,  # a kernel's Refs are blocks of one device's memory
     abstract_eval=_addupdate_abstract_eval,
     discharge=_addupdate_discharge,
     lowering=_not_discharged("addupdate"),
@@ -468,6 +471,7 @@ def _zeros(aval: ShapedArray) -> Any:
 
 run_scoped_p = rules.define_primitive(
     "run_scoped",
+    sharding=rules.NOT_SHARDABLE,  # a kernel's Refs are blocks of one device's memory
     abstract_eval=_run_scoped_abstract_eval,
     discharge=_run_scoped_discharge,
     lowering=_not_discharged("run_scoped"),
