@@ -388,3 +388,23 @@ def test_a_discharged_loop_runs_under_jit_on_the_default_backend():
     x = arange(8)
     _, o = fn(x, np.int32(8), np.zeros(4, np.float32))
     np.testing.assert_array_equal(np.asarray(o), x[:4] + x[4:])
+
+
+def test_a_ref_left_alone_stays_a_ref_through_loops_and_conds():
+    def kernel(x_ref, o_ref, n):
+        def body(i, carry):
+            o_ref[i] = x_ref[i] + 1.0
+            return carry
+
+        lax.fori_loop(0, 2, body, 0)  # a scan
+        lax.fori_loop(0, n, body, 0)  # a while loop
+        lax.cond(n > 0, lambda: o_ref.__setitem__(0, x_ref[1]), lambda: None)
+
+    closed = discharge_state(trace(kernel, ref(3), ref(3), scalar()), [False, True, False])
+    assert [a.str_short() for a in closed.in_avals] == ["Ref{f32[3]}", "f32[3]", "i32[]"]
+    assert [a.str_short() for a in closed.out_avals] == ["f32[3]"]
+    x_ref = closed.jaxpr.invars[0]
+    for eqn in closed.eqns:
+        if eqn.primitive.name in ("scan", "while", "cond"):
+            assert x_ref in eqn.invars  # still read through the Ref
+            assert all(not is_ref(v.aval) for v in eqn.outvars)
