@@ -111,6 +111,20 @@ def test_strided_slices_and_integer_arrays_match_numpy():
     np.testing.assert_array_equal(o_final, expected)
 
 
+def test_strided_slices_from_a_dynamic_start_match_numpy():
+    def kernel(x_ref, i, o_ref):
+        o_ref[Slice(i, 3, 2)] = x_ref[Slice(i, 3, 2)] * 10.0
+        o_ref[Slice(i + 1, 2, 3)] += 1.0
+
+    x = arange(9)
+    for i in (0, 2):
+        expected = np.zeros(9, np.float32)
+        expected[i : i + 5 : 2] = x[i : i + 5 : 2] * 10
+        expected[i + 1 : i + 5 : 3] += 1
+        _, o = run(kernel, [ref(9), scalar(), ref(9)], x, np.int32(i), np.zeros(9, np.float32))
+        np.testing.assert_array_equal(o, expected)
+
+
 def test_integer_indices_apart_put_their_dimensions_in_front_as_numpy():
     def kernel(y_ref, idx):
         return y_ref[1, :, idx], y_ref[idx[:2], 1:3, idx[1:3]]
