@@ -140,3 +140,27 @@ def test_masked_ragged_kernel_on_cpu(cpu):
     call = pl.pallas_call(kernel, out_shape=ember.ShapeDtypeStruct((10,), F32), grid=(3,))
     x = ember.device_put(np.arange(10, dtype=F32), cpu)
     np.testing.assert_array_equal(np.asarray(ember.jit(call)(x)), np.arange(10) + 1)
+
+
+def test_tiled_matmul_on_cpu(cpu, rng):
+    def kernel(x_ref, y_ref, o_ref):
+        @pl.when(pl.program_id(1) == 0)
+        def _():
+            o_ref[...] = enp.zeros_like(o_ref)
+
+        o_ref[...] += pl.dot(x_ref[...], y_ref[...])
+
+    x = rng.standard_normal((32, 64)).astype(F32)
+    y = rng.standard_normal((64, 16)).astype(F32)
+    call = pl.pallas_call(
+        kernel,
+        out_shape=ember.ShapeDtypeStruct((32, 16), F32),
+        grid=(2, 4),
+        in_specs=[
+            pl.BlockSpec((16, 16), lambda i, k: (i, k)),
+            pl.BlockSpec((16, 16), lambda i, k: (k, 0)),
+        ],
+        out_specs=pl.BlockSpec((16, 16), lambda i, k: (i, 0)),
+    )
+    result = ember.jit(call)(ember.device_put(x, cpu), ember.device_put(y, cpu))
+    np.testing.assert_allclose(np.asarray(result), x @ y, rtol=1e-4, atol=1e-4)

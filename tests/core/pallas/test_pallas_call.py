@@ -261,3 +261,37 @@ def test_compiler_params_are_kept_per_compiler():
     assert eqn.params["interpret"] is False
     with pytest.raises(TypeError, match="compiler_params must be a dict"):
         pl.pallas_call(add_kernel, out_shape=np.zeros(4, F32), compiler_params=3)
+
+
+def matmul_kernel(x_ref, y_ref, o_ref, acc_ref):
+    @pl.when(pl.program_id(2) == 0)
+    def _():
+        acc_ref[...] = enp.zeros_like(acc_ref)
+
+    acc_ref[...] += pl.dot(x_ref[...], y_ref[...])
+
+    @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+    def _():
+        o_ref[...] = acc_ref[...]
+
+
+def tiled_matmul(m, n, k, bm, bn, bk):
+    return pl.pallas_call(
+        matmul_kernel,
+        out_shape=ember.ShapeDtypeStruct((m, n), F32),
+        grid=(pl.cdiv(m, bm), pl.cdiv(n, bn), pl.cdiv(k, bk)),
+        in_specs=[
+            pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)),
+            pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j)),
+        ],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        scratch_shapes=[pl.ANY((bm, bn), F32)],
+    )
+
+
+def test_tiled_matmul_with_an_accumulator_over_k(rng):
+    x = rng.standard_normal((64, 96)).astype(F32)
+    y = rng.standard_normal((96, 48)).astype(F32)
+    call = tiled_matmul(64, 48, 96, 32, 16, 32)
+    np.testing.assert_allclose(np.asarray(call(x, y)), x @ y, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(ember.jit(call)(x, y)), x @ y, rtol=1e-4, atol=1e-4)

@@ -205,3 +205,54 @@ def test_debug_print_prints_once_per_grid_point(capfd):
     ember.block_until_ready(call(np.arange(4, dtype=F32)))
     printed = capfd.readouterr().out
     assert "block 0 first 0.0" in printed and "block 1 first 2.0" in printed
+
+
+def test_when_runs_its_body_only_where_the_condition_holds():
+    def kernel(o_ref):
+        o_ref[...] = enp.zeros((1,), enp.int32)
+
+        @pl.when(pl.program_id(0) % 2 == 1)
+        def _():
+            o_ref[...] = enp.ones((1,), enp.int32)
+
+        @pl.when(True)  # a Python bool: decided when tracing
+        def _():
+            o_ref[...] += 10
+
+    call = pl.pallas_call(
+        kernel,
+        out_shape=ember.ShapeDtypeStruct((4,), enp.int32),
+        grid=(4,),
+        out_specs=pl.BlockSpec((1,), lambda i: (i,)),
+    )
+    np.testing.assert_array_equal(np.asarray(call()), [10, 11, 10, 11])
+
+
+def test_fori_loop_in_a_kernel_reads_and_writes_refs():
+    def kernel(x_ref, o_ref):
+        def body(i, total):
+            o_ref[pl.ds(i, 1)] = x_ref[pl.ds(i, 1)] * i.astype(enp.float32)
+            return total + x_ref[i]
+
+        o_ref[0] = ember.lax.fori_loop(0, 8, body, 0.0) + pl.program_id(0).astype(enp.float32)
+
+    call = pl.pallas_call(kernel, out_shape=ember.ShapeDtypeStruct((8,), F32), grid=(2,))
+    x = np.arange(8, dtype=F32)
+    expected = x * np.arange(8)
+    expected[0] = x.sum() + 1  # the last grid step's program_id
+    np.testing.assert_array_equal(np.asarray(call(x)), expected)
+
+
+def test_run_scoped_gives_fresh_scratch():
+    def kernel(x_ref, o_ref):
+        def scoped(tmp_ref, *, other_ref):
+            tmp_ref[...] = x_ref[...] * 2
+            other_ref[...] = tmp_ref[...] + 1
+            return other_ref[...]
+
+        o_ref[...] = pl.run_scoped(
+            scoped, pl.ANY((4,), F32), other_ref=ember.ShapeDtypeStruct((4,), F32)
+        )
+
+    call = pl.pallas_call(kernel, out_shape=ember.ShapeDtypeStruct((4,), F32))
+    np.testing.assert_array_equal(np.asarray(call(np.arange(4, dtype=F32))), [1, 3, 5, 7])

@@ -41,7 +41,7 @@ from ember._src.primitives.control_flow.cond import cond
 from ember._src.primitives.linalg import dot_general
 from ember._src.primitives.shape import convert_element_type, reshape
 from ember._src.primitives.slicing import pad
-from ember._src.primitives.state import ref_get, ref_swap
+from ember._src.primitives.state import ref_get, ref_swap, run_scoped as state_run_scoped
 from ember._src.state_types import (
     IndexerSpec,
     NDIndexer,
@@ -116,6 +116,19 @@ def when(condition: Any) -> Callable[[Callable[[], None]], None]:
 def _returns_nothing(f: Callable[[], Any]) -> None:
     if f() is not None:
         raise ValueError(f"a function decorated with pl.when must return nothing{errors.where()}")
+
+
+def run_scoped(f: Callable[..., Any], *types: Any, **kw_types: Any) -> Any:
+    """``f`` called with fresh scratch Refs of the given types (``pl.MemoryRef`` or anything
+    with a shape and dtype); returns what ``f`` returns. Keyword types are passed by name."""
+    names = list(kw_types)
+    avals = [_scratch_aval(t) for t in (*types, *kw_types.values())]
+
+    def body(*refs: Any) -> Any:
+        positional, named = refs[: len(types)], refs[len(types) :]
+        return f(*positional, **dict(zip(names, named)))
+
+    return state_run_scoped(body, *avals)
 
 
 def _scratch_aval(t: Any) -> ShapedArray:
