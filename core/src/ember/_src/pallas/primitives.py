@@ -62,8 +62,33 @@ def _program_id_abstract_eval(*, axis: int) -> ShapedArray:
     return ShapedArray((), _INT32)
 
 
-program_id_p = rules.define_primitive("program_id", abstract_eval=_program_id_abstract_eval)
-num_programs_p = rules.define_primitive("num_programs", abstract_eval=_program_id_abstract_eval)
+def _only_in_a_kernel(name: str) -> Callable[..., Any]:
+    """The lowering and reference rule of a primitive that only a kernel compiler or
+    interpret mode (which replaces it) can run."""
+
+    def rule(*args: Any, **params: Any) -> Any:
+        raise errors.EmberTypeError(
+            f"{name} can only run inside a pallas_call kernel (interpret mode replaces it; a "
+            f"kernel compiler lowers it); this jaxpr runs it outside one{errors.where()}"
+        )
+
+    return rule
+
+
+def _kernel_only_rules(name: str) -> dict[str, Any]:
+    return {
+        "lowering": _only_in_a_kernel(name),
+        "reference": _only_in_a_kernel(name),
+        "sharding": rules.NOT_SHARDABLE,
+    }
+
+
+program_id_p = rules.define_primitive(
+    "program_id", abstract_eval=_program_id_abstract_eval, **_kernel_only_rules("program_id")
+)
+num_programs_p = rules.define_primitive(
+    "num_programs", abstract_eval=_program_id_abstract_eval, **_kernel_only_rules("num_programs")
+)
 
 
 def program_id(axis: int) -> Any:
@@ -453,6 +478,7 @@ def _effects(*effects: Any) -> Callable[..., frozenset]:
 
 masked_load_p = rules.define_primitive(
     "masked_load",
+    **_kernel_only_rules("masked_load"),
     abstract_eval=_read_abstract_eval,
     discharge=_masked_load_discharge,
     effects=_effects(read_effect),
@@ -465,6 +491,7 @@ def _swap_abstract_eval(ref, *rest, indexer, **params):
 
 masked_swap_p = rules.define_primitive(
     "masked_swap",
+    **_kernel_only_rules("masked_swap"),
     abstract_eval=_swap_abstract_eval,
     discharge=_masked_swap_discharge,
     effects=_effects(read_effect, write_effect),
@@ -512,6 +539,7 @@ def _atomic_rmw_discharge(in_avals, out_avals, *args, indexer, atomic_type, has_
 
 atomic_rmw_p = rules.define_primitive(
     "atomic_rmw",
+    **_kernel_only_rules("atomic_rmw"),
     abstract_eval=_swap_abstract_eval,
     discharge=_atomic_rmw_discharge,
     effects=_effects(read_effect, accum_effect),
@@ -528,6 +556,7 @@ def _atomic_cas_discharge(in_avals, out_avals, *args, indexer):
 
 atomic_cas_p = rules.define_primitive(
     "atomic_cas",
+    **_kernel_only_rules("atomic_cas"),
     abstract_eval=_swap_abstract_eval,
     discharge=_atomic_cas_discharge,
     effects=_effects(read_effect, write_effect),
