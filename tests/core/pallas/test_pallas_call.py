@@ -295,3 +295,16 @@ def test_tiled_matmul_with_an_accumulator_over_k(rng):
     call = tiled_matmul(64, 48, 96, 32, 16, 32)
     np.testing.assert_allclose(np.asarray(call(x, y)), x @ y, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(np.asarray(ember.jit(call)(x, y)), x @ y, rtol=1e-4, atol=1e-4)
+
+
+def test_a_call_is_traced_once_per_argument_types():
+    traces = []
+
+    def kernel(x_ref, o_ref):
+        traces.append(x_ref.shape)
+        o_ref[...] = x_ref[...] + 1
+
+    call = pl.pallas_call(kernel, out_shape=ember.ShapeDtypeStruct((4,), F32))
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(call(np.zeros(4, F32))), np.ones(4))
+    assert traces == [(4,)]

@@ -45,6 +45,7 @@ from ember._src.pallas.primitives import num_programs_p, program_id_p, scratch_a
 from ember._src.plugin.registries import kernel_compiler
 from ember._src.primitives.shape import bdim_to_front
 from ember._src.state_types import AbstractRef, RefEffect
+from ember._src.transforms.jit import jit
 from ember._src.tree.util import tree_flatten, tree_unflatten
 
 # --------------------------------------------------------------------------------------------
@@ -246,7 +247,10 @@ def pallas_call(
         outs = pallas_call_p.bind(*flat_args, call=call, interpret=bool(interpret))
         return tree_unflatten(out_tree, outs)
 
-    return wrapped
+    # As JAX: traced once per argument types when called eagerly (so repeated calls reuse
+    # the compiled program, and the kernel's closure is read when it is first traced),
+    # traced in place when called while tracing.
+    return jit(wrapped, inline=True)
 
 
 def _out_aval(leaf: Any, kernel_name: str) -> ShapedArray:
