@@ -308,3 +308,14 @@ def test_a_call_is_traced_once_per_argument_types():
     for _ in range(3):
         np.testing.assert_array_equal(np.asarray(call(np.zeros(4, F32))), np.ones(4))
     assert traces == [(4,)]
+
+
+def test_grad_through_a_call_on_values_it_does_not_depend_on():
+    square_call = pl.pallas_call(_square_kernel, out_shape=ember.ShapeDtypeStruct((4,), F32))
+    y = np.arange(4, dtype=F32)
+
+    def f(x):
+        return enp.sum(x * square_call(ember.lax.stop_gradient(x) + y))
+
+    x = np.ones(4, F32)
+    np.testing.assert_allclose(np.asarray(ember.grad(f)(x)), (x + y) ** 2)

@@ -11,6 +11,7 @@ import ember.experimental.pallas as pl
 from ember import errors
 from ember._src.lowering.module import lower_module
 from ember._src.plugin import registries
+from ember._src.plugin.manager import PluginManager, PluginSource
 from ember.extend import CollectiveRegistry, LoweringRegistry, hookimpl
 
 
@@ -70,7 +71,7 @@ class _FakeKernelPlugin:
 def fake_kernel_plugin(monkeypatch):
     monkeypatch.setattr(registries, "_kernel_compilers", {})
     plugin = _FakeKernelPlugin()
-    plugin.ember_register_lowerings(LoweringRegistry("fake_kernels"))
+    PluginManager([PluginSource(name="fake_kernels", module=__name__, obj=plugin)]).load()
     return plugin
 
 

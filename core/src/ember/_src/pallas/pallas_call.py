@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes, errors, rules
-from ember._src.core import ShapedArray, current_trace, get_aval
+from ember._src.core import ShapedArray, Zero, current_trace, get_aval, tangent_aval
 from ember._src.interpreters.batching import not_mapped
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
@@ -70,6 +70,9 @@ def _reference(*args: Any, call: PallasCall, interpret: bool) -> list[Any]:
 
 
 def _jvp(primals, tangents, *, call: PallasCall, interpret: bool):
+    if all(type(t) is Zero for t in tangents):  # nothing to differentiate (stop_gradient)
+        outs = pallas_call_p.bind(*primals, call=call, interpret=interpret)
+        return outs, [Zero(tangent_aval(a)) for a in call.out_avals]
     raise errors.CustomDerivativeError(
         f"pallas_call {call.name!r} cannot be differentiated (jvp/grad): ember does not "
         f"differentiate kernels. Write the backward kernel too and pair the two with "
