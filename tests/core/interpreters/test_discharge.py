@@ -315,6 +315,15 @@ def test_cond_writes_a_ref_in_the_branch_taken():
     np.testing.assert_array_equal(o, [1, -2, 1])
 
 
+def test_a_cond_returns_only_the_refs_a_branch_writes():
+    def kernel(p, x_ref, o_ref):
+        lax.cond(p > 0, lambda: o_ref.__setitem__(0, x_ref[1]), lambda: None)
+
+    closed = discharge_state(trace(kernel, scalar(), ref(3), ref(3)))
+    (eqn,) = [e for e in closed.eqns if e.primitive.name == "cond"]
+    assert len(eqn.outvars) == 1  # o's value; x is only read
+
+
 def test_a_cond_with_no_operands_and_no_results_is_pallas_when():
     def kernel(i, o_ref):
         def when(pred):
