@@ -319,3 +319,23 @@ def test_grad_through_a_call_on_values_it_does_not_depend_on():
 
     x = np.ones(4, F32)
     np.testing.assert_allclose(np.asarray(ember.grad(f)(x)), (x + y) ** 2)
+
+
+def test_a_kernel_may_capture_constants_but_not_traced_values():
+    c = np.arange(4, dtype=F32)
+
+    def with_constant(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + c
+
+    call = pl.pallas_call(with_constant, out_shape=ember.ShapeDtypeStruct((4,), F32))
+    np.testing.assert_array_equal(np.asarray(call(np.ones(4, F32))), c + 1)
+
+    @ember.jit
+    def f(x, y):
+        def with_tracer(x_ref, o_ref):
+            o_ref[...] = x_ref[...] + y
+
+        return pl.pallas_call(with_tracer, out_shape=ember.ShapeDtypeStruct((4,), F32))(x)
+
+    with pytest.raises(ValueError, match=r"'with_tracer' captures traced values \[f32\[4\]\]"):
+        f(np.ones(4, F32), np.ones(4, F32))

@@ -22,7 +22,14 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes, errors, rules
-from ember._src.core import ShapedArray, Zero, current_trace, get_aval, tangent_aval
+from ember._src.core import (
+    ShapedArray,
+    Tracer,
+    Zero,
+    current_trace,
+    get_aval,
+    tangent_aval,
+)
 from ember._src.interpreters.batching import not_mapped
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
@@ -388,4 +395,12 @@ def _trace_kernel(
             )
         return []
 
-    return trace_to_jaxpr(traced, ref_avals, name=f"pallas kernel {kernel_name}")
+    closed = trace_to_jaxpr(traced, ref_avals, name=f"pallas kernel {kernel_name}")
+    captured = [get_aval(c).str_short() for c in closed.consts if isinstance(c, Tracer)]
+    if captured:
+        raise ValueError(
+            f"the Pallas kernel {kernel_name!r} captures traced values "
+            f"[{', '.join(captured)}] (from an enclosing jit, vmap or grad); pass them to "
+            f"the pallas_call as inputs{errors.where()}"
+        )
+    return closed

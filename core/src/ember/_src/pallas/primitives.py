@@ -319,9 +319,20 @@ def _value_for(ref_aval: Any, value: Any, shape: tuple[int, ...], what: str) -> 
     return value
 
 
-def load(ref: Any, idx: Any = ..., *, mask: Any = None, other: Any = None, **_: Any) -> Any:
+def load(
+    ref: Any,
+    idx: Any = ...,
+    *,
+    mask: Any = None,
+    other: Any = None,
+    cache_modifier: str | None = None,
+    eviction_policy: str | None = None,
+    volatile: bool = False,
+) -> Any:
     """``ref[idx]``; where ``mask`` is False the result is ``other`` (unspecified without
-    one), and those elements may lie outside the Ref."""
+    one), and those elements may lie outside the Ref. ``cache_modifier``, ``eviction_policy``
+    and ``volatile`` are GPU memory hints, without effect in interpret mode."""
+    del cache_modifier, eviction_policy, volatile
     indexer = _indexer_for(ref, idx, "pl.load")
     if mask is None:
         return ref_get(ref, indexer)
@@ -336,13 +347,16 @@ def load(ref: Any, idx: Any = ..., *, mask: Any = None, other: Any = None, **_: 
     )
 
 
-def store(ref: Any, idx: Any, val: Any, *, mask: Any = None, **_: Any) -> None:
+def store(
+    ref: Any, idx: Any, val: Any, *, mask: Any = None, eviction_policy: str | None = None
+) -> None:
     """``ref[idx] = val``, only where ``mask`` holds (elsewhere, even outside the Ref, no
-    write happens)."""
+    write happens). ``eviction_policy`` is a GPU hint, without effect in interpret mode."""
+    del eviction_policy
     swap(ref, idx, val, mask=mask)
 
 
-def swap(ref: Any, idx: Any, val: Any, *, mask: Any = None, **_: Any) -> Any:
+def swap(ref: Any, idx: Any, val: Any, *, mask: Any = None) -> Any:
     """``store``, returning the old value."""
     indexer = _indexer_for(ref, idx, "pl.store")
     shape = indexer.result_shape()
