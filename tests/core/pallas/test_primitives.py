@@ -232,14 +232,14 @@ def test_fori_loop_in_a_kernel_reads_and_writes_refs():
     def kernel(x_ref, o_ref):
         def body(i, total):
             o_ref[pl.ds(i, 1)] = x_ref[pl.ds(i, 1)] * i.astype(enp.float32)
-            return total + x_ref[i]
+            return total + x_ref[i] + pl.program_id(0).astype(enp.float32)  # in the body
 
-        o_ref[0] = ember.lax.fori_loop(0, 8, body, 0.0) + pl.program_id(0).astype(enp.float32)
+        o_ref[0] = ember.lax.fori_loop(0, 8, body, 0.0)
 
     call = pl.pallas_call(kernel, out_shape=ember.ShapeDtypeStruct((8,), F32), grid=(2,))
     x = np.arange(8, dtype=F32)
     expected = x * np.arange(8)
-    expected[0] = x.sum() + 1  # the last grid step's program_id
+    expected[0] = x.sum() + 8 * 1  # the last grid step's program_id, added 8 times
     np.testing.assert_array_equal(np.asarray(call(x)), expected)
 
 

@@ -368,21 +368,16 @@ def swap(ref: Any, idx: Any, val: Any, *, mask: Any = None) -> Any:
     return masked_swap_p.bind(ref, val, mask, *dynamic, indexer=spec, has_mask=True)
 
 
-def _read_abstract_eval(ref: Any, *rest: ShapedArray, indexer: IndexerSpec, **params) -> Any:
-    dynamic = rest[_num_value_operands(params) :]
-    shape = NDIndexer.unflatten(indexer, dynamic).result_shape()
-    return ShapedArray(shape, ref.dtype)
+def _indexed_abstract_eval(values_before_index: Callable[..., int]):
+    """The abstract evaluation of a primitive whose operands are the Ref,
+    ``values_before_index(**params)`` values, then the indexer's dynamic values: what
+    ``ref[indexer]`` reads (the result, or the old value a write returns)."""
 
+    def abstract_eval(ref: Any, *rest: ShapedArray, indexer: IndexerSpec, **params) -> Any:
+        dynamic = rest[values_before_index(**params) :]
+        return ShapedArray(NDIndexer.unflatten(indexer, dynamic).result_shape(), ref.dtype)
 
-def _num_value_operands(params: dict) -> int:
-    """How many operands come between the Ref and the index values."""
-    if "atomic_type" in params:
-        return 1 + params["has_mask"]
-    if "has_other" in params:  # masked_load: mask, other
-        return params["has_mask"] + params["has_other"]
-    if "has_mask" in params:  # masked_swap: value, mask
-        return 1 + params["has_mask"]
-    return 2  # atomic_cas: cmp, value
+    return abstract_eval
 
 
 # -- discharge: reads and writes of the whole block's value -------------------------------------
@@ -493,20 +488,16 @@ def _effects(*effects: Any) -> Callable[..., frozenset]:
 masked_load_p = rules.define_primitive(
     "masked_load",
     **_kernel_only_rules("masked_load"),
-    abstract_eval=_read_abstract_eval,
+    abstract_eval=_indexed_abstract_eval(lambda has_mask, has_other: has_mask + has_other),
     discharge=_masked_load_discharge,
     effects=_effects(read_effect),
 )
 
 
-def _swap_abstract_eval(ref, *rest, indexer, **params):
-    return _read_abstract_eval(ref, *rest, indexer=indexer, **params)
-
-
 masked_swap_p = rules.define_primitive(
     "masked_swap",
     **_kernel_only_rules("masked_swap"),
-    abstract_eval=_swap_abstract_eval,
+    abstract_eval=_indexed_abstract_eval(lambda has_mask: 1 + has_mask),
     discharge=_masked_swap_discharge,
     effects=_effects(read_effect, write_effect),
 )
@@ -554,7 +545,7 @@ def _atomic_rmw_discharge(in_avals, out_avals, *args, indexer, atomic_type, has_
 atomic_rmw_p = rules.define_primitive(
     "atomic_rmw",
     **_kernel_only_rules("atomic_rmw"),
-    abstract_eval=_swap_abstract_eval,
+    abstract_eval=_indexed_abstract_eval(lambda atomic_type, has_mask: 1 + has_mask),
     discharge=_atomic_rmw_discharge,
     effects=_effects(read_effect, accum_effect),
 )
@@ -571,7 +562,7 @@ def _atomic_cas_discharge(in_avals, out_avals, *args, indexer):
 atomic_cas_p = rules.define_primitive(
     "atomic_cas",
     **_kernel_only_rules("atomic_cas"),
-    abstract_eval=_swap_abstract_eval,
+    abstract_eval=_indexed_abstract_eval(lambda: 2),
     discharge=_atomic_cas_discharge,
     effects=_effects(read_effect, write_effect),
 )
