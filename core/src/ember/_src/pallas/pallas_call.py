@@ -199,7 +199,9 @@ def pallas_call(
     ``kernel(*input_refs, *output_refs, *scratch_refs)`` reads its inputs' blocks and writes
     its outputs' blocks through Refs, once per grid point. ``out_shape``: a pytree of
     shapes-and-dtypes (``ember.ShapeDtypeStruct``, arrays); the result has its structure.
-    ``interpret=True`` runs the grid as a loop of array operations on any backend.
+    ``interpret=True`` runs the grid as a loop of array operations on any backend. A kernel
+    may capture concrete arrays (they become its jaxpr's consts) but not traced values: those
+    are passed as inputs.
     ``cost_estimate`` and ``backend`` are accepted for JAX compatibility and unused."""
     del cost_estimate, backend
     kernel_name = name or getattr(kernel, "__name__", "kernel")
