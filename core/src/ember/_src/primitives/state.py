@@ -229,7 +229,8 @@ def _point_indices(nd: NDIndexer) -> Any:
             slice_number += 1
             if entry.stride != 1:
                 along = mul(along, np.int32(entry.stride))
-            column = add(along, _int32(entry.start)) if entry.start != 0 else along
+            at_zero = isinstance(entry.start, int) and entry.start == 0
+            column = along if at_zero else add(along, _int32(entry.start))
         else:
             index = _int32(entry)
             index_shape = get_aval(index).shape
