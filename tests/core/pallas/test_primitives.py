@@ -256,3 +256,27 @@ def test_run_scoped_gives_fresh_scratch():
 
     call = pl.pallas_call(kernel, out_shape=ember.ShapeDtypeStruct((4,), F32))
     np.testing.assert_array_equal(np.asarray(call(np.arange(4, dtype=F32))), [1, 3, 5, 7])
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_masked_window_may_run_past_the_ref(dynamic):
+    # The Triton pattern: one power-of-two block over a row of any length, masked.
+    def kernel(x_ref, o_ref):
+        start = pl.program_id(0) * 0 if dynamic else 0
+        mask = enp.arange(128) < 100
+        x = pl.load(x_ref, (pl.ds(start, 128),), mask=mask, other=0.0)
+        pl.store(o_ref, pl.ds(start, 128), x + 1, mask=mask)
+        pl.atomic_add(o_ref, (..., pl.ds(start, 128)), enp.ones(128, enp.float32), mask=mask)
+
+    call = pl.pallas_call(kernel, out_shape=ember.ShapeDtypeStruct((100,), F32), grid=(1,))
+    x = np.arange(100, dtype=F32)
+    np.testing.assert_array_equal(np.asarray(call(x)), x + 2)
+
+
+def test_an_unmasked_window_past_the_ref_is_an_index_error():
+    def kernel(x_ref, o_ref):
+        o_ref[...] = pl.load(x_ref, pl.ds(0, 128))[:100]
+
+    call = pl.pallas_call(kernel, out_shape=ember.ShapeDtypeStruct((100,), F32))
+    with pytest.raises(IndexError, match="out of bounds"):
+        call(np.zeros(100, F32))

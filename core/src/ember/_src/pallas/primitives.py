@@ -269,14 +269,37 @@ def max_contiguous(x: Any, values: int | Sequence[int]) -> Any:
 # Masked loads and stores
 
 
-def _indexer_for(ref: Any, idx: Any, what: str) -> NDIndexer:
+def _indexer_for(ref: Any, idx: Any, what: str, *, masked: bool = False) -> NDIndexer:
+    """The indexer of ``ref[idx]``. A ``masked`` access may take ``pl.ds`` windows that run
+    past the Ref's end (the mask keeps it from touching what is there), as in Triton kernels
+    over a power-of-two block: its Slices are not checked against the Ref's bounds."""
     aval = get_aval(ref)
     if not is_ref(aval):
         raise errors.EmberTypeError(
             f"{what} needs a Ref (a kernel's argument), got a value of type "
             f"{aval.str_short()}{errors.where()}"
         )
-    return NDIndexer.from_index(idx, aval.shape)
+    if not masked:
+        return NDIndexer.from_index(idx, aval.shape)
+    entries = _without_ellipsis(idx if isinstance(idx, tuple) else (idx,), aval.ndim)
+    checked = NDIndexer.from_index(
+        tuple(slice(None) if isinstance(e, Slice) else e for e in entries), aval.shape
+    )
+    indices = [
+        e if isinstance(e, Slice) else checked_entry
+        for e, checked_entry in zip((*entries, *[None] * aval.ndim), checked.indices)
+    ]
+    return NDIndexer(indices, aval.shape)
+
+
+def _without_ellipsis(entries: tuple, ndim: int) -> tuple:
+    if not any(e is Ellipsis for e in entries):
+        return entries
+    at = next(i for i, e in enumerate(entries) if e is Ellipsis)
+    rest = entries[:at] + entries[at + 1 :]
+    if any(e is Ellipsis for e in rest):
+        return entries  # from_index reports the second ellipsis
+    return entries[:at] + (slice(None),) * max(0, ndim - len(rest)) + entries[at + 1 :]
 
 
 def _kernel_words() -> str:
@@ -333,7 +356,7 @@ def load(
     one), and those elements may lie outside the Ref. ``cache_modifier``, ``eviction_policy``
     and ``volatile`` are GPU memory hints, without effect in interpret mode."""
     del cache_modifier, eviction_policy, volatile
-    indexer = _indexer_for(ref, idx, "pl.load")
+    indexer = _indexer_for(ref, idx, "pl.load", masked=mask is not None)
     if mask is None:
         return ref_get(ref, indexer)
     shape = indexer.result_shape()
@@ -358,7 +381,7 @@ def store(
 
 def swap(ref: Any, idx: Any, val: Any, *, mask: Any = None) -> Any:
     """``store``, returning the old value."""
-    indexer = _indexer_for(ref, idx, "pl.store")
+    indexer = _indexer_for(ref, idx, "pl.store", masked=mask is not None)
     shape = indexer.result_shape()
     val = _value_for(get_aval(ref), val, shape, "pl.store")
     if mask is None:
@@ -572,7 +595,7 @@ def _atomic(atomic_type: AtomicOpType):
     what = f"pl.atomic_{atomic_type.value}"
 
     def atomic(x_ref_or_view: Any, idx: Any, val: Any, *, mask: Any = None) -> Any:
-        indexer = _indexer_for(x_ref_or_view, idx, what)
+        indexer = _indexer_for(x_ref_or_view, idx, what, masked=mask is not None)
         shape = indexer.result_shape()
         ref_aval = get_aval(x_ref_or_view)
         val = _value_for(ref_aval, val, shape, what)
