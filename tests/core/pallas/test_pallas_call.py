@@ -339,3 +339,13 @@ def test_a_kernel_may_capture_constants_but_not_traced_values():
 
     with pytest.raises(ValueError, match=r"'with_tracer' captures traced values \[f32\[4\]\]"):
         f(np.ones(4, F32), np.ones(4, F32))
+
+
+def test_debug_prints_the_kernel_jaxpr(capsys):
+    call = pl.pallas_call(
+        _square_kernel, out_shape=ember.ShapeDtypeStruct((4,), F32), grid=(1,), debug=True
+    )
+    call(np.ones(4, F32))
+    printed = capsys.readouterr().out
+    assert "The kernel jaxpr of pallas_call '_square_kernel' (grid (1,))" in printed
+    assert "Ref{f32[4]}" in printed
