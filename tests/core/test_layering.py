@@ -42,6 +42,7 @@ LAYERS = [
         "distributed",
         "callback",
         "checkify",
+        "pallas",
         "export",
         "profiler",
         "test_util",
