@@ -153,6 +153,8 @@ class Emitter:
         element = element_type(dtype)
         if shape:
             text = f"arith.constant dense<{literal}> : {tensor_type(shape, element)}"
+        elif dtype == np.bool_:  # the i1 type is implied by `true`/`false`
+            text = f"arith.constant {literal}"
         else:
             text = f"arith.constant {literal} : {element}"
         result = self.op(text, shape, dtype)

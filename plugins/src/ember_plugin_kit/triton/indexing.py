@@ -44,3 +44,26 @@ def entries(indexer: Any, dynamic: Sequence[Any], shape: Sequence[int]) -> list[
                 "use interpret=True"
             )
     return result
+
+
+@dataclass(frozen=True)
+class MaskedAccess:
+    """The operands of ``masked_load``/``masked_swap``/``atomic_rmw``, by role."""
+
+    ref: Any
+    value: Any  # None for a load
+    mask: Any  # None: every element
+    other: Any  # a load's value where masked off; None: zeros
+    dynamic: list[Any]
+
+
+def masked_operands(primitive: str, params: dict, operands: Sequence[Any]) -> MaskedAccess:
+    """Split the operands of a masked access: ``ref, [value], [mask], [other],
+    *index_values``, where ``value`` is present except for ``masked_load``, ``mask`` when
+    ``has_mask`` and ``other`` (loads only) when ``has_other``."""
+    rest = list(operands)
+    ref = rest.pop(0)
+    value = None if primitive == "masked_load" else rest.pop(0)
+    mask = rest.pop(0) if params.get("has_mask") else None
+    other = rest.pop(0) if params.get("has_other") else None
+    return MaskedAccess(ref, value, mask, other, rest)

@@ -87,25 +87,19 @@ def _addupdate(kctx: KernelContext, eqn, ref: RefBlock, value: Value, *dynamic) 
     return []
 
 
-def _masked_operands(eqn, operands):
-    """Split a masked access's operands: (ref, [value], dynamic indices, mask, other) as
-    ``indexing.masked_layout`` describes them."""
-    return indexing.masked_operands(eqn, list(operands))
-
-
 @rule("masked_load")
 def _masked_load(kctx: KernelContext, eqn, *operands) -> list:
-    ref, _, dynamic, mask, other = _masked_operands(eqn, operands)
-    at = _at(kctx, eqn, ref, dynamic)
-    return [load(kctx, at, mask, other)]
+    access = indexing.masked_operands("masked_load", eqn.params, operands)
+    at = _at(kctx, eqn, access.ref, access.dynamic)
+    return [load(kctx, at, access.mask, access.other)]
 
 
 @rule("masked_swap")
 def _masked_swap(kctx: KernelContext, eqn, *operands) -> list:
-    ref, value, dynamic, mask, _ = _masked_operands(eqn, operands)
-    at = _at(kctx, eqn, ref, dynamic)
-    old = load(kctx, at, mask)
-    store(kctx, at, value, mask)
+    access = indexing.masked_operands("masked_swap", eqn.params, operands)
+    at = _at(kctx, eqn, access.ref, access.dynamic)
+    old = load(kctx, at, access.mask)
+    store(kctx, at, access.value, access.mask)
     return [old]
 
 
@@ -127,8 +121,9 @@ def _kind(dtype: np.dtype) -> int:
 
 @rule("atomic_rmw")
 def _atomic_rmw(kctx: KernelContext, eqn, *operands) -> list:
-    ref, value, dynamic, mask, _ = _masked_operands(eqn, operands)
-    at = _at(kctx, eqn, ref, dynamic)
+    access = indexing.masked_operands("atomic_rmw", eqn.params, operands)
+    at = _at(kctx, eqn, access.ref, access.dynamic)
+    value, mask = access.value, access.mask
     atomic_type = str(eqn.params["atomic_type"]).lower().rsplit(".", 1)[-1]
     dtype = at.pointers.dtype
     op = _ATOMICS.get(atomic_type, (None,) * 3)[_kind(dtype)]
