@@ -84,7 +84,8 @@ class KernelContext:
             name = eqn.primitive.name
             lower = RULES.get(name)
             if lower is None:
-                raise self.fail(name)
+                where = f"at {eqn.source_info}" if eqn.source_info is not None else ""
+                raise self.fail(name, where)
             outs = lower(self, eqn, *[read(a) for a in eqn.invars])
             for var, value in zip(eqn.outvars, outs):
                 env[var] = value
