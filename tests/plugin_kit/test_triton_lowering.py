@@ -19,7 +19,7 @@ from ember import lax
 from ember_plugin_kit.triton import bytecode, lower_kernel
 from ember_plugin_kit.triton.custom_call import bytes_literal
 from ember_plugin_kit.triton.emitter import float_literal, scalar_literal
-from tests.plugin_kit import triton_kernels
+from tests.plugin_kit import triton_kernels, ttir_interpreter
 
 needs_ptx_compiler = pytest.mark.skipif(
     not bytecode.cuda_compiler_available(),
@@ -123,6 +123,8 @@ def test_loop_with_traced_bounds_becomes_scf_while():
     text = lower_kernel(call).text
     assert "scf.while" in text and "scf.condition" in text
     bytecode.verify(text)
+    (result,) = run_interpreted(call, np.ones(128, np.float32))
+    np.testing.assert_array_equal(result, [2.0] * 64 + [4.0] * 64)  # program i doubles i+1 times
 
 
 def test_cond_becomes_scf_if():
@@ -142,6 +144,8 @@ def test_cond_becomes_scf_if():
     text = lower_kernel(call).text
     assert "scf.if" in text and "arith.negf" in text
     bytecode.verify(text)
+    (result,) = run_interpreted(call, np.ones(128, np.float32))
+    np.testing.assert_array_equal(result, [2.0] * 64 + [-1.0] * 64)
 
 
 def test_dtypes_bools_in_bytes_half_math_in_f32_unsigned_compare():
@@ -149,15 +153,18 @@ def test_dtypes_bools_in_bytes_half_math_in_f32_unsigned_compare():
         b_ref[...] = (x_ref[...] > 0) & (u_ref[...] < 7)
         y_ref[...] = enp.exp(h_ref[...])
 
-    x = np.ones(64, np.int32)
-    u = np.ones(64, np.uint32)
-    h = np.ones(64, np.float16)
+    x = np.arange(-32, 32, dtype=np.int32)
+    u = np.arange(64, dtype=np.uint32) + np.uint32(2**32 - 16)  # the first 16 wrap past 0
+    h = np.linspace(-2, 2, 64).astype(np.float16)
     call = _call(kernel, (_struct((64,), np.bool_), _struct((64,), np.float16)), x, u, h)
     text = lower_kernel(call).text
     assert "!tt.ptr<i8>" in text  # a bool array is bytes in memory
     assert "arith.cmpi ult" in text and "arith.cmpi sgt" in text
     assert re.search(r"arith\.extf .* to tensor<64xf32>\n.*math\.exp .*tensor<64xf32>", text)
     bytecode.verify(text)
+    b, y = run_interpreted(call, x, u, h)
+    np.testing.assert_array_equal(b, (x > 0) & (u < 7))
+    np.testing.assert_allclose(y, np.exp(h.astype(np.float32)).astype(np.float16), rtol=1e-3)
 
 
 def test_iota_broadcast_reshape_reductions_and_casts():
@@ -168,12 +175,16 @@ def test_iota_broadcast_reshape_reductions_and_casts():
         o_ref[...] = y.sum(axis=0)[None, :] + y.max()
         m_ref[...] = enp.min(x, axis=1).astype(enp.int32)
 
-    x = np.ones((16, 32), np.float32)
+    x = np.random.default_rng(0).uniform(-40, 40, (16, 32)).astype(np.float32)
     call = _call(kernel, (_struct((1, 32)), _struct((16,), np.int32)), x)
     text = lower_kernel(call).text
     for op in ("tt.make_range", "tt.broadcast", "arith.select", "arith.minimumf", "arith.fptosi"):
         assert op in text, op
     bytecode.verify(text)
+    o, m = run_interpreted(call, x)
+    y = np.maximum(x, np.arange(32, dtype=np.float32))
+    np.testing.assert_allclose(o, y.sum(axis=0)[None, :] + y.max(), rtol=1e-6)
+    np.testing.assert_array_equal(m, x.min(axis=1).astype(np.int32))
 
 
 def test_unsupported_primitive_is_named_with_the_kernel():
@@ -286,10 +297,31 @@ def test_elementwise_functions_lower_and_compile(name):
     def kernel(x_ref, o_ref):
         o_ref[...] = fn(x_ref[...])
 
-    call = _call(kernel, _struct((64,)), np.ones(64, np.float32))
+    x = np.linspace(0.1, 0.9, 64, dtype=np.float32)
+    call = _call(kernel, _struct((64,)), x)
     text = lower_kernel(call).text
     bytecode.verify(text)
+    (result,) = run_interpreted(call, x)
+    np.testing.assert_allclose(result, np.asarray(fn(enp.asarray(x))), rtol=2e-6, atol=1e-6)
     if bytecode.cuda_compiler_available():
         # Functions Triton does not lower itself come from libdevice, linked into the PTX.
         ptx = bytecode.compile_to_ptx(bytecode.to_bytecode(text))
         assert ".extern .func" not in ptx
+
+
+def run_interpreted(call, *inputs):
+    """The outputs of ``call`` on ``inputs`` as its Triton module computes them (run by the
+    test interpreter, one program after another)."""
+    kernel = lower_kernel(call)
+    outputs = [np.zeros(a.shape, a.dtype) for a in call.out_avals]
+    for operand, output in call.input_output_aliases:
+        outputs[output] = np.array(inputs[operand])
+    memory = ttir_interpreter.Interpreter(kernel.text).run([*inputs, *outputs], kernel.grid)
+    return memory[len(inputs) :]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_kernel_module_computes_the_numpy_answer(name):
+    fn, args, expected = CASES[name]
+    (result,) = run_interpreted(pallas_call_of(fn, *args), *args)
+    np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-5)
