@@ -45,6 +45,17 @@ def pallas_call_of(fn, *args):
     return eqn.params["call"]
 
 
+def checked_text(call):
+    """The Triton module text of ``call``, after checking it verifies and (where the CUDA
+    plugin's wheels are installed) compiles to PTX."""
+    kernel = lower_kernel(call)
+    bytecode.verify(kernel.text)
+    if bytecode.cuda_compiler_available():
+        ptx = bytecode.compile_to_ptx(bytecode.to_bytecode(kernel.text))
+        assert f".entry {kernel.name}(" in ptx
+    return kernel.text
+
+
 def lowered(name):
     fn, args, _ = CASES[name]
     return lower_kernel(pallas_call_of(fn, *args))
@@ -120,9 +131,8 @@ def test_loop_with_traced_bounds_becomes_scf_while():
         in_specs=[spec],
         out_specs=spec,
     )
-    text = lower_kernel(call).text
+    text = checked_text(call)
     assert "scf.while" in text and "scf.condition" in text
-    bytecode.verify(text)
     (result,) = run_interpreted(call, np.ones(128, np.float32))
     np.testing.assert_array_equal(result, [2.0] * 64 + [4.0] * 64)  # program i doubles i+1 times
 
@@ -141,9 +151,8 @@ def test_cond_becomes_scf_if():
         in_specs=[spec],
         out_specs=spec,
     )
-    text = lower_kernel(call).text
+    text = checked_text(call)
     assert "scf.if" in text and "arith.negf" in text
-    bytecode.verify(text)
     (result,) = run_interpreted(call, np.ones(128, np.float32))
     np.testing.assert_array_equal(result, [2.0] * 64 + [-1.0] * 64)
 
@@ -157,11 +166,10 @@ def test_dtypes_bools_in_bytes_half_math_in_f32_unsigned_compare():
     u = np.arange(64, dtype=np.uint32) + np.uint32(2**32 - 16)  # the first 16 wrap past 0
     h = np.linspace(-2, 2, 64).astype(np.float16)
     call = _call(kernel, (_struct((64,), np.bool_), _struct((64,), np.float16)), x, u, h)
-    text = lower_kernel(call).text
+    text = checked_text(call)
     assert "!tt.ptr<i8>" in text  # a bool array is bytes in memory
     assert "arith.cmpi ult" in text and "arith.cmpi sgt" in text
     assert re.search(r"arith\.extf .* to tensor<64xf32>\n.*math\.exp .*tensor<64xf32>", text)
-    bytecode.verify(text)
     b, y = run_interpreted(call, x, u, h)
     np.testing.assert_array_equal(b, (x > 0) & (u < 7))
     np.testing.assert_allclose(y, np.exp(h.astype(np.float32)).astype(np.float16), rtol=1e-3)
@@ -177,10 +185,9 @@ def test_iota_broadcast_reshape_reductions_and_casts():
 
     x = np.random.default_rng(0).uniform(-40, 40, (16, 32)).astype(np.float32)
     call = _call(kernel, (_struct((1, 32)), _struct((16,), np.int32)), x)
-    text = lower_kernel(call).text
+    text = checked_text(call)
     for op in ("tt.make_range", "tt.broadcast", "arith.select", "arith.minimumf", "arith.fptosi"):
         assert op in text, op
-    bytecode.verify(text)
     o, m = run_interpreted(call, x)
     y = np.maximum(x, np.arange(32, dtype=np.float32))
     np.testing.assert_allclose(o, y.sum(axis=0)[None, :] + y.max(), rtol=1e-6)
@@ -299,13 +306,12 @@ def test_elementwise_functions_lower_and_compile(name):
 
     x = np.linspace(0.1, 0.9, 64, dtype=np.float32)
     call = _call(kernel, _struct((64,)), x)
-    text = lower_kernel(call).text
-    bytecode.verify(text)
+    checked_text(call)
     (result,) = run_interpreted(call, x)
     np.testing.assert_allclose(result, np.asarray(fn(enp.asarray(x))), rtol=2e-6, atol=1e-6)
     if bytecode.cuda_compiler_available():
         # Functions Triton does not lower itself come from libdevice, linked into the PTX.
-        ptx = bytecode.compile_to_ptx(bytecode.to_bytecode(text))
+        ptx = bytecode.compile_to_ptx(bytecode.to_bytecode(lower_kernel(call).text))
         assert ".extern .func" not in ptx
 
 
@@ -325,3 +331,61 @@ def test_kernel_module_computes_the_numpy_answer(name):
     fn, args, expected = CASES[name]
     (result,) = run_interpreted(pallas_call_of(fn, *args), *args)
     np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_squeezed_block_dims_and_a_three_axis_grid():
+    # x: (batch 2, heads 2, 64, 16); each program scales one (head, 32-row) tile of one batch.
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * (pl.program_id(2) + 1).astype(enp.float32)
+
+    spec = pl.BlockSpec((None, None, 32, 16), lambda b, h, i: (b, h, i, 0))
+    x = np.arange(2 * 2 * 64 * 16, dtype=np.float32).reshape(2, 2, 64, 16)
+    call = _call(kernel, _struct(x.shape), x, grid=(2, 2, 2), in_specs=[spec], out_specs=spec)
+    assert lower_kernel(call).grid == (2, 2, 2)
+    assert "tt.get_program_id z" in checked_text(call)
+    (result,) = run_interpreted(call, x)
+    scale = np.repeat([1.0, 2.0], 32)[None, None, :, None]
+    np.testing.assert_array_equal(result, x * scale)
+
+
+def test_when_writes_refs_in_one_branch():
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+        @pl.when(pl.program_id(0) == 1)
+        def _():
+            o_ref[...] = -x_ref[...]
+
+    spec = pl.BlockSpec((64,), lambda i: (i,))
+    x = np.arange(128, dtype=np.float32)
+    call = _call(kernel, _struct((128,)), x, grid=(2,), in_specs=[spec], out_specs=spec)
+    text = checked_text(call)
+    assert "scf.if" in text
+    (result,) = run_interpreted(call, x)
+    np.testing.assert_array_equal(result, np.concatenate([x[:64], -x[64:]]))
+
+
+def test_masked_store_and_integer_atomics():
+    def kernel(x_ref, o_ref, m_ref):
+        i = pl.program_id(0)
+        offsets = i * 64 + enp.arange(64)
+        x = pl.load(x_ref, pl.ds(i * 64, 64))
+        pl.store(o_ref, pl.ds(i * 64, 64), x * 2, mask=offsets % 2 == 0)
+        pl.atomic_max(m_ref, 0, enp.max(x))
+        pl.atomic_xchg(m_ref, 1, i)
+
+    x = np.random.default_rng(1).integers(-1000, 1000, 128).astype(np.int32)
+    whole = pl.BlockSpec(memory_space=pl.ANY)
+    call = _call(
+        kernel,
+        (_struct((128,), np.int32), _struct((2,), np.int32)),
+        x,
+        grid=(2,),
+        in_specs=[whole],
+        out_specs=[whole, whole],
+    )
+    text = checked_text(call)
+    assert "tt.atomic_rmw max" in text and "tt.atomic_rmw exch" in text
+    o, m = run_interpreted(call, x)
+    np.testing.assert_array_equal(o, np.where(np.arange(128) % 2 == 0, x * 2, 0))
+    assert m[0] == max(x.max(), 0) and m[1] == 1  # outputs start at zero here

@@ -128,6 +128,21 @@ _LIBDEVICE = {
 }
 
 
+# tt.atomic_rmw kinds (RMWOp): the new value from the old one and the operand
+_ATOMIC = {
+    1: np.bitwise_and,
+    2: np.bitwise_or,
+    3: np.bitwise_xor,
+    4: np.add,
+    5: np.add,
+    6: np.maximum,
+    7: np.minimum,
+    8: lambda old, v: np.maximum(_unsigned(old), _unsigned(v)).view(old.dtype),
+    9: lambda old, v: np.minimum(_unsigned(old), _unsigned(v)).view(old.dtype),
+    10: lambda old, v: v,
+}
+
+
 @dataclass
 class Pointers:
     """Pointers into buffer ``buffer`` (an index into the memory): ``offsets`` in elements."""
@@ -319,12 +334,7 @@ class Interpreter:
             old = target[np.where(mask, offsets, 0)].reshape(shape).copy()
             for index in np.nonzero(np.atleast_1d(np.broadcast_to(mask, shape)).ravel())[0]:
                 where, value = offsets.ravel()[index], flat_values.ravel()[index]
-                if kind in (4, 5):  # add, fadd
-                    target[where] = target[where] + value
-                elif kind == 10:  # exch
-                    target[where] = value
-                else:
-                    raise NotImplementedError(f"atomic kind {kind}")
+                target[where] = _ATOMIC[kind](target[where], value)
             return [old]
         if name == "tt.dot":
             a, b, acc = args
