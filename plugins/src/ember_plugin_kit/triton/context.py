@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from ember_plugin_kit.triton.emitter import Emitter, Value
-from ember_plugin_kit.triton.tensors import splat
 
 Rule = Callable[..., list]
 RULES: dict[str, Rule] = {}
@@ -97,6 +96,3 @@ class KernelContext:
             self.constant_value(c, v.aval) for v, c in zip(closed.jaxpr.constvars, closed.consts)
         ]
         return self.lower_jaxpr(closed.jaxpr, consts, args)
-
-    def broadcast_scalar(self, x: Value, shape: Sequence[int]) -> Value:
-        return splat(self.emitter, x, shape) if x.shape != tuple(shape) else x
