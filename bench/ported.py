@@ -1,4 +1,4 @@
-"""Load an example kernel module with its ember imports switched to JAX's.
+"""The example kernels of examples/kernels/, loaded as they are or with JAX's imports.
 
 Pallas kernels port between ember and JAX by changing imports, so the JAX side of the
 Pallas benchmark is the example module itself, loaded a second time with each ``import
@@ -11,6 +11,8 @@ from __future__ import annotations
 import pathlib
 import re
 import types
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples" / "kernels"
 
 # ``import ember.numpy as enp`` -> ``import jax.numpy as enp``; ``import ember`` ->
 # ``import jax as ember`` (so ``ember.custom_vjp`` means ``jax.custom_vjp``); ``from ember
@@ -27,10 +29,19 @@ def jax_source(source: str) -> str:
     return _FROM.sub(r"from jax\1 import ", source)
 
 
-def load_with_jax(path: pathlib.Path) -> types.ModuleType:
-    """The module at ``path`` executed with JAX's modules in place of ember's."""
-    source = jax_source(path.read_text())
-    module = types.ModuleType(f"jax_port_of_{path.stem}")
+def _module(name: str, source: str, prefix: str) -> types.ModuleType:
+    path = EXAMPLES / f"{name}.py"
+    module = types.ModuleType(f"{prefix}_{name}")
     module.__file__ = str(path)
     exec(compile(source, str(path), "exec"), module.__dict__)
     return module
+
+
+def load(name: str) -> types.ModuleType:
+    """``examples/kernels/<name>.py`` as it is (ember)."""
+    return _module(name, (EXAMPLES / f"{name}.py").read_text(), "ember_kernels")
+
+
+def load_with_jax(name: str) -> types.ModuleType:
+    """``examples/kernels/<name>.py`` executed with JAX's modules in place of ember's."""
+    return _module(name, jax_source((EXAMPLES / f"{name}.py").read_text()), "jax_kernels")
