@@ -45,3 +45,9 @@ def test_runs_eagerly_without_jit():
 def test_rejects_arrays_that_are_not_matrices():
     with pytest.raises(ValueError, match="expected a \\(rows, cols\\) array"):
         softmax.softmax(np.zeros((2, 3, 4), np.float32))
+
+
+def test_vmap_runs_the_kernel_on_each_matrix():
+    x = np.random.default_rng(2).normal(size=(3, 20, 16)).astype(np.float32)
+    y = ember.vmap(lambda m: softmax.softmax(m, block_rows=8))(x)
+    np.testing.assert_allclose(np.asarray(y), softmax.reference_softmax(x), rtol=1e-5, atol=1e-7)
