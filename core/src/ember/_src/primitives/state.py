@@ -1,5 +1,5 @@
 """Reading and writing Refs: the primitives ``get``, ``swap`` and ``addupdate``, and
-``run_scoped`` (scratch Refs).
+``run_scoped`` (a body run with fresh scratch Refs).
 
 Operands: the Ref first, then (for ``swap`` and ``addupdate``) the value, then the dynamic
 parts of the indexer. The parameter ``indexer`` is an ``IndexerSpec`` (``state_types.py``):
@@ -16,6 +16,9 @@ array). ``NDIndexer.unflatten(indexer, dynamic_operands)`` rebuilds the indexer.
 - ``swap``: stores the value at ``ref[indexer]`` and returns what was there.
 - ``addupdate``: adds the value into ``ref[indexer]``; no result.
 
+``run_scoped``'s operands are the values its body closes over; its parameter ``jaxpr`` takes
+the scratch Refs first, then those operands. Discharged, the scratch starts as zeros.
+
 These primitives have no lowering and no reference rule: a jaxpr over Refs runs only after
 ``interpreters.discharge.discharge_state`` turns it into a jaxpr over values, through the
 discharge rules registered here (a read is a slice or gather of the Ref's current value, a
@@ -31,7 +34,11 @@ import numpy as np
 
 from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray, get_aval
+from ember._src.interpreters.discharge import discharged_operands, new_ref_values, run_discharged
+from ember._src.interpreters.staging import trace_to_jaxpr
+from ember._src.ir import ClosedJaxpr
 from ember._src.primitives.arithmetic import add, mul
+from ember._src.primitives.control_flow.body_jaxprs import permute_jaxpr
 from ember._src.primitives.gather_scatter import (
     GatherDimensionNumbers,
     ScatterDimensionNumbers,
@@ -40,6 +47,7 @@ from ember._src.primitives.gather_scatter import (
     scatter_p,
 )
 from ember._src.primitives.indexing import dynamic_slice_op, dynamic_update_slice_op
+from ember._src.primitives.jaxpr_transforms import hoist_consts
 from ember._src.primitives.shape import (
     broadcast_in_dim,
     broadcast_to_shape,
@@ -59,6 +67,7 @@ from ember._src.state_types import (
     read_effect,
     write_effect,
 )
+from ember._src.tree.util import tree_flatten, tree_unflatten
 
 # --------------------------------------------------------------------------------------------
 # Shared checks
@@ -389,3 +398,82 @@ def ref_addupdate(ref: Any, index: Any, value: Any) -> None:
     value = _stored_value("addupdate", aval, nd.result_shape(), value)
     spec, dynamic = nd.flatten()
     addupdate_p.bind(ref, value, *dynamic, indexer=spec)
+
+
+# --------------------------------------------------------------------------------------------
+# run_scoped: a body run with fresh scratch Refs
+#
+# Operands: the values the body closes over (Refs among them). Parameter ``jaxpr``: the body,
+# const-free, taking the scratch Refs first, then those operands.
+
+
+def _scratch_count(jaxpr: ClosedJaxpr, operands: Sequence[Any]) -> int:
+    return len(jaxpr.in_avals) - len(operands)
+
+
+def _run_scoped_abstract_eval(*avals, jaxpr):
+    n_scratch = _scratch_count(jaxpr, avals)
+    scratch, taken = jaxpr.in_avals[:n_scratch], jaxpr.in_avals[n_scratch:]
+    if n_scratch < 0 or not all(is_ref(a) for a in scratch):
+        raise errors.EmberTypeError("internal error: run_scoped's body must take its Refs first")
+    if any(not a.same_type(b) for a, b in zip(taken, avals)):
+        raise errors.EmberTypeError("internal error: run_scoped's operands don't fit its body")
+    return list(jaxpr.out_avals)
+
+
+def _run_scoped_discharge(in_avals, out_avals, *args, jaxpr):
+    # The scratch starts as zeros (its contents are undefined until written, as on a device).
+    n_scratch = _scratch_count(jaxpr, args)
+    scratch = [_zeros(a.inner_aval) for a in jaxpr.in_avals[:n_scratch]]
+    marks = discharged_operands(in_avals, args)
+    outs = run_discharged(jaxpr.jaxpr, jaxpr.consts, [*scratch, *args], [True] * n_scratch + marks)
+    n = len(out_avals)
+    return new_ref_values(marks, outs[n + n_scratch :]), outs[:n]
+
+
+def _zeros(aval: ShapedArray) -> Any:
+    return broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
+
+
+run_scoped_p = rules.define_primitive(
+    "run_scoped",
+    abstract_eval=_run_scoped_abstract_eval,
+    discharge=_run_scoped_discharge,
+    lowering=_not_discharged("run_scoped"),
+    reference=_not_discharged("run_scoped"),
+    multiple_results=True,
+)
+
+
+def run_scoped(f: Callable[..., Any], *avals: Any) -> Any:
+    """``f(*refs)`` with fresh Refs of ``avals`` (ShapedArrays, AbstractRefs, or anything
+    with ``shape`` and ``dtype``), which exist only while ``f`` runs: a kernel's scratch.
+    Returns what ``f`` returns (arrays, not Refs)."""
+    ref_avals = [_as_ref_aval(a) for a in avals]
+    out_trees = []
+
+    def flat(*refs: Any) -> list[Any]:
+        leaves, tree = tree_flatten(f(*refs))
+        out_trees.append(tree)
+        return leaves
+
+    consts, body = hoist_consts(trace_to_jaxpr(flat, ref_avals, name="run_scoped"))
+    n_consts, n_scratch = len(consts), len(ref_avals)
+    scratch_first = [*range(n_consts, n_consts + n_scratch), *range(n_consts)]
+    body = permute_jaxpr(body, scratch_first, range(len(body.out_avals)))
+    outs = run_scoped_p.bind(*consts, jaxpr=body)
+    return tree_unflatten(out_trees[0], outs)
+
+
+def _as_ref_aval(aval: Any) -> AbstractRef:
+    if is_ref(aval):
+        return aval
+    if isinstance(aval, ShapedArray):
+        return AbstractRef(aval)
+    try:
+        return AbstractRef(ShapedArray(aval.shape, aval.dtype))
+    except AttributeError:
+        raise errors.EmberTypeError(
+            f"run_scoped: a scratch Ref's type must have a shape and a dtype, got {aval!r}"
+            f"{errors.where()}"
+        ) from None
