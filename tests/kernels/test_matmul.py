@@ -20,7 +20,7 @@ def _operands(m, k, n, seed=0):
     "shape, blocks",
     [
         ((64, 96, 32), (32, 32, 32)),  # a 2 x 1 x 3 grid: three k steps accumulate
-        ((32, 16, 48), (32, 16, 48)),  # one program
+        ((32, 16, 48), (32, 48, 16)),  # one program
         ((16, 64, 64), (8, 32, 16)),  # blocks of different sizes on every axis
     ],
 )
