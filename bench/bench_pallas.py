@@ -1,10 +1,11 @@
 """The example Pallas kernels (examples/kernels/) in interpret mode under jit on the CPU.
 
-Two rows for each workload: the kernel against the same computation written with ember.numpy
-(``vs enp``: what interpret mode costs over plain operations; the target is 1.5x), and against
+Two rows for each workload. ``<workload> vs enp``: the kernel (first column) against the same
+computation written with ember.numpy (second column, headed "jax"): what interpret mode costs
+over plain operations, with a target of 1.5x. ``<workload> vs JAX Pallas``: the kernel against
 JAX Pallas's interpret mode running the very same kernel module with its imports switched to
-JAX's (``vs JAX Pallas``, bench/ported.py). Every side is jitted; the kernels run with
-``interpret=True`` on both sides.
+JAX's (bench/ported.py). Everything is jitted; the kernels run with ``interpret=True`` on both
+sides.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def _rows(name, kernel, plain, jax_kernel, args, *, number):
         return ember.block_until_ready(kernel(*e_args))
 
     yield compare(
-        f"{name}: kernel vs enp",
+        f"{name} vs enp",
         run,
         lambda: ember.block_until_ready(plain(*e_args)),
         number=number,
@@ -42,7 +43,7 @@ def _rows(name, kernel, plain, jax_kernel, args, *, number):
 
         j_args = [jax.numpy.asarray(a) for a in args]
         jax_run = lambda: jax.block_until_ready(jax_kernel(*j_args))
-    yield compare(f"{name}: kernel vs JAX Pallas", run, jax_run, number=number, unit="ms")
+    yield compare(f"{name} vs JAX Pallas", run, jax_run, number=number, unit="ms")
 
 
 def _weighted_sum_grad(framework, np_module, f, weights, argnums):
@@ -77,7 +78,7 @@ def run(have_jax: bool):
     blocks = dict(block_m=128, block_n=128, block_k=128, interpret=True)
     kernel, jax_kernel = sides("matmul", lambda m: functools.partial(m.matmul, **blocks))
     plain = ember.jit(lambda x, y: x @ y)
-    yield from _rows("matmul f32[512,512]^2", kernel, plain, jax_kernel, (x, y), number=5)
+    yield from _rows("matmul 512^3, 128-blocks", kernel, plain, jax_kernel, (x, y), number=5)
 
     # softmax: 4096 rows of 512 in 256-row blocks, 16 programs.
     x = rng.normal(size=(4096, 512)).astype(np.float32)
@@ -85,7 +86,7 @@ def run(have_jax: bool):
         "softmax", lambda m: functools.partial(m.softmax, block_rows=256, interpret=True)
     )
     yield from _rows(
-        "softmax f32[4096,512]", kernel, ember.jit(_plain_softmax), jax_kernel, (x,), number=5
+        "softmax 4096x512", kernel, ember.jit(_plain_softmax), jax_kernel, (x,), number=5
     )
 
     # layer_norm: the same array, forward and gradient.
@@ -96,12 +97,12 @@ def run(have_jax: bool):
     layer_norm = ember_kernels["layer_norm"]
     kernel, jax_kernel = sides("layer_norm", lambda m: functools.partial(m.layer_norm, **ln))
     plain = ember.jit(layer_norm.reference_layer_norm)
-    yield from _rows("layer_norm f32[4096,512]", kernel, plain, jax_kernel, (x, w, b), number=5)
+    yield from _rows("layer_norm 4096x512", kernel, plain, jax_kernel, (x, w, b), number=5)
     kernel_grad = _weighted_sum_grad(ember, enp, kernel, ct, (0, 1, 2))
     plain_grad = _weighted_sum_grad(ember, enp, layer_norm.reference_layer_norm, ct, (0, 1, 2))
     jax_grad = _weighted_sum_grad(jax, jnp, jax_kernel, ct, (0, 1, 2)) if have_jax else None
     yield from _rows(
-        "grad layer_norm f32[4096,512]", kernel_grad, plain_grad, jax_grad, (x, w, b), number=5
+        "grad layer_norm 4096x512", kernel_grad, plain_grad, jax_grad, (x, w, b), number=5
     )
 
     # flash attention: (batch 4, seq 512, heads 4, head_dim 64) in 128-blocks.
@@ -114,7 +115,7 @@ def run(have_jax: bool):
             "flash_attention", lambda m, fa=fa: functools.partial(m.flash_attention, **fa)
         )
         plain = ember.jit(functools.partial(ember.nn.dot_product_attention, is_causal=causal))
-        label = f"flash_attention{' causal' if causal else ''} f32[4,512,4,64]"
+        label = f"flash{' causal' if causal else ''} 4x512x4x64"
         yield from _rows(label, kernel, plain, jax_kernel, (q, k, v), number=3)
         kernel_grad = _weighted_sum_grad(ember, enp, kernel, ct, (0, 1, 2))
         plain_grad = _weighted_sum_grad(ember, enp, plain, ct, (0, 1, 2))
