@@ -4,13 +4,15 @@ A backend plugin implements hooks (``@hookimpl``) from ``ember._src.plugin.hooks
 describes its platforms with ``PlatformSpec``; its backend subclasses ``Backend``,
 ``Executable`` and ``Device``. ``PLUGIN_API_VERSION`` is the contract's version.
 ``evaluate_jaxpr`` and ``reference_rule`` give a backend that interprets programs ember's own
-NumPy evaluation of every primitive. docs/plugin_guide.md explains each name.
+NumPy evaluation of every primitive. ``PallasCall`` and ``BlockMapping`` describe a Pallas
+kernel call to a platform's kernel compiler. docs/plugin_guide.md explains each name.
 """
 
 from ember._src.config import define as define_config_option
 from ember._src.core import Primitive as Primitive, ShapedArray as ShapedArray
 from ember._src.ir import ClosedJaxpr as ClosedJaxpr
 from ember._src.lowering.mlir import RuleContext as RuleContext
+from ember._src.pallas.core import BlockMapping as BlockMapping, PallasCall as PallasCall
 from ember._src.plugin.hookspecs import hookimpl as hookimpl, hookspec as hookspec
 from ember._src.plugin.manager import collective_registry as collective_registry
 from ember._src.plugin.registries import (
@@ -41,6 +43,7 @@ __all__ = [
     "PLUGIN_API_VERSION",
     "TOKEN_AVAL",
     "Backend",
+    "BlockMapping",
     "ClosedJaxpr",
     "ClusterEnvironment",
     "CollectiveRegistry",
@@ -48,6 +51,7 @@ __all__ = [
     "Device",
     "Executable",
     "LoweringRegistry",
+    "PallasCall",
     "PlatformSpec",
     "Primitive",
     "ProfileSession",

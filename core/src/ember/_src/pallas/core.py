@@ -306,7 +306,8 @@ def _as_int32_index(value: Any, where: str) -> Any:
 
 
 def _show(block_shape: Sequence[Any]) -> str:
-    return "(" + ", ".join("None" if d is None else str(d) for d in block_shape) + ")"
+    shown = ", ".join("None" if d is None else str(d) for d in block_shape)
+    return f"({shown},)" if len(block_shape) == 1 else f"({shown})"
 
 
 # --------------------------------------------------------------------------------------------

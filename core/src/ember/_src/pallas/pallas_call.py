@@ -338,6 +338,17 @@ def _compiler_params(compiler_params: Any, kernel_name: str) -> dict[str, Any]:
     return {compiler: dataclasses.asdict(compiler_params)}
 
 
+def _naming_kernel(error: errors.EmberError, kernel_name: str) -> errors.EmberError:
+    """``error`` with the kernel it happened in named first (the same type)."""
+    message = str(error)
+    if f"kernel {kernel_name!r}" in message:
+        return error
+    try:
+        return type(error)(f"in Pallas kernel {kernel_name!r}: {message}")
+    except TypeError:  # an error type with another constructor: leave it as it is
+        return error
+
+
 def _trace_kernel(
     kernel: Callable[..., Any],
     kernel_name: str,
@@ -359,7 +370,10 @@ def _trace_kernel(
         out_refs = tree_unflatten(out_tree, refs[num_in : num_in + num_out])
         scratch_refs = refs[num_in + num_out :]
         with tracing_kernel(KernelContext(kernel_name, grid, current_trace())):
-            result = kernel(*in_refs, *out_refs, *scratch_refs)
+            try:
+                result = kernel(*in_refs, *out_refs, *scratch_refs)
+            except errors.EmberError as e:
+                raise _naming_kernel(e, kernel_name) from e
         if result is not None:
             raise ValueError(
                 f"the Pallas kernel {kernel_name!r} returned a value; a kernel writes its "

@@ -35,11 +35,12 @@ import numpy as np
 from ember._src import callback, dtypes, errors, rules
 from ember._src.core import ShapedArray, get_aval
 from ember._src.lax.slicing import dynamic_slice, dynamic_update_slice
-from ember._src.numpy import creation as enp_creation, elementwise as enp, padding as enp_padding
+from ember._src.numpy import creation as enp_creation, elementwise as enp
 from ember._src.pallas.core import MemoryRef, check_axis, current_kernel, kernel_for
 from ember._src.primitives.control_flow.cond import cond
 from ember._src.primitives.linalg import dot_general
-from ember._src.primitives.shape import convert_element_type
+from ember._src.primitives.shape import convert_element_type, reshape
+from ember._src.primitives.slicing import pad
 from ember._src.primitives.state import ref_get, ref_swap
 from ember._src.state_types import (
     IndexerSpec,
@@ -267,7 +268,7 @@ def _value_for(ref_aval: Any, value: Any, shape: tuple[int, ...], what: str) -> 
         return enp_creation.full(shape, value, ref_aval.dtype)
     aval = get_aval(value)
     if aval.shape != shape:
-        raise ValueError(
+        raise errors.ShapeMismatchError(
             f"{what}{_kernel_words()}: storing a value of shape {aval.shape} into "
             f"{ref_aval.str_short()} at an index of shape {shape}{errors.where()}"
         )
@@ -347,8 +348,16 @@ def _padded_window(ref_value: Any, indexer: NDIndexer) -> tuple[Any, list[Any], 
         else:
             starts.append(entry)
             sizes.append(1)
-    pad_width = [(0, s) for s in sizes]
-    padded = enp_padding.pad(ref_value, pad_width)
+    aval = get_aval(ref_value)
+    inside = all(
+        isinstance(start, int) and start + size <= n
+        for start, size, n in zip(starts, sizes, aval.shape)
+    )
+    if inside:  # a static window within the Ref: nothing to pad (a rank-0 Ref among them)
+        padded = ref_value
+    else:
+        zero = np.zeros((), aval.dtype)
+        padded = pad(ref_value, zero, [(0, size, 0) for size in sizes])
     return padded, [_as_int32(s) for s in starts], tuple(sizes)
 
 
@@ -390,12 +399,15 @@ def write_block(ref_value: Any, indexer: NDIndexer, new: Any, mask: Any) -> Any:
     _check_supported(indexer, "a masked store")
     padded, starts, sizes = _padded_window(ref_value, indexer)
     window = dynamic_slice(padded, starts, sizes)
-    index = tuple(
-        slice(None, None, e.stride) if isinstance(e, Slice) else 0 for e in indexer.indices
-    )
-    old = window[index]
+    old = _strided(window, indexer)
     merged = new if mask is None else enp.where(mask, new, old)
-    window = window.at[index].set(merged)
+    if all(e.stride == 1 for e in indexer.indices if isinstance(e, Slice)):
+        window = reshape(merged, sizes)
+    else:
+        index = tuple(
+            slice(None, None, e.stride) if isinstance(e, Slice) else 0 for e in indexer.indices
+        )
+        window = window.at[index].set(merged)
     padded = dynamic_update_slice(padded, window, starts)
     return padded[tuple(slice(0, n) for n in get_aval(ref_value).shape)]
 

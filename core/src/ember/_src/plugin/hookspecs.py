@@ -49,6 +49,10 @@ def ember_register_lowerings(registry: LoweringRegistry) -> None:
     Called once per plugin, before the plugin's first computation is lowered. Use
     ``registry.register(primitive, rule, platform="name")``; a rule registered for a platform
     replaces the generic StableHLO rule on that platform only.
+    ``registry.register_kernel_compiler(compiler, platform="name")`` compiles Pallas kernels
+    natively there: ``compiler(ctx, call, *operands) -> list[str]`` emits a ``pallas_call``
+    (``call``: an ``ember.extend.PallasCall``) into the module, unless the call asks for
+    ``interpret=True``.
     """
 
 
