@@ -133,7 +133,7 @@ def test_loop_with_traced_bounds_becomes_scf_while():
     )
     text = checked_text(call)
     assert "scf.while" in text and "scf.condition" in text
-    (result,) = run_interpreted(call, np.ones(128, np.float32))
+    (result,) = ttir_interpreter.run_call(call, np.ones(128, np.float32))
     np.testing.assert_array_equal(result, [2.0] * 64 + [4.0] * 64)  # program i doubles i+1 times
 
 
@@ -153,7 +153,7 @@ def test_cond_becomes_scf_if():
     )
     text = checked_text(call)
     assert "scf.if" in text and "arith.negf" in text
-    (result,) = run_interpreted(call, np.ones(128, np.float32))
+    (result,) = ttir_interpreter.run_call(call, np.ones(128, np.float32))
     np.testing.assert_array_equal(result, [2.0] * 64 + [-1.0] * 64)
 
 
@@ -170,7 +170,7 @@ def test_dtypes_bools_in_bytes_half_math_in_f32_unsigned_compare():
     assert "!tt.ptr<i8>" in text  # a bool array is bytes in memory
     assert "arith.cmpi ult" in text and "arith.cmpi sgt" in text
     assert re.search(r"arith\.extf .* to tensor<64xf32>\n.*math\.exp .*tensor<64xf32>", text)
-    b, y = run_interpreted(call, x, u, h)
+    b, y = ttir_interpreter.run_call(call, x, u, h)
     np.testing.assert_array_equal(b, (x > 0) & (u < 7))
     np.testing.assert_allclose(y, np.exp(h.astype(np.float32)).astype(np.float16), rtol=1e-3)
 
@@ -188,7 +188,7 @@ def test_iota_broadcast_reshape_reductions_and_casts():
     text = checked_text(call)
     for op in ("tt.make_range", "tt.broadcast", "arith.select", "arith.minimumf", "arith.fptosi"):
         assert op in text, op
-    o, m = run_interpreted(call, x)
+    o, m = ttir_interpreter.run_call(call, x)
     y = np.maximum(x, np.arange(32, dtype=np.float32))
     np.testing.assert_allclose(o, y.sum(axis=0)[None, :] + y.max(), rtol=1e-6)
     np.testing.assert_array_equal(m, x.min(axis=1).astype(np.int32))
@@ -307,7 +307,7 @@ def test_elementwise_functions_lower_and_compile(name):
     x = np.linspace(0.1, 0.9, 64, dtype=np.float32)
     call = _call(kernel, _struct((64,)), x)
     checked_text(call)
-    (result,) = run_interpreted(call, x)
+    (result,) = ttir_interpreter.run_call(call, x)
     np.testing.assert_allclose(result, np.asarray(fn(enp.asarray(x))), rtol=2e-6, atol=1e-6)
     if bytecode.cuda_compiler_available():
         # Functions Triton does not lower itself come from libdevice, linked into the PTX.
@@ -315,21 +315,10 @@ def test_elementwise_functions_lower_and_compile(name):
         assert ".extern .func" not in ptx
 
 
-def run_interpreted(call, *inputs):
-    """The outputs of ``call`` on ``inputs`` as its Triton module computes them (run by the
-    test interpreter, one program after another)."""
-    kernel = lower_kernel(call)
-    outputs = [np.zeros(a.shape, a.dtype) for a in call.out_avals]
-    for operand, output in call.input_output_aliases:
-        outputs[output] = np.array(inputs[operand])
-    memory = ttir_interpreter.Interpreter(kernel.text).run([*inputs, *outputs], kernel.grid)
-    return memory[len(inputs) :]
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_kernel_module_computes_the_numpy_answer(name):
     fn, args, expected = CASES[name]
-    (result,) = run_interpreted(pallas_call_of(fn, *args), *args)
+    (result,) = ttir_interpreter.run_call(pallas_call_of(fn, *args), *args)
     np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-5)
 
 
@@ -343,7 +332,7 @@ def test_squeezed_block_dims_and_a_three_axis_grid():
     call = _call(kernel, _struct(x.shape), x, grid=(2, 2, 2), in_specs=[spec], out_specs=spec)
     assert lower_kernel(call).grid == (2, 2, 2)
     assert "tt.get_program_id z" in checked_text(call)
-    (result,) = run_interpreted(call, x)
+    (result,) = ttir_interpreter.run_call(call, x)
     scale = np.repeat([1.0, 2.0], 32)[None, None, :, None]
     np.testing.assert_array_equal(result, x * scale)
 
@@ -361,7 +350,7 @@ def test_when_writes_refs_in_one_branch():
     call = _call(kernel, _struct((128,)), x, grid=(2,), in_specs=[spec], out_specs=spec)
     text = checked_text(call)
     assert "scf.if" in text
-    (result,) = run_interpreted(call, x)
+    (result,) = ttir_interpreter.run_call(call, x)
     np.testing.assert_array_equal(result, np.concatenate([x[:64], -x[64:]]))
 
 
@@ -386,6 +375,6 @@ def test_masked_store_and_integer_atomics():
     )
     text = checked_text(call)
     assert "tt.atomic_rmw max" in text and "tt.atomic_rmw exch" in text
-    o, m = run_interpreted(call, x)
+    o, m = ttir_interpreter.run_call(call, x)
     np.testing.assert_array_equal(o, np.where(np.arange(128) % 2 == 0, x * 2, 0))
     assert m[0] == max(x.max(), 0) and m[1] == 1  # outputs start at zero here

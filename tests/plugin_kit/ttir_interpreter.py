@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ember_plugin_kit.triton import lower_kernel
+
 try:
     import ml_dtypes
 
@@ -365,3 +367,15 @@ class Interpreter:
         (combiner,) = [o.operation.name for o in op.regions[0].blocks[0].operations][:-1]
         ufunc = _BINARY.get(combiner) or _UNSIGNED_BINARY[combiner]
         return np.asarray(ufunc.reduce(x, axis=axis)).astype(x.dtype)
+
+
+def run_call(call: Any, *inputs: np.ndarray) -> list[np.ndarray]:
+    """The outputs of ``call`` (a ``PallasCall``) on ``inputs`` as its Triton module computes
+    them, one program after another (x fastest, then y, then z)."""
+    kernel = lower_kernel(call)
+    outputs = [np.zeros(a.shape, a.dtype) for a in call.out_avals]
+    for operand, output in call.input_output_aliases:
+        outputs[output] = np.array(inputs[operand])
+    arrays = [np.asarray(x) for x in inputs] + outputs
+    memory = Interpreter(kernel.text).run(arrays, kernel.grid)
+    return memory[len(inputs) :]
