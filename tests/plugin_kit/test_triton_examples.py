@@ -147,3 +147,14 @@ def test_example_programs_compute_what_interpret_mode_does(name):
     assert len(got) == len(expected)
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, np.asarray(e), rtol=2e-4, atol=2e-4)
+
+
+def test_the_matmul_example_depends_on_the_order_of_its_k_steps():
+    # examples/kernels/matmul.py accumulates over a grid axis, which its doc says a GPU does
+    # not run in order: run backwards, the k == 0 step zeroes what the others added.
+    make, (x, y) = PROGRAMS["matmul"]
+    (call,) = pallas_calls(ember.make_jaxpr(make(False))(x, y))
+    (forwards,) = ttir_interpreter.run_call(call, x, y)
+    (backwards,) = ttir_interpreter.run_call(call, x, y, reverse=True)
+    np.testing.assert_allclose(forwards, x @ y, rtol=2e-4, atol=2e-4)
+    assert not np.allclose(backwards, x @ y, rtol=2e-4, atol=2e-4)

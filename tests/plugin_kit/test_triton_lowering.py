@@ -318,8 +318,12 @@ def test_elementwise_functions_lower_and_compile(name):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_kernel_module_computes_the_numpy_answer(name):
     fn, args, expected = CASES[name]
-    (result,) = ttir_interpreter.run_call(pallas_call_of(fn, *args), *args)
+    call = pallas_call_of(fn, *args)
+    (result,) = ttir_interpreter.run_call(call, *args)
     np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-5)
+    # A GPU runs the programs in any order: the kernels must not depend on it.
+    (backwards,) = ttir_interpreter.run_call(call, *args, reverse=True)
+    np.testing.assert_allclose(backwards, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_squeezed_block_dims_and_a_three_axis_grid():

@@ -206,18 +206,26 @@ class Interpreter:
 
     # -- running ------------------------------------------------------------------------------
 
-    def run(self, arrays: Sequence[np.ndarray], grid: Sequence[int]) -> list[np.ndarray]:
+    def run(
+        self, arrays: Sequence[np.ndarray], grid: Sequence[int], reverse: bool = False
+    ) -> list[np.ndarray]:
         """Run the kernel over ``grid`` on copies of ``arrays`` (inputs, then outputs'
-        initial values); returns the final contents of every buffer."""
+        initial values); returns the final contents of every buffer. Programs run one after
+        another, x fastest; ``reverse`` runs them in the opposite order (a GPU runs them in
+        any order, so a correct kernel gives the same either way)."""
         self.memory = [np.array(a).reshape(-1).copy() for a in arrays]
         self.grid = tuple(grid) + (1,) * (3 - len(grid))
         block = self.function.regions[0].blocks[0]
-        for z in range(self.grid[2]):
-            for y in range(self.grid[1]):
-                for x in range(self.grid[0]):
-                    self.program = (x, y, z)
-                    env = {arg: Pointers(i, 0) for i, arg in enumerate(block.arguments)}
-                    self._block(block, env)
+        programs = [
+            (x, y, z)
+            for z in range(self.grid[2])
+            for y in range(self.grid[1])
+            for x in range(self.grid[0])
+        ]
+        for program in reversed(programs) if reverse else programs:
+            self.program = program
+            env = {arg: Pointers(i, 0) for i, arg in enumerate(block.arguments)}
+            self._block(block, env)
         return [m.reshape(np.shape(a)) for m, a in zip(self.memory, arrays)]
 
     def _block(self, block: Any, env: dict) -> list:
@@ -369,13 +377,13 @@ class Interpreter:
         return np.asarray(ufunc.reduce(x, axis=axis)).astype(x.dtype)
 
 
-def run_call(call: Any, *inputs: np.ndarray) -> list[np.ndarray]:
+def run_call(call: Any, *inputs: np.ndarray, reverse: bool = False) -> list[np.ndarray]:
     """The outputs of ``call`` (a ``PallasCall``) on ``inputs`` as its Triton module computes
-    them, one program after another (x fastest, then y, then z)."""
+    them, one program after another (see ``Interpreter.run``)."""
     kernel = lower_kernel(call)
     outputs = [np.zeros(a.shape, a.dtype) for a in call.out_avals]
     for operand, output in call.input_output_aliases:
         outputs[output] = np.array(inputs[operand])
     arrays = [np.asarray(x) for x in inputs] + outputs
-    memory = Interpreter(kernel.text).run(arrays, kernel.grid)
+    memory = Interpreter(kernel.text).run(arrays, kernel.grid, reverse)
     return memory[len(inputs) :]
