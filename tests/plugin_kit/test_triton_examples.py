@@ -12,8 +12,7 @@ pytest.importorskip("jaxlib")
 
 import ember
 from ember_plugin_kit.triton import bytecode, lower_kernel
-from tests.kernels.examples import load
-from tests.plugin_kit import ttir_interpreter
+from tests.plugin_kit import triton_kernels, ttir_interpreter
 
 _CALLS = ("jit", "custom_vjp_call", "custom_jvp_call")
 _CALL_JAXPRS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
@@ -68,62 +67,7 @@ def pallas_calls(closed):
     return found
 
 
-def _rng():
-    return np.random.default_rng(0)
-
-
-def _programs():
-    """name -> (function of interpret, arguments)."""
-    matmul, softmax = load("matmul"), load("softmax")
-    layer_norm, attention = load("layer_norm"), load("flash_attention")
-    rng = _rng()
-    x = rng.standard_normal((128, 64), dtype=np.float32)
-    y = rng.standard_normal((64, 64), dtype=np.float32)
-    w, b = rng.standard_normal((2, 64), dtype=np.float32)
-    q, k, v = rng.standard_normal((3, 1, 64, 2, 32), dtype=np.float32)
-
-    def ln_loss(interpret):
-        def loss(x, w, b):
-            return (layer_norm.layer_norm(x, w, b, block_rows=32, interpret=interpret) ** 2).sum()
-
-        return loss
-
-    def attention_fn(interpret):
-        def fn(q, k, v):
-            return attention.flash_attention(
-                q, k, v, causal=True, block_q=32, block_k=32, interpret=interpret
-            )
-
-        return fn
-
-    def attention_loss(interpret):
-        def loss(q, k, v):
-            return (attention_fn(interpret)(q, k, v) * v).sum()
-
-        return loss
-
-    return {
-        "matmul": (
-            lambda i: (
-                lambda x, y: matmul.matmul(x, y, block_m=32, block_n=32, block_k=32, interpret=i)
-            ),
-            (x, y),
-        ),
-        "softmax": (lambda i: lambda x: softmax.softmax(x, block_rows=16, interpret=i), (x,)),
-        "layer_norm": (
-            lambda i: lambda x, w, b: layer_norm.layer_norm(x, w, b, block_rows=32, interpret=i),
-            (x, w, b),
-        ),
-        "layer_norm_grad": (lambda i: ember.grad(ln_loss(i), argnums=(0, 1, 2)), (x, w, b)),
-        "flash_attention": (attention_fn, (q, k, v)),
-        "flash_attention_grad": (
-            lambda i: ember.grad(attention_loss(i), argnums=(0, 1, 2)),
-            (q, k, v),
-        ),
-    }
-
-
-PROGRAMS = _programs()
+PROGRAMS = triton_kernels.example_programs()
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
