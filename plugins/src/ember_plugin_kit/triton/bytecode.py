@@ -62,12 +62,12 @@ _CUDA_PLUGIN_EXTENSION = "jax_cuda12_plugin.cuda_plugin_extension"
 
 def cuda_compiler_available() -> bool:
     """Whether the CUDA PJRT plugin wheels (which carry Triton's compiler) are installed."""
-    return _cuda_plugin_library() is not None and (
+    return cuda_plugin_library() is not None and (
         importlib.util.find_spec(_CUDA_PLUGIN_EXTENSION.rsplit(".", 1)[0]) is not None
     )
 
 
-def _cuda_plugin_library() -> str | None:
+def cuda_plugin_library() -> str | None:
     package, library = _CUDA_PLUGIN_LIBRARY
     try:
         spec = importlib.util.find_spec(package)
@@ -87,7 +87,7 @@ def compile_to_ptx(
 ) -> str:
     """PTX for a Triton module (bytecode), compiled by the CUDA plugin's Triton pipeline for
     compute capability ``arch``; it needs the plugin's wheels, not a GPU."""
-    library = _cuda_plugin_library()
+    library = cuda_plugin_library()
     if library is None:
         raise RuntimeError(
             "compiling Triton to PTX needs the CUDA PJRT plugin's wheels (jax-cuda12-plugin and "
