@@ -84,3 +84,11 @@ def test_xla_reads_the_kernel_it_is_given(h100, triton_on_cuda):
     text = lowered_text("add").replace('name = "add_kernel"', 'name = "no_such_kernel"')
     with pytest.raises(Exception, match="no_such_kernel"):
         compile_for(h100, text)
+
+
+@pytest.mark.parametrize("name", sorted(triton_kernels.example_programs()))
+def test_xla_compiles_the_example_programs_for_an_h100(h100, triton_on_cuda, name):
+    make, args = triton_kernels.example_programs()[name]
+    text = lower_module(ember.make_jaxpr(make(False))(*args), platform="cuda", name=name)
+    (hlo,) = compile_for(h100, text).hlo_modules()
+    assert hlo.to_string().count('custom_call_target="__gpu$xla.gpu.triton"') >= 1
