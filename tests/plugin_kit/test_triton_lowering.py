@@ -382,3 +382,18 @@ def test_masked_store_and_integer_atomics():
     o, m = ttir_interpreter.run_call(call, x)
     np.testing.assert_array_equal(o, np.where(np.arange(128) % 2 == 0, x * 2, 0))
     assert m[0] == max(x.max(), 0) and m[1] == 1  # outputs start at zero here
+
+
+def test_argmax_and_argmin_take_the_first_extreme_and_nan_wins():
+    def kernel(x_ref, a_ref, b_ref):
+        x = x_ref[...]
+        a_ref[...] = enp.argmax(x, axis=1)
+        b_ref[...] = enp.argmin(x, axis=0)
+
+    x = np.random.default_rng(2).integers(0, 4, (16, 32)).astype(np.float32)  # many ties
+    x[3, 7] = x[5, 0] = np.nan
+    call = _call(kernel, (_struct((16,), np.int32), _struct((32,), np.int32)), x)
+    checked_text(call)
+    a, b = ttir_interpreter.run_call(call, x)
+    np.testing.assert_array_equal(a, np.argmax(x, axis=1))
+    np.testing.assert_array_equal(b, np.argmin(x, axis=0))

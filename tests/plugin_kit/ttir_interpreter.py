@@ -48,6 +48,7 @@ _CMPF = {
     5: np.less_equal,
     6: np.not_equal,
     13: np.not_equal,
+    14: lambda a, b: np.isnan(a) | np.isnan(b),
 }
 _CMPI = {
     0: ("eq", False),

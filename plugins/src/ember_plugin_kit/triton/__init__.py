@@ -16,8 +16,9 @@ kernel and the line, pointing to ``interpret=True``):
   ``round``, inverse trigonometric and hyperbolic functions, ``lgamma``, ``erf_inv`` from
   CUDA's libdevice;
 - ``broadcast_in_dim``, reshapes that keep the element order, ``iota``, ``transpose``,
-  ``reduce_sum/max/min/prod/and/or/xor`` (``tt.reduce``), 2-D ``dot_general`` with every
-  dimension >= 16 (``tt.dot``; f32 in TF32 unless ``precision=HIGHEST``);
+  ``reduce_sum/max/min/prod/and/or/xor`` (``tt.reduce``), ``argmax``/``argmin``, 2-D
+  ``dot_general`` with every dimension >= 16 (``tt.dot``; f32 in TF32 unless
+  ``precision=HIGHEST``);
 - Ref reads and writes with int, ``pl.ds`` (static or traced start) and ``:`` indices, masked
   ``pl.load``/``pl.store``, atomics (``add`` on floats; all on integers), ``program_id``;
 - ``fori_loop`` (``scf.for``; ``scf.while`` with traced bounds), ``while_loop``, ``cond`` and

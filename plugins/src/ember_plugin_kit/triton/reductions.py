@@ -9,7 +9,7 @@ from ember_plugin_kit.triton.arithmetic import BINARY_OPS, kind_index
 from ember_plugin_kit.triton.context import KernelContext, rule
 from ember_plugin_kit.triton.emitter import Value, element_type, is_float, tensor_type
 from ember_plugin_kit.triton.shapes import transpose_2d
-from ember_plugin_kit.triton.tensors import convert
+from ember_plugin_kit.triton.tensors import arange, broadcast_to, convert, expand_dims
 
 # reduce primitive -> the binary primitive that combines two elements
 _COMBINERS = {
@@ -99,3 +99,41 @@ def _dot_general(kctx: KernelContext, eqn, lhs: Value, rhs: Value) -> list:
         acc_dtype,
     )
     return [convert(e, product, out_dtype)]
+
+
+def _arg_reduce(combiner: str):
+    def lower(kctx: KernelContext, eqn, x: Value) -> list:
+        """The first index of the max (min) along the axis, a NaN counting as the extreme
+        (as JAX's): the extreme value, then the smallest index where ``x`` equals it."""
+        (axis,) = eqn.params["axes"]
+        e = kctx.emitter
+        extreme = reduce_axis(kctx, x, axis, combiner)
+        if extreme.shape:  # put the reduced axis back, to compare with x
+            extreme = expand_dims(e, extreme, axis)
+        extreme = broadcast_to(e, extreme, x.shape)
+        kind = kind_index(x.dtype)
+        cmp = "arith.cmpf oeq" if kind == 0 else "arith.cmpi eq"
+        hits = e.op(f"{cmp}, {x.name}, {extreme.name} : {x.type}", x.shape, np.bool_)
+        if kind == 0:
+            nan = e.op(f"arith.cmpf uno, {x.name}, {x.name} : {x.type}", x.shape, np.bool_)
+            hits = e.op(f"arith.ori {hits.name}, {nan.name} : {hits.type}", x.shape, np.bool_)
+        positions = arange(e, x.shape[axis])
+        for d in range(len(x.shape)):
+            if d != axis:
+                positions = expand_dims(e, positions, d)
+        positions = broadcast_to(e, positions, x.shape)
+        past_end = e.constant(x.shape[axis], positions.dtype, x.shape)
+        candidates = e.op(
+            f"arith.select {hits.name}, {positions.name}, {past_end.name} : "
+            f"{hits.type}, {positions.type}",
+            x.shape,
+            positions.dtype,
+        )
+        first = reduce_axis(kctx, candidates, axis, "min")
+        return [convert(e, first, eqn.params["index_dtype"])]
+
+    return lower
+
+
+rule("argmax")(_arg_reduce("max"))
+rule("argmin")(_arg_reduce("min"))
