@@ -18,6 +18,7 @@ from ember_plugin_kit.pjrt import _jaxlib
 from ember_plugin_kit.triton import compile_pallas_call, lower_kernel, register
 from ember_plugin_kit.triton.bytecode import to_bytecode
 from ember_plugin_kit.triton.custom_call import CUSTOM_CALL_TARGET, triton_params
+from tests.core.util import run_python
 from tests.plugin_kit import triton_kernels
 
 CASES = triton_kernels.cases()
@@ -108,3 +109,15 @@ def test_triton_params_defaults_dicts_and_compiler_params_objects():
     assert triton_params({"triton": pltriton.CompilerParams(num_warps=2, num_stages=5)}) == (2, 5)
     with pytest.raises(ValueError, match="num_stages must be positive"):
         triton_params({"triton": {"num_stages": 0}})
+
+
+def test_importing_the_triton_compiler_does_not_load_jaxlib():
+    # A plugin imports it when it registers; jaxlib's MLIR and Triton bindings load at the
+    # first compile.
+    code = (
+        "import sys, ember_plugin_kit.triton\n"
+        "print(sorted(m for m in sys.modules if m.startswith('jaxlib')))"
+    )
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -16,6 +16,8 @@ import numpy as np
 
 from ember_plugin_kit.triton.emitter import Emitter, Value
 
+GRID_AXES = ("x", "y", "z")  # Triton's program id axes for grid axes 0, 1, 2
+
 Rule = Callable[..., list]
 RULES: dict[str, Rule] = {}
 

@@ -25,12 +25,10 @@ from ember_plugin_kit.triton import (
     reductions as reductions,
     shapes as shapes,
 )
-from ember_plugin_kit.triton.context import KernelContext
+from ember_plugin_kit.triton.context import GRID_AXES, KernelContext
 from ember_plugin_kit.triton.emitter import INDEX_DTYPE, Pointer, Value, memory_element_type
 from ember_plugin_kit.triton.refs import BlockDim, RefBlock
 from ember_plugin_kit.triton.tensors import convert
-
-_AXES = ("x", "y", "z")
 
 
 @dataclass(frozen=True)
@@ -140,7 +138,7 @@ def lower_kernel(call: Any) -> TritonKernel:
     ]
     e = kctx.emitter
     program_ids = [
-        e.op(f"tt.get_program_id {_AXES[axis]} : i32", (), INDEX_DTYPE)
+        e.op(f"tt.get_program_id {GRID_AXES[axis]} : i32", (), INDEX_DTYPE)
         for axis in range(len(call.grid))
     ]
     blocks = [_ref_block(kctx, p, m, program_ids) for p, m in zip(pointers, mappings)]

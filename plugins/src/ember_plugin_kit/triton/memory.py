@@ -13,12 +13,11 @@ import numpy as np
 
 from ember_plugin_kit.triton import indexing
 from ember_plugin_kit.triton.arithmetic import kind_index
-from ember_plugin_kit.triton.context import KernelContext, rule
+from ember_plugin_kit.triton.context import GRID_AXES, KernelContext, rule
 from ember_plugin_kit.triton.emitter import INDEX_DTYPE, Value, is_float
 from ember_plugin_kit.triton.refs import Addresses, RefBlock, addresses
 from ember_plugin_kit.triton.tensors import broadcast_to, convert
 
-_AXES = ("x", "y", "z")
 _BYTE = np.dtype(np.int8)  # a bool in memory
 
 
@@ -153,9 +152,9 @@ def _atomic_cas(kctx: KernelContext, eqn, ref: RefBlock, cmp: Value, value: Valu
 
 
 def _grid_axis(kctx: KernelContext, primitive: str, axis: int) -> str:
-    if not 0 <= axis < max(len(kctx.grid), 1) or axis >= len(_AXES):
+    if not 0 <= axis < max(len(kctx.grid), 1) or axis >= len(GRID_AXES):
         raise kctx.fail(primitive, f"axis {axis} of a grid of rank {len(kctx.grid)}")
-    return _AXES[axis]
+    return GRID_AXES[axis]
 
 
 @rule("program_id")

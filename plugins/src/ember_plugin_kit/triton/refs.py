@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ember_plugin_kit.triton.emitter import INDEX_DTYPE, Emitter, Pointer, Value
+from ember_plugin_kit.triton.indexing import SliceEntry
 from ember_plugin_kit.triton.tensors import arange, broadcast_to, convert, expand_dims
 
 
@@ -100,26 +101,20 @@ def _and(e: Emitter, x: Value | None, y: Value) -> Value:
     return e.op(f"arith.andi {x.name}, {y.name} : {x.type}", shape, np.bool_)
 
 
-def is_slice(entry: Any) -> bool:
-    """A ``Slice`` of an indexer (``start``, static ``size``, ``stride``); anything else is a
-    scalar index."""
-    return hasattr(entry, "start") and hasattr(entry, "size")
-
-
 def addresses(e: Emitter, ref: RefBlock, entries: Sequence[Any]) -> Addresses:
-    """The pointers of ``ref[entries]``: one entry per Ref dimension, a ``Slice`` (keeps the
-    dimension, ``size`` long) or a scalar index (drops it)."""
+    """The pointers of ``ref[entries]``: one entry per Ref dimension, a ``SliceEntry`` (keeps
+    the dimension, ``size`` long) or a scalar index (drops it)."""
     if len(entries) != len(ref.dims):
         raise ValueError(f"{len(entries)} indices for a Ref of rank {len(ref.dims)}")
-    out_rank = sum(1 for entry in entries if is_slice(entry))
-    out_shape = tuple(entry.size for entry in entries if is_slice(entry))
+    out_rank = sum(1 for entry in entries if isinstance(entry, SliceEntry))
+    out_shape = tuple(entry.size for entry in entries if isinstance(entry, SliceEntry))
     offset = ref.squeezed_offset
     mask = None
     position = 0
     for dim, entry in zip(ref.dims, entries):
-        if is_slice(entry):
+        if isinstance(entry, SliceEntry):
             # start + stride * [0..size) along this result dimension, 1 elsewhere
-            along = _mul(e, arange(e, entry.size), int(getattr(entry, "stride", 1) or 1))
+            along = _mul(e, arange(e, entry.size), entry.stride)
             if isinstance(entry.start, Value) or entry.start != 0:
                 along = _add(e, along, _index(e, entry.start))
             for _ in range(position):
