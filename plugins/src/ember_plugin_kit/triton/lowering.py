@@ -64,58 +64,40 @@ def launch_grid(grid: Sequence[int], name: str) -> tuple[int, int, int]:
     return padded[0], padded[1], padded[2]
 
 
-def _block_shape(mapping: Any) -> tuple[int | None, ...]:
-    shape = getattr(mapping, "block_shape", None)
-    array_shape = tuple(mapping.array_aval.shape)
-    if shape is None:
-        return array_shape
-    return tuple(shape)
+def _times(kctx: KernelContext, x: Value, k: int) -> Value:
+    if k == 1:
+        return x
+    factor = kctx.emitter.constant(k, INDEX_DTYPE)
+    return kctx.emitter.op(f"arith.muli {x.name}, {factor.name} : i32", (), INDEX_DTYPE)
 
 
 def _ref_block(
     kctx: KernelContext, pointer: Pointer, mapping: Any, program_ids: Sequence[Value]
 ) -> RefBlock:
     """Where this program's block of ``mapping``'s array is: its index map evaluated on the
-    program ids, times the block shape."""
+    program ids, times the block shape (a squeezed dimension's index is its element's)."""
     e = kctx.emitter
     array_shape = tuple(mapping.array_aval.shape)
-    block_shape = _block_shape(mapping)
-    index_map = getattr(mapping, "index_map", None)
-    if index_map is None:
-        block_indices: list[Any] = [0] * len(array_shape)
-    else:
-        block_indices = kctx.lower_closed(index_map, list(program_ids))
+    block_shape = tuple(mapping.block_shape)
+    block_indices = kctx.lower_closed(mapping.index_map, list(program_ids))
     if len(block_indices) != len(array_shape) or len(block_shape) != len(array_shape):
         raise ValueError(
-            f"Pallas kernel {kctx.name!r}: a block shape {block_shape} or index map with "
+            f"Pallas kernel {kctx.name!r}: block shape {block_shape} and an index map with "
             f"{len(block_indices)} results for an array of shape {array_shape}"
         )
     dims = []
     squeezed = None
     for d, (size, index) in enumerate(zip(block_shape, block_indices)):
         stride = math.prod(array_shape[d + 1 :])
-        index = (
-            convert(e, index, INDEX_DTYPE)
-            if isinstance(index, Value)
-            else (e.constant(int(index), INDEX_DTYPE))
-        )
-        step = 1 if size is None else int(size)
-        start = index
-        if step != 1:
-            factor = e.constant(step, INDEX_DTYPE)
-            start = e.op(f"arith.muli {index.name}, {factor.name} : i32", (), INDEX_DTYPE)
+        index = convert(e, index, INDEX_DTYPE)
         if size is None:  # squeezed: the kernel sees one index of this dimension
-            term = start
-            if stride != 1:
-                k = e.constant(stride, INDEX_DTYPE)
-                term = e.op(f"arith.muli {start.name}, {k.name} : i32", (), INDEX_DTYPE)
-            squeezed = (
-                term
-                if squeezed is None
-                else e.op(f"arith.addi {squeezed.name}, {term.name} : i32", (), INDEX_DTYPE)
-            )
+            term = _times(kctx, index, stride)
+            if squeezed is not None:
+                term = e.op(f"arith.addi {squeezed.name}, {term.name} : i32", (), INDEX_DTYPE)
+            squeezed = term
         else:
-            dims.append(BlockDim(step, start, array_shape[d], stride))
+            start = _times(kctx, index, int(size))
+            dims.append(BlockDim(int(size), start, array_shape[d], stride))
     return RefBlock(pointer, tuple(dims), squeezed)
 
 
