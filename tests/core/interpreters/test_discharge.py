@@ -60,6 +60,11 @@ def test_discharged_refs_become_value_inputs_and_final_values_come_last():
     np.testing.assert_array_equal(o_final, x * 2)
 
 
+def test_an_integer_index_drops_its_dimension_even_from_a_whole_ref():
+    (one, _) = run(lambda x_ref: x_ref[0], [ref(1)], np.array([5], np.float32))
+    assert one.shape == () and float(one) == 5.0
+
+
 def test_static_and_integer_indices_match_numpy():
     def kernel(x_ref, o_ref):
         o_ref[...] = x_ref[...]
@@ -109,6 +114,20 @@ def test_strided_slices_and_integer_arrays_match_numpy():
     np.testing.assert_array_equal(cols, x[:, idx])
     np.testing.assert_array_equal(mixed, x[1:3, idx])
     np.testing.assert_array_equal(o_final, expected)
+
+
+def test_strided_slices_from_a_dynamic_start_match_numpy():
+    def kernel(x_ref, i, o_ref):
+        o_ref[Slice(i, 3, 2)] = x_ref[Slice(i, 3, 2)] * 10.0
+        o_ref[Slice(i + 1, 2, 3)] += 1.0
+
+    x = arange(9)
+    for i in (0, 2):
+        expected = np.zeros(9, np.float32)
+        expected[i : i + 5 : 2] = x[i : i + 5 : 2] * 10
+        expected[i + 1 : i + 5 : 3] += 1
+        _, o = run(kernel, [ref(9), scalar(), ref(9)], x, np.int32(i), np.zeros(9, np.float32))
+        np.testing.assert_array_equal(o, expected)
 
 
 def test_integer_indices_apart_put_their_dimensions_in_front_as_numpy():
@@ -262,6 +281,7 @@ def test_a_while_loop_condition_may_read_a_ref_the_body_does_not_write():
 
     out, _ = run(kernel, [ref(1, dtype=np.int32), scalar()], np.array([7], np.int32), np.int32(0))
     assert int(out) == 8
+    assert out.shape == ()
 
 
 def test_a_while_loop_whose_condition_reads_a_ref_and_body_writes_one_is_refused():
@@ -313,6 +333,15 @@ def test_cond_writes_a_ref_in_the_branch_taken():
     which, _, o = run(kernel, [scalar(), ref(3), ref(3)], np.int32(0), x, np.ones(3, np.float32))
     assert int(which) == 2
     np.testing.assert_array_equal(o, [1, -2, 1])
+
+
+def test_a_cond_returns_only_the_refs_a_branch_writes():
+    def kernel(p, x_ref, o_ref):
+        lax.cond(p > 0, lambda: o_ref.__setitem__(0, x_ref[1]), lambda: None)
+
+    closed = discharge_state(trace(kernel, scalar(), ref(3), ref(3)))
+    (eqn,) = [e for e in closed.eqns if e.primitive.name == "cond"]
+    assert len(eqn.outvars) == 1  # o's value; x is only read
 
 
 def test_a_cond_with_no_operands_and_no_results_is_pallas_when():
@@ -379,3 +408,23 @@ def test_a_discharged_loop_runs_under_jit_on_the_default_backend():
     x = arange(8)
     _, o = fn(x, np.int32(8), np.zeros(4, np.float32))
     np.testing.assert_array_equal(np.asarray(o), x[:4] + x[4:])
+
+
+def test_a_ref_left_alone_stays_a_ref_through_loops_and_conds():
+    def kernel(x_ref, o_ref, n):
+        def body(i, carry):
+            o_ref[i] = x_ref[i] + 1.0
+            return carry
+
+        lax.fori_loop(0, 2, body, 0)  # a scan
+        lax.fori_loop(0, n, body, 0)  # a while loop
+        lax.cond(n > 0, lambda: o_ref.__setitem__(0, x_ref[1]), lambda: None)
+
+    closed = discharge_state(trace(kernel, ref(3), ref(3), scalar()), [False, True, False])
+    assert [a.str_short() for a in closed.in_avals] == ["Ref{f32[3]}", "f32[3]", "i32[]"]
+    assert [a.str_short() for a in closed.out_avals] == ["f32[3]"]
+    x_ref = closed.jaxpr.invars[0]
+    for eqn in closed.eqns:
+        if eqn.primitive.name in ("scan", "while", "cond"):
+            assert x_ref in eqn.invars  # still read through the Ref
+            assert all(not is_ref(v.aval) for v in eqn.outvars)

@@ -368,11 +368,10 @@ def _expand_ellipsis(entries: tuple, ndim: int) -> tuple:
 
 def _entry(entry: Any, dim: int, size: int) -> Any:
     if isinstance(entry, Slice):
-        if (
-            not entry.is_dynamic_start
-            and entry.size
-            and (entry.start < 0 or entry.start + (entry.size - 1) * entry.stride >= size)
-        ):
+        # A traced start is checked only for the window's extent (it may start anywhere).
+        extent = (entry.size - 1) * entry.stride + 1 if entry.size else 0
+        start = 0 if entry.is_dynamic_start else entry.start
+        if extent and (start < 0 or start + extent > size):
             raise IndexError(
                 f"{entry} is out of bounds for dimension {dim} of a Ref, of size {size}"
                 f"{errors.where()}"

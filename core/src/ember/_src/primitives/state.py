@@ -165,8 +165,8 @@ def read_indexed(x: Any, nd: NDIndexer) -> Any:
         return gather(x, _point_indices(nd), _point_gather(rank), (1,) * rank)
     starts, sizes = _window_starts_and_sizes(nd)
     if _is_whole(starts, sizes, nd.shape):
-        return x
-    if _all_static(starts):
+        window = x
+    elif _all_static(starts):
         window = slice_op(x, starts, [s + n for s, n in zip(starts, sizes)])
     else:
         window = dynamic_slice_op(x, [_int32(s) for s in starts], sizes)
@@ -229,7 +229,8 @@ def _point_indices(nd: NDIndexer) -> Any:
             slice_number += 1
             if entry.stride != 1:
                 along = mul(along, np.int32(entry.stride))
-            column = add(along, _int32(entry.start)) if entry.start != 0 else along
+            at_zero = isinstance(entry.start, int) and entry.start == 0
+            column = along if at_zero else add(along, _int32(entry.start))
         else:
             index = _int32(entry)
             index_shape = get_aval(index).shape
