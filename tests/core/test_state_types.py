@@ -135,6 +135,8 @@ def test_too_many_indices_is_an_index_error_naming_the_rank():
     [
         ((4,), "index 4 is out of bounds for dimension 0"),
         ((0, Slice(3, 4)), r"out of bounds for dimension 1"),
+        ((0, Slice(np.int32(0), 6)), r"Slice\(.*, 6\) is out of bounds for dimension 1"),
+        ((Slice(0, 3, 2),), r"out of bounds for dimension 0"),
         ((None,), "None"),
         ((True,), "boolean"),
         ((1.5,), "must be integers"),

@@ -111,6 +111,20 @@ def test_strided_slices_and_integer_arrays_match_numpy():
     np.testing.assert_array_equal(o_final, expected)
 
 
+def test_strided_slices_from_a_dynamic_start_match_numpy():
+    def kernel(x_ref, i, o_ref):
+        o_ref[Slice(i, 3, 2)] = x_ref[Slice(i, 3, 2)] * 10.0
+        o_ref[Slice(i + 1, 2, 3)] += 1.0
+
+    x = arange(9)
+    for i in (0, 2):
+        expected = np.zeros(9, np.float32)
+        expected[i : i + 5 : 2] = x[i : i + 5 : 2] * 10
+        expected[i + 1 : i + 5 : 3] += 1
+        _, o = run(kernel, [ref(9), scalar(), ref(9)], x, np.int32(i), np.zeros(9, np.float32))
+        np.testing.assert_array_equal(o, expected)
+
+
 def test_integer_indices_apart_put_their_dimensions_in_front_as_numpy():
     def kernel(y_ref, idx):
         return y_ref[1, :, idx], y_ref[idx[:2], 1:3, idx[1:3]]
@@ -287,7 +301,8 @@ def test_scan_over_xs_accumulates_into_a_ref_and_returns_ys():
 
     xs = arange(3, 2)
     expected_ys = np.cumsum(xs, axis=0)[:, 0]
-    count, ys, o = run(kernel, [ShapedArray((3, 2), np.float32), ref(2)], xs, np.ones(2, np.float32))
+    avals = [ShapedArray((3, 2), np.float32), ref(2)]
+    count, ys, o = run(kernel, avals, xs, np.ones(2, np.float32))
     assert int(count) == 3
     np.testing.assert_array_equal(ys, expected_ys + 1)
     np.testing.assert_array_equal(o, xs.sum(0) + 1)
@@ -312,6 +327,15 @@ def test_cond_writes_a_ref_in_the_branch_taken():
     which, _, o = run(kernel, [scalar(), ref(3), ref(3)], np.int32(0), x, np.ones(3, np.float32))
     assert int(which) == 2
     np.testing.assert_array_equal(o, [1, -2, 1])
+
+
+def test_a_cond_returns_only_the_refs_a_branch_writes():
+    def kernel(p, x_ref, o_ref):
+        lax.cond(p > 0, lambda: o_ref.__setitem__(0, x_ref[1]), lambda: None)
+
+    closed = discharge_state(trace(kernel, scalar(), ref(3), ref(3)))
+    (eqn,) = [e for e in closed.eqns if e.primitive.name == "cond"]
+    assert len(eqn.outvars) == 1  # o's value; x is only read
 
 
 def test_a_cond_with_no_operands_and_no_results_is_pallas_when():
@@ -378,3 +402,23 @@ def test_a_discharged_loop_runs_under_jit_on_the_default_backend():
     x = arange(8)
     _, o = fn(x, np.int32(8), np.zeros(4, np.float32))
     np.testing.assert_array_equal(np.asarray(o), x[:4] + x[4:])
+
+
+def test_a_ref_left_alone_stays_a_ref_through_loops_and_conds():
+    def kernel(x_ref, o_ref, n):
+        def body(i, carry):
+            o_ref[i] = x_ref[i] + 1.0
+            return carry
+
+        lax.fori_loop(0, 2, body, 0)  # a scan
+        lax.fori_loop(0, n, body, 0)  # a while loop
+        lax.cond(n > 0, lambda: o_ref.__setitem__(0, x_ref[1]), lambda: None)
+
+    closed = discharge_state(trace(kernel, ref(3), ref(3), scalar()), [False, True, False])
+    assert [a.str_short() for a in closed.in_avals] == ["Ref{f32[3]}", "f32[3]", "i32[]"]
+    assert [a.str_short() for a in closed.out_avals] == ["f32[3]"]
+    x_ref = closed.jaxpr.invars[0]
+    for eqn in closed.eqns:
+        if eqn.primitive.name in ("scan", "while", "cond"):
+            assert x_ref in eqn.invars  # still read through the Ref
+            assert all(not is_ref(v.aval) for v in eqn.outvars)

@@ -1,11 +1,18 @@
-"""The registries handed to plugins' hooks: collectives and their cross-process transports."""
+"""The registries handed to plugins' hooks: collectives and their cross-process transports,
+kernel compilers."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+import ember
+import ember.experimental.pallas as pl
 from ember import errors
-from ember.extend import CollectiveRegistry
+from ember._src.lowering.module import lower_module
+from ember._src.plugin import registries
+from ember._src.plugin.manager import PluginManager, PluginSource
+from ember.extend import CollectiveRegistry, LoweringRegistry, hookimpl
 
 
 def test_a_platform_declares_its_collectives():
@@ -40,3 +47,63 @@ def test_the_cpu_plugin_registers_gloo():
     plugin.ember_register_collectives(registry)
     assert registry.transport("cpu", "gloo") is not None
     assert registry.implementation("cpu", "all_to_all") == "xla"
+
+
+# -- kernel compilers (Pallas) -----------------------------------------------------------------
+
+
+class _FakeKernelPlugin:
+    """A plugin whose platform 'fakegpu' compiles Pallas kernels (as a negation, to tell)."""
+
+    def __init__(self):
+        self.calls = []
+
+    @hookimpl
+    def ember_register_lowerings(self, registry):
+        registry.register_kernel_compiler(self.compile, platform="fakegpu")
+
+    def compile(self, ctx, call, *operands):
+        self.calls.append(call)
+        return [ctx.op("stablehlo.negate", [operands[0]], call.out_avals[0])]
+
+
+@pytest.fixture
+def fake_kernel_plugin(monkeypatch):
+    monkeypatch.setattr(registries, "_kernel_compilers", {})
+    plugin = _FakeKernelPlugin()
+    PluginManager([PluginSource(name="fake_kernels", module=__name__, obj=plugin)]).load()
+    return plugin
+
+
+def _copy_call(interpret):
+    def copy_kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    return pl.pallas_call(
+        copy_kernel, out_shape=ember.ShapeDtypeStruct((8,), np.float32), interpret=interpret
+    )
+
+
+def test_a_platforms_kernel_compiler_lowers_pallas_calls(fake_kernel_plugin):
+    jaxpr = ember.make_jaxpr(_copy_call(False))(np.zeros(8, np.float32))
+    text = lower_module(jaxpr, platform="fakegpu", name="k")
+    assert "stablehlo.negate" in text and "stablehlo.while" not in text
+    (call,) = fake_kernel_plugin.calls
+    assert call.name == "copy_kernel" and call.grid == ()
+    assert registries.kernel_compiler("fakegpu") == fake_kernel_plugin.compile
+
+
+def test_interpret_mode_and_other_platforms_bypass_the_compiler(fake_kernel_plugin):
+    interpreted = ember.make_jaxpr(_copy_call(True))(np.zeros(8, np.float32))
+    assert "stablehlo.negate" not in lower_module(interpreted, platform="fakegpu", name="k")
+    compiled = ember.make_jaxpr(_copy_call(False))(np.zeros(8, np.float32))
+    assert "stablehlo.negate" not in lower_module(compiled, platform="cpu", name="k")
+    assert fake_kernel_plugin.calls == []
+
+
+def test_a_kernel_compiler_must_name_its_platform():
+    registry = LoweringRegistry("fake_kernels")
+    with pytest.raises(ValueError, match="must name its platform"):
+        registry.register_kernel_compiler(lambda ctx, call, *ops: [], platform="")
+    with pytest.raises(TypeError, match="must be callable"):
+        registry.register_kernel_compiler(3, platform="fakegpu")

@@ -23,7 +23,7 @@ from ember._src.primitives.state import (
     run_scoped_p,
     swap_p,
 )
-from ember._src.state_types import AbstractRef, IndexerSpec, read_effect, write_effect
+from ember._src.state_types import AbstractRef, IndexerSpec, Slice, read_effect, write_effect
 
 
 def ref(*shape, dtype=np.float32):
@@ -54,14 +54,21 @@ def test_indexing_a_ref_tracer_reads_and_assigning_writes():
     assert [v.aval.str_short() for v in swap_eqn.invars] == ["Ref{f32[4,8]}", "f32[8]", "i32[]"]
 
 
-def test_a_jaxpr_over_refs_prints_its_ref_types_and_indexers():
-    def kernel(x_ref, o_ref):
-        o_ref[:, 1] = x_ref[...][:, 0]
+def test_a_jaxpr_over_refs_prints_its_ref_types_and_indexers_as_jax_does():
+    def kernel(x_ref, o_ref, i, v):
+        o_ref[:, 1] = x_ref[:, 0]
+        old = ref_swap(o_ref, (Slice(i, 2), 0), v)
+        ref_addupdate(o_ref, (i, slice(0, 3, 2)), old)
 
-    text = str(trace(kernel, ref(4, 8), ref(4, 3)))
-    assert "a:Ref{f32[4,8]} b:Ref{f32[4,3]}" in text
-    assert "get[indexer=[:, :]] a" in text
-    assert "swap[indexer=[:, 1]] b" in text
+    text = str(trace(kernel, ref(4, 8), ref(4, 3), I32, ShapedArray((2,), np.float32)))
+    assert text == (
+        "{ lambda ; a:Ref{f32[4,8]} b:Ref{f32[4,3]} c:i32[] d:f32[2]. let\n"
+        "    e:f32[4] <- a[:, 0]\n"
+        "    b[:, 1] <- e\n"  # the old value is unused: a plain store
+        "    f:f32[2], b[ds(c, 2), 0] <- b[ds(c, 2), 0], d\n"
+        "    b[c, 0:3:2] += f\n"
+        "  in () }"
+    )
 
 
 def test_augmented_assignment_reads_then_writes():

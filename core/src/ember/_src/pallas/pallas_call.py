@@ -22,7 +22,14 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes, errors, rules
-from ember._src.core import ShapedArray, current_trace, get_aval
+from ember._src.core import (
+    ShapedArray,
+    Tracer,
+    Zero,
+    current_trace,
+    get_aval,
+    tangent_aval,
+)
 from ember._src.interpreters.batching import not_mapped
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
@@ -45,6 +52,7 @@ from ember._src.pallas.primitives import num_programs_p, program_id_p, scratch_a
 from ember._src.plugin.registries import kernel_compiler
 from ember._src.primitives.shape import bdim_to_front
 from ember._src.state_types import AbstractRef, RefEffect
+from ember._src.transforms.jit import jit
 from ember._src.tree.util import tree_flatten, tree_unflatten
 
 # --------------------------------------------------------------------------------------------
@@ -69,6 +77,9 @@ def _reference(*args: Any, call: PallasCall, interpret: bool) -> list[Any]:
 
 
 def _jvp(primals, tangents, *, call: PallasCall, interpret: bool):
+    if all(type(t) is Zero for t in tangents):  # nothing to differentiate (stop_gradient)
+        outs = pallas_call_p.bind(*primals, call=call, interpret=interpret)
+        return outs, [Zero(tangent_aval(a)) for a in call.out_avals]
     raise errors.CustomDerivativeError(
         f"pallas_call {call.name!r} cannot be differentiated (jvp/grad): ember does not "
         f"differentiate kernels. Write the backward kernel too and pair the two with "
@@ -188,7 +199,9 @@ def pallas_call(
     ``kernel(*input_refs, *output_refs, *scratch_refs)`` reads its inputs' blocks and writes
     its outputs' blocks through Refs, once per grid point. ``out_shape``: a pytree of
     shapes-and-dtypes (``ember.ShapeDtypeStruct``, arrays); the result has its structure.
-    ``interpret=True`` runs the grid as a loop of array operations on any backend.
+    ``interpret=True`` runs the grid as a loop of array operations on any backend. A kernel
+    may capture concrete arrays (they become its jaxpr's consts) but not traced values: those
+    are passed as inputs.
     ``cost_estimate`` and ``backend`` are accepted for JAX compatibility and unused."""
     del cost_estimate, backend
     kernel_name = name or getattr(kernel, "__name__", "kernel")
@@ -246,7 +259,10 @@ def pallas_call(
         outs = pallas_call_p.bind(*flat_args, call=call, interpret=bool(interpret))
         return tree_unflatten(out_tree, outs)
 
-    return wrapped
+    # As JAX: traced once per argument types when called eagerly (so repeated calls reuse
+    # the compiled program, and the kernel's closure is read when it is first traced),
+    # traced in place when called while tracing.
+    return jit(wrapped, inline=True)
 
 
 def _out_aval(leaf: Any, kernel_name: str) -> ShapedArray:
@@ -381,4 +397,12 @@ def _trace_kernel(
             )
         return []
 
-    return trace_to_jaxpr(traced, ref_avals, name=f"pallas kernel {kernel_name}")
+    closed = trace_to_jaxpr(traced, ref_avals, name=f"pallas kernel {kernel_name}")
+    captured = [get_aval(c).str_short() for c in closed.consts if isinstance(c, Tracer)]
+    if captured:
+        raise ValueError(
+            f"the Pallas kernel {kernel_name!r} captures traced values "
+            f"[{', '.join(captured)}] (from an enclosing jit, vmap or grad); pass them to "
+            f"the pallas_call as inputs{errors.where()}"
+        )
+    return closed

@@ -41,7 +41,7 @@ from ember._src.primitives.control_flow.cond import cond
 from ember._src.primitives.linalg import dot_general
 from ember._src.primitives.shape import convert_element_type, reshape
 from ember._src.primitives.slicing import pad
-from ember._src.primitives.state import ref_get, ref_swap
+from ember._src.primitives.state import ref_get, ref_swap, run_scoped as state_run_scoped
 from ember._src.state_types import (
     IndexerSpec,
     NDIndexer,
@@ -62,8 +62,33 @@ def _program_id_abstract_eval(*, axis: int) -> ShapedArray:
     return ShapedArray((), _INT32)
 
 
-program_id_p = rules.define_primitive("program_id", abstract_eval=_program_id_abstract_eval)
-num_programs_p = rules.define_primitive("num_programs", abstract_eval=_program_id_abstract_eval)
+def _only_in_a_kernel(name: str) -> Callable[..., Any]:
+    """The lowering and reference rule of a primitive that only a kernel compiler or
+    interpret mode (which replaces it) can run."""
+
+    def rule(*args: Any, **params: Any) -> Any:
+        raise errors.EmberTypeError(
+            f"{name} can only run inside a pallas_call kernel (interpret mode replaces it; a "
+            f"kernel compiler lowers it); this jaxpr runs it outside one{errors.where()}"
+        )
+
+    return rule
+
+
+def _kernel_only_rules(name: str) -> dict[str, Any]:
+    return {
+        "lowering": _only_in_a_kernel(name),
+        "reference": _only_in_a_kernel(name),
+        "sharding": rules.NOT_SHARDABLE,
+    }
+
+
+program_id_p = rules.define_primitive(
+    "program_id", abstract_eval=_program_id_abstract_eval, **_kernel_only_rules("program_id")
+)
+num_programs_p = rules.define_primitive(
+    "num_programs", abstract_eval=_program_id_abstract_eval, **_kernel_only_rules("num_programs")
+)
 
 
 def program_id(axis: int) -> Any:
@@ -116,6 +141,19 @@ def when(condition: Any) -> Callable[[Callable[[], None]], None]:
 def _returns_nothing(f: Callable[[], Any]) -> None:
     if f() is not None:
         raise ValueError(f"a function decorated with pl.when must return nothing{errors.where()}")
+
+
+def run_scoped(f: Callable[..., Any], *types: Any, **kw_types: Any) -> Any:
+    """``f`` called with fresh scratch Refs of the given types (``pl.MemoryRef`` or anything
+    with a shape and dtype); returns what ``f`` returns. Keyword types are passed by name."""
+    names = list(kw_types)
+    avals = [_scratch_aval(t) for t in (*types, *kw_types.values())]
+
+    def body(*refs: Any) -> Any:
+        positional, named = refs[: len(types)], refs[len(types) :]
+        return f(*positional, **dict(zip(names, named)))
+
+    return state_run_scoped(body, *avals)
 
 
 def _scratch_aval(t: Any) -> ShapedArray:
@@ -231,14 +269,37 @@ def max_contiguous(x: Any, values: int | Sequence[int]) -> Any:
 # Masked loads and stores
 
 
-def _indexer_for(ref: Any, idx: Any, what: str) -> NDIndexer:
+def _indexer_for(ref: Any, idx: Any, what: str, *, masked: bool = False) -> NDIndexer:
+    """The indexer of ``ref[idx]``. A ``masked`` access may take ``pl.ds`` windows that run
+    past the Ref's end (the mask keeps it from touching what is there), as in Triton kernels
+    over a power-of-two block: its Slices are not checked against the Ref's bounds."""
     aval = get_aval(ref)
     if not is_ref(aval):
         raise errors.EmberTypeError(
             f"{what} needs a Ref (a kernel's argument), got a value of type "
             f"{aval.str_short()}{errors.where()}"
         )
-    return NDIndexer.from_index(idx, aval.shape)
+    if not masked:
+        return NDIndexer.from_index(idx, aval.shape)
+    entries = _without_ellipsis(idx if isinstance(idx, tuple) else (idx,), aval.ndim)
+    checked = NDIndexer.from_index(
+        tuple(slice(None) if isinstance(e, Slice) else e for e in entries), aval.shape
+    )
+    indices = [
+        e if isinstance(e, Slice) else checked_entry
+        for e, checked_entry in zip((*entries, *[None] * aval.ndim), checked.indices)
+    ]
+    return NDIndexer(indices, aval.shape)
+
+
+def _without_ellipsis(entries: tuple, ndim: int) -> tuple:
+    if not any(e is Ellipsis for e in entries):
+        return entries
+    at = next(i for i, e in enumerate(entries) if e is Ellipsis)
+    rest = entries[:at] + entries[at + 1 :]
+    if any(e is Ellipsis for e in rest):
+        return entries  # from_index reports the second ellipsis
+    return entries[:at] + (slice(None),) * max(0, ndim - len(rest)) + entries[at + 1 :]
 
 
 def _kernel_words() -> str:
@@ -281,10 +342,21 @@ def _value_for(ref_aval: Any, value: Any, shape: tuple[int, ...], what: str) -> 
     return value
 
 
-def load(ref: Any, idx: Any = ..., *, mask: Any = None, other: Any = None, **_: Any) -> Any:
+def load(
+    ref: Any,
+    idx: Any = ...,
+    *,
+    mask: Any = None,
+    other: Any = None,
+    cache_modifier: str | None = None,
+    eviction_policy: str | None = None,
+    volatile: bool = False,
+) -> Any:
     """``ref[idx]``; where ``mask`` is False the result is ``other`` (unspecified without
-    one), and those elements may lie outside the Ref."""
-    indexer = _indexer_for(ref, idx, "pl.load")
+    one), and those elements may lie outside the Ref. ``cache_modifier``, ``eviction_policy``
+    and ``volatile`` are GPU memory hints, without effect in interpret mode."""
+    del cache_modifier, eviction_policy, volatile
+    indexer = _indexer_for(ref, idx, "pl.load", masked=mask is not None)
     if mask is None:
         return ref_get(ref, indexer)
     shape = indexer.result_shape()
@@ -298,15 +370,18 @@ def load(ref: Any, idx: Any = ..., *, mask: Any = None, other: Any = None, **_: 
     )
 
 
-def store(ref: Any, idx: Any, val: Any, *, mask: Any = None, **_: Any) -> None:
+def store(
+    ref: Any, idx: Any, val: Any, *, mask: Any = None, eviction_policy: str | None = None
+) -> None:
     """``ref[idx] = val``, only where ``mask`` holds (elsewhere, even outside the Ref, no
-    write happens)."""
+    write happens). ``eviction_policy`` is a GPU hint, without effect in interpret mode."""
+    del eviction_policy
     swap(ref, idx, val, mask=mask)
 
 
-def swap(ref: Any, idx: Any, val: Any, *, mask: Any = None, **_: Any) -> Any:
+def swap(ref: Any, idx: Any, val: Any, *, mask: Any = None) -> Any:
     """``store``, returning the old value."""
-    indexer = _indexer_for(ref, idx, "pl.store")
+    indexer = _indexer_for(ref, idx, "pl.store", masked=mask is not None)
     shape = indexer.result_shape()
     val = _value_for(get_aval(ref), val, shape, "pl.store")
     if mask is None:
@@ -316,21 +391,16 @@ def swap(ref: Any, idx: Any, val: Any, *, mask: Any = None, **_: Any) -> Any:
     return masked_swap_p.bind(ref, val, mask, *dynamic, indexer=spec, has_mask=True)
 
 
-def _read_abstract_eval(ref: Any, *rest: ShapedArray, indexer: IndexerSpec, **params) -> Any:
-    dynamic = rest[_num_value_operands(params) :]
-    shape = NDIndexer.unflatten(indexer, dynamic).result_shape()
-    return ShapedArray(shape, ref.dtype)
+def _indexed_abstract_eval(values_before_index: Callable[..., int]):
+    """The abstract evaluation of a primitive whose operands are the Ref,
+    ``values_before_index(**params)`` values, then the indexer's dynamic values: what
+    ``ref[indexer]`` reads (the result, or the old value a write returns)."""
 
+    def abstract_eval(ref: Any, *rest: ShapedArray, indexer: IndexerSpec, **params) -> Any:
+        dynamic = rest[values_before_index(**params) :]
+        return ShapedArray(NDIndexer.unflatten(indexer, dynamic).result_shape(), ref.dtype)
 
-def _num_value_operands(params: dict) -> int:
-    """How many operands come between the Ref and the index values."""
-    if "atomic_type" in params:
-        return 1 + params["has_mask"]
-    if "has_other" in params:  # masked_load: mask, other
-        return params["has_mask"] + params["has_other"]
-    if "has_mask" in params:  # masked_swap: value, mask
-        return 1 + params["has_mask"]
-    return 2  # atomic_cas: cmp, value
+    return abstract_eval
 
 
 # -- discharge: reads and writes of the whole block's value -------------------------------------
@@ -440,19 +510,17 @@ def _effects(*effects: Any) -> Callable[..., frozenset]:
 
 masked_load_p = rules.define_primitive(
     "masked_load",
-    abstract_eval=_read_abstract_eval,
+    **_kernel_only_rules("masked_load"),
+    abstract_eval=_indexed_abstract_eval(lambda has_mask, has_other: has_mask + has_other),
     discharge=_masked_load_discharge,
     effects=_effects(read_effect),
 )
 
 
-def _swap_abstract_eval(ref, *rest, indexer, **params):
-    return _read_abstract_eval(ref, *rest, indexer=indexer, **params)
-
-
 masked_swap_p = rules.define_primitive(
     "masked_swap",
-    abstract_eval=_swap_abstract_eval,
+    **_kernel_only_rules("masked_swap"),
+    abstract_eval=_indexed_abstract_eval(lambda has_mask: 1 + has_mask),
     discharge=_masked_swap_discharge,
     effects=_effects(read_effect, write_effect),
 )
@@ -499,7 +567,8 @@ def _atomic_rmw_discharge(in_avals, out_avals, *args, indexer, atomic_type, has_
 
 atomic_rmw_p = rules.define_primitive(
     "atomic_rmw",
-    abstract_eval=_swap_abstract_eval,
+    **_kernel_only_rules("atomic_rmw"),
+    abstract_eval=_indexed_abstract_eval(lambda atomic_type, has_mask: 1 + has_mask),
     discharge=_atomic_rmw_discharge,
     effects=_effects(read_effect, accum_effect),
 )
@@ -515,7 +584,8 @@ def _atomic_cas_discharge(in_avals, out_avals, *args, indexer):
 
 atomic_cas_p = rules.define_primitive(
     "atomic_cas",
-    abstract_eval=_swap_abstract_eval,
+    **_kernel_only_rules("atomic_cas"),
+    abstract_eval=_indexed_abstract_eval(lambda: 2),
     discharge=_atomic_cas_discharge,
     effects=_effects(read_effect, write_effect),
 )
@@ -525,7 +595,7 @@ def _atomic(atomic_type: AtomicOpType):
     what = f"pl.atomic_{atomic_type.value}"
 
     def atomic(x_ref_or_view: Any, idx: Any, val: Any, *, mask: Any = None) -> Any:
-        indexer = _indexer_for(x_ref_or_view, idx, what)
+        indexer = _indexer_for(x_ref_or_view, idx, what, masked=mask is not None)
         shape = indexer.result_shape()
         ref_aval = get_aval(x_ref_or_view)
         val = _value_for(ref_aval, val, shape, what)

@@ -36,7 +36,7 @@ from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray, get_aval
 from ember._src.interpreters.discharge import discharged_operands, new_ref_values, run_discharged
 from ember._src.interpreters.staging import trace_to_jaxpr
-from ember._src.ir import ClosedJaxpr
+from ember._src.ir import ClosedJaxpr, Eqn, EqnPrintContext, register_eqn_printer
 from ember._src.primitives.arithmetic import add, mul
 from ember._src.primitives.control_flow.body_jaxprs import permute_jaxpr
 from ember._src.primitives.gather_scatter import (
@@ -229,7 +229,8 @@ def _point_indices(nd: NDIndexer) -> Any:
             slice_number += 1
             if entry.stride != 1:
                 along = mul(along, np.int32(entry.stride))
-            column = add(along, _int32(entry.start)) if entry.start != 0 else along
+            at_zero = isinstance(entry.start, int) and entry.start == 0
+            column = along if at_zero else add(along, _int32(entry.start))
         else:
             index = _int32(entry)
             index_shape = get_aval(index).shape
@@ -269,6 +270,7 @@ def _get_discharge(in_avals, out_avals, x, *dynamic, indexer):
 
 get_p = rules.define_primitive(
     "get",
+    sharding=rules.NOT_SHARDABLE,  # a kernel's Refs are blocks of one device's memory
     abstract_eval=_get_abstract_eval,
     discharge=_get_discharge,
     lowering=_not_discharged("get"),
@@ -296,6 +298,7 @@ def _swap_discharge(in_avals, out_avals, x, value, *dynamic, indexer):
 
 swap_p = rules.define_primitive(
     "swap",
+    sharding=rules.NOT_SHARDABLE,  # a kernel's Refs are blocks of one device's memory
     abstract_eval=_swap_abstract_eval,
     discharge=_swap_discharge,
     lowering=_not_discharged("swap"),
@@ -322,6 +325,7 @@ def _addupdate_discharge(in_avals, out_avals, x, value, *dynamic, indexer):
 
 addupdate_p = rules.define_primitive(
     "addupdate",
+    sharding=rules.NOT_SHARDABLE,  # a kernel's Refs are blocks of one device's memory
     abstract_eval=_addupdate_abstract_eval,
     discharge=_addupdate_discharge,
     lowering=_not_discharged("addupdate"),
@@ -329,6 +333,37 @@ addupdate_p = rules.define_primitive(
     effects=lambda **params: frozenset({accum_effect}),
     multiple_results=True,
 )
+
+
+# --------------------------------------------------------------------------------------------
+# Printing, as JAX prints them: ``c:f32[8] <- a[b, :]``, ``a[b, :] <- c`` (the old value unused,
+# else ``d:f32[8], a[b, :] <- a[b, :], c``) and ``a[b, :] += c``
+
+
+def _indexed_text(eqn: Eqn, context: EqnPrintContext, first_index: int) -> str:
+    ref, dynamic = eqn.invars[0], eqn.invars[first_index:]
+    return context.name(ref) + eqn.params["indexer"].pretty([context.name(v) for v in dynamic])
+
+
+def _print_get(eqn: Eqn, context: EqnPrintContext) -> str:
+    return f"{context.binder(eqn.outvars[0])} <- {_indexed_text(eqn, context, 1)}"
+
+
+def _print_swap(eqn: Eqn, context: EqnPrintContext) -> str:
+    place, value = _indexed_text(eqn, context, 2), context.name(eqn.invars[1])
+    old = eqn.outvars[0]
+    if not context.is_used(old):
+        return f"{place} <- {value}"
+    return f"{context.binder(old)}, {place} <- {place}, {value}"
+
+
+def _print_addupdate(eqn: Eqn, context: EqnPrintContext) -> str:
+    return f"{_indexed_text(eqn, context, 2)} += {context.name(eqn.invars[1])}"
+
+
+register_eqn_printer(get_p, _print_get)
+register_eqn_printer(swap_p, _print_swap)
+register_eqn_printer(addupdate_p, _print_addupdate)
 
 
 # --------------------------------------------------------------------------------------------
@@ -437,6 +472,7 @@ def _zeros(aval: ShapedArray) -> Any:
 
 run_scoped_p = rules.define_primitive(
     "run_scoped",
+    sharding=rules.NOT_SHARDABLE,  # a kernel's Refs are blocks of one device's memory
     abstract_eval=_run_scoped_abstract_eval,
     discharge=_run_scoped_discharge,
     lowering=_not_discharged("run_scoped"),

@@ -53,6 +53,7 @@ from ember._src.pallas.primitives import (
     multiple_of as multiple_of,
     num_programs as num_programs,
     program_id as program_id,
+    run_scoped as run_scoped,
     store as store,
     swap as swap,
     when as when,

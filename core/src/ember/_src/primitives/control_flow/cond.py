@@ -19,7 +19,12 @@ from ember._src.core import ShapedArray, Zero, get_aval, set_current_trace, tang
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import zeros
 from ember._src.interpreters.batching import not_mapped
-from ember._src.interpreters.discharge import discharge_state, discharged_operands, new_ref_values
+from ember._src.interpreters.discharge import (
+    discharge_state,
+    discharged_operands,
+    new_ref_values,
+    unchanged_refs,
+)
 from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.interpreters.partial_eval import PartialEvalTrace, merge, partial_eval_jaxpr
 from ember._src.interpreters.reference import evaluate_jaxpr
@@ -218,11 +223,29 @@ def _cond_sharding(index, *avals, branches):
 
 def _cond_discharge(in_avals, out_avals, index, *operands, branches):
     marks = discharged_operands(in_avals[1:], operands)
-    discharged = [hoist_consts(discharge_state(b, marks)) for b in branches]
-    consts, new_branches = join_branch_consts(discharged)
-    outs = cond_p.bind(index, *consts, *operands, branches=tuple(new_branches))
+    discharged = [discharge_state(b, marks) for b in branches]
+    # A Ref no branch writes needs no result: it keeps its value.
+    per_branch = [unchanged_refs(d, marks) for d in discharged]
+    read_only = iter([all(flags) for flags in zip(*per_branch)])
+    written = [m and not next(read_only) for m in marks]
     n = len(out_avals)
-    return [None, *new_ref_values(marks, outs[n:])], outs[:n]
+    kept = [*range(n), *(n + k for k, i in enumerate(_marked(marks)) if written[i])]
+    trimmed = [hoist_consts(_with_outputs(d, kept)) for d in discharged]
+    consts, new_branches = join_branch_consts(trimmed)
+    outs = cond_p.bind(index, *consts, *operands, branches=tuple(new_branches))
+    return [None, *new_ref_values(written, outs[n:])], outs[:n]
+
+
+def _marked(marks):
+    return [i for i, m in enumerate(marks) if m]
+
+
+def _with_outputs(closed: ClosedJaxpr, kept: Sequence[int]) -> ClosedJaxpr:
+    jaxpr = closed.jaxpr
+    outvars = [jaxpr.outvars[i] for i in kept]
+    return ClosedJaxpr(
+        Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, jaxpr.eqns, jaxpr.debug_info), closed.consts
+    )
 
 
 cond_p = rules.define_primitive(
