@@ -60,6 +60,11 @@ def test_discharged_refs_become_value_inputs_and_final_values_come_last():
     np.testing.assert_array_equal(o_final, x * 2)
 
 
+def test_an_integer_index_drops_its_dimension_even_from_a_whole_ref():
+    (one, _) = run(lambda x_ref: x_ref[0], [ref(1)], np.array([5], np.float32))
+    assert one.shape == () and float(one) == 5.0
+
+
 def test_static_and_integer_indices_match_numpy():
     def kernel(x_ref, o_ref):
         o_ref[...] = x_ref[...]
@@ -276,6 +281,7 @@ def test_a_while_loop_condition_may_read_a_ref_the_body_does_not_write():
 
     out, _ = run(kernel, [ref(1, dtype=np.int32), scalar()], np.array([7], np.int32), np.int32(0))
     assert int(out) == 8
+    assert out.shape == ()
 
 
 def test_a_while_loop_whose_condition_reads_a_ref_and_body_writes_one_is_refused():

@@ -162,4 +162,11 @@ def _discharge_eqn(eqn: Eqn, values: list[Any], env: dict[Var, Any], refs: set[i
                 f"{var.aval.shape} a value of shape {get_aval(new).shape}"
             )
         env[var] = new
+    results = outs if eqn.primitive.multiple_results else [outs]
+    for var, out in zip(eqn.outvars, results):
+        if not var.aval.same_type(get_aval(out)):
+            raise AssertionError(
+                f"internal error: {eqn.primitive.name}'s discharge rule gave a result typed "
+                f"{get_aval(out).str_short()} for one typed {var.aval.str_short()}"
+            )
     return outs

@@ -165,8 +165,8 @@ def read_indexed(x: Any, nd: NDIndexer) -> Any:
         return gather(x, _point_indices(nd), _point_gather(rank), (1,) * rank)
     starts, sizes = _window_starts_and_sizes(nd)
     if _is_whole(starts, sizes, nd.shape):
-        return x
-    if _all_static(starts):
+        window = x
+    elif _all_static(starts):
         window = slice_op(x, starts, [s + n for s, n in zip(starts, sizes)])
     else:
         window = dynamic_slice_op(x, [_int32(s) for s in starts], sizes)
