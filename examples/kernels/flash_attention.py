@@ -237,12 +237,8 @@ def flash_attention(
     ``k`` and ``v`` have the same heads as ``q``; the query and key sequences must be
     multiples of ``block_q`` and ``block_k`` (each at most its sequence). Differentiable.
     """
-    if (
-        q.ndim != 4
-        or k.shape != v.shape
-        or k.shape[::2] != q.shape[::2]
-        or k.shape[3] != q.shape[3]
-    ):
+    batch, _, heads, head_dim = q.shape if q.ndim == 4 else (None,) * 4
+    if q.ndim != 4 or k.shape != v.shape or k.shape != (batch, k.shape[1], heads, head_dim):
         raise ValueError(
             f"flash_attention: expected q (batch, seq_q, heads, head_dim) and k, v "
             f"(batch, seq_k, heads, head_dim), got {q.shape}, {k.shape}, {v.shape}"

@@ -66,7 +66,8 @@ def matmul(x, y, *, block_m=128, block_n=128, block_k=128, interpret=False):
     """``x @ y`` for (m, k) and (k, n) matrices whose sizes are multiples of the blocks.
 
     ``interpret=True`` runs the kernel as a loop of ordinary operations on any backend; a
-    platform without a kernel compiler (cpu, reference) interprets it anyway.
+    platform without a kernel compiler (cpu, reference) interprets it anyway. The k steps must
+    run in order, so on a GPU use ``interpret=True`` or ``matmul_looping_k``.
     """
     m, k, n = _check_shapes(x, y, block_m, block_n, block_k)
     return pl.pallas_call(
@@ -103,7 +104,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     x = rng.normal(size=(256, 192)).astype(np.float32)
     y = rng.normal(size=(192, 128)).astype(np.float32)
-    z = matmul(x, y, block_m=64, block_n=64, block_k=64)
+    z = matmul(x, y, block_m=64, block_n=64, block_k=64, interpret=True)  # k in order anywhere
     np.testing.assert_allclose(np.asarray(z), x @ y, rtol=1e-4, atol=1e-4)
     z = matmul_looping_k(x, y, block_m=64, block_n=64, block_k=64)
     np.testing.assert_allclose(np.asarray(z), x @ y, rtol=1e-4, atol=1e-4)

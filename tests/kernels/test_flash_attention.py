@@ -109,5 +109,7 @@ def test_rejects_mismatched_shapes_and_blocks():
     q, k, v = _qkv()
     with pytest.raises(ValueError, match="expected q"):
         flash.flash_attention(q, k[:, :, :1], v[:, :, :1])
+    with pytest.raises(ValueError, match="expected q"):
+        flash.flash_attention(q[0], k[0], v[0])
     with pytest.raises(ValueError, match="not multiples"):
         flash.flash_attention(q, k, v, block_q=12)
