@@ -397,3 +397,26 @@ def test_argmax_and_argmin_take_the_first_extreme_and_nan_wins():
     a, b = ttir_interpreter.run_call(call, x)
     np.testing.assert_array_equal(a, np.argmax(x, axis=1))
     np.testing.assert_array_equal(b, np.argmin(x, axis=0))
+
+
+def test_atomic_compare_and_swap_claims_a_slot_once():
+    # Every program tries to claim slot 0 (0 -> its id + 1); only the first succeeds, and
+    # each program records the old value it saw.
+    def kernel(slots_ref, seen_ref):
+        i = pl.program_id(0)
+        old = pl.atomic_cas(slots_ref, 0, i + 1)
+        seen_ref[pl.ds(i, 1)] = enp.full((1,), old, enp.int32)
+
+    whole = pl.BlockSpec(memory_space=pl.ANY)
+    call = _call(
+        kernel,
+        _struct((4,), np.int32),
+        np.zeros((), np.int32),
+        grid=(4,),
+        in_specs=[whole],
+        out_specs=whole,
+    )
+    text = checked_text(call)
+    assert "tt.atomic_cas acq_rel, gpu" in text
+    (seen,) = ttir_interpreter.run_call(call, np.zeros((), np.int32))
+    np.testing.assert_array_equal(seen, [0, 1, 1, 1])

@@ -347,6 +347,13 @@ class Interpreter:
                 where, value = offsets.ravel()[index], flat_values.ravel()[index]
                 target[where] = _ATOMIC[kind](target[where], value)
             return [old]
+        if name == "tt.atomic_cas":
+            pointers, expected, value = args
+            target = self.memory[pointers.buffer]
+            old = target[pointers.offsets].copy()
+            if old == expected:
+                target[pointers.offsets] = value
+            return [old]
         if name == "tt.dot":
             a, b, acc = args
             return [(a.astype(np.float64) @ b.astype(np.float64) + acc).astype(acc.dtype)]
