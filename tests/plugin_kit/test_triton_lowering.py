@@ -420,3 +420,28 @@ def test_atomic_compare_and_swap_claims_a_slot_once():
     assert "tt.atomic_cas acq_rel, gpu" in text
     (seen,) = ttir_interpreter.run_call(call, np.zeros((), np.int32))
     np.testing.assert_array_equal(seen, [0, 1, 1, 1])
+
+
+@pytest.mark.parametrize(
+    "dtype, preferred, out, precision",
+    [
+        (np.float16, None, np.float16, "ieee"),  # accumulates in f32, rounds once
+        ("bfloat16", np.float32, np.float32, "ieee"),
+        (np.int8, np.int32, np.int32, "ieee"),
+        (np.float32, None, np.float32, "tf32"),  # Triton's default for f32, as JAX's
+    ],
+)
+def test_dots_of_each_dtype(dtype, preferred, out, precision):
+    dtype = np.dtype(dtype)
+
+    def kernel(x_ref, y_ref, o_ref):
+        product = lax.dot(x_ref[...], y_ref[...], preferred_element_type=preferred)
+        o_ref[...] = product.astype(o_ref.dtype)
+
+    rng = np.random.default_rng(3)
+    x, y = rng.integers(-3, 4, (2, 32, 32)).astype(dtype)  # exact in every dtype here
+    call = _call(kernel, _struct((32, 32), out), x, y)
+    text = checked_text(call)
+    assert f"inputPrecision = {precision}" in text
+    (result,) = ttir_interpreter.run_call(call, x, y)
+    np.testing.assert_array_equal(result, (x.astype(np.int64) @ y.astype(np.int64)).astype(out))
