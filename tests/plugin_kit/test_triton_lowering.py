@@ -224,20 +224,31 @@ def test_blocks_must_be_powers_of_two():
         lower_kernel(call)
 
 
-def test_grids_of_more_than_three_axes_are_refused():
-    def kernel(x_ref, o_ref):
-        o_ref[...] = x_ref[...]
+def test_grids_of_more_than_three_axes_fold_their_leading_axes_into_x():
+    # Each program writes its four grid indices into its own row.
+    def kernel(o_ref):
+        for axis in range(4):
+            o_ref[0, 0, 0, axis] = pl.program_id(axis)
 
-    spec = pl.BlockSpec((16,), lambda a, b, c, d: (0,))
+    spec = pl.BlockSpec((1, 1, 1, 4), lambda a, b, c, d: (a * 3 + b, c, d, 0))
     call = _call(
-        kernel,
-        _struct((16,)),
-        np.ones(16, np.float32),
-        grid=(1, 1, 1, 2),
-        in_specs=[spec],
-        out_specs=spec,
+        kernel, _struct((6, 4, 5, 4), np.int32), grid=(2, 3, 4, 5), in_specs=[], out_specs=spec
     )
-    with pytest.raises(NotImplementedError, match="at most 3 grid axes"):
+    assert lower_kernel(call).grid == (6, 4, 5)
+    checked_text(call)
+    (result,) = ttir_interpreter.run_call(call)
+    a, b, c, d = np.meshgrid(*map(np.arange, (2, 3, 4, 5)), indexing="ij")
+    expected = np.stack([a, b, c, d], axis=-1).reshape(6, 4, 5, 4)
+    np.testing.assert_array_equal(result, expected)
+
+
+def test_grid_axes_past_cuda_limits_are_refused():
+    def kernel(o_ref):
+        o_ref[...] = enp.zeros(o_ref.shape, o_ref.dtype)
+
+    spec = pl.BlockSpec((16,), lambda i, j: (i,))
+    call = _call(kernel, _struct((16,)), grid=(1, 70000), in_specs=[], out_specs=spec)
+    with pytest.raises(NotImplementedError, match="at most 65535"):
         lower_kernel(call)
 
 

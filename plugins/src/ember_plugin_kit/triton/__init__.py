@@ -24,8 +24,9 @@ kernel and the line, pointing to ``interpret=True``):
 - ``fori_loop`` (``scf.for``; ``scf.while`` with traced bounds), ``while_loop``, ``cond`` and
   ``pl.when`` (``scf.if``), nested jit and custom_jvp/custom_vjp calls (inlined).
 
-Tensors need power-of-two shapes (Triton's rule), a grid at most three axes, and blocks whose
-array does not divide evenly are masked at the edge. Not supported: scratch operands
+Tensors need power-of-two shapes (Triton's rule); a grid of more than three axes folds its
+leading axes into CUDA's x (see ``grid``); blocks whose array does not divide evenly are
+masked at the edge. Not supported: scratch operands
 (``scratch_shapes``/``run_scoped``), indexing Refs with integer arrays, value slicing,
 ``debug_print``, offsets past 2**31 elements.
 """

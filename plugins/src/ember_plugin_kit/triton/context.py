@@ -16,8 +16,6 @@ import numpy as np
 
 from ember_plugin_kit.triton.emitter import Emitter, Value
 
-GRID_AXES = ("x", "y", "z")  # Triton's program id axes for grid axes 0, 1, 2
-
 Rule = Callable[..., list]
 RULES: dict[str, Rule] = {}
 
@@ -51,6 +49,8 @@ class KernelContext:
         self.name = name
         self.grid = tuple(grid)
         self.emitter = Emitter()
+        # This program's index along each grid axis, computed at the top of the function.
+        self.program_ids: list[Value] = []
 
     def fail(self, primitive: str, why: str = "") -> NotImplementedError:
         return unsupported(primitive, self.name, why)

@@ -1,7 +1,7 @@
 """A Pallas kernel (``PallasCall``) as a Triton-dialect module: ``lower_kernel``.
 
 The module has one ``tt.func`` taking a pointer per input and then per output array. Each
-program of the grid (``tt.get_program_id`` x/y/z for grid axes 0/1/2) evaluates every
+program of the grid (``grid``: its indices from ``tt.get_program_id``) evaluates every
 BlockSpec's index map on its program ids to find where its blocks start, and then runs the
 kernel's equations on those blocks (see ``refs``). The result is MLIR text;
 ``bytecode.to_bytecode`` parses and verifies it.
@@ -21,11 +21,12 @@ import numpy as np
 from ember_plugin_kit.triton import (
     arithmetic as arithmetic,
     control_flow as control_flow,
+    grid as grid_axes,
     memory as memory,
     reductions as reductions,
     shapes as shapes,
 )
-from ember_plugin_kit.triton.context import GRID_AXES, KernelContext
+from ember_plugin_kit.triton.context import KernelContext
 from ember_plugin_kit.triton.emitter import INDEX_DTYPE, Pointer, Value, memory_element_type
 from ember_plugin_kit.triton.refs import BlockDim, RefBlock
 from ember_plugin_kit.triton.tensors import convert
@@ -45,23 +46,6 @@ def kernel_name(name: str) -> str:
     """``name`` as a PTX symbol (letters, digits and underscores, not starting with a digit)."""
     cleaned = re.sub(r"[^A-Za-z0-9_]", "_", name or "kernel")
     return cleaned if not cleaned[0].isdigit() else "_" + cleaned
-
-
-def launch_grid(grid: Sequence[int], name: str) -> tuple[int, int, int]:
-    """The CUDA grid of a Pallas grid: axis 0 is x, 1 is y, 2 is z."""
-    grid = tuple(int(g) for g in grid)
-    if len(grid) > 3:
-        raise NotImplementedError(
-            f"Pallas kernel {name!r} has a grid of rank {len(grid)}; the Triton lowering "
-            "supports at most 3 grid axes; use interpret=True"
-        )
-    if any(g > 65535 for g in grid[1:]):
-        raise NotImplementedError(
-            f"Pallas kernel {name!r} has grid {grid}: CUDA allows at most 65535 programs along "
-            "grid axes 1 and 2; put the largest axis first"
-        )
-    padded = grid + (1,) * (3 - len(grid))
-    return padded[0], padded[1], padded[2]
 
 
 def _times(kctx: KernelContext, x: Value, k: int) -> Value:
@@ -104,7 +88,7 @@ def _ref_block(
 def lower_kernel(call: Any) -> TritonKernel:
     """The Triton module of ``call`` (a ``PallasCall``)."""
     name = kernel_name(call.name)
-    grid = launch_grid(call.grid, name)
+    grid = grid_axes.launch_grid(call.grid, name)
     kctx = KernelContext(name, call.grid)
     kernel = call.kernel
     mappings = list(call.block_mappings)
@@ -119,11 +103,8 @@ def lower_kernel(call: Any) -> TritonKernel:
         Pointer(f"%arg{i}", (), np.dtype(m.array_aval.dtype)) for i, m in enumerate(mappings)
     ]
     e = kctx.emitter
-    program_ids = [
-        e.op(f"tt.get_program_id {GRID_AXES[axis]} : i32", (), INDEX_DTYPE)
-        for axis in range(len(call.grid))
-    ]
-    blocks = [_ref_block(kctx, p, m, program_ids) for p, m in zip(pointers, mappings)]
+    kctx.program_ids = grid_axes.program_ids(e, call.grid)
+    blocks = [_ref_block(kctx, p, m, kctx.program_ids) for p, m in zip(pointers, mappings)]
     kctx.lower_closed(kernel, blocks)
     e.line("tt.return")
     params = ", ".join(

@@ -13,7 +13,7 @@ import numpy as np
 
 from ember_plugin_kit.triton import indexing
 from ember_plugin_kit.triton.arithmetic import kind_index
-from ember_plugin_kit.triton.context import GRID_AXES, KernelContext, rule
+from ember_plugin_kit.triton.context import KernelContext, rule
 from ember_plugin_kit.triton.emitter import INDEX_DTYPE, Value, is_float
 from ember_plugin_kit.triton.refs import Addresses, RefBlock, addresses
 from ember_plugin_kit.triton.tensors import broadcast_to, convert
@@ -151,22 +151,21 @@ def _atomic_cas(kctx: KernelContext, eqn, ref: RefBlock, cmp: Value, value: Valu
     return [e.op(text, at.shape, dtype)]
 
 
-def _grid_axis(kctx: KernelContext, primitive: str, axis: int) -> str:
-    if not 0 <= axis < max(len(kctx.grid), 1) or axis >= len(GRID_AXES):
+def _grid_axis(kctx: KernelContext, primitive: str, axis: int) -> int:
+    if not 0 <= axis < len(kctx.grid):
         raise kctx.fail(primitive, f"axis {axis} of a grid of rank {len(kctx.grid)}")
-    return GRID_AXES[axis]
+    return axis
 
 
 @rule("program_id")
 def _program_id(kctx: KernelContext, eqn) -> list:
-    axis = _grid_axis(kctx, "program_id", eqn.params["axis"])
-    return [kctx.emitter.op(f"tt.get_program_id {axis} : i32", (), INDEX_DTYPE)]
+    return [kctx.program_ids[_grid_axis(kctx, "program_id", eqn.params["axis"])]]
 
 
 @rule("num_programs")
 def _num_programs(kctx: KernelContext, eqn) -> list:
     axis = _grid_axis(kctx, "num_programs", eqn.params["axis"])
-    return [kctx.emitter.op(f"tt.get_num_programs {axis} : i32", (), INDEX_DTYPE)]
+    return [kctx.emitter.constant(kctx.grid[axis], INDEX_DTYPE)]
 
 
 @rule("multiple_of", "max_contiguous")
