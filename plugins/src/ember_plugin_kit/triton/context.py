@@ -2,9 +2,9 @@
 
 A rule is registered with ``@rule("name", ...)`` and called as
 ``rule(kctx, eqn, *inputs) -> list`` of one value per output variable, where each input is a
-``Value`` (an array or scalar), a ``RefBlock`` (a Ref of the kernel: see ``refs``), or a
-static Python value for a literal. The rule modules (``arithmetic``, ``memory``,
-``control_flow``) fill the table when ``lowering`` imports them.
+``Value`` (an array or scalar; a literal becomes a constant) or a ``RefBlock`` (a Ref of the
+kernel: see ``refs``). The rule modules (``arithmetic``, ``shapes``, ``reductions``,
+``memory``, ``control_flow``) fill the table when ``lowering`` imports them.
 """
 
 from __future__ import annotations
