@@ -28,7 +28,7 @@ Tensors need power-of-two shapes (Triton's rule); a grid of more than three axes
 leading axes into CUDA's x (see ``grid``); blocks whose array does not divide evenly are
 masked at the edge. Not supported: scratch operands
 (``scratch_shapes``/``run_scoped``), indexing Refs with integer arrays, value slicing,
-``debug_print``, offsets past 2**31 elements.
+``debug_print``, arrays of 2**31 elements or more (offsets are i32).
 """
 
 from ember_plugin_kit.triton.custom_call import compile_pallas_call, register

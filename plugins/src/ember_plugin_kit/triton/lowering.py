@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-# The rule modules register their rules in context.RULES when imported.
+# Importing the rule modules registers their rules in context.RULES.
 from ember_plugin_kit.triton import (
     arithmetic as arithmetic,
     control_flow as control_flow,
@@ -30,6 +30,8 @@ from ember_plugin_kit.triton.context import KernelContext
 from ember_plugin_kit.triton.emitter import INDEX_DTYPE, Pointer, Value, memory_element_type
 from ember_plugin_kit.triton.refs import BlockDim, RefBlock
 from ember_plugin_kit.triton.tensors import convert
+
+_MAX_ELEMENTS = 2**31
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,14 @@ def lower_kernel(call: Any) -> TritonKernel:
             f"Pallas kernel {name!r} has {scratch} scratch operands, which the Triton lowering "
             "does not support; use interpret=True"
         )
+    for mapping in mappings:
+        # Offsets are i32 (as Triton's own are by default): a larger array would wrap.
+        if math.prod(mapping.array_aval.shape) >= _MAX_ELEMENTS:
+            raise NotImplementedError(
+                f"Pallas kernel {name!r}: {mapping.origin} has "
+                f"{math.prod(mapping.array_aval.shape)} elements; the Triton lowering addresses "
+                f"arrays of fewer than 2**31; use interpret=True"
+            )
     pointers = [
         Pointer(f"%arg{i}", (), np.dtype(m.array_aval.dtype)) for i, m in enumerate(mappings)
     ]
