@@ -45,8 +45,9 @@ def test_kernel_runs_natively_and_matches_numpy(name):
 
 
 # The example kernels, forward and backward, natively against interpret mode on the same GPU
-# (not the matmul example: it accumulates over a grid axis, which a GPU runs in parallel).
+# (not the grid-k matmul: it accumulates over a grid axis, which a GPU runs in parallel).
 GPU_EXAMPLES = [
+    "matmul_looping_k",
     "softmax",
     "layer_norm",
     "layer_norm_grad",

@@ -228,6 +228,14 @@ def example_programs():
             ),
             (x, y),
         ),
+        "matmul_looping_k": (
+            lambda i: (
+                lambda x, y: matmul.matmul_looping_k(
+                    x, y, block_m=32, block_n=32, block_k=16, interpret=i
+                )
+            ),
+            (x, y),
+        ),
         "softmax": (lambda i: lambda x: softmax.softmax(x, block_rows=16, interpret=i), (x,)),
         "layer_norm": (
             lambda i: lambda x, w, b: layer_norm.layer_norm(x, w, b, block_rows=32, interpret=i),
