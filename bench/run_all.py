@@ -42,6 +42,7 @@ MODULES = [
     "bench_explicit_sharding",
     "bench_multiprocess",
     "bench_compilation_cache",
+    "bench_pallas",
 ]
 # Modules that need their own process (a device count fixed before any backend starts, jobs
 # of several processes started by the module itself, or fresh processes timed from their start).
