@@ -12,6 +12,7 @@ import importlib as _importlib
 
 from ember_plugin_kit.pjrt._jaxlib import (
     JAXLIB_VERSION as JAXLIB_VERSION,
+    XlaRuntimeError as XlaRuntimeError,
     gloo_collectives as gloo_collectives,
     make_cpu_client as make_cpu_client,
     make_plugin_client as make_plugin_client,
@@ -25,6 +26,7 @@ __all__ = [
     "JAXLIB_VERSION",
     "CoordinationClient",
     "XlaCoordination",
+    "XlaRuntimeError",
     "PjrtBackend",
     "PjrtDevice",
     "PjrtExecutable",

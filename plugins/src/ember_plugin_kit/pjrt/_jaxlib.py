@@ -18,7 +18,7 @@ import threading
 # ember users. A user who wants them sets TF_CPP_MIN_LOG_LEVEL before importing ember.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -327,13 +327,16 @@ def compile_text(
     text: str | bytes,
     devices: Sequence[RawDevice],
     host_callbacks: Sequence[Any] = (),
+    debug_options: Mapping[str, Any] | None = None,
 ) -> Any:
     """Compile StableHLO (text, or MLIR bytecode); a program over several devices is
     partitioned by Shardy.
 
     ``host_callbacks``: the Python functions the program's ``xla_ffi_python_*_callback``
-    custom calls name by index (jaxlib takes them only with a parsed module)."""
-    options = compile_options(devices)
+    custom calls name by index (jaxlib takes them only with a parsed module).
+    ``debug_options``: fields of XLA's ``DebugOptions`` the platform compiles with (see
+    ``compile_options``)."""
+    options = compile_options(devices, debug_options)
     device_list = _jax.DeviceList(tuple(devices))
     if host_callbacks:
         module = parse_module(text)
@@ -343,8 +346,14 @@ def compile_text(
     return client.compile_and_load(text, device_list, options)
 
 
-def compile_options(devices: Sequence[RawDevice]) -> Any:
-    """The options ``compile_text`` compiles with for ``devices``."""
+def compile_options(
+    devices: Sequence[RawDevice], debug_options: Mapping[str, Any] | None = None
+) -> Any:
+    """The options ``compile_text`` compiles with for ``devices``.
+
+    ``debug_options``: fields of XLA's ``DebugOptions`` set on every compile, by name: what a
+    platform's compiler needs to know about its machine, such as where the CUDA tools are
+    (``xla_gpu_cuda_data_dir``). A name XLA does not have is a ``ValueError``."""
     options = xla_client.CompileOptions()
     # Without an explicit assignment XLA runs partition 0 on the client's first device,
     # whatever device list is passed, and rejects buffers that live elsewhere.
@@ -355,13 +364,22 @@ def compile_options(devices: Sequence[RawDevice]) -> Any:
         options.num_partitions = len(devices)
         options.executable_build_options.use_spmd_partitioning = True
         options.executable_build_options.use_shardy_partitioner = True
+    if debug_options:
+        xla_debug = options.executable_build_options.debug_options
+        for name, value in debug_options.items():
+            if not hasattr(xla_debug, name):
+                raise ValueError(f"XLA has no compiler debug option {name!r}")
+            setattr(xla_debug, name, value)
     return options
 
 
-def compile_options_fingerprint(devices: Sequence[RawDevice]) -> bytes:
+def compile_options_fingerprint(
+    devices: Sequence[RawDevice], debug_options: Mapping[str, Any] | None = None
+) -> bytes:
     """The serialized compile options for ``devices``: every field that changes the executable
-    (device assignment, partitions, partitioner), for keys of compiled programs."""
-    return compile_options(devices).SerializeAsString()
+    (device assignment, partitions, partitioner, debug options), for keys of compiled
+    programs."""
+    return compile_options(devices, debug_options).SerializeAsString()
 
 
 # jaxlib's MLIR bindings are imported on first use: they cost ~45 ms at startup, and only
