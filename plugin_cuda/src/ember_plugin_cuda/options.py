@@ -183,6 +183,9 @@ def define_options() -> None:
     )
 
 
+define_options()
+
+
 def _setting(name: str) -> tuple[Any, str] | None:
     """The value of option ``name`` and where it came from, or None when nothing sets it."""
     if config.is_set(name) and config.read(name) != "":

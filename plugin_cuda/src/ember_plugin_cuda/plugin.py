@@ -37,8 +37,6 @@ XLA_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "
 # platform when the installed kit ships it; until then Pallas kernels run interpreted here.
 TRITON_MODULE = "ember_plugin_kit.triton"
 
-options.define_options()
-
 
 def make_backend() -> Backend:
     # Imported here, not at the top, so that loading the plugin never imports jaxlib.
