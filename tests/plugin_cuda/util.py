@@ -17,13 +17,23 @@ PLUGIN_SRC = PLUGIN_ROOT / "src"
 # The stand-in for libcuda.so.1: the driver API calls the plugin makes, answering what the
 # FAKE_CUDA_* environment variables say (a driver for CUDA 12.9 with one GPU by default).
 FAKE_DRIVER_SOURCE = r"""
+#include <stdio.h>
 #include <stdlib.h>
 static int setting(const char *name, int fallback) {
   const char *value = getenv(name);
   return value ? atoi(value) : fallback;
 }
-int cuDriverGetVersion(int *version) { *version = setting("FAKE_CUDA_VERSION", 12090); return 0; }
-int cuInit(unsigned flags) { return setting("FAKE_CUDA_INIT", 0); }
+static void trace(const char *call) {  /* FAKE_CUDA_TRACE: a file each call is logged to */
+  const char *path = getenv("FAKE_CUDA_TRACE");
+  FILE *log = path ? fopen(path, "a") : NULL;
+  if (log) { fprintf(log, "%s\n", call); fclose(log); }
+}
+int cuDriverGetVersion(int *version) {
+  trace("cuDriverGetVersion");
+  *version = setting("FAKE_CUDA_VERSION", 12090);
+  return 0;
+}
+int cuInit(unsigned flags) { trace("cuInit"); return setting("FAKE_CUDA_INIT", 0); }
 int cuDeviceGetCount(int *count) { *count = setting("FAKE_CUDA_COUNT", 1); return 0; }
 int cuGetErrorName(int status, const char **name) {
   if (status != 100) return 1;
