@@ -217,3 +217,25 @@ def test_the_real_pjrt_library_loads_and_says_it_sees_no_gpu(installed_plugin):
         "options {'platform_name': 'cuda', 'allocator': 'default'}): FAILED_PRECONDITION: No "
         "visible GPU devices."
     ), done.stdout
+
+
+def test_a_pjrt_plugin_loaded_first_by_someone_else_is_shared(installed_plugin):
+    # JAX beside ember in one process (the benchmarks) loads XLA's CUDA plugin under the same
+    # name: ember uses that one instead of failing with ALREADY_EXISTS
+    if missing_wheels_note():
+        pytest.skip("jax-cuda12-pjrt is not installed")
+    try:
+        driver.probe()
+    except driver.DriverUnavailableError:
+        pass
+    else:
+        pytest.skip("this machine has a GPU (the GPU suite covers the real start)")
+    loaded_first = (
+        "from jaxlib import xla_client\n"
+        "xla_client.load_pjrt_plugin_dynamically('cuda', libraries.pjrt_library())\n"
+    )
+    code = REAL_PJRT.replace("try:\n", loaded_first + "try:\n", 1)
+    done = run_ember(["-c", code], installed_plugin, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "FAILED_PRECONDITION: No visible GPU devices." in done.stdout, done.stdout
+    assert "ALREADY_EXISTS" not in done.stdout

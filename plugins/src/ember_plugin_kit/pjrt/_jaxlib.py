@@ -205,9 +205,16 @@ def make_plugin_client(
     if previous is None:
         if not os.path.exists(library_path):
             raise FileNotFoundError(f"PJRT plugin library {library_path!r} does not exist")
-        xla_client.load_pjrt_plugin_dynamically(name, library_path)
+        try:
+            xla_client.load_pjrt_plugin_dynamically(name, library_path)
+        except XlaRuntimeError as exc:
+            # Another user of jaxlib in this process (JAX's own plugin discovery, in a
+            # benchmark beside JAX) loaded it first: jaxlib keeps one plugin per name, shared.
+            if "ALREADY_EXISTS" not in str(exc):
+                raise
         _loaded_plugins[name] = library_path
-        xla_client.initialize_pjrt_plugin(name)
+        if not xla_client.pjrt_plugin_initialized(name):
+            xla_client.initialize_pjrt_plugin(name)
     elif previous != library_path:
         raise ValueError(
             f"PJRT plugin {name!r} is already loaded from {previous!r}; cannot load "
