@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib
 import pathlib
 import shutil
+import sys
+from collections.abc import Iterator
 
 import pytest
 from ember_plugin_cuda import libraries
@@ -15,13 +17,22 @@ from tests.plugin_cuda.util import project
 
 
 @pytest.fixture
-def site(tmp_path, monkeypatch) -> pathlib.Path:
+def site(tmp_path, monkeypatch) -> Iterator[pathlib.Path]:
     """An empty directory first on sys.path, for fake installed packages."""
+    forget_namespace_packages()
     monkeypatch.syspath_prepend(str(tmp_path))
-    for name in ("jax_plugins", "nvidia"):  # namespace packages found earlier are forgotten
-        monkeypatch.delitem(importlib.sys.modules, name, raising=False)
+    yield tmp_path
+    monkeypatch.undo()
+    forget_namespace_packages()  # later tests must not find the fakes through them
+
+
+def forget_namespace_packages() -> None:
+    """Drop ``jax_plugins`` and ``nvidia`` (namespace packages that remember where they were
+    found) and what was found in them."""
+    for name in list(sys.modules):
+        if name.partition(".")[0] in ("jax_plugins", "nvidia"):
+            del sys.modules[name]
     importlib.invalidate_caches()
-    return tmp_path
 
 
 def install_pjrt(site: pathlib.Path, *, with_library: bool = True) -> pathlib.Path:
@@ -44,7 +55,7 @@ def install_library(site: pathlib.Path, package: str, soname: str, source: str) 
 def test_the_pjrt_library_is_found_where_its_wheel_is_installed(site):
     package = install_pjrt(site)
     assert libraries.pjrt_library() == str(package / "xla_cuda_plugin.so")
-    assert "jax_plugins.xla_cuda12" not in importlib.sys.modules
+    assert "jax_plugins.xla_cuda12" not in sys.modules
 
 
 def test_a_missing_pjrt_wheel_is_named_with_the_install_command(site):
