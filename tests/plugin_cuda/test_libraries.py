@@ -15,28 +15,28 @@ from ember_plugin_cuda.libraries import CudaLibrary, MissingCudaPartError
 
 from tests.plugin_cuda.util import project
 
+# The fakes are installed under names of their own, so that real CUDA wheels installed
+# here (the cuda tox env) neither hide nor join them.
+FAKE_JAX_PLUGINS = "ember_test_jax_plugins"
+FAKE_NVIDIA = "ember_test_nvidia"
+
 
 @pytest.fixture
 def site(tmp_path, monkeypatch) -> Iterator[pathlib.Path]:
     """An empty directory first on sys.path, for fake installed packages."""
-    forget_namespace_packages()
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(libraries, "PJRT_PACKAGE", f"{FAKE_JAX_PLUGINS}.xla_cuda12")
+    monkeypatch.setattr(libraries, "NVIDIA_NAMESPACE", FAKE_NVIDIA)
+    importlib.invalidate_caches()
     yield tmp_path
     monkeypatch.undo()
-    forget_namespace_packages()  # later tests must not find the fakes through them
-
-
-def forget_namespace_packages() -> None:
-    """Drop ``jax_plugins`` and ``nvidia`` (namespace packages that remember where they were
-    found) and what was found in them."""
-    for name in list(sys.modules):
-        if name.partition(".")[0] in ("jax_plugins", "nvidia"):
+    for name in list(sys.modules):  # the fakes' namespace packages remember where they were
+        if name.partition(".")[0] in (FAKE_JAX_PLUGINS, FAKE_NVIDIA):
             del sys.modules[name]
-    importlib.invalidate_caches()
 
 
 def install_pjrt(site: pathlib.Path, *, with_library: bool = True) -> pathlib.Path:
-    package = site / "jax_plugins" / "xla_cuda12"
+    package = site / FAKE_JAX_PLUGINS / "xla_cuda12"
     package.mkdir(parents=True)
     # jax's own module imports jax: finding it must not run it
     (package / "__init__.py").write_text("raise ImportError('must not be imported')\n")
@@ -46,7 +46,7 @@ def install_pjrt(site: pathlib.Path, *, with_library: bool = True) -> pathlib.Pa
 
 
 def install_library(site: pathlib.Path, package: str, soname: str, source: str) -> pathlib.Path:
-    lib = site / "nvidia" / package / "lib"
+    lib = site / FAKE_NVIDIA / package / "lib"
     lib.mkdir(parents=True, exist_ok=True)
     shutil.copy(source, lib / soname)
     return lib / soname
@@ -55,7 +55,7 @@ def install_library(site: pathlib.Path, package: str, soname: str, source: str) 
 def test_the_pjrt_library_is_found_where_its_wheel_is_installed(site):
     package = install_pjrt(site)
     assert libraries.pjrt_library() == str(package / "xla_cuda_plugin.so")
-    assert "jax_plugins.xla_cuda12" not in sys.modules
+    assert f"{FAKE_JAX_PLUGINS}.xla_cuda12" not in sys.modules
 
 
 def test_a_missing_pjrt_wheel_is_named_with_the_install_command(site):
@@ -102,7 +102,7 @@ def test_libraries_load_from_their_wheels_and_optional_ones_may_be_missing(site,
 
 
 def test_a_wheels_library_that_fails_to_load_says_why(site):
-    lib = site / "nvidia" / "cublas" / "lib"
+    lib = site / FAKE_NVIDIA / "cublas" / "lib"
     lib.mkdir(parents=True)
     (lib / "libcublas_ember_test.so.12").write_text("not a shared object")
     wanted = (CudaLibrary("cublas", "libcublas_ember_test.so.12", "nvidia-cublas-cu12", True),)
@@ -126,7 +126,7 @@ def test_the_plugins_library_list_matches_the_wheels_it_pins():
 
 def test_ptxas_and_libdevice_come_from_the_nvcc_wheel(site):
     assert libraries.cuda_data_dir() is None
-    nvcc = site / "nvidia" / "cuda_nvcc"
+    nvcc = site / FAKE_NVIDIA / "cuda_nvcc"
     (nvcc / "bin").mkdir(parents=True)
     (nvcc / "nvvm" / "libdevice").mkdir(parents=True)
     assert libraries.cuda_data_dir() is None  # no ptxas yet

@@ -55,8 +55,11 @@ CUDA_LIBRARIES = (
     CudaLibrary("cudnn", "libcudnn.so.9", "nvidia-cudnn-cu12", required=True),
 )
 
+# The namespace package NVIDIA's CUDA wheels install into (``nvidia.cublas``, ...).
+NVIDIA_NAMESPACE = "nvidia"
+
 # The wheel with ptxas and libdevice, which XLA's GPU compiler runs and links.
-NVCC_PACKAGE = "nvidia.cuda_nvcc"
+NVCC_PACKAGE = "cuda_nvcc"
 NVCC_DISTRIBUTION = "nvidia-cuda-nvcc-cu12"
 
 
@@ -97,7 +100,7 @@ def pjrt_library() -> str:
 
 def library_path(library: CudaLibrary) -> str | None:
     """Where ``library``'s wheel put it, or None when that wheel is not installed."""
-    directory = package_directory(f"nvidia.{library.package}")
+    directory = package_directory(f"{NVIDIA_NAMESPACE}.{library.package}")
     if directory is None:
         return None
     path = os.path.join(directory, "lib", library.soname)
@@ -147,7 +150,7 @@ def cuda_data_dir() -> str | None:
     """The directory XLA's GPU compiler finds ``bin/ptxas`` and ``nvvm/libdevice`` in: the
     ``nvidia-cuda-nvcc-cu12`` wheel's, when installed (else XLA searches its own defaults,
     such as ``/usr/local/cuda``)."""
-    directory = package_directory(NVCC_PACKAGE)
+    directory = package_directory(f"{NVIDIA_NAMESPACE}.{NVCC_PACKAGE}")
     if directory is None or not os.path.isfile(os.path.join(directory, "bin", "ptxas")):
         return None
     return directory
