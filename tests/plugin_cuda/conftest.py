@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from tests.plugin_cuda.util import FAKE_DRIVER_SOURCE, PLUGIN_SRC, project
@@ -64,6 +65,11 @@ def fake_driver_dir(tmp_path_factory) -> pathlib.Path:
         timeout=120,
     )
     return root
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
 
 
 @pytest.fixture

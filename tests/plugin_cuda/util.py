@@ -55,17 +55,19 @@ def project() -> dict:
 
 def run_ember(
     code_or_args: list[str],
-    site: pathlib.Path,
+    site: pathlib.Path | None,
     *,
     driver_dir: pathlib.Path | None = None,
     timeout: float = 120,
     **env: str,
 ) -> subprocess.CompletedProcess:
-    """``python ARGS`` with the plugin installed (``site``) and, when given, the stand-in
-    driver found first on the library path."""
+    """``python ARGS`` with the plugin installed through ``site`` (the ``installed_plugin``
+    fixture; None: as this environment has it) and, when given, the stand-in driver found
+    first on the library path. ``EMBER_*`` variables come only from ``env``."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("EMBER_", "FAKE_CUDA"))}
-    path = [str(site), str(PLUGIN_SRC), *filter(None, [os.environ.get("PYTHONPATH")])]
-    environ["PYTHONPATH"] = os.pathsep.join(path)
+    if site is not None:
+        path = [str(site), str(PLUGIN_SRC), *filter(None, [os.environ.get("PYTHONPATH")])]
+        environ["PYTHONPATH"] = os.pathsep.join(path)
     if driver_dir is not None:
         library_path = [str(driver_dir), *filter(None, [os.environ.get("LD_LIBRARY_PATH")])]
         environ["LD_LIBRARY_PATH"] = os.pathsep.join(library_path)
