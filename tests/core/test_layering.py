@@ -22,7 +22,7 @@ SRC = pathlib.Path(__file__).resolve().parents[2] / "core" / "src" / "ember" / "
 
 LAYERS = [
     ["errors", "config", "dtypes", "source_info", "traceback_filter", "tree"],  # foundation
-    ["core"],
+    ["core", "state_types"],
     ["ir"],
     ["rules"],
     ["interpreters"],
@@ -42,6 +42,7 @@ LAYERS = [
         "distributed",
         "callback",
         "checkify",
+        "pallas",
         "export",
         "profiler",
         "test_util",

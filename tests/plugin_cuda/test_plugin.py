@@ -11,9 +11,10 @@ from ember_plugin_cuda.driver import DriverReport, DriverUnavailableError
 from ember_plugin_cuda.libraries import CudaLibrary, MissingCudaPartError, Preloaded
 
 from ember import config
+from ember._src.plugin import registries
 from ember.errors import BackendError
 from ember.extend import CollectiveRegistry, LoweringRegistry
-from ember_plugin_kit import pjrt
+from ember_plugin_kit import pjrt, triton
 
 
 def test_the_platform_is_cuda_with_alias_gpu_above_cpu():
@@ -34,6 +35,15 @@ def test_multi_process_jobs_use_xlas_coordination_service():
 
 
 # -- the Pallas kernel compiler: ember_plugin_kit.triton, when the kit ships it --------------
+
+
+def test_the_kits_triton_compiler_compiles_pallas_kernels_on_cuda(monkeypatch):
+    monkeypatch.setattr(registries, "_kernel_compilers", {})
+    registry = LoweringRegistry("cuda")
+    plugin.ember_register_lowerings(registry)
+    assert registry.registered == [("pallas_call", "cuda")]
+    assert registries.kernel_compiler("cuda") is triton.compile_pallas_call
+    assert registries.kernel_compiler("cpu") is None
 
 
 def test_the_triton_compiler_is_registered_for_cuda_when_the_kit_has_it(tmp_path, monkeypatch):

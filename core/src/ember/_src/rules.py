@@ -18,7 +18,10 @@ primitives: jit, control flow), ``collective_batch`` (collectives over named axe
 eagerly: shard_map, the sharding constraint), ``eager`` (primitives that run eagerly as Python
 on the host instead of as a compiled program: the host callbacks, ``rule(*args, **params)``),
 ``effects`` (primitives with side effects, the host callbacks: ``effects(**params)`` gives the
-equation's ``Effect``s).
+equation's ``Effect``s), ``discharge`` (primitives that take Refs: how the discharge pass turns
+them into functions of values, ``rule(in_avals, out_avals, *args, **params) -> (new values of
+each input or None, outputs)``, see ``interpreters/discharge.py``). Only primitives with a
+discharge rule accept Ref operands; any other refuses them with a TypeError.
 
 ``sharding`` is the primitive's *sharding rule*, used when an operand's type is split over
 Explicit mesh axes: ``rule(*avals_in, **params)`` gives the result's typed sharding (a list
@@ -45,6 +48,7 @@ from typing import Any
 
 from ember._src import errors
 from ember._src.core import Primitive, ShapedArray
+from ember._src.state_types import AbstractRef
 
 Rule = Callable[..., Any]
 
@@ -59,6 +63,7 @@ _collective_batch: dict[Primitive, Rule] = {}
 _eager_layouts: dict[Primitive, Rule] = {}
 _eager: dict[Primitive, Rule] = {}
 _sharding: dict[Primitive, Rule | None] = {}
+_discharge: dict[Primitive, Rule] = {}
 _primitives: dict[str, Primitive] = {}
 
 # ``define_primitive(..., sharding=NOT_SHARDABLE)``: the primitive has no sharding rule.
@@ -90,6 +95,7 @@ def define_primitive(
     eager: Rule | per_primitive | None = None,
     sharding: Rule | per_primitive | None = None,
     effects: Rule | None = None,
+    discharge: Rule | per_primitive | None = None,
     multiple_results: bool = False,
 ) -> Primitive:
     """A new primitive named ``name``, with its rules registered (see the module docstring)."""
@@ -111,6 +117,7 @@ def define_primitive(
         (_collective_batch, collective_batch),
         (_eager_layouts, eager_layouts),
         (_eager, eager),
+        (_discharge, discharge),
     ):
         if rule is not None:
             table[primitive] = built(rule)
@@ -145,6 +152,10 @@ def abstract_eval_rule(primitive: Primitive) -> Rule:
 def abstract_eval(primitive: Primitive, avals: Sequence[ShapedArray], params: dict) -> Any:
     """The result avals of ``primitive`` applied to ``avals``: its abstract evaluation, with
     typed shardings from its sharding rule when an operand is split over Explicit axes."""
+    if primitive not in _discharge:
+        for aval in avals:
+            if type(aval) is AbstractRef:
+                raise _ref_operand_error(primitive, aval)
     out = abstract_eval_rule(primitive)(*avals, **params)
     for aval in avals:
         if aval.typed_sharding is not None:
@@ -199,6 +210,13 @@ def _not_shardable(primitive: Primitive, avals: Sequence[ShapedArray]) -> errors
     )
 
 
+def _ref_operand_error(primitive: Primitive, aval: AbstractRef) -> errors.EmberTypeError:
+    return errors.EmberTypeError(
+        f"{primitive.name} was applied to a Ref ({aval.str_short()}), which is not an array: "
+        f"read it first (x_ref[...]){errors.where()}"
+    )
+
+
 def has_sharding_rule(primitive: Primitive) -> bool:
     """Whether ``primitive`` has a sharding rule or says it has none (``NOT_SHARDABLE``)."""
     return primitive in _sharding
@@ -248,6 +266,11 @@ def eager_layouts_rule(primitive: Primitive) -> Rule | None:
 def eager_rule(primitive: Primitive) -> Rule | None:
     """``rule(*args, **params)``: how ``primitive`` runs eagerly, if not as a program."""
     return _eager.get(primitive)
+
+
+def discharge_rule(primitive: Primitive) -> Rule | None:
+    """How ``primitive`` is discharged (see ``interpreters/discharge.py``), if it takes Refs."""
+    return _discharge.get(primitive)
 
 
 def partial_eval_rule(primitive: Primitive) -> Rule | None:

@@ -178,6 +178,7 @@ def coordination_client(
 
 
 _loaded_plugins: dict[str, str] = {}
+_plugin_c_apis: dict[str, Any] = {}  # name -> the PJRT C API capsule of its library
 
 
 def make_plugin_client(
@@ -201,18 +202,29 @@ def make_plugin_client(
         if job.local_device_ids is not None:
             options.setdefault("visible_devices", list(job.local_device_ids))
         distributed = job.coordination.raw
+    plugin_c_api(name, library_path)
+    return xla_client.make_c_api_client(name, options, distributed)
+
+
+def plugin_c_api(name: str, library_path: str) -> Any:
+    """The PJRT C API of a plugin library, loaded and initialised once per process (what a
+    plugin's extensions take, such as the CUDA plugin's Triton compiler; loading needs no
+    device). None when another user of jaxlib in this process loaded the library first."""
     previous = _loaded_plugins.get(name)
     if previous is None:
         if not os.path.exists(library_path):
             raise FileNotFoundError(f"PJRT plugin library {library_path!r} does not exist")
+        c_api = None
         try:
-            xla_client.load_pjrt_plugin_dynamically(name, library_path)
+            c_api = xla_client.load_pjrt_plugin_dynamically(name, library_path)
         except XlaRuntimeError as exc:
             # Another user of jaxlib in this process (JAX's own plugin discovery, in a
-            # benchmark beside JAX) loaded it first: jaxlib keeps one plugin per name, shared.
+            # benchmark beside JAX) loaded it first: jaxlib keeps one plugin per name, shared,
+            # and does not hand its C API out again (None here).
             if "ALREADY_EXISTS" not in str(exc):
                 raise
         _loaded_plugins[name] = library_path
+        _plugin_c_apis[name] = c_api
         if not xla_client.pjrt_plugin_initialized(name):
             xla_client.initialize_pjrt_plugin(name)
     elif previous != library_path:
@@ -220,7 +232,7 @@ def make_plugin_client(
             f"PJRT plugin {name!r} is already loaded from {previous!r}; cannot load "
             f"{library_path!r} as well in one process"
         )
-    return xla_client.make_c_api_client(name, options, distributed)
+    return _plugin_c_apis[name]
 
 
 # -- buffers -----------------------------------------------------------------------------------

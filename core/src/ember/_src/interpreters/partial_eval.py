@@ -16,6 +16,7 @@ from ember._src.core import Primitive, ShapedArray, current_trace, set_current_t
 from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.interpreters.staging import StagingTrace, StagingTracer, trace_to_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr, Var, eqn_effects
+from ember._src.state_types import has_lasting_effects
 
 
 class PartialEvalTrace(StagingTrace):
@@ -112,8 +113,9 @@ def unknown_avals(closed: ClosedJaxpr, unknowns: Sequence[bool]) -> list[ShapedA
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr:
-    """Drop equations whose outputs nobody uses, except those with side effects and those
-    with no outputs at all (a ``checkify.check`` exists for what it checks)."""
+    """Drop equations whose outputs nobody uses, except those with side effects (but for
+    reading a Ref, which changes nothing) and those with no outputs at all (a
+    ``checkify.check`` exists for what it checks)."""
     outvars = (
         jaxpr.outvars
         if used_outputs is None
@@ -122,7 +124,11 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr
     live: set[int] = {id(v) for v in outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if not eqn.outvars or any(id(v) in live for v in eqn.outvars) or eqn_effects(eqn):
+        if (
+            not eqn.outvars
+            or any(id(v) in live for v in eqn.outvars)
+            or has_lasting_effects(eqn_effects(eqn))
+        ):
             kept.append(eqn)
             live.update(id(v) for v in eqn.invars if isinstance(v, Var))
     kept.reverse()

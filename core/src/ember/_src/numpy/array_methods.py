@@ -1,6 +1,8 @@
 """Operators and methods of ``ember.Array`` and of tracers, defined by ember.numpy.
 
 Both classes get the same set, so code behaves the same eagerly and under a transformation.
+A tracer of a Ref (in a Pallas kernel) is indexed differently: ``x_ref[idx]`` reads it and
+``x_ref[idx] = v`` writes it (``primitives/state.py``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ from ember._src.numpy import (
 )
 from ember._src.numpy.index_update import IndexUpdateHelper
 from ember._src.primitives.bits import bitcast_convert_type
+from ember._src.primitives.state import ref_get, ref_set
 from ember._src.runtime.array import Array
+from ember._src.state_types import is_ref
 from ember._src.transforms.jit import jit
 
 
@@ -106,6 +110,19 @@ def _setitem(self: Any, index: Any, value: Any) -> None:
         f"ember arrays are immutable: {type(self).__name__} does not support item assignment; "
         f"write x = x.at[index].set(value) instead"
     )
+
+
+def _tracer_getitem(self: Tracer, index: Any) -> Any:
+    if is_ref(self.aval):
+        return ref_get(self, index)
+    return indexing.getitem(self, index)
+
+
+def _tracer_setitem(self: Tracer, index: Any, value: Any) -> None:
+    if is_ref(self.aval):
+        ref_set(self, index, value)
+        return
+    _setitem(self, index, value)
 
 
 def _to_device(self: Any, device: Any, /, *, stream: Any = None) -> Any:
@@ -303,5 +320,8 @@ def install(cls: type) -> None:
     cls.at = property(IndexUpdateHelper, doc="Functional updates: x.at[idx].set(v), .add(v), ...")
     # Defining __eq__ would otherwise make instances unhashable implicitly; keep that explicit.
     cls.__hash__ = Tracer.__hash__ if cls is Tracer else None
+    if cls is Tracer:  # a Ref's tracer is read and written by indexing
+        cls.__getitem__ = _tracer_getitem
+        cls.__setitem__ = _tracer_setitem
     if cls is Array:  # concrete rows are read in blocks (see _iter_rows)
         cls.__iter__ = _array_iter

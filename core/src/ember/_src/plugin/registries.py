@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ember._src import errors, rules
 from ember._src.core import Primitive
+
+# A kernel compiler per platform: ``compiler(ctx, call, *operands) -> list[str]`` emits a
+# ``PallasCall`` (ember.extend) natively into the module being lowered (e.g. as Triton).
+KernelCompiler = Callable[..., list[str]]
+_kernel_compilers: dict[str, KernelCompiler] = {}
+
+
+def kernel_compiler(platform: str) -> KernelCompiler | None:
+    """The kernel compiler a plugin registered for ``platform``, if any: ``pallas_call``
+    lowers through it there unless it runs in interpret mode."""
+    return _kernel_compilers.get(platform)
 
 
 class LoweringRegistry:
@@ -24,6 +36,23 @@ class LoweringRegistry:
         prim = _lookup(primitive, self.plugin_name)
         rules.register_lowering(prim, rule, platform)
         self.registered.append((prim.name, platform))
+
+    def register_kernel_compiler(self, compiler: KernelCompiler, *, platform: str) -> None:
+        """Compile Pallas kernels natively on ``platform``: ``compiler(ctx, call, *operands)``
+        gets the lowering context (``RuleContext``), the ``PallasCall`` and the operands' SSA
+        names, emits the kernel into the module and returns the results' SSA names. A
+        ``pallas_call(..., interpret=True)`` bypasses it; a platform without one interprets."""
+        if not platform:
+            raise ValueError(
+                f"plugin {self.plugin_name!r}: a kernel compiler must name its platform"
+            )
+        if not callable(compiler):
+            raise TypeError(
+                f"plugin {self.plugin_name!r}: a kernel compiler must be callable, got "
+                f"{type(compiler).__name__}"
+            )
+        _kernel_compilers[platform] = compiler
+        self.registered.append(("pallas_call", platform))
 
 
 class CollectiveRegistry:

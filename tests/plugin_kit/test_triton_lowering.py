@@ -1,0 +1,253 @@
+"""Pallas kernels lowered to Triton-dialect modules (``ember_plugin_kit.triton``): the modules
+verify with jaxlib's MLIR bindings and, where the CUDA plugin's wheels are installed, compile
+to PTX for sm_90 without a GPU. Running them is test_triton_gpu.py's job."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jaxlib")
+
+import ember
+import ember.experimental.pallas as pl
+import ember.numpy as enp
+from ember import lax
+from ember_plugin_kit.triton import bytecode, lower_kernel
+from ember_plugin_kit.triton.custom_call import bytes_literal
+from ember_plugin_kit.triton.emitter import float_literal, scalar_literal
+from tests.plugin_kit import triton_kernels
+
+needs_ptx_compiler = pytest.mark.skipif(
+    not bytecode.cuda_compiler_available(),
+    reason="the CUDA PJRT plugin's wheels (jax-cuda12-plugin, jax-cuda12-pjrt) are not installed",
+)
+
+CASES = triton_kernels.cases()
+
+# What each kernel's module must contain besides loads and stores.
+EXPECTED_OPS = {
+    "add": ["tt.get_program_id x", "tt.load %v", "arith.addf"],
+    "matmul": ["tt.get_program_id y", "scf.for", "tt.dot", "iter_args"],
+    "softmax": ['"tt.reduce"', "arith.maximumf", "math.exp", "arith.divf"],
+    "flash_attention": ["scf.for", "tt.trans", "tt.dot", "math.exp", '"tt.reduce"'],
+    "masked_sum": ["tt.atomic_rmw fadd, acq_rel, gpu", "arith.cmpi slt"],
+}
+
+
+def pallas_call_of(fn, *args):
+    """The ``PallasCall`` of the one pallas_call ``fn(*args)`` makes."""
+    closed = ember.make_jaxpr(fn)(*args)
+    (eqn,) = [e for e in closed.jaxpr.eqns if e.primitive.name == "pallas_call"]
+    return eqn.params["call"]
+
+
+def lowered(name):
+    fn, args, _ = CASES[name]
+    return lower_kernel(pallas_call_of(fn, *args))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_kernel_lowers_to_a_triton_module_that_verifies(name):
+    kernel = lowered(name)
+    printed = bytecode.verify(kernel.text)
+    assert f"tt.func public @{kernel.name}(" in printed
+    for op in EXPECTED_OPS[name]:
+        assert op in kernel.text, op
+    assert "tt.store" in kernel.text or "tt.atomic_rmw" in kernel.text
+
+
+@needs_ptx_compiler
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_kernel_compiles_to_ptx_without_a_gpu(name):
+    fn, args, _ = CASES[name]
+    call = pallas_call_of(fn, *args)
+    kernel = lower_kernel(call)
+    ptx = bytecode.compile_to_ptx(bytecode.to_bytecode(kernel.text), arch="9.0", num_warps=4)
+    assert ".target sm_90a" in ptx
+    entry = re.search(rf"\.visible \.entry {kernel.name}\((.*?)\)", ptx, re.S)
+    assert entry is not None
+    # One pointer per input and output, then Triton's two scratch pointers.
+    assert entry.group(1).count(".param .u64") == len(call.block_mappings) + 2
+    if name in ("matmul", "flash_attention"):
+        assert "mma" in ptx  # tensor cores
+    if name == "masked_sum":
+        assert "atom.global" in ptx or "red.global" in ptx
+
+
+def test_block_offsets_come_from_the_index_maps():
+    kernel = lowered("matmul")  # x block (32, 64) at (i, 0); y (64, 32) at (0, j); o at (i, j)
+    assert kernel.grid == (2, 2, 1)
+    assert kernel.text.count("tt.get_program_id x") == 1
+    assert kernel.text.count("tt.get_program_id y") == 1
+    assert "arith.constant 32 : i32" in kernel.text  # block index * block size
+
+
+def test_only_blocks_that_overhang_their_array_are_masked():
+    add = lowered("add").text  # 1000 elements in blocks of 256: the last block overhangs
+    assert re.search(r"tt\.load %v\d+, %v\d+, %v\d+ :", add)
+    assert re.search(r"tt\.store %v\d+, %v\d+, %v\d+ :", add)
+    softmax = lowered("softmax").text  # (16, 128) in blocks of (4, 128): no edge
+    assert re.search(r"tt\.load %v\d+ :", softmax)
+    assert not re.search(r"tt\.load %v\d+, ", softmax)
+
+
+def _call(kernel, out_shape, *args, grid=(1,), in_specs=None, out_specs=None):
+    kw = {}
+    if in_specs is not None:
+        kw = {"in_specs": in_specs, "out_specs": out_specs}
+    return pallas_call_of(pl.pallas_call(kernel, out_shape=out_shape, grid=grid, **kw), *args)
+
+
+def _struct(shape, dtype=np.float32):
+    return ember.ShapeDtypeStruct(shape, dtype)
+
+
+def test_loop_with_traced_bounds_becomes_scf_while():
+    def kernel(x_ref, o_ref):
+        x = x_ref[...]
+        o_ref[...] = lax.fori_loop(0, pl.program_id(0) + 1, lambda i, v: v * 2.0, x)
+
+    spec = pl.BlockSpec((64,), lambda i: (i,))
+    call = _call(
+        kernel,
+        _struct((128,)),
+        np.ones(128, np.float32),
+        grid=(2,),
+        in_specs=[spec],
+        out_specs=spec,
+    )
+    text = lower_kernel(call).text
+    assert "scf.while" in text and "scf.condition" in text
+    bytecode.verify(text)
+
+
+def test_cond_becomes_scf_if():
+    def kernel(x_ref, o_ref):
+        x = x_ref[...]
+        o_ref[...] = lax.cond(pl.program_id(0) == 0, lambda v: v * 2.0, lambda v: -v, x)
+
+    spec = pl.BlockSpec((64,), lambda i: (i,))
+    call = _call(
+        kernel,
+        _struct((128,)),
+        np.ones(128, np.float32),
+        grid=(2,),
+        in_specs=[spec],
+        out_specs=spec,
+    )
+    text = lower_kernel(call).text
+    assert "scf.if" in text and "arith.negf" in text
+    bytecode.verify(text)
+
+
+def test_dtypes_bools_in_bytes_half_math_in_f32_unsigned_compare():
+    def kernel(x_ref, u_ref, h_ref, b_ref, y_ref):
+        b_ref[...] = (x_ref[...] > 0) & (u_ref[...] < 7)
+        y_ref[...] = enp.exp(h_ref[...])
+
+    x = np.ones(64, np.int32)
+    u = np.ones(64, np.uint32)
+    h = np.ones(64, np.float16)
+    call = _call(kernel, (_struct((64,), np.bool_), _struct((64,), np.float16)), x, u, h)
+    text = lower_kernel(call).text
+    assert "!tt.ptr<i8>" in text  # a bool array is bytes in memory
+    assert "arith.cmpi ult" in text and "arith.cmpi sgt" in text
+    assert re.search(r"arith\.extf .* to tensor<64xf32>\n.*math\.exp .*tensor<64xf32>", text)
+    bytecode.verify(text)
+
+
+def test_iota_broadcast_reshape_reductions_and_casts():
+    def kernel(x_ref, o_ref, m_ref):
+        x = x_ref[...]  # (16, 32)
+        cols = lax.broadcasted_iota(enp.int32, (16, 32), 1).astype(enp.float32)
+        y = enp.where(x > cols, x, cols)
+        o_ref[...] = y.sum(axis=0)[None, :] + y.max()
+        m_ref[...] = enp.min(x, axis=1).astype(enp.int32)
+
+    x = np.ones((16, 32), np.float32)
+    call = _call(kernel, (_struct((1, 32)), _struct((16,), np.int32)), x)
+    text = lower_kernel(call).text
+    for op in ("tt.make_range", "tt.broadcast", "arith.select", "arith.minimumf", "arith.fptosi"):
+        assert op in text, op
+    bytecode.verify(text)
+
+
+def test_unsupported_primitive_is_named_with_the_kernel():
+    def sorting_kernel(x_ref, o_ref):
+        o_ref[...] = enp.sort(x_ref[...])
+
+    call = _call(sorting_kernel, _struct((64,)), np.ones(64, np.float32))
+    with pytest.raises(
+        NotImplementedError,
+        match=r"'sort' in Pallas kernel 'sorting_kernel'.*"
+        r"interpret=True",
+    ):
+        lower_kernel(call)
+
+
+def test_blocks_must_be_powers_of_two():
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    spec = pl.BlockSpec((100,), lambda i: (i,))
+    call = _call(
+        kernel,
+        _struct((200,)),
+        np.ones(200, np.float32),
+        grid=(2,),
+        in_specs=[spec],
+        out_specs=spec,
+    )
+    with pytest.raises(NotImplementedError, match=r"power-of-two.*\(100,\)"):
+        lower_kernel(call)
+
+
+def test_grids_of_more_than_three_axes_are_refused():
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    spec = pl.BlockSpec((16,), lambda a, b, c, d: (0,))
+    call = _call(
+        kernel,
+        _struct((16,)),
+        np.ones(16, np.float32),
+        grid=(1, 1, 1, 2),
+        in_specs=[spec],
+        out_specs=spec,
+    )
+    with pytest.raises(NotImplementedError, match="at most 3 grid axes"):
+        lower_kernel(call)
+
+
+def test_small_dots_are_refused_with_the_reason():
+    def kernel(x_ref, o_ref):
+        o_ref[...] = pl.dot(x_ref[...], x_ref[...])
+
+    call = _call(kernel, _struct((8, 8)), np.ones((8, 8), np.float32))
+    with pytest.raises(NotImplementedError, match=">= 16"):
+        lower_kernel(call)
+
+
+def test_literals_are_exact():
+    assert float_literal(np.inf, np.float32) == "0x7F800000"
+    assert float_literal(-0.0, np.float32) == "0x80000000"
+    assert float_literal(1.0, np.float16) == "0x3C00"
+    assert scalar_literal(4294967295, np.uint32) == "-1"  # signless: the same bits
+    assert scalar_literal(True, np.bool_) == "true"
+    assert bytes_literal(b'a"\\\x00\xff') == '"a\\22\\5C\\00\\FF"'
+
+
+def test_partial_kernels_get_a_valid_symbol_name():
+    kernel = lower_kernel(pallas_call_of(*CASES["matmul"][:1], *CASES["matmul"][1]))
+    assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", kernel.name)
+
+
+def test_kernel_without_refs_written_by_atomics_keeps_its_mask():
+    text = lowered("masked_sum").text
+    # pl.load's mask (offsets < n) guards the read; the atomic has an all-true mask.
+    assert "arith.constant true" in text
+    assert functools.reduce(lambda n, op: n + text.count(op), ["tt.load"], 0) == 1
