@@ -184,3 +184,13 @@ def test_a_started_backend_reports_its_cuda_parts_and_fixes_its_options(stages, 
     with pytest.raises(BackendError, match="already started with cuda_memory_fraction=0.5"):
         with config.option("cuda_memory_fraction", 0.9):
             pass
+
+
+def test_a_multi_process_job_is_handed_to_the_pjrt_client(stages, monkeypatch):
+    # the kit's make_plugin_client turns the job into the client's distributed client and
+    # node_id / num_nodes / visible_devices options (NCCL's ids travel through its store)
+    job = object()
+    monkeypatch.setattr(plugin, "current_job", lambda: job)
+    with pytest.raises(BackendError):
+        plugin.make_backend()
+    assert stages.client_call[3] is job
