@@ -56,6 +56,19 @@ def test_bfloat16_matmul(gpu, rng):
     np.testing.assert_allclose(np.asarray(out, np.float32), a @ a, rtol=5e-2, atol=0.5)
 
 
+def test_a_host_callback_runs_inside_a_gpu_program(gpu):
+    # xla_ffi_python_gpu_callback: the handler registered from jax-cuda12-plugin
+    def host_cube(x):
+        return np.asarray(x) ** 3
+
+    def f(x):
+        shape = ember.ShapeDtypeStruct(x.shape, x.dtype)
+        return ember.pure_callback(host_cube, shape, x * 2) + 1
+
+    out = ember.jit(f, device=gpu)(np.arange(4, dtype=np.float32))
+    np.testing.assert_array_equal(np.asarray(out), (np.arange(4) * 2) ** 3 + 1)
+
+
 def test_donation_frees_the_input(gpu):
     f = ember.jit(lambda x: x + 1, donate_argnums=0, device=gpu)
     x = ember.device_put(np.zeros(1 << 20, np.float32), gpu)

@@ -76,6 +76,10 @@ class Stages:
         self.preloaded: Preloaded | Exception = Preloaded(("libcudart.so.12",), ())
         self.client: object = pjrt.XlaRuntimeError("FAILED_PRECONDITION: No visible GPU devices.")
         self.client_call: tuple | None = None
+        self.ffi: list[str] | Exception = ["xla_ffi_python_gpu_callback"]
+        self.ffi_call: tuple | None = None
+        monkeypatch.setattr(libraries, "ffi_extension", lambda: "fake_ffi_extension")
+        monkeypatch.setattr(pjrt, "register_plugin_extension", self._register)
         monkeypatch.setattr(driver, "probe", self._stage("driver"))
         monkeypatch.setattr(libraries, "pjrt_library", self._stage("library"))
         monkeypatch.setattr(libraries, "preload_cuda_libraries", self._stage("preloaded"))
@@ -90,6 +94,13 @@ class Stages:
             return answer
 
         return run
+
+    def _register(self, *args):
+        self.ran.append("ffi")
+        self.ffi_call = args
+        if isinstance(self.ffi, Exception):
+            raise self.ffi
+        return self.ffi
 
     def _make_client(self, name, library, options, job):
         self.ran.append("client")
@@ -147,6 +158,8 @@ def test_the_pjrt_client_gets_the_options_and_its_failure_is_explained(stages):
     ):
         with pytest.raises(BackendError) as caught:
             plugin.make_backend()
+    assert stages.ran == ["driver", "library", "preloaded", "ffi", "client"]
+    assert stages.ffi_call == ("cuda", stages.library, "fake_ffi_extension", "CUDA")
     name, library, options, job = stages.client_call
     assert (name, library, job) == ("cuda", stages.library, None)
     assert options == {
@@ -180,6 +193,7 @@ def test_a_started_backend_reports_its_cuda_parts_and_fixes_its_options(stages, 
         assert versions["CUDA libraries not found (some operations will fail)"] == (
             "libnccl.so.2 (nvidia-nccl-cu12)"
         )
+        assert versions["FFI handlers registered"] == "xla_ffi_python_gpu_callback"
         assert "jaxlib" in versions
     with pytest.raises(BackendError, match="already started with cuda_memory_fraction=0.5"):
         with config.option("cuda_memory_fraction", 0.9):
@@ -194,3 +208,23 @@ def test_a_multi_process_job_is_handed_to_the_pjrt_client(stages, monkeypatch):
     with pytest.raises(BackendError):
         plugin.make_backend()
     assert stages.client_call[3] is job
+
+
+def test_without_the_ffi_extension_the_backend_starts_and_says_what_is_missing(stages, monkeypatch):
+    stages.client = pjrt.make_cpu_client(1)
+    monkeypatch.setattr(libraries, "ffi_extension", lambda: None)
+    backend = plugin.make_backend()
+    assert "ffi" not in stages.ran
+    assert backend.versions()["host callbacks on the GPU"] == (
+        "unavailable: jax-cuda12-plugin is not installed"
+    )
+
+
+def test_an_ffi_extension_that_fails_to_import_is_reported_not_raised(stages, monkeypatch):
+    stages.client = pjrt.make_cpu_client(1)
+    stages.ffi = ImportError("libcudart.so.12: cannot open shared object file")
+    backend = plugin.make_backend()
+    assert backend.versions()["host callbacks on the GPU"] == (
+        "unavailable: fake_ffi_extension could not be imported: libcudart.so.12: cannot open "
+        "shared object file"
+    )

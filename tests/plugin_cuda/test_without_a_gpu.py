@@ -239,3 +239,25 @@ def test_a_pjrt_plugin_loaded_first_by_someone_else_is_shared(installed_plugin):
     assert done.returncode == 0, done.stderr
     assert "FAILED_PRECONDITION: No visible GPU devices." in done.stdout, done.stdout
     assert "ALREADY_EXISTS" not in done.stdout
+
+
+REAL_FFI = textwrap.dedent(
+    """
+    from ember_plugin_cuda import libraries
+    from ember_plugin_kit import pjrt
+
+    print(pjrt.register_plugin_extension(
+        "cuda", libraries.pjrt_library(), libraries.FFI_EXTENSION, "CUDA"))
+    """
+)
+
+
+def test_the_real_ffi_handlers_register_with_the_real_pjrt_library(installed_plugin):
+    # needs jax-cuda12-pjrt and jax-cuda12-plugin; no GPU is needed to register handlers
+    if missing_wheels_note() or libraries.ffi_extension() is None:
+        pytest.skip("jax-cuda12-pjrt or jax-cuda12-plugin is not installed")
+    done = run_ember(["-c", REAL_FFI], installed_plugin, timeout=300)
+    assert done.returncode == 0, done.stderr
+    names = done.stdout.strip()
+    for handler in ("xla_ffi_python_gpu_callback", "xla_buffer_python_gpu_callback"):
+        assert f"'{handler}'" in names

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -232,4 +234,52 @@ def test_a_put_that_does_not_fit_names_the_device_and_its_memory(cpu):
     assert message == (
         "cuda:0 has no room for f32[4] (16 bytes); 70000 of its 80000 bytes are in use: "
         "RESOURCE_EXHAUSTED: Out of memory allocating 16 bytes"
+    )
+
+
+FAKE_EXTENSION = """
+calls = []
+def ffi_types():
+    return {"PlanCache": {"type_id": "id"}}
+def ffi_handlers():
+    return {"xla_ffi_python_gpu_callback": "handler-1", "dce_sink": "handler-2"}
+def register_custom_type(c_api, name, type_id):
+    calls.append(("type", c_api, name, type_id))
+def register_custom_call_target(c_api, name, fn, platform, api_version, traits):
+    calls.append(("target", c_api, name, fn, platform, api_version, traits))
+"""
+
+
+def test_a_plugin_extensions_ffi_handlers_are_registered_once(tmp_path, monkeypatch):
+    (tmp_path / "ember_test_ffi_extension.py").write_text(FAKE_EXTENSION)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(_jaxlib, "_registered_extensions", {})
+    loads = []
+    monkeypatch.setattr(_jaxlib, "plugin_c_api", lambda *a: loads.append(a) or "c-api")
+    register = pjrt.register_plugin_extension
+    names = register("gpux", "/lib/gpux.so", "ember_test_ffi_extension", "CUDA")
+    assert names == ["xla_ffi_python_gpu_callback", "dce_sink"]
+    assert loads == [("gpux", "/lib/gpux.so")]
+    extension = importlib.import_module("ember_test_ffi_extension")
+    assert extension.calls == [
+        ("type", "c-api", "PlanCache", {"type_id": "id"}),
+        ("target", "c-api", "xla_ffi_python_gpu_callback", "handler-1", "CUDA", 1, 0),
+        ("target", "c-api", "dce_sink", "handler-2", "CUDA", 1, 0),
+    ]
+    # a second start in the process registers nothing again
+    assert register("gpux", "/lib/gpux.so", "ember_test_ffi_extension", "CUDA") == names
+    assert len(extension.calls) == 3 and len(loads) == 1
+    with pytest.raises(ModuleNotFoundError):
+        register("gpux", "/lib/gpux.so", "ember_test_no_such_extension", "CUDA")
+
+
+def test_an_extension_of_a_plugin_another_jaxlib_user_loaded_registers_nothing(
+    tmp_path, monkeypatch
+):
+    (tmp_path / "ember_test_ffi_extension2.py").write_text(FAKE_EXTENSION)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(_jaxlib, "_registered_extensions", {})
+    monkeypatch.setattr(_jaxlib, "plugin_c_api", lambda *a: None)  # JAX loaded it first
+    assert (
+        pjrt.register_plugin_extension("gpux", "/l.so", "ember_test_ffi_extension2", "CUDA") == []
     )

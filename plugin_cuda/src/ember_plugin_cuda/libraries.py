@@ -55,6 +55,12 @@ CUDA_LIBRARIES = (
     CudaLibrary("cudnn", "libcudnn.so.9", "nvidia-cudnn-cu12", required=True),
 )
 
+# The wheel with the FFI handlers XLA's CUDA plugin does not carry itself, registered with it
+# before its first client: host callbacks on the GPU (debug.print, pure_callback, io_callback:
+# ``xla_ffi_python_gpu_callback``, buffer callbacks) and the types they use.
+FFI_DISTRIBUTION = "jax-cuda12-plugin"
+FFI_EXTENSION = "jax_cuda12_plugin.cuda_plugin_extension"
+
 # The namespace package NVIDIA's CUDA wheels install into (``nvidia.cublas``, ...).
 NVIDIA_NAMESPACE = "nvidia"
 
@@ -96,6 +102,16 @@ def pjrt_library() -> str:
             f"install?); reinstall it: {INSTALL_HINT}"
         )
     return path
+
+
+def ffi_extension() -> str | None:
+    """The module name of the FFI extension when its wheel is installed (found, not imported:
+    its package's ``__init__`` is empty)."""
+    try:
+        spec = importlib.util.find_spec(FFI_EXTENSION)
+    except (ImportError, ValueError):
+        spec = None
+    return FFI_EXTENSION if spec is not None else None
 
 
 def library_path(library: CudaLibrary) -> str | None:

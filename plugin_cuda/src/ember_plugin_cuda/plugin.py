@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Callable
 
 from ember.errors import BackendError
 from ember.extend import (
@@ -41,7 +42,11 @@ TRITON_MODULE = "ember_plugin_kit.triton"
 def make_backend() -> Backend:
     # Imported here, not at the top, so that loading the plugin never imports jaxlib.
     from ember_plugin_cuda.backend import CudaBackend  # noqa: PLC0415
-    from ember_plugin_kit.pjrt import XlaRuntimeError, make_plugin_client  # noqa: PLC0415
+    from ember_plugin_kit.pjrt import (  # noqa: PLC0415
+        XlaRuntimeError,
+        make_plugin_client,
+        register_plugin_extension,
+    )
 
     client_options = options.client_options()
     try:
@@ -57,6 +62,7 @@ def make_backend() -> Backend:
     except libraries.MissingCudaPartError as exc:
         raise BackendError(str(exc)) from None
     try:
+        ffi_handlers = _register_ffi_handlers(library, register_plugin_extension)
         client = make_plugin_client(PLATFORM, library, client_options, current_job())
     except XlaRuntimeError as exc:
         major, minor = found.cuda_version
@@ -65,10 +71,27 @@ def make_backend() -> Backend:
             f"for CUDA {major}.{minor}, options {client_options}): {exc}"
         ) from None
     backend = CudaBackend(
-        client, driver=found, preloaded=preloaded, cuda_data_dir=libraries.cuda_data_dir()
+        client,
+        driver=found,
+        preloaded=preloaded,
+        cuda_data_dir=libraries.cuda_data_dir(),
+        ffi_handlers=ffi_handlers,
     )
     options.mark_started()
     return backend
+
+
+def _register_ffi_handlers(library: str, register: Callable[..., list[str]]) -> list[str] | str:
+    """Register the FFI extension's handlers with XLA's CUDA plugin, before its first client.
+    Returns their names, or why there are none (the wheel is optional: without it, programs
+    with host callbacks fail to compile on the GPU; everything else runs)."""
+    module = libraries.ffi_extension()
+    if module is None:
+        return f"{libraries.FFI_DISTRIBUTION} is not installed"
+    try:
+        return register(PLATFORM, library, module, "CUDA")
+    except ImportError as exc:
+        return f"{module} could not be imported: {exc}"
 
 
 def _also_missing_wheels() -> str:

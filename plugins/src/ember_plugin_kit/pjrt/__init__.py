@@ -16,6 +16,7 @@ from ember_plugin_kit.pjrt._jaxlib import (
     gloo_collectives as gloo_collectives,
     make_cpu_client as make_cpu_client,
     make_plugin_client as make_plugin_client,
+    register_plugin_extension as register_plugin_extension,
 )
 from ember_plugin_kit.pjrt.coordination import (
     CoordinationClient as CoordinationClient,
@@ -34,6 +35,7 @@ __all__ = [
     "gloo_collectives",
     "make_cpu_client",
     "make_plugin_client",
+    "register_plugin_extension",
 ]
 
 _FROM_BACKEND = frozenset({"PjrtBackend", "PjrtDevice", "PjrtExecutable", "describe_compile_error"})

@@ -235,6 +235,39 @@ def plugin_c_api(name: str, library_path: str) -> Any:
     return _plugin_c_apis[name]
 
 
+_registered_extensions: dict[tuple[str, str], list[str]] = {}
+
+
+def register_plugin_extension(
+    name: str, library_path: str, extension_module: str, xla_platform: str
+) -> list[str]:
+    """Register an extension module's FFI types and handlers with plugin ``name`` (loaded from
+    ``library_path`` if not yet), as JAX's own plugin initialisation does: the handlers the
+    plugin's programs call by name (``xla_ffi_python_gpu_callback`` for host callbacks, ...).
+
+    ``extension_module`` (e.g. ``jax_cuda12_plugin.cuda_plugin_extension``) must provide
+    ``ffi_types()``, ``ffi_handlers()``, ``register_custom_type(c_api, name, type_id)`` and
+    ``register_custom_call_target(c_api, name, fn, xla_platform, api_version, traits)``.
+    Registers once per process, before the plugin's first client; returns the handlers'
+    names (none when another jaxlib user loaded the plugin first: it registered its own).
+    Raises ``ModuleNotFoundError`` when the extension is not installed."""
+    key = (name, extension_module)
+    if key in _registered_extensions:
+        return list(_registered_extensions[key])
+    extension = importlib.import_module(extension_module)
+    c_api = plugin_c_api(name, library_path)
+    registered: list[str] = []
+    if c_api is not None:
+        for type_name, type_id in extension.ffi_types().items():
+            extension.register_custom_type(c_api, type_name, type_id)
+        for target, handler in extension.ffi_handlers().items():
+            # api_version 1: XLA's typed FFI, which every handler of these extensions uses
+            extension.register_custom_call_target(c_api, target, handler, xla_platform, 1, 0)
+            registered.append(target)
+    _registered_extensions[key] = registered
+    return list(registered)
+
+
 # -- buffers -----------------------------------------------------------------------------------
 
 
