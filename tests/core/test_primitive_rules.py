@@ -35,7 +35,7 @@ ELSEWHERE = {
     "pure_callback", "io_callback", "debug_callback",  # tests/core/test_callback.py
     "check", "check_error",  # tests/core/checkify
     "call_exported",  # tests/core/export
-    "get", "swap", "addupdate",  # Refs: tests/core/primitives/test_state.py, test_discharge.py
+    "get", "swap", "addupdate", "run_scoped",  # Refs: primitives/test_state.py, test_discharge.py
 }  # fmt: skip
 
 

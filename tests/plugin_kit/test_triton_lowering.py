@@ -19,7 +19,7 @@ from ember import lax
 from ember_plugin_kit.triton import bytecode, lower_kernel
 from ember_plugin_kit.triton.custom_call import bytes_literal
 from ember_plugin_kit.triton.emitter import float_literal, scalar_literal
-from tests.plugin_kit import triton_kernels
+from tests.plugin_kit import triton_kernels, ttir_interpreter
 
 needs_ptx_compiler = pytest.mark.skipif(
     not bytecode.cuda_compiler_available(),
@@ -43,6 +43,17 @@ def pallas_call_of(fn, *args):
     closed = ember.make_jaxpr(fn)(*args)
     (eqn,) = [e for e in closed.jaxpr.eqns if e.primitive.name == "pallas_call"]
     return eqn.params["call"]
+
+
+def checked_text(call):
+    """The Triton module text of ``call``, after checking it verifies and (where the CUDA
+    plugin's wheels are installed) compiles to PTX."""
+    kernel = lower_kernel(call)
+    bytecode.verify(kernel.text)
+    if bytecode.cuda_compiler_available():
+        ptx = bytecode.compile_to_ptx(bytecode.to_bytecode(kernel.text))
+        assert f".entry {kernel.name}(" in ptx
+    return kernel.text
 
 
 def lowered(name):
@@ -120,9 +131,10 @@ def test_loop_with_traced_bounds_becomes_scf_while():
         in_specs=[spec],
         out_specs=spec,
     )
-    text = lower_kernel(call).text
+    text = checked_text(call)
     assert "scf.while" in text and "scf.condition" in text
-    bytecode.verify(text)
+    (result,) = run_interpreted(call, np.ones(128, np.float32))
+    np.testing.assert_array_equal(result, [2.0] * 64 + [4.0] * 64)  # program i doubles i+1 times
 
 
 def test_cond_becomes_scf_if():
@@ -139,9 +151,10 @@ def test_cond_becomes_scf_if():
         in_specs=[spec],
         out_specs=spec,
     )
-    text = lower_kernel(call).text
+    text = checked_text(call)
     assert "scf.if" in text and "arith.negf" in text
-    bytecode.verify(text)
+    (result,) = run_interpreted(call, np.ones(128, np.float32))
+    np.testing.assert_array_equal(result, [2.0] * 64 + [-1.0] * 64)
 
 
 def test_dtypes_bools_in_bytes_half_math_in_f32_unsigned_compare():
@@ -149,15 +162,17 @@ def test_dtypes_bools_in_bytes_half_math_in_f32_unsigned_compare():
         b_ref[...] = (x_ref[...] > 0) & (u_ref[...] < 7)
         y_ref[...] = enp.exp(h_ref[...])
 
-    x = np.ones(64, np.int32)
-    u = np.ones(64, np.uint32)
-    h = np.ones(64, np.float16)
+    x = np.arange(-32, 32, dtype=np.int32)
+    u = np.arange(64, dtype=np.uint32) + np.uint32(2**32 - 16)  # the first 16 wrap past 0
+    h = np.linspace(-2, 2, 64).astype(np.float16)
     call = _call(kernel, (_struct((64,), np.bool_), _struct((64,), np.float16)), x, u, h)
-    text = lower_kernel(call).text
+    text = checked_text(call)
     assert "!tt.ptr<i8>" in text  # a bool array is bytes in memory
     assert "arith.cmpi ult" in text and "arith.cmpi sgt" in text
     assert re.search(r"arith\.extf .* to tensor<64xf32>\n.*math\.exp .*tensor<64xf32>", text)
-    bytecode.verify(text)
+    b, y = run_interpreted(call, x, u, h)
+    np.testing.assert_array_equal(b, (x > 0) & (u < 7))
+    np.testing.assert_allclose(y, np.exp(h.astype(np.float32)).astype(np.float16), rtol=1e-3)
 
 
 def test_iota_broadcast_reshape_reductions_and_casts():
@@ -168,12 +183,15 @@ def test_iota_broadcast_reshape_reductions_and_casts():
         o_ref[...] = y.sum(axis=0)[None, :] + y.max()
         m_ref[...] = enp.min(x, axis=1).astype(enp.int32)
 
-    x = np.ones((16, 32), np.float32)
+    x = np.random.default_rng(0).uniform(-40, 40, (16, 32)).astype(np.float32)
     call = _call(kernel, (_struct((1, 32)), _struct((16,), np.int32)), x)
-    text = lower_kernel(call).text
+    text = checked_text(call)
     for op in ("tt.make_range", "tt.broadcast", "arith.select", "arith.minimumf", "arith.fptosi"):
         assert op in text, op
-    bytecode.verify(text)
+    o, m = run_interpreted(call, x)
+    y = np.maximum(x, np.arange(32, dtype=np.float32))
+    np.testing.assert_allclose(o, y.sum(axis=0)[None, :] + y.max(), rtol=1e-6)
+    np.testing.assert_array_equal(m, x.min(axis=1).astype(np.int32))
 
 
 def test_unsupported_primitive_is_named_with_the_kernel():
@@ -183,8 +201,8 @@ def test_unsupported_primitive_is_named_with_the_kernel():
     call = _call(sorting_kernel, _struct((64,)), np.ones(64, np.float32))
     with pytest.raises(
         NotImplementedError,
-        match=r"'sort' in Pallas kernel 'sorting_kernel'.*"
-        r"interpret=True",
+        match=r"'sort' in Pallas kernel 'sorting_kernel' is not supported by the Triton "
+        r"lowering \(at .*test_triton_lowering.py:\d+ \(sorting_kernel\)\); use interpret=True",
     ):
         lower_kernel(call)
 
@@ -251,3 +269,123 @@ def test_kernel_without_refs_written_by_atomics_keeps_its_mask():
     # pl.load's mask (offsets < n) guards the read; the atomic has an all-true mask.
     assert "arith.constant true" in text
     assert functools.reduce(lambda n, op: n + text.count(op), ["tt.load"], 0) == 1
+
+
+ELEMENTWISE = {
+    "exp": enp.exp,
+    "log": enp.log,
+    "log1p": enp.log1p,
+    "expm1": enp.expm1,
+    "sqrt": enp.sqrt,
+    "rsqrt": lax.rsqrt,
+    "tanh": enp.tanh,
+    "sin": enp.sin,
+    "tan": enp.tan,
+    "arcsinh": enp.arcsinh,
+    "floor": enp.floor,
+    "round": enp.round,
+    "pow": lambda x: x**x,
+    "arctan2": lambda x: enp.arctan2(x, x),
+    "sigmoid": lambda x: 1 / (1 + enp.exp(-x)),
+    "sign": enp.sign,
+    "remainder": lambda x: x % 3.0,
+    "isfinite": lambda x: enp.where(enp.isfinite(x), x, 0.0),
+    "cube": lambda x: x**3,
+    "clip": lambda x: enp.clip(x, 0.0, 1.0),
+    "half_tanh": lambda x: enp.tanh(x.astype(enp.float16)).astype(enp.float32),
+    "int_ops": lambda x: ((x.astype(enp.int32) // 3) << 1 | 5).astype(enp.float32),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE))
+def test_elementwise_functions_lower_and_compile(name):
+    fn = ELEMENTWISE[name]
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = fn(x_ref[...])
+
+    x = np.linspace(0.1, 0.9, 64, dtype=np.float32)
+    call = _call(kernel, _struct((64,)), x)
+    checked_text(call)
+    (result,) = run_interpreted(call, x)
+    np.testing.assert_allclose(result, np.asarray(fn(enp.asarray(x))), rtol=2e-6, atol=1e-6)
+    if bytecode.cuda_compiler_available():
+        # Functions Triton does not lower itself come from libdevice, linked into the PTX.
+        ptx = bytecode.compile_to_ptx(bytecode.to_bytecode(lower_kernel(call).text))
+        assert ".extern .func" not in ptx
+
+
+def run_interpreted(call, *inputs):
+    """The outputs of ``call`` on ``inputs`` as its Triton module computes them (run by the
+    test interpreter, one program after another)."""
+    kernel = lower_kernel(call)
+    outputs = [np.zeros(a.shape, a.dtype) for a in call.out_avals]
+    for operand, output in call.input_output_aliases:
+        outputs[output] = np.array(inputs[operand])
+    memory = ttir_interpreter.Interpreter(kernel.text).run([*inputs, *outputs], kernel.grid)
+    return memory[len(inputs) :]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_kernel_module_computes_the_numpy_answer(name):
+    fn, args, expected = CASES[name]
+    (result,) = run_interpreted(pallas_call_of(fn, *args), *args)
+    np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_squeezed_block_dims_and_a_three_axis_grid():
+    # x: (batch 2, heads 2, 64, 16); each program scales one (head, 32-row) tile of one batch.
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * (pl.program_id(2) + 1).astype(enp.float32)
+
+    spec = pl.BlockSpec((None, None, 32, 16), lambda b, h, i: (b, h, i, 0))
+    x = np.arange(2 * 2 * 64 * 16, dtype=np.float32).reshape(2, 2, 64, 16)
+    call = _call(kernel, _struct(x.shape), x, grid=(2, 2, 2), in_specs=[spec], out_specs=spec)
+    assert lower_kernel(call).grid == (2, 2, 2)
+    assert "tt.get_program_id z" in checked_text(call)
+    (result,) = run_interpreted(call, x)
+    scale = np.repeat([1.0, 2.0], 32)[None, None, :, None]
+    np.testing.assert_array_equal(result, x * scale)
+
+
+def test_when_writes_refs_in_one_branch():
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+        @pl.when(pl.program_id(0) == 1)
+        def _():
+            o_ref[...] = -x_ref[...]
+
+    spec = pl.BlockSpec((64,), lambda i: (i,))
+    x = np.arange(128, dtype=np.float32)
+    call = _call(kernel, _struct((128,)), x, grid=(2,), in_specs=[spec], out_specs=spec)
+    text = checked_text(call)
+    assert "scf.if" in text
+    (result,) = run_interpreted(call, x)
+    np.testing.assert_array_equal(result, np.concatenate([x[:64], -x[64:]]))
+
+
+def test_masked_store_and_integer_atomics():
+    def kernel(x_ref, o_ref, m_ref):
+        i = pl.program_id(0)
+        offsets = i * 64 + enp.arange(64)
+        x = pl.load(x_ref, pl.ds(i * 64, 64))
+        pl.store(o_ref, pl.ds(i * 64, 64), x * 2, mask=offsets % 2 == 0)
+        pl.atomic_max(m_ref, 0, enp.max(x))
+        pl.atomic_xchg(m_ref, 1, i)
+
+    x = np.random.default_rng(1).integers(-1000, 1000, 128).astype(np.int32)
+    whole = pl.BlockSpec(memory_space=pl.ANY)
+    call = _call(
+        kernel,
+        (_struct((128,), np.int32), _struct((2,), np.int32)),
+        x,
+        grid=(2,),
+        in_specs=[whole],
+        out_specs=[whole, whole],
+    )
+    text = checked_text(call)
+    assert "tt.atomic_rmw max" in text and "tt.atomic_rmw exch" in text
+    o, m = run_interpreted(call, x)
+    np.testing.assert_array_equal(o, np.where(np.arange(128) % 2 == 0, x * 2, 0))
+    assert m[0] == max(x.max(), 0) and m[1] == 1  # outputs start at zero here

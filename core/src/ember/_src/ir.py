@@ -8,7 +8,7 @@ of its constant variables.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -218,6 +218,38 @@ def _binder(names: _Names, var: Var) -> str:
     return f"{names(var)}:{var.aval.str_short()}"
 
 
+class EqnPrintContext:
+    """What an equation printer (``register_eqn_printer``) may use: ``name(atom)`` (``a``, or
+    a literal ``1.0:f32[]``), ``binder(var)`` (``a:f32[8]``) and ``is_used(var)`` (whether
+    the jaxpr reads the variable)."""
+
+    __slots__ = ("_names", "_used")
+
+    def __init__(self, names: _Names, used: set[int]):
+        self._names = names
+        self._used = used
+
+    def name(self, atom: Atom) -> str:
+        return self._names(atom)
+
+    def binder(self, var: Var) -> str:
+        return _binder(self._names, var)
+
+    def is_used(self, var: Var) -> bool:
+        return id(var) in self._used
+
+
+EqnPrinter = Callable[[Eqn, EqnPrintContext], str]
+# Primitives printed otherwise than ``outs = name[params] ins``: a Ref read prints as
+# ``b:f32[8] <- a[i, :]``, as JAX prints it.
+_eqn_printers: dict[Primitive, EqnPrinter] = {}
+
+
+def register_eqn_printer(primitive: Primitive, printer: EqnPrinter) -> None:
+    """Print ``primitive``'s equations as ``printer(eqn, context)`` (without indentation)."""
+    _eqn_printers[primitive] = printer
+
+
 def pretty_print(jaxpr: Jaxpr, indent: int = 0, names: _Names | None = None) -> str:
     """The jaxpr as text. The first line is not indented (a nested jaxpr follows ``name=``);
     every later line carries its full indentation, so nesting composes."""
@@ -226,14 +258,28 @@ def pretty_print(jaxpr: Jaxpr, indent: int = 0, names: _Names | None = None) -> 
     consts = " ".join(_binder(names, v) for v in jaxpr.constvars)
     ins = " ".join(_binder(names, v) for v in jaxpr.invars)
     lines = [f"{{ lambda {consts}; {ins}. let"]
+    context = None
     for eqn in jaxpr.eqns:
-        lines.append(_pretty_eqn(eqn, names, indent + 4))
+        printer = _eqn_printers.get(eqn.primitive)
+        if printer is None:
+            lines.append(_pretty_eqn(eqn, names, indent + 4))
+            continue
+        if context is None:
+            context = EqnPrintContext(names, _used_vars(jaxpr))
+        lines.append(" " * (indent + 4) + printer(eqn, context))
     outs = ", ".join(names(v) for v in jaxpr.outvars)
     result = f"in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}"
     if not jaxpr.eqns:  # JAX prints a jaxpr with no equations on one line
         return f"{lines[0]}  {result}"
     lines.append(f"{pad}  {result}")
     return "\n".join(lines)
+
+
+def _used_vars(jaxpr: Jaxpr) -> set[int]:
+    used = {id(v) for v in jaxpr.outvars}
+    for eqn in jaxpr.eqns:
+        used.update(id(v) for v in eqn.invars)
+    return used
 
 
 def _pretty_eqn(eqn: Eqn, names: _Names, indent: int) -> str:

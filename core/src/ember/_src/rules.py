@@ -152,15 +152,14 @@ def abstract_eval_rule(primitive: Primitive) -> Rule:
 def abstract_eval(primitive: Primitive, avals: Sequence[ShapedArray], params: dict) -> Any:
     """The result avals of ``primitive`` applied to ``avals``: its abstract evaluation, with
     typed shardings from its sharding rule when an operand is split over Explicit axes."""
-    if primitive not in _discharge:
-        for aval in avals:
-            if type(aval) is AbstractRef:
-                raise _ref_operand_error(primitive, aval)
-    out = abstract_eval_rule(primitive)(*avals, **params)
-    for aval in avals:
+    split = False
+    for aval in avals:  # one pass: typed shardings, and Refs given to array primitives
         if aval.typed_sharding is not None:
-            return _with_shardings(primitive, avals, out, params)
-    if params.get("out_sharding") is not None:
+            split = True
+        elif type(aval) is AbstractRef and primitive not in _discharge:
+            raise _ref_operand_error(primitive, aval)
+    out = abstract_eval_rule(primitive)(*avals, **params)
+    if split or params.get("out_sharding") is not None:
         return _with_shardings(primitive, avals, out, params)
     return out
 

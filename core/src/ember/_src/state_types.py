@@ -210,23 +210,33 @@ class IndexerSpec(NamedTuple):
     entries: tuple[tuple, ...]
 
     def __repr__(self) -> str:
+        dynamic = [e for e in self.entries if e[0] == "array" or e[1] is None]
+        return self.pretty(["idx" if e[0] == "array" else "i" for e in dynamic])
+
+    def pretty(self, dynamic_names: Sequence[str]) -> str:
+        """The index as written, ``[b, 2:6, :]``, with the dynamic values shown by
+        ``dynamic_names`` (in operand order)."""
+        names = iter(dynamic_names)
         shown = []
         for entry, dim_size in zip(self.entries, self.shape):
             if entry[0] == "index":
-                shown.append("i" if entry[1] is None else str(entry[1]))
+                shown.append(next(names) if entry[1] is None else str(entry[1]))
             elif entry[0] == "array":
-                shown.append("idx")
+                shown.append(next(names))
             else:
                 _, start, size, stride = entry
-                shown.append(_slice_text(start, size, stride, dim_size))
+                start_name = next(names) if start is None else None
+                shown.append(_slice_text(start, size, stride, dim_size, start_name))
         return "[" + ", ".join(shown) + "]"
 
 
-def _slice_text(start: int | None, size: int, stride: int, dim_size: int) -> str:
+def _slice_text(
+    start: int | None, size: int, stride: int, dim_size: int, start_name: str | None
+) -> str:
     """A slice as the user wrote it: ``:`` for a whole dimension, ``2:6`` or ``0:8:2`` for a
-    static one, ``ds(i, 8)`` for one from a dynamic start."""
+    static one, ``ds(b, 8)`` for one from a dynamic start ``b``."""
     if start is None:
-        return f"ds(i, {size})" if stride == 1 else f"ds(i, {size}, {stride})"
+        return f"ds({start_name}, {size})" if stride == 1 else f"ds({start_name}, {size}, {stride})"
     if start == 0 and stride == 1 and size == dim_size:
         return ":"
     stop = start + (size - 1) * stride + 1 if size else start

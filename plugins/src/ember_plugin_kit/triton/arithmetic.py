@@ -29,8 +29,6 @@ BINARY_OPS = {
     "shift_left": (None, "arith.shli", "arith.shli"),
     "shift_right_arithmetic": (None, "arith.shrsi", "arith.shrsi"),
     "shift_right_logical": (None, "arith.shrui", "arith.shrui"),
-    "pow": ("math.powf", None, None),
-    "atan2": ("math.atan2", None, None),
 }
 
 # primitive -> (cmpf predicate, signed cmpi predicate, unsigned cmpi predicate)
@@ -43,25 +41,41 @@ _COMPARE = {
     "ge": ("oge", "sge", "uge"),
 }
 
-# Unary float functions of MLIR's math dialect.
+# Float functions Triton lowers from MLIR's math dialect itself.
 _MATH = {
     "exp": "math.exp",
     "exp2": "math.exp2",
     "log": "math.log",
-    "log1p": "math.log1p",
-    "expm1": "math.expm1",
     "sqrt": "math.sqrt",
     "rsqrt": "math.rsqrt",
-    "cbrt": "math.cbrt",
-    "tanh": "math.tanh",
     "sin": "math.sin",
     "cos": "math.cos",
-    "tan": "math.tan",
     "erf": "math.erf",
     "floor": "math.floor",
     "ceil": "math.ceil",
-    "round": "math.roundeven",
-    "is_finite": None,  # handled below: |x| < inf
+}
+
+# Float functions Triton does not lower itself: CUDA's libdevice has them (``__nv_<name>f``
+# for f32, ``__nv_<name>`` for f64), called through ``tt.extern_elementwise`` as JAX does.
+_LIBDEVICE = {
+    "log1p": "log1p",
+    "expm1": "expm1",
+    "cbrt": "cbrt",
+    "tanh": "tanh",
+    "tan": "tan",
+    "asin": "asin",
+    "acos": "acos",
+    "atan": "atan",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "asinh": "asinh",
+    "acosh": "acosh",
+    "atanh": "atanh",
+    "erf_inv": "erfinv",
+    "lgamma": "lgamma",
+    "pow": "pow",
+    "atan2": "atan2",
+    "round": "rint",  # ember's round is half to even, as NumPy's
 }
 
 
@@ -132,9 +146,42 @@ def _math(name: str):
     return lower
 
 
-for _name, _op in _MATH.items():
-    if _op is not None:
-        rule(_name)(_math(_name))
+for _name in _MATH:
+    rule(_name)(_math(_name))
+
+
+def _libdevice(name: str):
+    function = _LIBDEVICE[name]
+
+    def lower(kctx: KernelContext, eqn, *args: Value) -> list:
+        args = _same_shape(kctx, eqn, args)
+        dtype = np.dtype(args[0].dtype)
+        if not is_float(dtype):
+            raise kctx.fail(name, f"not defined for {dtype}")
+        e = kctx.emitter
+
+        def call(*xs: Value) -> Value:
+            x = xs[0]
+            symbol = f"__nv_{function}" + ("f" if x.dtype == np.float32 else "")
+            names = ", ".join(v.name for v in xs)
+            types = ", ".join(v.type for v in xs)
+            return e.op(
+                f'tt.extern_elementwise {names} {{libname = "", libpath = "", pure = true, '
+                f'symbol = "{symbol}"}} : ({types}) -> {x.type}',
+                x.shape,
+                x.dtype,
+            )
+
+        if dtype.itemsize < 4:  # f16/bf16: in f32
+            widened = [convert(e, a, np.float32) for a in args]
+            return [convert(e, call(*widened), dtype)]
+        return [call(*args)]
+
+    return lower
+
+
+for _name in _LIBDEVICE:
+    rule(_name)(_libdevice(_name))
 
 
 @rule("neg")

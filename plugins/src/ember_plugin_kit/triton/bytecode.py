@@ -90,10 +90,17 @@ def compile_to_ptx(
     library = _cuda_plugin_library()
     if library is None:
         raise RuntimeError(
-            "compiling Triton to PTX needs the CUDA PJRT plugin (pip install ember-plugin-cuda)"
+            "compiling Triton to PTX needs the CUDA PJRT plugin's wheels (jax-cuda12-plugin and "
+            "jax-cuda12-pjrt, which ember-plugin-cuda[cuda12] installs)"
         )
+    # Imported here, not at the top: it loads jaxlib's XLA client, which only this needs.
     jaxlib_bridge = importlib.import_module("ember_plugin_kit.pjrt._jaxlib")
     c_api = jaxlib_bridge.plugin_c_api("cuda", library)
+    if c_api is None:
+        raise RuntimeError(
+            "the CUDA PJRT plugin was loaded by another user of jaxlib in this process (JAX), "
+            "which keeps its C API; compile Triton to PTX in a process without it"
+        )
     extension = importlib.import_module(_CUDA_PLUGIN_EXTENSION)
     result = extension.compile_triton_to_asm(c_api, bytecode, arch, num_warps, 1, num_stages)
     return result.asm

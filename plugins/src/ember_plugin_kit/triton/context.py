@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from ember_plugin_kit.triton.emitter import Emitter, Value
-from ember_plugin_kit.triton.tensors import splat
 
 Rule = Callable[..., list]
 RULES: dict[str, Rule] = {}
@@ -84,7 +83,8 @@ class KernelContext:
             name = eqn.primitive.name
             lower = RULES.get(name)
             if lower is None:
-                raise self.fail(name)
+                where = f"at {eqn.source_info}" if eqn.source_info is not None else ""
+                raise self.fail(name, where)
             outs = lower(self, eqn, *[read(a) for a in eqn.invars])
             for var, value in zip(eqn.outvars, outs):
                 env[var] = value
@@ -96,6 +96,3 @@ class KernelContext:
             self.constant_value(c, v.aval) for v, c in zip(closed.jaxpr.constvars, closed.consts)
         ]
         return self.lower_jaxpr(closed.jaxpr, consts, args)
-
-    def broadcast_scalar(self, x: Value, shape: Sequence[int]) -> Value:
-        return splat(self.emitter, x, shape) if x.shape != tuple(shape) else x

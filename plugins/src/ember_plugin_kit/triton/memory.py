@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ember_plugin_kit.triton import indexing
+from ember_plugin_kit.triton.arithmetic import kind_index
 from ember_plugin_kit.triton.context import KernelContext, rule
 from ember_plugin_kit.triton.emitter import INDEX_DTYPE, Value, is_float
 from ember_plugin_kit.triton.refs import Addresses, RefBlock, addresses
@@ -115,10 +116,6 @@ _ATOMICS = {
 }
 
 
-def _kind(dtype: np.dtype) -> int:
-    return 0 if is_float(dtype) else (2 if np.dtype(dtype).kind == "u" else 1)
-
-
 @rule("atomic_rmw")
 def _atomic_rmw(kctx: KernelContext, eqn, *operands) -> list:
     access = indexing.masked_operands("atomic_rmw", eqn.params, operands)
@@ -126,7 +123,7 @@ def _atomic_rmw(kctx: KernelContext, eqn, *operands) -> list:
     value, mask = access.value, access.mask
     atomic_type = str(eqn.params["atomic_type"]).lower().rsplit(".", 1)[-1]
     dtype = at.pointers.dtype
-    op = _ATOMICS.get(atomic_type, (None,) * 3)[_kind(dtype)]
+    op = _ATOMICS.get(atomic_type, (None,) * 3)[kind_index(dtype)]
     if op is None:
         raise kctx.fail("atomic_rmw", f"atomic {atomic_type} of {dtype}")
     e = kctx.emitter

@@ -28,8 +28,8 @@ from ember._src import errors, rules
 from ember._src.core import get_aval
 from ember._src.interpreters.partial_eval import dce_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
-from ember._src.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
-from ember._src.state_types import is_ref
+from ember._src.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, eqn_effects
+from ember._src.state_types import has_lasting_effects, is_ref
 
 
 def discharge_state(
@@ -65,6 +65,29 @@ def which_to_discharge(
             f"{len(in_avals)} inputs"
         )
     return [bool(m) and is_ref(a) for m, a in zip(marks, in_avals)]
+
+
+def discharged_operands(in_avals: Sequence[Any], args: Sequence[Any]) -> list[bool]:
+    """For a discharge rule: per operand, whether it is a discharged Ref (its aval is a Ref,
+    and what the rule was given is its value rather than the Ref itself)."""
+    return [is_ref(aval) and not is_ref(get_aval(x)) for aval, x in zip(in_avals, args)]
+
+
+def new_ref_values(marks: Sequence[bool], finals: Sequence[Any]) -> list[Any]:
+    """A discharge rule's per-operand new values: the ``finals`` (one per operand marked, in
+    order) where ``marks`` is set, None elsewhere."""
+    found = iter(finals)
+    return [next(found) if marked else None for marked in marks]
+
+
+def unchanged_refs(discharged: ClosedJaxpr, marks: Sequence[bool]) -> list[bool]:
+    """For a jaxpr ``discharge_state(closed, marks)`` made: per discharged Ref (in input
+    order), whether the jaxpr only reads it (its final value is its input, untouched). A loop
+    can keep such a Ref as a constant rather than carry it."""
+    jaxpr = discharged.jaxpr
+    positions = [i for i, m in enumerate(marks) if m]
+    finals = jaxpr.outvars[len(jaxpr.outvars) - len(positions) :]
+    return [final is jaxpr.invars[i] for final, i in zip(finals, positions)]
 
 
 def run_discharged(
@@ -114,6 +137,13 @@ def _discharge_eqn(eqn: Eqn, values: list[Any], env: dict[Var, Any], refs: set[i
         raise NotImplementedError(
             f"ember has no discharge rule for the primitive '{eqn.primitive.name}', which "
             f"was given a Ref; it can't run in a kernel's interpret mode{errors.where()}"
+        )
+    given = [id(v) for v in eqn.invars if type(v) is Var and id(v) in refs]
+    if len(set(given)) != len(given) and has_lasting_effects(eqn_effects(eqn)):
+        # Each operand would come back with its own final value, and one would silently win.
+        raise NotImplementedError(
+            f"{eqn.primitive.name} is given the same Ref twice and writes Refs; this can't be "
+            f"discharged: pass the Ref once{errors.where()}"
         )
     in_avals = [v.aval for v in eqn.invars]
     out_avals = [v.aval for v in eqn.outvars]

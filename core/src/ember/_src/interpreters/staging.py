@@ -26,6 +26,7 @@ from ember._src.core import (
 )
 from ember._src.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from ember._src.source_info import current_source_info, reset_name_stack
+from ember._src.state_types import is_ref
 
 
 class StagingTracer(Tracer):
@@ -143,6 +144,11 @@ def _check_outputs(outs: Any, name: str) -> None:
     if not isinstance(outs, (list, tuple)):
         raise TypeError(f"internal error: traced function {name} must return a list of outputs")
     for x in outs:
+        if isinstance(x, Tracer) and is_ref(x.aval):
+            raise errors.EmberTypeError(
+                f"{name} returned a Ref ({x.aval.str_short()}); a Ref lives only inside the "
+                f"function that has it: return its value (x_ref[...]) instead{errors.where()}"
+            )
         if not (isinstance(x, Tracer) or type(x) in _PY_SCALARS or hasattr(x, "dtype")):
             raise errors.EmberTypeError(
                 f"{name} returned a value of type {type(x).__name__}, which is not an array"

@@ -15,6 +15,7 @@ from ember._src.core import Zero, get_aval, set_current_trace, tangent_aval
 from ember._src.interpreters.ad import UndefinedPrimal, backward_pass, is_undefined
 from ember._src.interpreters.ad_util import instantiate
 from ember._src.interpreters.batching import not_mapped
+from ember._src.interpreters.discharge import discharge_state, discharged_operands, new_ref_values
 from ember._src.interpreters.partial_eval import PartialEvalTrace, merge, partial_eval_jaxpr
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
@@ -111,8 +112,18 @@ def _partial_eval_jit(trace: PartialEvalTrace, args: Sequence[Any], params: dict
     return merge(split.out_unknowns, known_outs[:n_known], unknown_outs)
 
 
+def _jit_discharge(in_avals, out_avals, *args, jaxpr, name, donated_invars):
+    # The call stays a call, of its body discharged: it also returns the Refs' final values.
+    marks = discharged_operands(in_avals, args)
+    consts, discharged = hoist_consts(discharge_state(jaxpr, marks))
+    outs = jit_call([*consts, *args], discharged, name)
+    n = len(out_avals)
+    return new_ref_values(marks, outs[n:]), outs[:n]
+
+
 jit_p = rules.define_primitive(
     "jit",
+    discharge=_jit_discharge,
     sharding=sharding_rules.from_jaxpr("jaxpr"),
     abstract_eval=_jit_abstract_eval,
     jvp=_jit_jvp,

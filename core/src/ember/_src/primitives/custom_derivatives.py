@@ -27,6 +27,7 @@ from ember._src.core import ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import instantiate
 from ember._src.interpreters.batching import batch_flat, not_mapped
+from ember._src.interpreters.discharge import discharged_operands, new_ref_values, run_discharged
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.lowering.module import LoweringError, lower_jaxpr_inline
 from ember._src.primitives import sharding_rules
@@ -139,8 +140,18 @@ class _BatchedRule:
         return flat[: counts[0]], flat[counts[0] :]
 
 
+def _custom_call_discharge(in_avals, out_avals, *args, call_jaxpr, **params):
+    """A custom-derivative call given Refs is inlined, discharged: its rule is for values
+    (a kernel's body is not differentiated through its Refs)."""
+    marks = discharged_operands(in_avals, args)
+    outs = run_discharged(call_jaxpr.jaxpr, call_jaxpr.consts, args, marks)
+    n = len(out_avals)
+    return new_ref_values(marks, outs[n:]), outs[:n]
+
+
 custom_jvp_call_p = rules.define_primitive(
     "custom_jvp_call",
+    discharge=_custom_call_discharge,
     sharding=sharding_rules.from_jaxpr("call_jaxpr"),
     abstract_eval=_custom_jvp_abstract_eval,
     jvp=_custom_jvp_jvp,
@@ -238,6 +249,7 @@ class _BatchedBwd:
 
 custom_vjp_call_p = rules.define_primitive(
     "custom_vjp_call",
+    discharge=_custom_call_discharge,
     sharding=sharding_rules.from_jaxpr("call_jaxpr"),
     abstract_eval=_custom_vjp_abstract_eval,
     jvp=_custom_vjp_jvp,

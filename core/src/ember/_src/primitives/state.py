@@ -1,5 +1,5 @@
 """Reading and writing Refs: the primitives ``get``, ``swap`` and ``addupdate``, and
-``run_scoped`` (scratch Refs).
+``run_scoped`` (a body run with fresh scratch Refs).
 
 Operands: the Ref first, then (for ``swap`` and ``addupdate``) the value, then the dynamic
 parts of the indexer. The parameter ``indexer`` is an ``IndexerSpec`` (``state_types.py``):
@@ -16,6 +16,9 @@ array). ``NDIndexer.unflatten(indexer, dynamic_operands)`` rebuilds the indexer.
 - ``swap``: stores the value at ``ref[indexer]`` and returns what was there.
 - ``addupdate``: adds the value into ``ref[indexer]``; no result.
 
+``run_scoped``'s operands are the values its body closes over; its parameter ``jaxpr`` takes
+the scratch Refs first, then those operands. Discharged, the scratch starts as zeros.
+
 These primitives have no lowering and no reference rule: a jaxpr over Refs runs only after
 ``interpreters.discharge.discharge_state`` turns it into a jaxpr over values, through the
 discharge rules registered here (a read is a slice or gather of the Ref's current value, a
@@ -31,7 +34,11 @@ import numpy as np
 
 from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray, get_aval
+from ember._src.interpreters.discharge import discharged_operands, new_ref_values, run_discharged
+from ember._src.interpreters.staging import trace_to_jaxpr
+from ember._src.ir import ClosedJaxpr, Eqn, EqnPrintContext, register_eqn_printer
 from ember._src.primitives.arithmetic import add, mul
+from ember._src.primitives.control_flow.body_jaxprs import permute_jaxpr
 from ember._src.primitives.gather_scatter import (
     GatherDimensionNumbers,
     ScatterDimensionNumbers,
@@ -40,6 +47,7 @@ from ember._src.primitives.gather_scatter import (
     scatter_p,
 )
 from ember._src.primitives.indexing import dynamic_slice_op, dynamic_update_slice_op
+from ember._src.primitives.jaxpr_transforms import hoist_consts
 from ember._src.primitives.shape import (
     broadcast_in_dim,
     broadcast_to_shape,
@@ -59,6 +67,7 @@ from ember._src.state_types import (
     read_effect,
     write_effect,
 )
+from ember._src.tree.util import tree_flatten, tree_unflatten
 
 # --------------------------------------------------------------------------------------------
 # Shared checks
@@ -260,6 +269,7 @@ def _get_discharge(in_avals, out_avals, x, *dynamic, indexer):
 
 get_p = rules.define_primitive(
     "get",
+    sharding=rules.NOT_SHARDABLE,  # a kernel's Refs are blocks of one device's memory
     abstract_eval=_get_abstract_eval,
     discharge=_get_discharge,
     lowering=_not_discharged("get"),
@@ -287,6 +297,7 @@ def _swap_discharge(in_avals, out_avals, x, value, *dynamic, indexer):
 
 swap_p = rules.define_primitive(
     "swap",
+    sharding=rules.NOT_SHARDABLE,  # a kernel's Refs are blocks of one device's memory
     abstract_eval=_swap_abstract_eval,
     discharge=_swap_discharge,
     lowering=_not_discharged("swap"),
@@ -313,6 +324,7 @@ def _addupdate_discharge(in_avals, out_avals, x, value, *dynamic, indexer):
 
 addupdate_p = rules.define_primitive(
     "addupdate",
+    sharding=rules.NOT_SHARDABLE,  # a kernel's Refs are blocks of one device's memory
     abstract_eval=_addupdate_abstract_eval,
     discharge=_addupdate_discharge,
     lowering=_not_discharged("addupdate"),
@@ -320,6 +332,37 @@ addupdate_p = rules.define_primitive(
     effects=lambda **params: frozenset({accum_effect}),
     multiple_results=True,
 )
+
+
+# --------------------------------------------------------------------------------------------
+# Printing, as JAX prints them: ``c:f32[8] <- a[b, :]``, ``a[b, :] <- c`` (the old value unused,
+# else ``d:f32[8], a[b, :] <- a[b, :], c``) and ``a[b, :] += c``
+
+
+def _indexed_text(eqn: Eqn, context: EqnPrintContext, first_index: int) -> str:
+    ref, dynamic = eqn.invars[0], eqn.invars[first_index:]
+    return context.name(ref) + eqn.params["indexer"].pretty([context.name(v) for v in dynamic])
+
+
+def _print_get(eqn: Eqn, context: EqnPrintContext) -> str:
+    return f"{context.binder(eqn.outvars[0])} <- {_indexed_text(eqn, context, 1)}"
+
+
+def _print_swap(eqn: Eqn, context: EqnPrintContext) -> str:
+    place, value = _indexed_text(eqn, context, 2), context.name(eqn.invars[1])
+    old = eqn.outvars[0]
+    if not context.is_used(old):
+        return f"{place} <- {value}"
+    return f"{context.binder(old)}, {place} <- {place}, {value}"
+
+
+def _print_addupdate(eqn: Eqn, context: EqnPrintContext) -> str:
+    return f"{_indexed_text(eqn, context, 2)} += {context.name(eqn.invars[1])}"
+
+
+register_eqn_printer(get_p, _print_get)
+register_eqn_printer(swap_p, _print_swap)
+register_eqn_printer(addupdate_p, _print_addupdate)
 
 
 # --------------------------------------------------------------------------------------------
@@ -389,3 +432,83 @@ def ref_addupdate(ref: Any, index: Any, value: Any) -> None:
     value = _stored_value("addupdate", aval, nd.result_shape(), value)
     spec, dynamic = nd.flatten()
     addupdate_p.bind(ref, value, *dynamic, indexer=spec)
+
+
+# --------------------------------------------------------------------------------------------
+# run_scoped: a body run with fresh scratch Refs
+#
+# Operands: the values the body closes over (Refs among them). Parameter ``jaxpr``: the body,
+# const-free, taking the scratch Refs first, then those operands.
+
+
+def _scratch_count(jaxpr: ClosedJaxpr, operands: Sequence[Any]) -> int:
+    return len(jaxpr.in_avals) - len(operands)
+
+
+def _run_scoped_abstract_eval(*avals, jaxpr):
+    n_scratch = _scratch_count(jaxpr, avals)
+    scratch, taken = jaxpr.in_avals[:n_scratch], jaxpr.in_avals[n_scratch:]
+    if n_scratch < 0 or not all(is_ref(a) for a in scratch):
+        raise errors.EmberTypeError("internal error: run_scoped's body must take its Refs first")
+    if any(not a.same_type(b) for a, b in zip(taken, avals)):
+        raise errors.EmberTypeError("internal error: run_scoped's operands don't fit its body")
+    return list(jaxpr.out_avals)
+
+
+def _run_scoped_discharge(in_avals, out_avals, *args, jaxpr):
+    # The scratch starts as zeros (its contents are undefined until written, as on a device).
+    n_scratch = _scratch_count(jaxpr, args)
+    scratch = [_zeros(a.inner_aval) for a in jaxpr.in_avals[:n_scratch]]
+    marks = discharged_operands(in_avals, args)
+    outs = run_discharged(jaxpr.jaxpr, jaxpr.consts, [*scratch, *args], [True] * n_scratch + marks)
+    n = len(out_avals)
+    return new_ref_values(marks, outs[n + n_scratch :]), outs[:n]
+
+
+def _zeros(aval: ShapedArray) -> Any:
+    return broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
+
+
+run_scoped_p = rules.define_primitive(
+    "run_scoped",
+    sharding=rules.NOT_SHARDABLE,  # a kernel's Refs are blocks of one device's memory
+    abstract_eval=_run_scoped_abstract_eval,
+    discharge=_run_scoped_discharge,
+    lowering=_not_discharged("run_scoped"),
+    reference=_not_discharged("run_scoped"),
+    multiple_results=True,
+)
+
+
+def run_scoped(f: Callable[..., Any], *avals: Any) -> Any:
+    """``f(*refs)`` with fresh Refs of ``avals`` (ShapedArrays, AbstractRefs, or anything
+    with ``shape`` and ``dtype``), which exist only while ``f`` runs: a kernel's scratch.
+    Returns what ``f`` returns (arrays, not Refs)."""
+    ref_avals = [_as_ref_aval(a) for a in avals]
+    out_trees = []
+
+    def flat(*refs: Any) -> list[Any]:
+        leaves, tree = tree_flatten(f(*refs))
+        out_trees.append(tree)
+        return leaves
+
+    consts, body = hoist_consts(trace_to_jaxpr(flat, ref_avals, name="run_scoped"))
+    n_consts, n_scratch = len(consts), len(ref_avals)
+    scratch_first = [*range(n_consts, n_consts + n_scratch), *range(n_consts)]
+    body = permute_jaxpr(body, scratch_first, range(len(body.out_avals)))
+    outs = run_scoped_p.bind(*consts, jaxpr=body)
+    return tree_unflatten(out_trees[0], outs)
+
+
+def _as_ref_aval(aval: Any) -> AbstractRef:
+    if is_ref(aval):
+        return aval
+    if isinstance(aval, ShapedArray):
+        return AbstractRef(aval)
+    try:
+        return AbstractRef(ShapedArray(aval.shape, aval.dtype))
+    except AttributeError:
+        raise errors.EmberTypeError(
+            f"run_scoped: a scratch Ref's type must have a shape and a dtype, got {aval!r}"
+            f"{errors.where()}"
+        ) from None

@@ -19,10 +19,11 @@ from ember._src.core import ShapedArray, Zero, get_aval, set_current_trace, tang
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import zeros
 from ember._src.interpreters.batching import not_mapped
+from ember._src.interpreters.discharge import discharge_state, discharged_operands, new_ref_values
 from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.interpreters.partial_eval import PartialEvalTrace, merge, partial_eval_jaxpr
 from ember._src.interpreters.reference import evaluate_jaxpr
-from ember._src.ir import ClosedJaxpr
+from ember._src.ir import ClosedJaxpr, Jaxpr, Var
 from ember._src.lowering.module import ThreadedTokens, lower_jaxpr_inline
 from ember._src.primitives.arithmetic import max as max_, min as min_
 from ember._src.primitives.comparisons import ne
@@ -47,6 +48,7 @@ from ember._src.primitives.jaxpr_transforms import (
 )
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import broadcast_in_dim, convert_element_type, move_axis
+from ember._src.state_types import is_ref
 from ember._src.tree.util import tree_unflatten
 
 # --------------------------------------------------------------------------------------------
@@ -210,8 +212,22 @@ def _cond_sharding(index, *avals, branches):
     return out
 
 
+# --------------------------------------------------------------------------------------------
+# Discharge: each branch returns the final values of the Refs it was given
+
+
+def _cond_discharge(in_avals, out_avals, index, *operands, branches):
+    marks = discharged_operands(in_avals[1:], operands)
+    discharged = [hoist_consts(discharge_state(b, marks)) for b in branches]
+    consts, new_branches = join_branch_consts(discharged)
+    outs = cond_p.bind(index, *consts, *operands, branches=tuple(new_branches))
+    n = len(out_avals)
+    return [None, *new_ref_values(marks, outs[n:])], outs[:n]
+
+
 cond_p = rules.define_primitive(
     "cond",
+    discharge=_cond_discharge,
     sharding=_cond_sharding,
     abstract_eval=_cond_abstract_eval,
     jvp=_cond_jvp,
@@ -329,14 +345,41 @@ def _bind(index: Any, funs: list[Callable], operands: tuple, what: str, names: t
 def join_branch_consts(
     pairs: Sequence[tuple[Sequence[Any], ClosedJaxpr]],
 ) -> tuple[list[Any], list[ClosedJaxpr]]:
-    """One operand list for all branches' captured values; each branch ignores the others'."""
-    all_consts = [c for consts, _ in pairs for c in consts]
+    """One operand list for all branches' captured values; each branch ignores the others'.
+
+    A Ref several branches capture is one operand they share: discharged, each branch then
+    returns that Ref's value after it ran, rather than one copy per branch (only the copy of
+    the branch taken would hold its writes)."""
+    all_consts: list[Any] = []
+    ref_slots: dict[int, int] = {}
+    slots_per_branch = []
+    for consts, _ in pairs:
+        slots = []
+        for c in consts:
+            if is_ref(get_aval(c)):
+                slots.append(ref_slots.setdefault(id(c), len(all_consts)))
+                if slots[-1] == len(all_consts):
+                    all_consts.append(c)
+            else:
+                slots.append(len(all_consts))
+                all_consts.append(c)
+        slots_per_branch.append(slots)
     all_avals = [get_aval(c) for c in all_consts]
-    jaxprs = []
-    start = 0
-    for consts, jaxpr in pairs:
-        end = start + len(consts)
-        jaxpr = with_inputs_at(jaxpr, len(consts), all_avals[end:])
-        jaxprs.append(with_leading_inputs(jaxpr, all_avals[:start]))
-        start = end
+    jaxprs = [
+        _taking_consts_at(jaxpr, slots, all_avals)
+        for (_, jaxpr), slots in zip(pairs, slots_per_branch)
+    ]
     return all_consts, jaxprs
+
+
+def _taking_consts_at(closed: ClosedJaxpr, slots: Sequence[int], avals: Sequence[Any]):
+    """``closed``, whose leading inputs are its consts, taking instead all ``avals`` (its
+    const k at position ``slots[k]``, the others unused) before its other inputs."""
+    jaxpr = closed.jaxpr
+    own = dict(zip(slots, jaxpr.invars))
+    invars = [own.get(p) or Var(aval) for p, aval in enumerate(avals)]
+    invars += jaxpr.invars[len(slots) :]
+    return ClosedJaxpr(
+        Jaxpr(jaxpr.constvars, invars, jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info),
+        list(closed.consts),
+    )

@@ -21,6 +21,12 @@ from ember._src import core, dtypes, errors, rules
 from ember._src.core import Zero, get_aval, set_current_trace, tangent_aval
 from ember._src.interpreters.ad_util import instantiate
 from ember._src.interpreters.batching import not_mapped
+from ember._src.interpreters.discharge import (
+    discharge_state,
+    discharged_operands,
+    new_ref_values,
+    unchanged_refs,
+)
 from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.interpreters.partial_eval import (
     PartialEvalTrace,
@@ -43,6 +49,7 @@ from ember._src.primitives.control_flow.body_jaxprs import (
     trace_function,
     with_inputs_at,
 )
+from ember._src.primitives.control_flow.ref_carry import carry_refs
 from ember._src.primitives.control_flow.scan import scan, settle_weak_types
 from ember._src.primitives.jaxpr_transforms import (
     batch_jaxpr,
@@ -275,8 +282,59 @@ def _while_sharding(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     return sharding_rules.carried("while_loop", carry, body_jaxpr.out_avals)
 
 
+# --------------------------------------------------------------------------------------------
+# Discharge: a Ref the body closes over becomes a carried value
+
+
+def _while_discharge(
+    in_avals, out_avals, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts
+):
+    marks = discharged_operands(in_avals, args)  # only consts can be Refs
+    cond_marks, body_marks, _ = _split(marks, cond_nconsts, body_nconsts)
+    cond_consts, body_consts, carry = _split(args, cond_nconsts, body_nconsts)
+    loop = carry_refs(body_jaxpr, body_marks)
+    cond_consts, cond = _cond_of_values(cond_jaxpr, cond_consts, cond_marks, bool(loop.carried))
+    body_consts, carried = loop.consts_then_carried(body_consts)
+    carried_avals = [get_aval(x) for x in carried]
+    outs = while_p.bind(
+        *cond_consts,
+        *body_consts,
+        *carried,
+        *carry,
+        cond_jaxpr=with_inputs_at(cond, len(cond_consts), carried_avals),
+        body_jaxpr=loop.body,
+        cond_nconsts=len(cond_consts),
+        body_nconsts=len(body_consts),
+    )
+    written = [i in loop.carried for i in range(body_nconsts)]
+    finals = new_ref_values(written, outs[: len(carried)])
+    return [*[None] * cond_nconsts, *finals, *[None] * len(carry)], outs[len(carried) :]
+
+
+def _cond_of_values(cond_jaxpr, cond_consts, cond_marks, body_writes):
+    """The loop condition reading its Refs as values (loop-invariant: the body must not
+    write Refs, since it might write the ones the condition reads)."""
+    if not any(cond_marks):
+        return cond_consts, cond_jaxpr
+    if body_writes:
+        raise NotImplementedError(
+            "a while_loop whose condition reads a Ref and whose body writes Refs can't be "
+            "discharged (interpret mode); read the Ref in the body and carry its value"
+            f"{errors.where()}"
+        )
+    n_carry = len(cond_jaxpr.in_avals) - len(cond_consts)
+    discharged = discharge_state(cond_jaxpr, [*cond_marks, *[False] * n_carry])
+    if not all(unchanged_refs(discharged, [*cond_marks, *[False] * n_carry])):
+        raise errors.EmberTypeError(f"a while_loop's condition writes a Ref{errors.where()}")
+    jaxpr = discharged.jaxpr
+    just_pred = Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars[:1], jaxpr.eqns, "while_cond")
+    new_consts, cond = hoist_consts(ClosedJaxpr(just_pred, discharged.consts))
+    return [*new_consts, *cond_consts], cond
+
+
 while_p = rules.define_primitive(
     "while",
+    discharge=_while_discharge,
     sharding=_while_sharding,
     abstract_eval=_while_abstract_eval,
     jvp=_while_jvp,

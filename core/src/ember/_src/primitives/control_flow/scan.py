@@ -26,6 +26,7 @@ from ember._src.core import (
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import add_tangents, instantiate, zeros
 from ember._src.interpreters.batching import drop_dim, not_mapped
+from ember._src.interpreters.discharge import discharged_operands, new_ref_values
 from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.interpreters.partial_eval import PartialEvalTrace, merge, partial_eval_jaxpr
 from ember._src.interpreters.reference import evaluate_jaxpr
@@ -42,6 +43,7 @@ from ember._src.primitives.control_flow.body_jaxprs import (
     split_list,
     trace_function,
 )
+from ember._src.primitives.control_flow.ref_carry import carry_refs
 from ember._src.primitives.jaxpr_transforms import (
     batch_jaxpr,
     fixpoint,
@@ -441,8 +443,32 @@ def _scan_sharding(*avals, jaxpr, length, reverse, num_consts, num_carry, unroll
     return typed
 
 
+# --------------------------------------------------------------------------------------------
+# Discharge: a Ref the body closes over becomes a carried value
+
+
+def _scan_discharge(in_avals, out_avals, *args, jaxpr, num_consts, num_carry, **params):
+    marks = discharged_operands(in_avals, args)  # only consts can be Refs
+    consts, carry, xs = _split_operands(args, num_consts, num_carry)
+    loop = carry_refs(jaxpr, marks[:num_consts])
+    loop_consts, carried = loop.consts_then_carried(consts)
+    outs = scan_p.bind(
+        *loop_consts,
+        *carried,
+        *carry,
+        *xs,
+        jaxpr=loop.body,
+        num_consts=len(loop_consts),
+        num_carry=len(carried) + num_carry,
+        **params,
+    )
+    finals = new_ref_values([i in loop.carried for i in range(num_consts)], outs[: len(carried)])
+    return [*finals, *[None] * (len(args) - num_consts)], outs[len(carried) :]
+
+
 scan_p = rules.define_primitive(
     "scan",
+    discharge=_scan_discharge,
     sharding=_scan_sharding,
     abstract_eval=_scan_abstract_eval,
     jvp=_scan_jvp,
