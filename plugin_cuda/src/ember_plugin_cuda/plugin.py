@@ -4,8 +4,9 @@ CUDA PJRT plugin.
 Importing this module is cheap and touches no hardware: the driver is probed, the CUDA
 libraries loaded and jaxlib imported only when the ``cuda`` backend is first used (inside
 ``make_backend``). Starting the backend checks, in order, the options, the driver (a few
-milliseconds, with a deadline), the CUDA wheels, and only then loads the PJRT library, so a
-machine without a GPU learns why within seconds, from ``python -m ember doctor`` or from
+milliseconds, with a deadline), the CUDA wheels, and only then loads the PJRT library,
+registers the FFI extension's handlers with it and creates the client, so a machine without
+a GPU learns why within seconds, from ``python -m ember doctor`` or from
 ``EMBER_PLATFORMS=cuda``.
 """
 
