@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,7 @@ import ember  # noqa: E402
 import ember.numpy as enp  # noqa: E402
 from ember.errors import CompileError, ExecutionError  # noqa: E402
 from ember.extend import Computation  # noqa: E402
-from ember_plugin_kit.pjrt import backend as pjrt_backend  # noqa: E402
+from ember_plugin_kit.pjrt import _jaxlib, backend as pjrt_backend  # noqa: E402
 from tests.core.util import run_python  # noqa: E402
 
 
@@ -191,3 +193,93 @@ def test_dynamic_shapes_are_refined_before_compiling(cpu):
     x = ember.device_put(np.arange(3, dtype=np.float32), cpu)
     (out,) = executable.execute([x._buffer])
     np.testing.assert_array_equal(cpu.backend.buffer_to_numpy(out), [0, 2, 4])
+
+
+# -- a platform's compiler debug options (the CUDA plugin's ptxas/libdevice directory) ------------
+
+
+def test_debug_options_reach_every_compile_and_the_cache_fingerprint(cpu):
+    plain = _jaxlib.compile_options([cpu.raw])
+    assert plain.executable_build_options.debug_options.xla_gpu_cuda_data_dir != "/opt/cuda-x"
+    chosen = _jaxlib.compile_options([cpu.raw], {"xla_gpu_cuda_data_dir": "/opt/cuda-x"})
+    assert chosen.executable_build_options.debug_options.xla_gpu_cuda_data_dir == "/opt/cuda-x"
+    with pytest.raises(ValueError, match="XLA has no compiler debug option 'xla_no_such_flag'"):
+        _jaxlib.compile_options([cpu.raw], {"xla_no_such_flag": 1})
+    # a backend built with debug options compiles and runs with them; its cache key differs
+    backend = pjrt.PjrtBackend(
+        "cpu", cpu.backend.client, debug_options={"xla_gpu_cuda_data_dir": "/opt/cuda-x"}
+    )
+    device = backend.devices()[0]
+    computation = _one_device_computation(device)
+    x = backend.buffer_from_numpy(np.arange(4, dtype=np.float32), computation.in_avals[0], device)
+    (out,) = backend.compile(computation).execute([x])
+    np.testing.assert_array_equal(backend.buffer_to_numpy(out), [0, 2, 4, 6])
+    assert backend.cache_fingerprint(computation) != cpu.backend.cache_fingerprint(
+        _one_device_computation(cpu)
+    )
+
+
+class _FullDevice:
+    def memory_stats(self):
+        return {"bytes_in_use": 70_000, "bytes_limit": 80_000}
+
+    def __repr__(self):
+        return "cuda:0"
+
+
+def test_a_put_that_does_not_fit_names_the_device_and_its_memory(cpu):
+    aval = _one_device_computation(cpu).in_avals[0]
+    exc = pjrt.XlaRuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 16 bytes")
+    message = pjrt_backend.no_room_message(_FullDevice(), aval, 16, exc)
+    assert message == (
+        "cuda:0 has no room for f32[4] (16 bytes); 70000 of its 80000 bytes are in use: "
+        "RESOURCE_EXHAUSTED: Out of memory allocating 16 bytes"
+    )
+
+
+FAKE_EXTENSION = """
+calls = []
+def ffi_types():
+    return {"PlanCache": {"type_id": "id"}}
+def ffi_handlers():
+    return {"xla_ffi_python_gpu_callback": "handler-1", "dce_sink": "handler-2"}
+def register_custom_type(c_api, name, type_id):
+    calls.append(("type", c_api, name, type_id))
+def register_custom_call_target(c_api, name, fn, platform, api_version, traits):
+    calls.append(("target", c_api, name, fn, platform, api_version, traits))
+"""
+
+
+def test_a_plugin_extensions_ffi_handlers_are_registered_once(tmp_path, monkeypatch):
+    (tmp_path / "ember_test_ffi_extension.py").write_text(FAKE_EXTENSION)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(_jaxlib, "_registered_extensions", {})
+    loads = []
+    monkeypatch.setattr(_jaxlib, "plugin_c_api", lambda *a: loads.append(a) or "c-api")
+    register = pjrt.register_plugin_extension
+    names = register("gpux", "/lib/gpux.so", "ember_test_ffi_extension", "CUDA")
+    assert names == ["xla_ffi_python_gpu_callback", "dce_sink"]
+    assert loads == [("gpux", "/lib/gpux.so")]
+    extension = importlib.import_module("ember_test_ffi_extension")
+    assert extension.calls == [
+        ("type", "c-api", "PlanCache", {"type_id": "id"}),
+        ("target", "c-api", "xla_ffi_python_gpu_callback", "handler-1", "CUDA", 1, 0),
+        ("target", "c-api", "dce_sink", "handler-2", "CUDA", 1, 0),
+    ]
+    # a second start in the process registers nothing again
+    assert register("gpux", "/lib/gpux.so", "ember_test_ffi_extension", "CUDA") == names
+    assert len(extension.calls) == 3 and len(loads) == 1
+    with pytest.raises(ModuleNotFoundError):
+        register("gpux", "/lib/gpux.so", "ember_test_no_such_extension", "CUDA")
+
+
+def test_an_extension_of_a_plugin_another_jaxlib_user_loaded_registers_nothing(
+    tmp_path, monkeypatch
+):
+    (tmp_path / "ember_test_ffi_extension2.py").write_text(FAKE_EXTENSION)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(_jaxlib, "_registered_extensions", {})
+    monkeypatch.setattr(_jaxlib, "plugin_c_api", lambda *a: None)  # JAX loaded it first
+    assert (
+        pjrt.register_plugin_extension("gpux", "/l.so", "ember_test_ffi_extension2", "CUDA") == []
+    )

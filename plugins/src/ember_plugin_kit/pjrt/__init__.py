@@ -12,9 +12,11 @@ import importlib as _importlib
 
 from ember_plugin_kit.pjrt._jaxlib import (
     JAXLIB_VERSION as JAXLIB_VERSION,
+    XlaRuntimeError as XlaRuntimeError,
     gloo_collectives as gloo_collectives,
     make_cpu_client as make_cpu_client,
     make_plugin_client as make_plugin_client,
+    register_plugin_extension as register_plugin_extension,
 )
 from ember_plugin_kit.pjrt.coordination import (
     CoordinationClient as CoordinationClient,
@@ -25,6 +27,7 @@ __all__ = [
     "JAXLIB_VERSION",
     "CoordinationClient",
     "XlaCoordination",
+    "XlaRuntimeError",
     "PjrtBackend",
     "PjrtDevice",
     "PjrtExecutable",
@@ -32,6 +35,7 @@ __all__ = [
     "gloo_collectives",
     "make_cpu_client",
     "make_plugin_client",
+    "register_plugin_extension",
 ]
 
 _FROM_BACKEND = frozenset({"PjrtBackend", "PjrtDevice", "PjrtExecutable", "describe_compile_error"})

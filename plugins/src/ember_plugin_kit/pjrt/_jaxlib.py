@@ -18,7 +18,7 @@ import threading
 # ember users. A user who wants them sets TF_CPP_MIN_LOG_LEVEL before importing ember.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -209,21 +209,63 @@ def make_plugin_client(
 def plugin_c_api(name: str, library_path: str) -> Any:
     """The PJRT C API of a plugin library, loaded and initialised once per process (what a
     plugin's extensions take, such as the CUDA plugin's Triton compiler; loading needs no
-    device)."""
+    device). None when another user of jaxlib in this process loaded the library first."""
     previous = _loaded_plugins.get(name)
     if previous is None:
         if not os.path.exists(library_path):
             raise FileNotFoundError(f"PJRT plugin library {library_path!r} does not exist")
-        c_api = xla_client.load_pjrt_plugin_dynamically(name, library_path)
+        c_api = None
+        try:
+            c_api = xla_client.load_pjrt_plugin_dynamically(name, library_path)
+        except XlaRuntimeError as exc:
+            # Another user of jaxlib in this process (JAX's own plugin discovery, in a
+            # benchmark beside JAX) loaded it first: jaxlib keeps one plugin per name, shared,
+            # and does not hand its C API out again (None here).
+            if "ALREADY_EXISTS" not in str(exc):
+                raise
         _loaded_plugins[name] = library_path
         _plugin_c_apis[name] = c_api
-        xla_client.initialize_pjrt_plugin(name)
+        if not xla_client.pjrt_plugin_initialized(name):
+            xla_client.initialize_pjrt_plugin(name)
     elif previous != library_path:
         raise ValueError(
             f"PJRT plugin {name!r} is already loaded from {previous!r}; cannot load "
             f"{library_path!r} as well in one process"
         )
     return _plugin_c_apis[name]
+
+
+_registered_extensions: dict[tuple[str, str], list[str]] = {}
+
+
+def register_plugin_extension(
+    name: str, library_path: str, extension_module: str, xla_platform: str
+) -> list[str]:
+    """Register an extension module's FFI types and handlers with plugin ``name`` (loaded from
+    ``library_path`` if not yet), as JAX's own plugin initialisation does: the handlers the
+    plugin's programs call by name (``xla_ffi_python_gpu_callback`` for host callbacks, ...).
+
+    ``extension_module`` (e.g. ``jax_cuda12_plugin.cuda_plugin_extension``) must provide
+    ``ffi_types()``, ``ffi_handlers()``, ``register_custom_type(c_api, name, type_id)`` and
+    ``register_custom_call_target(c_api, name, fn, xla_platform, api_version, traits)``.
+    Registers once per process, before the plugin's first client; returns the handlers'
+    names (none when another jaxlib user loaded the plugin first: it registered its own).
+    Raises ``ModuleNotFoundError`` when the extension is not installed."""
+    key = (name, extension_module)
+    if key in _registered_extensions:
+        return list(_registered_extensions[key])
+    extension = importlib.import_module(extension_module)
+    c_api = plugin_c_api(name, library_path)
+    registered: list[str] = []
+    if c_api is not None:
+        for type_name, type_id in extension.ffi_types().items():
+            extension.register_custom_type(c_api, type_name, type_id)
+        for target, handler in extension.ffi_handlers().items():
+            # api_version 1: XLA's typed FFI, which every handler of these extensions uses
+            extension.register_custom_call_target(c_api, target, handler, xla_platform, 1, 0)
+            registered.append(target)
+    _registered_extensions[key] = registered
+    return list(registered)
 
 
 # -- buffers -----------------------------------------------------------------------------------
@@ -337,13 +379,16 @@ def compile_text(
     text: str | bytes,
     devices: Sequence[RawDevice],
     host_callbacks: Sequence[Any] = (),
+    debug_options: Mapping[str, Any] | None = None,
 ) -> Any:
     """Compile StableHLO (text, or MLIR bytecode); a program over several devices is
     partitioned by Shardy.
 
     ``host_callbacks``: the Python functions the program's ``xla_ffi_python_*_callback``
-    custom calls name by index (jaxlib takes them only with a parsed module)."""
-    options = compile_options(devices)
+    custom calls name by index (jaxlib takes them only with a parsed module).
+    ``debug_options``: fields of XLA's ``DebugOptions`` the platform compiles with (see
+    ``compile_options``)."""
+    options = compile_options(devices, debug_options)
     device_list = _jax.DeviceList(tuple(devices))
     if host_callbacks:
         module = parse_module(text)
@@ -353,8 +398,14 @@ def compile_text(
     return client.compile_and_load(text, device_list, options)
 
 
-def compile_options(devices: Sequence[RawDevice]) -> Any:
-    """The options ``compile_text`` compiles with for ``devices``."""
+def compile_options(
+    devices: Sequence[RawDevice], debug_options: Mapping[str, Any] | None = None
+) -> Any:
+    """The options ``compile_text`` compiles with for ``devices``.
+
+    ``debug_options``: fields of XLA's ``DebugOptions`` set on every compile, by name: what a
+    platform's compiler needs to know about its machine, such as where the CUDA tools are
+    (``xla_gpu_cuda_data_dir``). A name XLA does not have is a ``ValueError``."""
     options = xla_client.CompileOptions()
     # Without an explicit assignment XLA runs partition 0 on the client's first device,
     # whatever device list is passed, and rejects buffers that live elsewhere.
@@ -365,13 +416,22 @@ def compile_options(devices: Sequence[RawDevice]) -> Any:
         options.num_partitions = len(devices)
         options.executable_build_options.use_spmd_partitioning = True
         options.executable_build_options.use_shardy_partitioner = True
+    if debug_options:
+        xla_debug = options.executable_build_options.debug_options
+        for name, value in debug_options.items():
+            if not hasattr(xla_debug, name):
+                raise ValueError(f"XLA has no compiler debug option {name!r}")
+            setattr(xla_debug, name, value)
     return options
 
 
-def compile_options_fingerprint(devices: Sequence[RawDevice]) -> bytes:
+def compile_options_fingerprint(
+    devices: Sequence[RawDevice], debug_options: Mapping[str, Any] | None = None
+) -> bytes:
     """The serialized compile options for ``devices``: every field that changes the executable
-    (device assignment, partitions, partitioner), for keys of compiled programs."""
-    return compile_options(devices).SerializeAsString()
+    (device assignment, partitions, partitioner, debug options), for keys of compiled
+    programs."""
+    return compile_options(devices, debug_options).SerializeAsString()
 
 
 # jaxlib's MLIR bindings are imported on first use: they cost ~45 ms at startup, and only

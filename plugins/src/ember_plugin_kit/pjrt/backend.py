@@ -10,7 +10,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -125,9 +125,18 @@ _XLA_PROFILER = XlaProfiler()
 class PjrtBackend(Backend):
     """The backend of one platform, over one PJRT client."""
 
-    def __init__(self, platform: str, client: _jaxlib.RawClient):
+    def __init__(
+        self,
+        platform: str,
+        client: _jaxlib.RawClient,
+        *,
+        debug_options: Mapping[str, Any] | None = None,
+    ):
+        """``debug_options``: fields of XLA's ``DebugOptions`` every compile on this platform
+        sets (e.g. ``{"xla_gpu_cuda_data_dir": ...}``: where ptxas and libdevice are)."""
         self.platform = platform
         self.client = client
+        self.debug_options = dict(debug_options or {})
         self._devices = [PjrtDevice(self, d) for d in client.devices()]
         self._by_raw = {d.raw: d for d in self._devices}
 
@@ -138,7 +147,12 @@ class PjrtBackend(Backend):
         return self.client.process_index()
 
     def buffer_from_numpy(self, value: np.ndarray, aval: ShapedArray, device: Device) -> Any:
-        return _jaxlib.put(value, aval, device.sharding, device.raw)
+        try:
+            return _jaxlib.put(value, aval, device.sharding, device.raw)
+        except _jaxlib.XlaRuntimeError as exc:
+            if "RESOURCE_EXHAUSTED" not in str(exc):
+                raise
+            raise OutOfMemoryError(no_room_message(device, aval, value.nbytes, exc)) from None
 
     def buffer_to_numpy(self, buffer: Any) -> np.ndarray:
         try:
@@ -177,7 +191,11 @@ class PjrtBackend(Backend):
             if has_dynamic_shapes(text):  # calls a shape-polymorphic exported program
                 program = _jaxlib.refine_polymorphic_shapes(text)
             loaded = _jaxlib.compile_text(
-                self.client, program, raw_devices, computation.host_callbacks
+                self.client,
+                program,
+                raw_devices,
+                computation.host_callbacks,
+                self.debug_options,
             )
         except _jaxlib.XlaRuntimeError as exc:
             raise CompileError(describe_compile_error(computation.name, text, str(exc))) from None
@@ -192,7 +210,7 @@ class PjrtBackend(Backend):
             f"processes {len({d.process_index for d in self._devices})}",
             "flags " + " ".join(compiler_flags()),
         ]
-        options = _jaxlib.compile_options_fingerprint([d.raw for d in devices])
+        options = _jaxlib.compile_options_fingerprint([d.raw for d in devices], self.debug_options)
         return "\n".join(facts).encode() + b"\noptions " + options
 
     def deserialize_executable(self, computation: Computation, blob: bytes) -> PjrtExecutable:
@@ -245,6 +263,15 @@ class PjrtBackend(Backend):
     def device_memory_profile(self) -> bytes:
         # gzip-compressed, as JAX returns it (pprof reads both forms).
         return gzip.compress(_jaxlib.heap_profile(self.client))
+
+
+def no_room_message(device: Device, aval: ShapedArray, nbytes: int, exc: Exception) -> str:
+    """Why an array did not fit on ``device``, with the device's own memory figures."""
+    stats = device.memory_stats() or {}
+    usage = ""
+    if "bytes_limit" in stats:
+        usage = f"; {stats.get('bytes_in_use', 0)} of its {stats['bytes_limit']} bytes are in use"
+    return f"{device} has no room for {aval.str_short()} ({nbytes} bytes){usage}: {exc}"
 
 
 # Environment variables whose flags the compiler reads when the process starts.

@@ -1,0 +1,140 @@
+"""Hook implementations of the CUDA plugin: the ``cuda`` platform on NVIDIA GPUs through XLA's
+CUDA PJRT plugin.
+
+Importing this module is cheap and touches no hardware: the driver is probed, the CUDA
+libraries loaded and jaxlib imported only when the ``cuda`` backend is first used (inside
+``make_backend``). Starting the backend checks, in order, the options, the driver (a few
+milliseconds, with a deadline), the CUDA wheels, and only then loads the PJRT library,
+registers the FFI extension's handlers with it and creates the client, so a machine without
+a GPU learns why within seconds, from ``python -m ember doctor`` or from
+``EMBER_PLATFORMS=cuda``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable
+
+from ember.errors import BackendError
+from ember.extend import (
+    Backend,
+    CollectiveRegistry,
+    LoweringRegistry,
+    PlatformSpec,
+    current_job,
+    hookimpl,
+)
+from ember_plugin_cuda import driver, libraries, options
+
+PLATFORM = "cuda"
+
+# Above the CPU plugin's 100: a machine with a GPU and this plugin computes on the GPU.
+PRIORITY = 500
+
+# Collectives XLA's GPU runtime implements itself (over NCCL, within and across processes).
+XLA_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute")
+
+# The kit's Pallas-to-Triton kernel compiler (the Pallas contract, §3). Registered for this
+# platform when the installed kit ships it; until then Pallas kernels run interpreted here.
+TRITON_MODULE = "ember_plugin_kit.triton"
+
+
+def make_backend() -> Backend:
+    # Imported here, not at the top, so that loading the plugin never imports jaxlib.
+    from ember_plugin_cuda.backend import CudaBackend  # noqa: PLC0415
+    from ember_plugin_kit.pjrt import (  # noqa: PLC0415
+        XlaRuntimeError,
+        make_plugin_client,
+        register_plugin_extension,
+    )
+
+    client_options = options.client_options()
+    try:
+        found = driver.probe()
+    except driver.DriverUnavailableError as exc:
+        raise BackendError(f"{exc}{_also_missing_wheels()}") from None
+    ordinals = options.requested_devices(found.device_count)
+    if ordinals is not None:
+        client_options["visible_devices"] = list(ordinals)
+    try:
+        library = libraries.pjrt_library()
+        preloaded = libraries.preload_cuda_libraries()
+    except libraries.MissingCudaPartError as exc:
+        raise BackendError(str(exc)) from None
+    try:
+        ffi_handlers = _register_ffi_handlers(library, register_plugin_extension)
+        client = make_plugin_client(PLATFORM, library, client_options, current_job())
+    except XlaRuntimeError as exc:
+        major, minor = found.cuda_version
+        raise BackendError(
+            f"XLA's CUDA plugin could not start ({found.device_count} GPU(s) visible, driver "
+            f"for CUDA {major}.{minor}, options {client_options}): {exc}"
+        ) from None
+    backend = CudaBackend(
+        client,
+        driver=found,
+        preloaded=preloaded,
+        cuda_data_dir=libraries.cuda_data_dir(),
+        ffi_handlers=ffi_handlers,
+    )
+    options.mark_started()
+    return backend
+
+
+def _register_ffi_handlers(library: str, register: Callable[..., list[str]]) -> list[str] | str:
+    """Register the FFI extension's handlers with XLA's CUDA plugin, before its first client.
+    Returns their names, or why there are none (the wheel is optional: without it, programs
+    with host callbacks fail to compile on the GPU; everything else runs)."""
+    module = libraries.ffi_extension()
+    if module is None:
+        return f"{libraries.FFI_DISTRIBUTION} is not installed"
+    try:
+        return register(PLATFORM, library, module, "CUDA")
+    except ImportError as exc:
+        return f"{module} could not be imported: {exc}"
+
+
+def _also_missing_wheels() -> str:
+    """A note that the CUDA wheels are missing too, so that fixing the driver is not followed
+    by a second surprise."""
+    try:
+        libraries.pjrt_library()
+    except libraries.MissingCudaPartError:
+        return f"; the CUDA wheels are not installed either ({libraries.INSTALL_HINT})"
+    return ""
+
+
+@hookimpl
+def ember_platforms() -> list[PlatformSpec]:
+    return [
+        PlatformSpec(
+            name=PLATFORM,
+            make_backend=make_backend,
+            aliases=("gpu",),
+            priority=PRIORITY,
+            description="NVIDIA GPUs through XLA's CUDA PJRT plugin (jax-cuda12-pjrt)",
+        )
+    ]
+
+
+@hookimpl
+def ember_register_collectives(registry: CollectiveRegistry) -> None:
+    for name in XLA_COLLECTIVES:
+        registry.register(PLATFORM, name, "xla")
+
+
+@hookimpl
+def ember_register_lowerings(registry: LoweringRegistry) -> None:
+    if importlib.util.find_spec(TRITON_MODULE) is None:
+        return
+    importlib.import_module(TRITON_MODULE).register(registry, PLATFORM)
+
+
+@hookimpl
+def ember_distributed_runtime() -> object:
+    # Multi-process jobs: XLA's coordination service, through whose key-value store the CUDA
+    # plugin exchanges the global topology and NCCL's ids (make_plugin_client passes the job).
+    from ember_plugin_kit.pjrt import XlaCoordination  # noqa: PLC0415 - imports jaxlib
+
+    return XlaCoordination()
