@@ -99,11 +99,3 @@ def test_a_change_after_the_backend_started_is_refused_naming_rocm(fresh_options
     ):
         with config.option("rocm_preallocate", True):
             pass
-
-
-def test_cuda_and_rocm_options_are_independent(fresh_options):
-    # both plugins define their options from the same kit class: neither sees the other's
-    cuda_options = pytest.importorskip("ember_plugin_cuda.options")
-    with config.option("rocm_memory_fraction", 0.3):
-        assert "memory_fraction" not in cuda_options.client_options()
-        assert options.client_options()["memory_fraction"] == 0.3
