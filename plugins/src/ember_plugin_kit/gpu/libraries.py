@@ -72,6 +72,8 @@ def dynamic_section(path: str) -> DynamicSection:
         if dynamic is None:
             raise ValueError(f"{path} has no dynamic section (not a shared library?)")
         _, offset, size, link = dynamic
+        if link >= len(sections):
+            raise ValueError(f"{path}: its dynamic section names no string table (a damaged file?)")
         _, strings_offset, strings_size, _ = sections[link]
         f.seek(offset)
         entries = f.read(size)
