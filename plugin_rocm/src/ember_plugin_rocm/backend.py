@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember_plugin_kit.gpu import describe_ffi_handlers
 from ember_plugin_kit.pjrt import PjrtBackend
 from ember_plugin_rocm.driver import DriverReport
 
@@ -24,9 +25,6 @@ class RocmBackend(PjrtBackend):
     def versions(self) -> dict[str, str]:
         found = super().versions()
         found["HIP driver"] = self.driver.version_text
-        if isinstance(self.ffi_handlers, str):
-            found["host callbacks on the GPU"] = f"unavailable: {self.ffi_handlers}"
-        else:
-            found["FFI handlers registered"] = ", ".join(self.ffi_handlers) or "none"
+        found.update(describe_ffi_handlers(self.ffi_handlers))
         found["Pallas kernels"] = "interpreted (the kit's Triton compiler is CUDA-only)"
         return found

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from ember.errors import BackendError
 from ember.extend import Backend, CollectiveRegistry, PlatformSpec, current_job, hookimpl
+from ember_plugin_kit import gpu
 from ember_plugin_rocm import driver, libraries, options
 
 PLATFORM = "rocm"
@@ -26,8 +27,8 @@ PLATFORM = "rocm"
 # Above the CPU plugin's 100, as CUDA's: a machine with an AMD GPU computes on it.
 PRIORITY = 500
 
-# Collectives XLA's GPU runtime implements itself (over RCCL, within and across processes).
-XLA_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute")
+# Collectives XLA's GPU runtime implements itself (over RCCL; the kit's list).
+XLA_COLLECTIVES = gpu.XLA_COLLECTIVES
 
 
 def make_backend() -> Backend:
@@ -66,16 +67,16 @@ def make_backend() -> Backend:
 
 
 def _register_ffi_handlers(library: str, register: Callable[..., list[str]]) -> list[str] | str:
-    """Register the FFI extension's handlers with XLA's ROCm plugin, before its first client.
-    Returns their names, or why there are none (without them, programs with host callbacks
-    fail to compile on the GPU; everything else runs)."""
-    module = libraries.ffi_extension()
-    if module is None:
-        return f"{libraries.FFI_DISTRIBUTION} is not installed"
-    try:
-        return register(PLATFORM, library, module, options.XLA_PLATFORM_NAME)
-    except ImportError as exc:
-        return f"{module} could not be imported: {exc}"
+    """Register the FFI extension's handlers with XLA's ROCm plugin, before its first client
+    (the handlers' names, or why there are none)."""
+    return gpu.register_ffi_handlers(
+        register,
+        PLATFORM,
+        library,
+        libraries.ffi_extension(),
+        distribution=libraries.FFI_DISTRIBUTION,
+        xla_platform=options.XLA_PLATFORM_NAME,
+    )
 
 
 def _also_missing() -> str:
