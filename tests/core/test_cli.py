@@ -144,3 +144,20 @@ def test_version():
     done = ember_cli("--version")
     assert done.returncode == 0
     assert done.stdout.strip() == f"ember {ember.__version__}"
+
+
+@pytest.mark.slow
+def test_doctor_names_each_first_party_plugin_installed_or_not():
+    done = ember_cli("doctor", EMBER_PLATFORMS="reference")
+    plugins = done.stdout.split("plugins (", 1)[1].split("\n\n", 1)[0]
+    absent = next(
+        (line for line in plugins.splitlines() if "first-party plugins not installed:" in line), ""
+    )
+    for name, what in (
+        ("ember-plugin-cpu", "XLA's CPU backend"),
+        ("ember-plugin-cuda", "NVIDIA GPUs"),
+        ("ember-plugin-rocm", "AMD GPUs"),
+        ("ember-plugin-tpu", "Google TPUs"),
+    ):
+        installed = f" {name} 0." in plugins
+        assert installed != (f"{name} ({what})" in absent), (name, plugins)

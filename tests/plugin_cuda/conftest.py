@@ -79,6 +79,6 @@ def fresh_options(monkeypatch):
     for names in options.JAX_VARIABLES.values():
         for name in names:
             monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(options, "_started_with", {})
-    unset = [name for name in options._CHECKS if config.is_set(name)]
+    monkeypatch.setattr(options.OPTIONS, "started_with", {})
+    unset = [name for name in options.OPTIONS.names if config.is_set(name)]
     assert not unset, f"the environment sets {unset}: run the tests without EMBER_CUDA_*"

@@ -7,6 +7,7 @@ from typing import Any
 
 from ember_plugin_cuda.driver import DriverReport
 from ember_plugin_cuda.libraries import Preloaded
+from ember_plugin_kit.gpu import describe_ffi_handlers
 from ember_plugin_kit.pjrt import PjrtBackend
 
 PLATFORM = "cuda"
@@ -41,10 +42,7 @@ class CudaBackend(PjrtBackend):
         major, minor = self.driver.cuda_version
         found["NVIDIA driver"] = f"supports CUDA {major}.{minor}"
         found["ptxas and libdevice"] = self.cuda_data_dir or "not in a wheel: XLA's default search"
-        if isinstance(self.ffi_handlers, str):
-            found["host callbacks on the GPU"] = f"unavailable: {self.ffi_handlers}"
-        else:
-            found["FFI handlers registered"] = ", ".join(self.ffi_handlers) or "none"
+        found.update(describe_ffi_handlers(self.ffi_handlers))
         if self.preloaded.missing_optional:
             names = ", ".join(
                 f"{lib.soname} ({lib.distribution})" for lib in self.preloaded.missing_optional

@@ -4,17 +4,17 @@ Loading the PJRT library and creating its client takes seconds and, without a GP
 terse ``No visible GPU devices``. The driver API answers the questions that matter first (is
 there a driver, does it support CUDA 12, how many GPUs does this process see) in
 milliseconds, with the driver's own error names, so a machine without a GPU gets the real
-reason at once. The calls run on a helper thread with a deadline: a wedged driver (a GPU
-fallen off the bus, a hung kernel module) can block ``cuInit`` indefinitely, and the user
-then gets an error instead of a hang.
+reason at once. The calls run with a deadline (the kit's ``call_within``): a wedged driver
+can block ``cuInit`` indefinitely, and the user then gets an error instead of a hang.
 """
 
 from __future__ import annotations
 
 import ctypes
-import threading
 from dataclasses import dataclass
 from typing import Any
+
+from ember_plugin_kit.gpu import call_within
 
 # The driver library every CUDA program loads; its soname is stable across driver releases.
 DRIVER_LIBRARY = "libcuda.so.1"
@@ -59,26 +59,14 @@ def probe(library: str = DRIVER_LIBRARY, timeout_s: float = PROBE_TIMEOUT_S) -> 
 
 def ask(driver: Any, timeout_s: float = PROBE_TIMEOUT_S) -> DriverReport:
     """``probe`` on a loaded driver library (any object with the driver API's functions)."""
-    answer: list[DriverReport | DriverUnavailableError] = []
-
-    def run() -> None:
-        try:
-            answer.append(_ask(driver))
-        except DriverUnavailableError as exc:
-            answer.append(exc)
-
-    # A daemon thread: if the driver never returns, the process can still exit.
-    thread = threading.Thread(target=run, name="ember-cuda-driver-probe", daemon=True)
-    thread.start()
-    thread.join(timeout_s)
-    if not answer:
-        raise DriverUnavailableError(
-            f"the NVIDIA driver did not finish initialising within {timeout_s:g} s (cuInit "
-            f"hung): check the GPU with nvidia-smi"
-        )
-    if isinstance(answer[0], DriverUnavailableError):
-        raise answer[0]
-    return answer[0]
+    return call_within(
+        lambda: _ask(driver),
+        timeout_s,
+        error=DriverUnavailableError,
+        timeout_message=f"the NVIDIA driver did not finish initialising within {timeout_s:g} s "
+        f"(cuInit hung): check the GPU with nvidia-smi",
+        thread_name="ember-cuda-driver-probe",
+    )
 
 
 def _ask(driver: Any) -> DriverReport:

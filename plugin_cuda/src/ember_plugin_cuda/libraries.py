@@ -14,6 +14,8 @@ import importlib.util
 import os
 from dataclasses import dataclass
 
+from ember_plugin_kit.gpu import package_directory
+
 # The wheel that ships XLA's CUDA 12 PJRT plugin, the package it installs and the library in it.
 PJRT_DISTRIBUTION = "jax-cuda12-pjrt"
 PJRT_PACKAGE = "jax_plugins.xla_cuda12"
@@ -71,20 +73,6 @@ NVCC_DISTRIBUTION = "nvidia-cuda-nvcc-cu12"
 
 class MissingCudaPartError(Exception):
     """A part the platform needs is not installed; the message names it and how to get it."""
-
-
-def package_directory(name: str) -> str | None:
-    """The directory of an installed package, found without importing it (None: absent)."""
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
-    if spec is None:
-        return None
-    locations = list(spec.submodule_search_locations or [])
-    if locations:
-        return locations[0]
-    return os.path.dirname(spec.origin) if spec.origin else None
 
 
 def pjrt_library() -> str:

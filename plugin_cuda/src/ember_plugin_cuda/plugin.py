@@ -26,14 +26,15 @@ from ember.extend import (
     hookimpl,
 )
 from ember_plugin_cuda import driver, libraries, options
+from ember_plugin_kit import gpu
 
 PLATFORM = "cuda"
 
 # Above the CPU plugin's 100: a machine with a GPU and this plugin computes on the GPU.
 PRIORITY = 500
 
-# Collectives XLA's GPU runtime implements itself (over NCCL, within and across processes).
-XLA_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute")
+# Collectives XLA's GPU runtime implements itself (over NCCL; the kit's list).
+XLA_COLLECTIVES = gpu.XLA_COLLECTIVES
 
 # The kit's Pallas-to-Triton kernel compiler (the Pallas contract, §3). Registered for this
 # platform when the installed kit ships it; until then Pallas kernels run interpreted here.
@@ -83,16 +84,16 @@ def make_backend() -> Backend:
 
 
 def _register_ffi_handlers(library: str, register: Callable[..., list[str]]) -> list[str] | str:
-    """Register the FFI extension's handlers with XLA's CUDA plugin, before its first client.
-    Returns their names, or why there are none (the wheel is optional: without it, programs
-    with host callbacks fail to compile on the GPU; everything else runs)."""
-    module = libraries.ffi_extension()
-    if module is None:
-        return f"{libraries.FFI_DISTRIBUTION} is not installed"
-    try:
-        return register(PLATFORM, library, module, "CUDA")
-    except ImportError as exc:
-        return f"{module} could not be imported: {exc}"
+    """Register the FFI extension's handlers with XLA's CUDA plugin, before its first client
+    (the handlers' names, or why there are none)."""
+    return gpu.register_ffi_handlers(
+        register,
+        PLATFORM,
+        library,
+        libraries.ffi_extension(),
+        distribution=libraries.FFI_DISTRIBUTION,
+        xla_platform="CUDA",
+    )
 
 
 def _also_missing_wheels() -> str:

@@ -25,6 +25,15 @@ from ember._src.plugin import manager as plugin_manager
 from ember._src.plugin.manager import FAILED, INCOMPATIBLE, OK, PluginManager
 from ember._src.runtime import multiprocess
 
+# The backend plugins ember's project ships, by distribution, and what each adds: the doctor
+# names those not installed, so a user sees what `pip install` would bring.
+FIRST_PARTY_PLUGINS = {
+    "ember-plugin-cpu": "XLA's CPU backend",
+    "ember-plugin-cuda": "NVIDIA GPUs",
+    "ember-plugin-rocm": "AMD GPUs",
+    "ember-plugin-tpu": "Google TPUs",
+}
+
 # Distribution name -> the module it installs (for --verbose's paths).
 KEY_LIBRARIES = {
     "ember": "ember",
@@ -126,6 +135,12 @@ def _plugins_section(manager: PluginManager, verbose: bool) -> list[str]:
             lines.append(f"      {p.message}")
         if p.status == FAILED and p.traceback:
             lines.extend("      | " + line for line in _tail(p.traceback, verbose))
+    installed = {p.distribution for p in manager.plugins.values()}
+    absent = [
+        f"{name} ({what})" for name, what in FIRST_PARTY_PLUGINS.items() if name not in installed
+    ]
+    if absent:
+        lines.append(f"  first-party plugins not installed: {', '.join(absent)}")
     return [*lines, ""]
 
 
