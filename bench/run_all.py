@@ -43,6 +43,7 @@ MODULES = [
     "bench_multiprocess",
     "bench_compilation_cache",
     "bench_pallas",
+    "bench_pallas_gpu",
 ]
 # Modules that need their own process (a device count fixed before any backend starts, jobs
 # of several processes started by the module itself, or fresh processes timed from their start).
