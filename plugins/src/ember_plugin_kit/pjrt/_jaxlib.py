@@ -486,6 +486,35 @@ def hlo_text(executable: Any) -> str:
     return "\n\n".join(module.to_string() for module in executable.hlo_modules())
 
 
+def compile_only_devices(
+    name: str, library_path: str, topology_name: str, options: Mapping[str, Any]
+) -> list[RawDevice]:
+    """The devices of a named topology of plugin ``name`` (e.g. ``"v5e:2x2"`` for TPUs), made
+    by the plugin's compiler alone: no hardware is needed. They compile (``compile_only``)
+    but hold no buffers and run nothing. ``options``: the plugin's topology options."""
+    c_api = plugin_c_api(name, library_path)
+    if c_api is None:
+        raise XlaRuntimeError(
+            f"FAILED_PRECONDITION: the {name} PJRT library was loaded by another user of jaxlib "
+            f"in this process, which keeps its C API: topologies cannot be made here"
+        )
+    topology = xla_client.make_c_api_device_topology(c_api, topology_name, **dict(options))
+    return list(topology._make_compile_only_devices())
+
+
+def compile_only(
+    text: str,
+    devices: Sequence[RawDevice],
+    debug_options: Mapping[str, Any] | None = None,
+) -> Any:
+    """Compile StableHLO for compile-only ``devices`` (``compile_only_devices``): an executable
+    to inspect (``hlo_text``, ``memory_stats``, ``cost_analysis()``), never to run. The
+    compile-only client takes a parsed module, not text."""
+    options = compile_options(devices, debug_options)
+    module = parse_module(text)
+    return devices[0].client.compile(module, _jax.DeviceList(tuple(devices)), options)
+
+
 def memory_stats(executable: Any) -> Any:
     return executable.get_compiled_memory_stats()
 
