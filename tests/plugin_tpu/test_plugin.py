@@ -3,9 +3,6 @@ and libtpu are checked first, so the answer comes in well under a second."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 
 import pytest
@@ -14,7 +11,7 @@ from ember_plugin_tpu import chips, library, plugin
 from ember.errors import BackendError
 from ember.extend import CollectiveRegistry
 from ember_plugin_kit import pjrt
-from tests.plugin_tpu.util import HAVE_LIBTPU, NEEDS_LIBTPU, PLUGIN_SRC, REPO
+from tests.plugin_tpu.util import HAVE_LIBTPU, NEEDS_LIBTPU, PLUGIN_SRC, run_python
 
 
 def test_the_platform_is_tpu_above_cuda_with_named_topologies():
@@ -74,23 +71,14 @@ def test_chips_without_libtpu_name_libtpu_only(monkeypatch):
         plugin.make_backend()
 
 
-def _python(code: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    paths = [str(PLUGIN_SRC), *sys.path]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        cwd=REPO,
-    )
-
-
 def test_import_ember_neither_loads_libtpu_nor_jaxlib_for_the_plugin():
-    done = _python(
-        "import sys, ember_plugin_tpu.plugin, ember\n"
-        "print('libtpu' in sys.modules, 'jaxlib' in sys.modules)"
+    done = run_python(
+        [
+            "-c",
+            "import sys, ember_plugin_tpu.plugin, ember\n"
+            "print('libtpu' in sys.modules, 'jaxlib' in sys.modules)",
+        ],
+        PLUGIN_SRC,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False"]
@@ -109,7 +97,7 @@ def test_off_a_tpu_the_backend_fails_fast_without_the_metadata_stall():
         "except Exception as exc:\n"
         "    print(type(exc).__name__, round(time.perf_counter() - start, 3), exc)\n"
     )
-    done = _python(code, timeout=60)
+    done = run_python(["-c", code], PLUGIN_SRC, timeout=60)
     assert done.returncode == 0, done.stderr
     name, seconds, reason = done.stdout.split(" ", 2)
     if "no TPU on this machine" not in reason:

@@ -35,6 +35,15 @@ KEY_LIBRARIES = {
     "ml_dtypes": "ml_dtypes",
 }
 
+# ember's own backend plugins: distribution -> what it brings. The doctor names those not
+# installed, so a user on a GPU or TPU machine learns which one to add.
+FIRST_PARTY_PLUGINS = {
+    "ember-plugin-cpu": "XLA's CPU backend (platform cpu)",
+    "ember-plugin-cuda": "NVIDIA GPUs (platform cuda; pip install 'ember-plugin-cuda[cuda12]')",
+    "ember-plugin-rocm": "AMD GPUs (platform rocm)",
+    "ember-plugin-tpu": "Google TPUs, and compiling for TPU slices anywhere (platform tpu)",
+}
+
 
 def library_versions() -> dict[str, str]:
     versions = {"python": _platform.python_version()}
@@ -126,6 +135,11 @@ def _plugins_section(manager: PluginManager, verbose: bool) -> list[str]:
             lines.append(f"      {p.message}")
         if p.status == FAILED and p.traceback:
             lines.extend("      | " + line for line in _tail(p.traceback, verbose))
+    installed = {p.distribution for p in manager.plugins.values()}
+    missing = [name for name in FIRST_PARTY_PLUGINS if name not in installed]
+    if missing:
+        lines.append("  ember's plugins not installed:")
+        lines += [f"    {name:<18} {FIRST_PARTY_PLUGINS[name]}" for name in missing]
     return [*lines, ""]
 
 
