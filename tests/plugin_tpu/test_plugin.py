@@ -103,3 +103,40 @@ def test_off_a_tpu_the_backend_fails_fast_without_the_metadata_stall():
     if "no TPU on this machine" not in reason:
         pytest.skip(f"this machine has a TPU: {reason}")
     assert name == "BackendError" and float(seconds) < 5.0
+
+
+class StandInClient:
+    platform_version = "stand-in libtpu"
+
+    def devices(self):
+        return []
+
+
+def test_on_a_tpu_vm_the_client_is_made_without_the_gpu_job_options(monkeypatch):
+    # libtpu refuses node_id/num_nodes ("Unexpected option name passed to
+    # PJRT_Client_Create: num_nodes"): the job reaches it as the coordination client only.
+    calls = []
+
+    def make_plugin_client(name, path, options, job, **kwargs):
+        calls.append((name, path, options, kwargs))
+        return StandInClient()
+
+    monkeypatch.setattr(chips, "find_chips", lambda: chips.TpuChips(4, "v5e"))
+    monkeypatch.setattr(library, "library_path", lambda: "/opt/libtpu.so")
+    monkeypatch.setattr(library, "installed_version", lambda: "0.0.42.1")
+    monkeypatch.setattr(pjrt, "make_plugin_client", make_plugin_client)
+    backend = plugin.make_backend()
+    assert calls == [("tpu", "/opt/libtpu.so", {}, {"job_options": False})]
+    assert backend.versions()["libtpu"] == "0.0.42.1"
+    assert backend.versions()["TPU chips on this host"] == "4 x v5e"
+
+
+def test_a_client_that_fails_on_the_chips_names_them(monkeypatch):
+    def make_plugin_client(*args, **kwargs):
+        raise pjrt.XlaRuntimeError("NOT_FOUND: TPU initialization failed: device busy")
+
+    monkeypatch.setattr(chips, "find_chips", lambda: chips.TpuChips(8, "v6e"))
+    monkeypatch.setattr(library, "library_path", lambda: "/opt/libtpu.so")
+    monkeypatch.setattr(pjrt, "make_plugin_client", make_plugin_client)
+    with pytest.raises(BackendError, match=r"libtpu could not start on this machine's 8 TPU v6e"):
+        plugin.make_backend()

@@ -56,7 +56,9 @@ def make_backend() -> Backend:
         raise BackendError(_no_chips())
     library.prepare_environment(on_a_tpu_vm=True)
     try:
-        client = make_plugin_client(PLATFORM, path, {}, current_job())
+        # libtpu refuses the GPU plugins' node_id/num_nodes options: in a multi-host slice it
+        # finds its place through the job's coordination client alone.
+        client = make_plugin_client(PLATFORM, path, {}, current_job(), job_options=False)
     except XlaRuntimeError as exc:
         raise BackendError(
             f"libtpu could not start on this machine's {found.count} TPU {found.generation} "

@@ -182,7 +182,12 @@ _plugin_c_apis: dict[str, Any] = {}  # name -> the PJRT C API capsule of its lib
 
 
 def make_plugin_client(
-    name: str, library_path: str, options: dict[str, Any], job: Any = None
+    name: str,
+    library_path: str,
+    options: dict[str, Any],
+    job: Any = None,
+    *,
+    job_options: bool = True,
 ) -> RawClient:
     """A client from a PJRT plugin library (CUDA, ROCm, TPU, or a third party's).
 
@@ -193,15 +198,19 @@ def make_plugin_client(
     client is then created with the job's coordination client, through whose key-value store
     the PJRT plugin exchanges the global topology and its collectives' ids (NCCL's on GPU),
     plus the options XLA's GPU plugins read for it: ``node_id``, ``num_nodes`` and, when the
-    job names this process's devices, ``visible_devices``.
+    job names this process's devices, ``visible_devices``. ``job_options=False`` leaves those
+    options out for plugins that refuse them (libtpu: ``Unexpected option name passed to
+    PJRT_Client_Create: num_nodes``) and learn their place in the job from the coordination
+    client alone.
     """
     check_xla_flags()
     distributed = None
     if job is not None:
+        distributed = job.coordination.raw
+    if job is not None and job_options:
         options = {**options, "node_id": job.process_id, "num_nodes": job.num_processes}
         if job.local_device_ids is not None:
             options.setdefault("visible_devices", list(job.local_device_ids))
-        distributed = job.coordination.raw
     plugin_c_api(name, library_path)
     return xla_client.make_c_api_client(name, options, distributed)
 
