@@ -8,6 +8,7 @@ import time
 import pytest
 from ember_plugin_tpu import chips, library, plugin
 
+from ember import config
 from ember.errors import BackendError
 from ember.extend import CollectiveRegistry
 from ember_plugin_kit import pjrt
@@ -127,6 +128,9 @@ def test_on_a_tpu_vm_the_client_is_made_without_the_gpu_job_options(monkeypatch)
     monkeypatch.setattr(pjrt, "make_plugin_client", make_plugin_client)
     backend = plugin.make_backend()
     assert calls == [("tpu", "/opt/libtpu.so", {}, {"job_options": False})]
+    with config.option("tpu_client_options", "ml_framework_name:ember"):
+        plugin.make_backend()
+    assert calls[-1][2] == {"ml_framework_name": "ember"}
     assert backend.versions()["libtpu"] == "0.0.42.1"
     assert backend.versions()["TPU chips on this host"] == "4 x v5e"
 

@@ -21,7 +21,7 @@ from ember.extend import (
     current_job,
     hookimpl,
 )
-from ember_plugin_tpu import chips, clusters, library
+from ember_plugin_tpu import chips, clusters, library, options
 
 PLATFORM = "tpu"
 
@@ -45,6 +45,7 @@ def make_backend() -> Backend:
     from ember_plugin_kit.pjrt import XlaRuntimeError, make_plugin_client  # noqa: PLC0415
     from ember_plugin_tpu.backend import TpuBackend  # noqa: PLC0415
 
+    client_options = options.client_options()
     found = chips.find_chips()
     try:
         path = library.library_path()
@@ -58,11 +59,14 @@ def make_backend() -> Backend:
     try:
         # libtpu refuses the GPU plugins' node_id/num_nodes options: in a multi-host slice it
         # finds its place through the job's coordination client alone.
-        client = make_plugin_client(PLATFORM, path, {}, current_job(), job_options=False)
+        client = make_plugin_client(
+            PLATFORM, path, client_options, current_job(), job_options=False
+        )
     except XlaRuntimeError as exc:
         raise BackendError(
             f"libtpu could not start on this machine's {found.count} TPU {found.generation} "
-            f"chip(s): {exc} (is another process using the TPU? only one may)"
+            f"chip(s) (client options {client_options}): {exc} (is another process using the "
+            f"TPU? only one may)"
         ) from None
     return TpuBackend(client, chips=found, library_version=library.installed_version())
 
