@@ -38,6 +38,13 @@ def test_tpu_is_the_default_platform_and_other_generations_are_known():
     assert topologies.get_topology_desc("v6e:2x2").devices[0].device_kind == "TPU v6 lite"
 
 
+def test_topology_options_reach_libtpu():
+    with pytest.raises(ValueError, match=r"'v5e:1x1'.*not divisible by the given"):
+        topologies.get_topology_desc("v5e:1x1", "tpu")
+    one = topologies.get_topology_desc("v5e:1x1", "tpu", chips_per_host_bounds=(1, 1, 1))
+    assert [d.coords for d in one.devices] == [(0, 0, 0)]
+
+
 def test_an_unknown_slice_lists_the_known_forms():
     with pytest.raises(ValueError, match=r"unknown TPU topology 'v5e-8': a TPU topology is named"):
         topologies.get_topology_desc("v5e-8", "tpu")

@@ -35,8 +35,9 @@ XLA_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "
 KNOWN_TOPOLOGY_FORMS = (
     "a TPU topology is named '<generation>:<chips along each axis>': 'v5e:2x2' (4 chips), "
     "'v5e:2x4', 'v6e:2x2', 'v6e:4x4' (2-D for v5e and v6e), 'v4:2x2x1', 'v5p:2x2x4' (3-D "
-    "for v4 and v5p), 'v3:2x2'; a multi-host slice's axes must be multiples of one host's "
-    "chips (2x2 for v5e, 2x2x1 for v4), and '_twisted' may follow a torus"
+    "for v4 and v5p), 'v3:2x2'; the axes must be multiples of one host's chips (2x2 for "
+    "v5e, 2x2x1 for v4) unless chips_per_host_bounds says otherwise ('v5e:1x1' with "
+    "chips_per_host_bounds=(1, 1, 1) is one chip), and '_twisted' may follow a torus"
 )
 
 
