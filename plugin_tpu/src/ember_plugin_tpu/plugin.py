@@ -72,7 +72,7 @@ def make_backend() -> Backend:
     return TpuBackend(client, chips=found, library_version=library.installed_version())
 
 
-def make_topology(topology_name: str, **options: Any) -> Backend:
+def make_topology(topology_name: str, **topology_options: Any) -> Backend:
     """The compile-only devices of a named TPU slice (``PlatformSpec.make_topology``): libtpu
     describes any slice without a TPU present."""
     from ember_plugin_kit.pjrt import XlaRuntimeError  # noqa: PLC0415 - imports jaxlib
@@ -84,7 +84,7 @@ def make_topology(topology_name: str, **options: Any) -> Backend:
         raise BackendError(f"TPU topologies need libtpu: {exc}") from None
     library.prepare_environment(on_a_tpu_vm=chips.find_chips() is not None)
     try:
-        return compile_only_backend(PLATFORM, path, topology_name, options)
+        return compile_only_backend(PLATFORM, path, topology_name, topology_options)
     except XlaRuntimeError as exc:
         message = str(exc)
         if "INVALID_ARGUMENT" in message:

@@ -21,7 +21,7 @@ from ember_plugin_kit.pjrt import _jaxlib
 from ember_plugin_kit.pjrt.backend import PjrtDevice, describe_compile_error
 
 
-def not_here(platform: str, what: str) -> ExecutionError:
+def compile_only_error(platform: str, what: str) -> ExecutionError:
     return ExecutionError(
         f"{what}: its devices are compile-only devices of a {platform} topology (from "
         f"ember.experimental.topologies), which this machine does not have; inspect it "
@@ -47,7 +47,7 @@ class CompileOnlyExecutable(Executable):
         return self._output_shardings
 
     def execute(self, args: Sequence[Any]) -> list[Any]:
-        raise not_here(self.platform, f"{self.computation.name} cannot run here")
+        raise compile_only_error(self.platform, f"{self.computation.name} cannot run here")
 
     def as_text(self) -> str:
         return _jaxlib.hlo_text(self.compiled)
@@ -96,15 +96,15 @@ class CompileOnlyBackend(Backend):
         return CompileOnlyExecutable(computation, compiled, self.platform)
 
     def buffer_from_numpy(self, value: np.ndarray, aval: ShapedArray, device: Device) -> Any:
-        raise not_here(self.platform, f"no array can be put on {device}")
+        raise compile_only_error(self.platform, f"no array can be put on {device}")
 
     def buffer_to_numpy(self, buffer: Any) -> np.ndarray:
-        raise not_here(self.platform, "no array lives here")
+        raise compile_only_error(self.platform, "no array lives here")
 
     def buffer_from_shards(
         self, shards: Sequence[np.ndarray], aval: ShapedArray, sharding: Any
     ) -> Any:
-        raise not_here(self.platform, f"no {aval.str_short()} array can be put on them")
+        raise compile_only_error(self.platform, f"no {aval.str_short()} array can be put on them")
 
     def versions(self) -> dict[str, str]:
         return {"jaxlib": _jaxlib.JAXLIB_VERSION, "topology": self.topology_name}
