@@ -150,9 +150,7 @@ def test_version():
 def test_doctor_names_each_first_party_plugin_installed_or_not():
     done = ember_cli("doctor", EMBER_PLATFORMS="reference")
     plugins = done.stdout.split("plugins (", 1)[1].split("\n\n", 1)[0]
-    absent = next(
-        (line for line in plugins.splitlines() if "first-party plugins not installed:" in line), ""
-    )
+    absent = plugins.partition("ember's plugins not installed:")[2]
     for name, what in (
         ("ember-plugin-cpu", "XLA's CPU backend"),
         ("ember-plugin-cuda", "NVIDIA GPUs"),
@@ -160,4 +158,4 @@ def test_doctor_names_each_first_party_plugin_installed_or_not():
         ("ember-plugin-tpu", "Google TPUs"),
     ):
         installed = f" {name} 0." in plugins
-        assert installed != (f"{name} ({what})" in absent), (name, plugins)
+        assert installed != (name in absent and what in absent), (name, plugins)

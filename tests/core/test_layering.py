@@ -48,6 +48,7 @@ LAYERS = [
         "test_util",
         "example_libraries",
         "assembly",
+        "topologies",
     ],
 ]
 

@@ -24,6 +24,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="set an ember option before the backend starts, e.g. cpu_device_count=8 so that "
         "the multi-device checks run (repeatable)",
     )
+    group.addoption(
+        "--ember-skip-unavailable",
+        action="store_true",
+        default=False,
+        help="skip the suite, with the platform's reason, when its backend cannot start here "
+        "(a plugin whose hardware this machine lacks); without it that is an error",
+    )
 
 
 def _apply_config(settings: list[str]) -> None:
@@ -53,7 +60,12 @@ def ember_platform(request: pytest.FixtureRequest) -> str:
 
     _apply_config(request.config.getoption("--ember-config"))
     name = request.config.getoption("--ember-platform")
-    return ember.devices(name)[0].platform if name else ember.default_backend()
+    try:
+        return ember.devices(name)[0].platform if name else ember.default_backend()
+    except ember.errors.BackendError as exc:
+        if not request.config.getoption("--ember-skip-unavailable"):
+            raise
+        pytest.skip(f"platform {name or 'default'} cannot start here: {exc}")
 
 
 @pytest.fixture(scope="session")

@@ -182,7 +182,12 @@ _plugin_c_apis: dict[str, Any] = {}  # name -> the PJRT C API capsule of its lib
 
 
 def make_plugin_client(
-    name: str, library_path: str, options: dict[str, Any], job: Any = None
+    name: str,
+    library_path: str,
+    options: dict[str, Any],
+    job: Any = None,
+    *,
+    job_options: bool = True,
 ) -> RawClient:
     """A client from a PJRT plugin library (CUDA, ROCm, TPU, or a third party's).
 
@@ -193,15 +198,19 @@ def make_plugin_client(
     client is then created with the job's coordination client, through whose key-value store
     the PJRT plugin exchanges the global topology and its collectives' ids (NCCL's on GPU),
     plus the options XLA's GPU plugins read for it: ``node_id``, ``num_nodes`` and, when the
-    job names this process's devices, ``visible_devices``.
+    job names this process's devices, ``visible_devices``. ``job_options=False`` leaves those
+    options out for plugins that refuse them (libtpu: ``Unexpected option name passed to
+    PJRT_Client_Create: num_nodes``) and learn their place in the job from the coordination
+    client alone.
     """
     check_xla_flags()
     distributed = None
     if job is not None:
+        distributed = job.coordination.raw
+    if job is not None and job_options:
         options = {**options, "node_id": job.process_id, "num_nodes": job.num_processes}
         if job.local_device_ids is not None:
             options.setdefault("visible_devices", list(job.local_device_ids))
-        distributed = job.coordination.raw
     plugin_c_api(name, library_path)
     return xla_client.make_c_api_client(name, options, distributed)
 
@@ -484,6 +493,35 @@ def output_shardings(executable: Any) -> list[str]:
 
 def hlo_text(executable: Any) -> str:
     return "\n\n".join(module.to_string() for module in executable.hlo_modules())
+
+
+def compile_only_devices(
+    name: str, library_path: str, topology_name: str, options: Mapping[str, Any]
+) -> list[RawDevice]:
+    """The devices of a named topology of plugin ``name`` (e.g. ``"v5e:2x2"`` for TPUs), made
+    by the plugin's compiler alone: no hardware is needed. They compile (``compile_only``)
+    but hold no buffers and run nothing. ``options``: the plugin's topology options."""
+    c_api = plugin_c_api(name, library_path)
+    if c_api is None:
+        raise XlaRuntimeError(
+            f"FAILED_PRECONDITION: the {name} PJRT library was loaded by another user of jaxlib "
+            f"in this process, which keeps its C API: topologies cannot be made here"
+        )
+    topology = xla_client.make_c_api_device_topology(c_api, topology_name, **dict(options))
+    return list(topology._make_compile_only_devices())
+
+
+def compile_only(
+    text: str,
+    devices: Sequence[RawDevice],
+    debug_options: Mapping[str, Any] | None = None,
+) -> Any:
+    """Compile StableHLO for compile-only ``devices`` (``compile_only_devices``): an executable
+    to inspect (``hlo_text``, ``memory_stats``, ``cost_analysis()``), never to run. The
+    compile-only client takes a parsed module, not text."""
+    options = compile_options(devices, debug_options)
+    module = parse_module(text)
+    return devices[0].client.compile(module, _jax.DeviceList(tuple(devices)), options)
 
 
 def memory_stats(executable: Any) -> Any:

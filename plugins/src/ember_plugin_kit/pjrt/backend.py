@@ -32,7 +32,11 @@ from ember_plugin_kit.pjrt import _jaxlib
 class PjrtDevice(Device):
     """An ember device backed by one PJRT device."""
 
-    def __init__(self, backend: PjrtBackend, raw: _jaxlib.RawDevice):
+    # Where a device sits in its slice, for platforms whose PJRT devices say (TPUs): its chip's
+    # (x, y, z) in the slice's torus, its core on that chip, and the slice it belongs to.
+    TOPOLOGY_ATTRIBUTES = ("coords", "core_on_chip", "slice_index")
+
+    def __init__(self, backend: Backend, raw: _jaxlib.RawDevice):
         self.raw = raw
         self.sharding = _jaxlib.DeviceSharding(raw)
         self.platform = backend.platform
@@ -40,6 +44,18 @@ class PjrtDevice(Device):
         self.device_kind = raw.device_kind
         self.process_index = raw.process_index
         self.backend = backend
+        for name in self.TOPOLOGY_ATTRIBUTES:
+            value = getattr(raw, name, None)
+            if value is not None:
+                setattr(self, name, tuple(value) if isinstance(value, list) else value)
+
+    def __repr__(self) -> str:
+        where = "".join(
+            f", {name}={getattr(self, name)}"
+            for name in ("coords", "core_on_chip")
+            if hasattr(self, name)
+        )
+        return f"{self.platform.capitalize()}Device(id={self.id}{where})"
 
     def memory_stats(self) -> dict[str, int] | None:
         return self.raw.memory_stats()

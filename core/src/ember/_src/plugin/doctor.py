@@ -25,15 +25,6 @@ from ember._src.plugin import manager as plugin_manager
 from ember._src.plugin.manager import FAILED, INCOMPATIBLE, OK, PluginManager
 from ember._src.runtime import multiprocess
 
-# The backend plugins ember's project ships, by distribution, and what each adds: the doctor
-# names those not installed, so a user sees what `pip install` would bring.
-FIRST_PARTY_PLUGINS = {
-    "ember-plugin-cpu": "XLA's CPU backend",
-    "ember-plugin-cuda": "NVIDIA GPUs",
-    "ember-plugin-rocm": "AMD GPUs",
-    "ember-plugin-tpu": "Google TPUs",
-}
-
 # Distribution name -> the module it installs (for --verbose's paths).
 KEY_LIBRARIES = {
     "ember": "ember",
@@ -42,6 +33,15 @@ KEY_LIBRARIES = {
     "importlib-metadata": "importlib_metadata",
     "jaxlib": "jaxlib",
     "ml_dtypes": "ml_dtypes",
+}
+
+# ember's own backend plugins: distribution -> what it brings. The doctor names those not
+# installed, so a user on a GPU or TPU machine learns which one to add.
+FIRST_PARTY_PLUGINS = {
+    "ember-plugin-cpu": "XLA's CPU backend (platform cpu)",
+    "ember-plugin-cuda": "NVIDIA GPUs (platform cuda; pip install 'ember-plugin-cuda[cuda12]')",
+    "ember-plugin-rocm": "AMD GPUs (platform rocm)",
+    "ember-plugin-tpu": "Google TPUs, and compiling for TPU slices anywhere (platform tpu)",
 }
 
 
@@ -136,11 +136,10 @@ def _plugins_section(manager: PluginManager, verbose: bool) -> list[str]:
         if p.status == FAILED and p.traceback:
             lines.extend("      | " + line for line in _tail(p.traceback, verbose))
     installed = {p.distribution for p in manager.plugins.values()}
-    absent = [
-        f"{name} ({what})" for name, what in FIRST_PARTY_PLUGINS.items() if name not in installed
-    ]
-    if absent:
-        lines.append(f"  first-party plugins not installed: {', '.join(absent)}")
+    missing = [name for name in FIRST_PARTY_PLUGINS if name not in installed]
+    if missing:
+        lines.append("  ember's plugins not installed:")
+        lines += [f"    {name:<18} {FIRST_PARTY_PLUGINS[name]}" for name in missing]
     return [*lines, ""]
 
 

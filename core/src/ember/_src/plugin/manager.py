@@ -254,6 +254,22 @@ class PluginManager:
             )
         return self._initialise(self.platforms[canonical], strict=True)
 
+    def topology_backend(self, platform: str, topology_name: str, **options: Any) -> Backend:
+        """The compile-only backend of a named topology of ``platform`` (its plugin's
+        ``PlatformSpec.make_topology``). Needs neither the hardware nor the platform selected
+        (``EMBER_PLATFORMS``): nothing runs on it."""
+        self.load()
+        canonical = self._aliases.get(platform)
+        if canonical is None:
+            raise errors.UnknownPlatformError(self._unknown_message(platform, listed=False))
+        spec = self.platforms[canonical].spec
+        if spec.make_topology is None:
+            raise NotImplementedError(
+                f"platform {canonical!r} has no named topologies: its plugin cannot compile "
+                f"for devices this machine does not have"
+            )
+        return spec.make_topology(topology_name, **options)
+
     def default_backend(self) -> Backend:
         if self._default is not None:
             return self._default
@@ -421,6 +437,10 @@ def default_backend() -> Backend:
 
 def backend(name: str | None = None) -> Backend:
     return _manager.backend(name)
+
+
+def topology_backend(platform: str, topology_name: str, **options: Any) -> Backend:
+    return manager().topology_backend(platform, topology_name, **options)
 
 
 def manager() -> PluginManager:

@@ -24,6 +24,11 @@ class PlatformSpec:
     priority: int = 0
     api_version: int = PLUGIN_API_VERSION
     description: str = ""
+    # Compiling for hardware this machine lacks (``ember.experimental.topologies``):
+    # ``make_topology(topology_name, **options)`` returns a backend whose ``devices()`` are the
+    # compile-only devices of that named topology (e.g. a TPU slice, ``"v5e:2x2"``). It must
+    # not need the hardware; an unknown name raises ValueError listing the known forms.
+    make_topology: Callable[..., Backend] | None = None
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,11 @@ class Computation:
 class Executable(abc.ABC):
     """A compiled computation, ready to run on buffers of its backend."""
 
+    # True for a program compiled for devices this process cannot run on (the compile-only
+    # devices of a named topology, ``ember.experimental.topologies``): it can be inspected
+    # (``as_text``, ``cost_analysis``, ``memory_analysis``); ``execute`` raises ExecutionError.
+    compile_only: bool = False
+
     @abc.abstractmethod
     def execute(self, args: Sequence[Buffer]) -> list[Buffer]:
         """Run on one buffer per input; return one buffer per output."""

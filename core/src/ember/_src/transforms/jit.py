@@ -44,6 +44,7 @@ from ember._src.runtime.backend import Device
 from ember._src.runtime.mesh import Mesh
 from ember._src.runtime.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
 from ember._src.transforms.arguments import HashableStatic, leaf_aval, static_names_to_nums
+from ember._src.transforms.staging import ShapeDtypeStruct
 from ember._src.transforms.trace_context import trace_context
 from ember._src.tree.fastpath import builder, leaf_extractor
 from ember._src.tree.util import PyTreeDef, flatten_fun, tree_flatten, tree_unflatten
@@ -370,7 +371,9 @@ class JitFunction:
     def _where(self, traced: _Traced, leaves: list[Any], in_tree: PyTreeDef):
         """Where the program runs (a Device or a Mesh), and the sharding asked for each
         argument (None: as it is)."""
-        if not self._always_spmd:
+        # ShapeDtypeStructs laid out on a mesh (lowering ahead of time): their shardings.
+        described = [x.sharding if type(x) is ShapeDtypeStruct else None for x in leaves]
+        if not self._always_spmd and all(s is None for s in described):
             device = self._device or placement.common_device(leaves, self._name)
             if device is not None and traced.mesh is None:
                 return device, None
@@ -385,6 +388,16 @@ class JitFunction:
             wanted[:n_args] = placement.broadcast_prefix(
                 prefix, index_tree[0], n_args, f"jit({name}) in_shardings"
             )
+        for i, sharding in enumerate(described):
+            if sharding is None:
+                continue
+            if wanted[i] is None:
+                wanted[i] = sharding
+            elif wanted[i] != sharding:
+                raise ValueError(
+                    f"jit({name}): {self._label(i)} is a ShapeDtypeStruct with sharding "
+                    f"{sharding!r}, but in_shardings asks for {wanted[i]!r}{errors.where()}"
+                )
         mesh = placement.mesh_of(wanted, leaves, f"jit({name})") or traced.mesh
         if mesh is None:
             out_sh = self._out_leaf_shardings(traced)
@@ -597,15 +610,17 @@ class Lowered:
 
     def compile(self) -> Compiled:
         """Compiled for inspection; calls go through the jitted function and its caches."""
-        return Compiled(self._fn, compile_prepared(self._prepared).executable)
+        program = compile_prepared(self._prepared)
+        return Compiled(self._fn, program.executable, self._prepared.computation.devices)
 
 
 class Compiled:
     """A compiled executable for one argument signature."""
 
-    def __init__(self, fn: JitFunction, executable: Any):
+    def __init__(self, fn: JitFunction, executable: Any, devices: Sequence[Device] = ()):
         self._fn = fn
         self._executable = executable
+        self._devices = tuple(devices)  # what it was compiled for
 
     def as_text(self) -> str:
         return self._executable.as_text()
@@ -617,6 +632,15 @@ class Compiled:
         return self._executable.memory_analysis()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._executable.compile_only:
+            kinds = sorted({d.device_kind for d in self._devices})
+            raise errors.ExecutionError(
+                f"jit({self._fn._name}) was compiled for compile-only devices "
+                f"({len(self._devices)} x {', '.join(kinds)}, from "
+                f"ember.experimental.topologies) and cannot run on this machine; inspect it "
+                f"(.as_text(), .cost_analysis(), .memory_analysis()) or compile it again where "
+                f"the hardware is"
+            )
         return self._fn(*args, **kwargs)
 
 

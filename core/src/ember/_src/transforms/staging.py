@@ -47,25 +47,36 @@ def make_jaxpr(
 
 
 class ShapeDtypeStruct:
-    """A shape and a dtype, standing for an array that does not exist (yet)."""
+    """A shape and a dtype, standing for an array that does not exist (yet); ``sharding``
+    (a ``NamedSharding``), how it would be laid out: ``jit(f).lower`` places the argument so
+    (where ``in_shardings`` does not say), as JAX's."""
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
-    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+    def __init__(
+        self, shape: Sequence[int], dtype: Any, weak_type: bool = False, *, sharding: Any = None
+    ):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = weak_type
+        self.sharding = sharding
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
     def __repr__(self) -> str:
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+        laid_out = f", sharding={self.sharding!r}" if self.sharding is not None else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{laid_out})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype) == (
-            other.shape,
-            other.dtype,
+        return (
+            isinstance(other, ShapeDtypeStruct)
+            and (self.shape, self.dtype)
+            == (
+                other.shape,
+                other.dtype,
+            )
+            and self.sharding == other.sharding
         )
 
     def __hash__(self) -> int:
