@@ -5,7 +5,9 @@ describes its platforms with ``PlatformSpec``; its backend subclasses ``Backend`
 ``Executable`` and ``Device``. ``PLUGIN_API_VERSION`` is the contract's version.
 ``evaluate_jaxpr`` and ``reference_rule`` give a backend that interprets programs ember's own
 NumPy evaluation of every primitive. ``PallasCall`` and ``BlockMapping`` describe a Pallas
-kernel call to a platform's kernel compiler. docs/plugin_guide.md explains each name.
+kernel call to a platform's kernel compiler. ``call_named_kernel`` calls a fused kernel a
+plugin registered by name (``LoweringRegistry.register_named_kernel``); the kernel gets a
+``KernelContext``. docs/plugin_guide.md explains each name.
 """
 
 from ember._src.config import define as define_config_option
@@ -23,6 +25,10 @@ from ember._src.plugin.spec import (
     PLUGIN_API_VERSION as PLUGIN_API_VERSION,
     ClusterEnvironment as ClusterEnvironment,
     PlatformSpec as PlatformSpec,
+)
+from ember._src.primitives.named_kernels import (
+    KernelContext as KernelContext,
+    call_named_kernel as call_named_kernel,
 )
 from ember._src.reference.evaluation import (
     evaluate_jaxpr as evaluate_jaxpr,
@@ -44,6 +50,7 @@ __all__ = [
     "TOKEN_AVAL",
     "Backend",
     "BlockMapping",
+    "KernelContext",
     "ClosedJaxpr",
     "ClusterEnvironment",
     "CollectiveRegistry",
@@ -59,6 +66,7 @@ __all__ = [
     "RuleContext",
     "Job",
     "ShapedArray",
+    "call_named_kernel",
     "collective_registry",
     "current_job",
     "define_config_option",

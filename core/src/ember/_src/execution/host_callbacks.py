@@ -64,6 +64,73 @@ class HostFunction:
         return (*tokens, *checked)
 
 
+class KernelContext:
+    """What a named kernel gets first: the ``platform`` it runs on and, on a GPU, the
+    ``stream`` (an integer handle, e.g. for ``cupy.cuda.ExternalStream``) that the program
+    runs on; None on CPU, which has no streams."""
+
+    __slots__ = ("platform", "_raw")
+
+    def __init__(self, platform: str, raw: Any):
+        self.platform = platform
+        self._raw = raw
+
+    @property
+    def stream(self) -> int | None:
+        if self.platform == "cpu" or self._raw is None:
+            return None  # XLA's CPU execution context has no stream to give
+        return int(self._raw.stream)
+
+    def __repr__(self) -> str:
+        return f"KernelContext(platform={self.platform!r})"
+
+
+class BufferFunction:
+    """What a compiled program calls for a named kernel (XLA's buffer callback):
+    ``kernel(ctx, outputs, *inputs, **static_params)`` on the program's own buffers.
+
+    XLA calls it with its execution context, the input buffers and then the output buffers;
+    the kernel writes the outputs in place and returns nothing. A kernel that raises, or
+    returns a value, fails the run with a ``CallbackError`` naming it (see ``raise_failure``).
+    """
+
+    __slots__ = ("kernel", "platform", "num_inputs", "static_params", "description")
+
+    def __init__(
+        self,
+        kernel: Callable[..., Any],
+        platform: str,
+        num_inputs: int,
+        static_params: dict[str, Any],
+        description: str,
+    ):
+        self.kernel = kernel
+        self.platform = platform
+        self.num_inputs = num_inputs
+        self.static_params = static_params
+        self.description = description
+
+    def __call__(self, raw_context: Any, *buffers: Any) -> tuple[()]:
+        inputs, outputs = buffers[: self.num_inputs], list(buffers[self.num_inputs :])
+        ctx = KernelContext(self.platform, raw_context)
+        try:
+            returned = self.kernel(ctx, outputs, *inputs, **self.static_params)
+            if returned is not None:
+                raise errors.CallbackError(
+                    f"{self.description} returned a value of type {type(returned).__name__}: "
+                    f"a kernel writes its outputs in place and returns None"
+                )
+        except errors.CallbackError as err:
+            _record(err)
+            raise
+        except Exception as exc:
+            failure = errors.CallbackError(f"{self.description} raised {type(exc).__name__}: {exc}")
+            failure.__cause__ = exc
+            _record(failure)
+            raise failure from exc
+        return ()
+
+
 def check_results(
     results: Sequence[Any], avals: Sequence[ShapedArray], description: str
 ) -> list[np.ndarray]:

@@ -53,6 +53,13 @@ def ember_register_lowerings(registry: LoweringRegistry) -> None:
     natively there: ``compiler(ctx, call, *operands) -> list[str]`` emits a ``pallas_call``
     (``call``: an ``ember.extend.PallasCall``) into the module, unless the call asks for
     ``interpret=True``.
+    ``registry.register_named_kernel(name, kernel, platform="name", fallback=None)`` registers
+    a fused kernel that ``ember.extend.call_named_kernel(name, *args, result_shape_dtypes=...,
+    **static_params)`` runs inside compiled programs on that platform, through XLA's buffer
+    callback: ``kernel(ctx, outputs, *inputs, **static_params)`` gets the program's own
+    buffers, writes ``outputs`` in place and launches its work on ``ctx.stream`` (a GPU's
+    execution stream; None on CPU). ``fallback(*inputs, **static_params)``, written with
+    ember ops, serves the platforms without such a kernel.
     """
 
 

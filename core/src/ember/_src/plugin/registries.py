@@ -14,6 +14,29 @@ KernelCompiler = Callable[..., list[str]]
 _kernel_compilers: dict[str, KernelCompiler] = {}
 
 
+# Named kernels: ``kernel(ctx, outputs, *inputs, **static_params)`` per (name, platform), run
+# inside compiled programs through XLA's buffer callback (``ember.extend.call_named_kernel``);
+# a fallback, ``fallback(*inputs, **static_params)`` written with ember ops, per name.
+NamedKernel = Callable[..., None]
+_named_kernels: dict[tuple[str, str], NamedKernel] = {}
+_named_kernel_fallbacks: dict[str, Callable[..., Any]] = {}
+
+
+def named_kernel(name: str, platform: str) -> NamedKernel | None:
+    """The kernel registered as ``name`` for ``platform``, if any."""
+    return _named_kernels.get((name, platform))
+
+
+def named_kernel_fallback(name: str) -> Callable[..., Any] | None:
+    """The fallback implementation registered for the kernel ``name``, if any."""
+    return _named_kernel_fallbacks.get(name)
+
+
+def named_kernel_platforms(name: str) -> list[str]:
+    """The platforms with a kernel registered as ``name``, sorted."""
+    return sorted(p for n, p in _named_kernels if n == name)
+
+
 def kernel_compiler(platform: str) -> KernelCompiler | None:
     """The kernel compiler a plugin registered for ``platform``, if any: ``pallas_call``
     lowers through it there unless it runs in interpret mode."""
@@ -53,6 +76,43 @@ class LoweringRegistry:
             )
         _kernel_compilers[platform] = compiler
         self.registered.append(("pallas_call", platform))
+
+    def register_named_kernel(
+        self,
+        name: str,
+        kernel: NamedKernel,
+        *,
+        platform: str,
+        fallback: Callable[..., Any] | None = None,
+    ) -> None:
+        """Run ``ember.extend.call_named_kernel(name, ...)`` on ``platform`` with ``kernel``.
+
+        ``kernel(ctx, outputs, *inputs, **static_params)`` is called while the compiled
+        program runs, with the program's own buffers (no copies): ``inputs`` read-only,
+        ``outputs`` (a list) to be written in place; each buffer has ``shape``, ``dtype``,
+        ``__dlpack__`` and, on CPU, ``__array__`` (on CUDA ``__cuda_array_interface__``).
+        ``ctx.stream`` is the execution stream on a GPU (None on CPU): launch work on it.
+        The kernel returns None. ``fallback(*inputs, **static_params)``, written with ember
+        ops, computes the same results on platforms without a kernel of this name."""
+        if not platform:
+            raise ValueError(
+                f"plugin {self.plugin_name!r}: the named kernel {name!r} must name its platform"
+            )
+        if not isinstance(name, str) or not name:
+            raise TypeError(
+                f"plugin {self.plugin_name!r}: a named kernel's name must be a non-empty "
+                f"string, got {name!r}"
+            )
+        for what, value in (("kernel", kernel), ("fallback", fallback)):
+            if (value is not None or what == "kernel") and not callable(value):
+                raise TypeError(
+                    f"plugin {self.plugin_name!r}: the {what} of named kernel {name!r} must be "
+                    f"callable, got {type(value).__name__}"
+                )
+        _named_kernels[(name, platform)] = kernel
+        if fallback is not None:
+            _named_kernel_fallbacks[name] = fallback
+        self.registered.append((f"named kernel {name}", platform))
 
 
 class CollectiveRegistry:
