@@ -41,7 +41,7 @@ def test_the_kits_triton_compiler_compiles_pallas_kernels_on_cuda(monkeypatch):
     monkeypatch.setattr(registries, "_kernel_compilers", {})
     registry = LoweringRegistry("cuda")
     plugin.ember_register_lowerings(registry)
-    assert registry.registered == [("pallas_call", "cuda")]
+    assert ("pallas_call", "cuda") in registry.registered
     assert registries.kernel_compiler("cuda") is triton.compile_pallas_call
     assert registries.kernel_compiler("cpu") is None
 

@@ -40,6 +40,11 @@ XLA_COLLECTIVES = gpu.XLA_COLLECTIVES
 # platform when the installed kit ships it; until then Pallas kernels run interpreted here.
 TRITON_MODULE = "ember_plugin_kit.triton"
 
+# The fused kernels written with cupy (the ``cuda12`` extra brings it), registered as named
+# kernels for this platform when cupy is installed.
+CUPY_MODULE = "cupy"
+KERNELS_MODULE = "ember_plugin_cuda.kernels"
+
 
 def make_backend() -> Backend:
     # Imported here, not at the top, so that loading the plugin never imports jaxlib.
@@ -127,9 +132,11 @@ def ember_register_collectives(registry: CollectiveRegistry) -> None:
 
 @hookimpl
 def ember_register_lowerings(registry: LoweringRegistry) -> None:
-    if importlib.util.find_spec(TRITON_MODULE) is None:
-        return
-    importlib.import_module(TRITON_MODULE).register(registry, PLATFORM)
+    if importlib.util.find_spec(TRITON_MODULE) is not None:
+        importlib.import_module(TRITON_MODULE).register(registry, PLATFORM)
+    if importlib.util.find_spec(CUPY_MODULE) is not None:
+        # Imported here, not at the top: importing cupy is slow and needs its CUDA wheels.
+        importlib.import_module(KERNELS_MODULE).register(registry, PLATFORM)
 
 
 @hookimpl

@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 
 from ember._src import dtypes, errors
-from ember._src.core import get_aval
+from ember._src.core import ShapedArray, get_aval
 from ember._src.lax.operators import stop_gradient
 from ember._src.numpy import contractions, creation, elementwise as enp, manipulation, reductions
+from ember._src.primitives.named_kernels import call_named_kernel
 from ember._src.primitives.slicing import slice_op
 from ember._src.primitives.special import erf
 from ember._src.transforms.custom_derivatives import custom_jvp
@@ -392,11 +393,16 @@ def dot_product_attention(
     padded query positions are zero; ``local_window_size=(left, right)`` (or one int for both)
     lets query i see keys i - left .. i + right. With ``return_residual`` the result is
     ``(out, lse)``, ``lse`` the (batch, seq, heads) log-sum-exp of the masked logits.
+
+    ``implementation``: None or ``"xla"`` (ember's generic attention, on every platform) or
+    ``"cuda"``: the fused kernel of ember-plugin-cuda (float32/float16; ``scale`` and
+    ``is_causal`` only, none of bias, mask, lengths, window or residual), a ``LoweringError``
+    naming the platform anywhere but on ``cuda``.
     """
-    if implementation not in (None, "xla"):
+    if implementation not in (None, "xla", "cuda"):
         raise NotImplementedError(
             f"dot_product_attention: implementation={implementation!r} is not supported; only "
-            f"None or 'xla'{errors.where()}"
+            f"None, 'xla' or 'cuda'{errors.where()}"
         )
     query, key, value = _inexact(query), _inexact(key), _inexact(value)
     q_shape, k_shape = get_aval(query).shape, get_aval(key).shape
@@ -413,6 +419,16 @@ def dot_product_attention(
             f"heads{errors.where()}"
         )
     scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
+    if implementation == "cuda":
+        unsupported = {
+            "bias": bias,
+            "mask": mask,
+            "query_seq_lengths": query_seq_lengths,
+            "key_value_seq_lengths": key_value_seq_lengths,
+            "local_window_size": local_window_size,
+            "return_residual": return_residual or None,
+        }
+        return _cuda_attention(query, key, value, scale, is_causal, unsupported)
     groups = n_heads // n_kv
     q = manipulation.reshape(query, (batch, t, n_kv, groups, head_dim))
     logits = contractions.einsum("btkgh,bskh->bkgts", q, key)
@@ -438,6 +454,41 @@ def dot_product_attention(
         return out
     lse = stop_gradient(logsumexp(logits, axis=-1))
     return out, manipulation.transpose(lse, (0, 2, 1)).astype(out.dtype)
+
+
+# The named kernel the CUDA plugin registers for ``cuda`` (ember_plugin_cuda.kernel_names).
+CUDA_ATTENTION_KERNEL = "cuda.dot_product_attention"
+_CUDA_ATTENTION_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
+
+
+def _cuda_attention(query, key, value, scale, is_causal, unsupported: dict[str, Any]) -> Any:
+    """Attention by the CUDA plugin's fused kernel (cuBLAS products around a fused scaled,
+    causally masked softmax). Lowered anywhere but on ``cuda`` it is a LoweringError naming
+    the platform."""
+    given = [name for name, value_ in unsupported.items() if value_ is not None]
+    if given:
+        raise ValueError(
+            f"dot_product_attention(implementation='cuda') does not support "
+            f"{', '.join(given)}: use implementation=None{errors.where()}"
+        )
+    for name, array in (("query", query), ("key", key), ("value", value)):
+        dtype = get_aval(array).dtype
+        if dtype not in _CUDA_ATTENTION_DTYPES:
+            raise TypeError(
+                f"dot_product_attention(implementation='cuda') takes float32 or float16 "
+                f"arrays, got {name} of dtype {dtype}{errors.where()}"
+            )
+    q_shape, v_shape = get_aval(query).shape, get_aval(value).shape
+    out = ShapedArray((*q_shape[:3], v_shape[-1]), get_aval(query).dtype)
+    return call_named_kernel(
+        CUDA_ATTENTION_KERNEL,
+        query,
+        key,
+        value,
+        result_shape_dtypes=out,
+        scale=float(scale),
+        is_causal=bool(is_causal),
+    )
 
 
 def _positions_below(size: int, lengths: Any) -> Any:
