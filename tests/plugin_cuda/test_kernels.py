@@ -87,15 +87,13 @@ def test_on_cuda_the_kernels_are_gpu_buffer_callbacks(no_named_kernels):
 
 def test_cuda_attention_off_cuda_is_an_error_naming_the_platform(no_named_kernels):
     _stand_in_kernels(LoweringRegistry("cuda"))
-    q = np.ones((1, 8, 2, 4), F32)
+    q = ember.device_put(np.ones((1, 8, 2, 4), F32), ember.devices("reference")[0])
     with pytest.raises(
         errors.LoweringError,
         match=r"'cuda.dot_product_attention' has no implementation on platform 'reference'.*"
         r"registered for 'cuda'",
     ):
-        ember.nn.dot_product_attention(
-            ember.device_put(q, ember.devices("reference")[0]), q, q, implementation="cuda"
-        )
+        ember.nn.dot_product_attention(q, q, q, implementation="cuda")
 
 
 def test_cuda_attention_refuses_what_its_kernel_does_not_do():
