@@ -44,6 +44,7 @@ MODULES = [
     "bench_compilation_cache",
     "bench_pallas",
     "bench_pallas_gpu",
+    "bench_cuda_kernels",
 ]
 # Modules that need their own process (a device count fixed before any backend starts, jobs
 # of several processes started by the module itself, or fresh processes timed from their start).
