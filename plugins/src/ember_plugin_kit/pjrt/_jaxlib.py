@@ -367,6 +367,33 @@ def copy_to(buffer: RawBuffer, sharding: DeviceSharding) -> RawBuffer:
     return moved
 
 
+def to_dlpack(buffer: RawBuffer, stream: int | None) -> Any:
+    """A DLPack capsule sharing ``buffer``'s memory. With ``stream`` (a consumer's GPU
+    stream) jaxlib makes that stream wait on the buffer's definition event; with None the
+    host waits until the buffer is written."""
+    return _jax.buffer_to_dlpack_managed_tensor(buffer, stream=stream)
+
+
+def external_ready_stream(device: RawDevice) -> int | None:
+    """The stream on ``device`` that a DLPack producer must order its writes before, so that
+    ember's programs see them (GPUs); None where devices have no streams (CPU)."""
+    if device.platform == "cpu":
+        return None  # jaxlib: GetStreamForExternalReadyEvents is only implemented for GPU
+    return device.get_stream_for_external_ready_events()
+
+
+def from_dlpack(capsule: Any, device: RawDevice, stream: int | None) -> RawBuffer:
+    """A buffer sharing the memory a DLPack capsule describes (jaxlib copies only where it
+    must, e.g. for host memory not aligned to 64 bytes)."""
+    return _jax.dlpack_managed_tensor_to_buffer(capsule, device, stream)
+
+
+def with_aval(buffer: RawBuffer, aval: Any, sharding: DeviceSharding) -> RawBuffer:
+    """``buffer`` (from ``from_dlpack``, which leaves it without one) with ember's abstract
+    value, as every buffer ember holds has."""
+    return _jax.ArrayImpl(aval, sharding, [buffer], True, _skip_checks=True)
+
+
 def to_numpy(buffer: RawBuffer) -> np.ndarray:
     host = np.asarray(buffer)
     if host.dtype == object:

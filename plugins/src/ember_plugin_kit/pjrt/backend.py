@@ -26,7 +26,7 @@ from ember.extend import (
     ProfileSession,
     ShapedArray,
 )
-from ember_plugin_kit.pjrt import _jaxlib
+from ember_plugin_kit.pjrt import _jaxlib, dlpack_capsule
 
 
 class PjrtDevice(Device):
@@ -41,6 +41,8 @@ class PjrtDevice(Device):
         self.sharding = _jaxlib.DeviceSharding(raw)
         self.platform = backend.platform
         self.id = raw.id
+        # the device's index on this host, as DLPack and CUDA number devices
+        self.local_hardware_id = raw.local_hardware_id
         self.device_kind = raw.device_kind
         self.process_index = raw.process_index
         self.backend = backend
@@ -175,6 +177,23 @@ class PjrtBackend(Backend):
             return _jaxlib.to_numpy(buffer)
         except _jaxlib.XlaRuntimeError as exc:
             raise ExecutionError(f"the computation of this array failed: {exc}") from None
+
+    def buffer_to_dlpack(self, buffer: Any, *, stream: int | None) -> Any:
+        try:
+            return _jaxlib.to_dlpack(buffer, stream)
+        except _jaxlib.XlaRuntimeError as exc:
+            raise BufferError(f"__dlpack__ on {self.platform}: {exc}") from None
+
+    def buffer_from_dlpack(self, external: Any, device: Device) -> tuple[Any, ShapedArray]:
+        stream = _jaxlib.external_ready_stream(device.raw)
+        capsule = external.__dlpack__() if stream is None else external.__dlpack__(stream=stream)
+        shape, dtype = dlpack_capsule.shape_and_dtype(capsule)
+        try:
+            raw = _jaxlib.from_dlpack(capsule, device.raw, stream)
+        except _jaxlib.XlaRuntimeError as exc:
+            raise BufferError(f"from_dlpack onto {device}: {exc}") from None
+        aval = ShapedArray(shape, dtype)
+        return _jaxlib.with_aval(raw, aval, device.sharding), aval
 
     def buffer_from_shards(
         self, shards: Sequence[np.ndarray], aval: ShapedArray, sharding: Any

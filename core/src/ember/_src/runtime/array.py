@@ -20,6 +20,16 @@ from ember._src.runtime import multiprocess
 from ember._src.runtime.backend import Device
 from ember._src.runtime.sharding import NamedSharding, Sharding, SingleDeviceSharding
 
+# DLPack's device types (``DLDeviceType``) of the platforms whose arrays live in device memory.
+DLPACK_DEVICE_TYPES = {"cuda": 2, "rocm": 10}
+
+
+def hardware_id(device: Device) -> int:
+    """The device's number on its host, as CUDA and DLPack count (its id where the backend
+    does not say)."""
+    found = getattr(device, "local_hardware_id", None)
+    return device.id if found is None else int(found)
+
 
 class Array:
     """An n-dimensional array on a device (the result of every ember computation)."""
@@ -179,11 +189,16 @@ class Array:
         dl_device: tuple[Any, int] | None = None,
         copy: bool | None = None,
     ) -> Any:
-        """A DLPack capsule of this array's data in host memory (CPU and reference arrays)."""
+        """A DLPack capsule of this array's data: host memory for CPU and reference arrays,
+        the device's own memory (no copy) for GPU arrays. ``stream``, for a GPU array, is the
+        consumer's stream (an integer, as DLPack says: 1 or 2 name CUDA's legacy and
+        per-thread default streams): it waits until the data is written, the host does not.
+        Host arrays take no stream (None, or -1)."""
         if not self._on_host_memory():
+            return self._device_dlpack(stream, dl_device, copy)
+        if stream is not None and stream != -1:
             raise BufferError(
-                f"__dlpack__ of an array on {self.device!r} is not supported; "
-                f"move it to the host with ember.device_get first"
+                f"__dlpack__: an array in host memory takes no stream (None), got {stream!r}"
             )
         if dl_device is not None and tuple(int(d) for d in dl_device) != (1, 0):
             raise BufferError(
@@ -197,13 +212,38 @@ class Array:
                     "__dlpack__(copy=False) needs a DLPack 1.0 consumer (max_version >= (1, 0)): "
                     "older ones can't be told the buffer is read-only, so they need a copy"
                 )
-            return self._value.copy().__dlpack__(stream=stream)
-        return self._value.__dlpack__(stream=stream, max_version=max_version, copy=copy)
+            return self._value.copy().__dlpack__()
+        return self._value.__dlpack__(max_version=max_version, copy=copy)
+
+    def _device_dlpack(self, stream: Any, dl_device: Any, copy: bool | None) -> Any:
+        """``__dlpack__`` of an array in a device's memory, through its backend."""
+        here = self.__dlpack_device__()
+        if dl_device is not None and tuple(int(d) for d in dl_device) != here:
+            raise BufferError(
+                f"__dlpack__: this array is on DLPack device {here}; exporting it to "
+                f"{tuple(dl_device)} needs a copy: use ember.device_put first"
+            )
+        if stream is not None and not isinstance(stream, int):
+            raise BufferError(f"__dlpack__: stream must be an integer or None, got {stream!r}")
+        buffer = self._buffer
+        if copy:  # the consumer gets memory of its own
+            buffer = self._backend.copy_to_device(buffer, self.aval, self.device)
+        try:
+            return self._backend.buffer_to_dlpack(buffer, stream=stream)
+        except NotImplementedError as exc:
+            raise BufferError(f"__dlpack__ of an array on {self.device!r}: {exc}") from None
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        if not self._on_host_memory():
-            raise BufferError(f"__dlpack_device__ of an array on {self.device!r}: not the host")
-        return (1, 0)  # kDLCPU
+        if self._on_host_memory():
+            return (1, 0)  # kDLCPU
+        kind = DLPACK_DEVICE_TYPES.get(self.device.platform)
+        sharding = self._sharding
+        if kind is None or type(sharding) is not SingleDeviceSharding:
+            raise BufferError(
+                f"__dlpack_device__ of an array on {self.device!r}: DLPack exchanges arrays "
+                f"on one device of {', '.join(sorted(DLPACK_DEVICE_TYPES))} or the host"
+            )
+        return (kind, hardware_id(sharding.device))
 
     def _on_host_memory(self) -> bool:
         sharding = self._sharding

@@ -232,6 +232,23 @@ class Backend(abc.ABC):
         """Move a buffer of this backend to another of its devices."""
         return self.buffer_from_numpy(self.buffer_to_numpy(buffer), aval, device)
 
+    def buffer_to_dlpack(self, buffer: Buffer, *, stream: int | None) -> Any:
+        """A DLPack capsule sharing a single-device buffer's memory (no copy), for arrays in
+        a device's own memory (GPUs). ``stream``: the consumer's stream (an integer handle),
+        which the backend makes wait until the buffer is written; None: the host waits."""
+        raise NotImplementedError(
+            f"the {self.platform} backend cannot export device buffers through DLPack"
+        )
+
+    def buffer_from_dlpack(self, external: Any, device: Device) -> tuple[Buffer, ShapedArray]:
+        """A buffer on ``device`` sharing the memory of ``external`` (an object with
+        ``__dlpack__`` whose data is on that device), and its abstract value. The backend
+        passes the stream the producer must order its writes before (GPUs) to
+        ``external.__dlpack__(stream=...)``."""
+        raise NotImplementedError(
+            f"the {self.platform} backend cannot import device memory through DLPack"
+        )
+
     def block_until_ready(self, buffers: Sequence[Buffer]) -> None:  # noqa: B027
         """Wait until the buffers' values are computed (a no-op for synchronous backends)."""
 
