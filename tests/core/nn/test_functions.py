@@ -80,3 +80,20 @@ def test_logsumexp_is_stable_and_differentiable():
     assert float(nn.logsumexp(big)) == pytest.approx(1000.0 + np.log(2.0))
     assert_close(ember.grad(nn.logsumexp)(big), [0.5, 0.5])
     assert_close(nn.softmax(np.array([1000.0, 0.0], np.float32)), [1.0, 0.0])
+
+
+def test_cuda_attention_off_cuda_is_a_lowering_error_naming_the_platform():
+    q = ember.device_put(np.ones((1, 4, 2, 8), np.float32), ember.devices("reference")[0])
+    with pytest.raises(
+        ember.errors.LoweringError,
+        match=r"'cuda.dot_product_attention' has no implementation on platform 'reference'",
+    ):
+        nn.dot_product_attention(q, q, q, is_causal=True, implementation="cuda")
+
+
+def test_cuda_attention_refuses_arguments_its_kernel_does_not_take():
+    q = np.ones((1, 4, 2, 8), np.float32)
+    with pytest.raises(ValueError, match=r"does not support mask, local_window_size"):
+        nn.dot_product_attention(
+            q, q, q, mask=np.ones((4, 4), bool), local_window_size=2, implementation="cuda"
+        )
