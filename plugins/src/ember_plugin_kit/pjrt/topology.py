@@ -86,7 +86,8 @@ class CompileOnlyBackend(Backend):
         if computation.host_callbacks:
             raise CompileError(
                 f"{computation.name} calls back into Python (debug.print, pure_callback, "
-                f"io_callback), which a compile-only {self.platform} topology cannot compile"
+                f"io_callback, named kernels), which a compile-only {self.platform} topology "
+                f"cannot compile"
             )
         raw_devices = [d.raw for d in computation.devices]
         try:
