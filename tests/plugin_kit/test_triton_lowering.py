@@ -35,6 +35,7 @@ EXPECTED_OPS = {
     "softmax": ['"tt.reduce"', "arith.maximumf", "math.exp", "arith.divf"],
     "flash_attention": ["scf.for", "tt.trans", "tt.dot", "math.exp", '"tt.reduce"'],
     "masked_sum": ["tt.atomic_rmw fadd, acq_rel, gpu", "arith.cmpi slt"],
+    "scratch_sum": ["scf.for", "scf.if", "arith.addf"],
 }
 
 

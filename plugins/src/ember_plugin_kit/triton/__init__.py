@@ -22,13 +22,15 @@ kernel and the line, pointing to ``interpret=True``):
 - Ref reads and writes with int, ``pl.ds`` (static or traced start) and ``:`` indices, masked
   ``pl.load``/``pl.store``, atomics (``add`` on floats; all on integers), ``program_id``;
 - ``fori_loop`` (``scf.for``; ``scf.while`` with traced bounds), ``while_loop``, ``cond`` and
-  ``pl.when`` (``scf.if``), nested jit and custom_jvp/custom_vjp calls (inlined).
+  ``pl.when`` (``scf.if``), nested jit and custom_jvp/custom_vjp calls (inlined);
+- scratch Refs (``scratch_shapes``, ``pl.run_scoped``) of up to 2**20 elements, kept in
+  registers (see ``scratch``): read and written whole (``ref[...]``), carried through loops
+  and branches.
 
 Tensors need power-of-two shapes (Triton's rule); a grid of more than three axes folds its
 leading axes into CUDA's x (see ``grid``); blocks whose array does not divide evenly are
-masked at the edge. Not supported: scratch operands
-(``scratch_shapes``/``run_scoped``), indexing Refs with integer arrays, value slicing,
-``debug_print``, arrays of 2**31 elements or more (offsets are i32).
+masked at the edge. Not supported: parts of scratch Refs, indexing Refs with integer arrays,
+value slicing, ``debug_print``, arrays of 2**31 elements or more (offsets are i32).
 """
 
 from ember_plugin_kit.triton.custom_call import compile_pallas_call, register

@@ -24,6 +24,7 @@ from ember_plugin_kit.triton import (
     grid as grid_axes,
     memory as memory,
     reductions as reductions,
+    scratch as scratch,
     shapes as shapes,
 )
 from ember_plugin_kit.triton.context import KernelContext
@@ -94,13 +95,7 @@ def lower_kernel(call: Any) -> TritonKernel:
     kctx = KernelContext(name, call.grid)
     kernel = call.kernel
     mappings = list(call.block_mappings)
-    refs_in = kernel.jaxpr.invars
-    if len(refs_in) != len(mappings):
-        scratch = len(refs_in) - len(mappings)
-        raise NotImplementedError(
-            f"Pallas kernel {name!r} has {scratch} scratch operands, which the Triton lowering "
-            "does not support; use interpret=True"
-        )
+    scratch_avals = [v.aval for v in kernel.jaxpr.invars[len(mappings) :]]
     for mapping in mappings:
         # Offsets are i32 (as Triton's own are by default): a larger array would wrap.
         if math.prod(mapping.array_aval.shape) >= _MAX_ELEMENTS:
@@ -115,7 +110,12 @@ def lower_kernel(call: Any) -> TritonKernel:
     e = kctx.emitter
     kctx.program_ids = grid_axes.program_ids(e, call.grid)
     blocks = [_ref_block(kctx, p, m, kctx.program_ids) for p, m in zip(pointers, mappings)]
-    kctx.lower_closed(kernel, blocks)
+    # scratch_shapes: Refs the kernel gets after its outputs, kept in registers
+    scratch_refs = [
+        scratch.new_scratch(kctx, aval, f"scratch operand {i}")
+        for i, aval in enumerate(scratch_avals)
+    ]
+    kctx.lower_closed(kernel, [*blocks, *scratch_refs])
     e.line("tt.return")
     params = ", ".join(
         f"{p.name}: !tt.ptr<{memory_element_type(p.dtype)}> {{tt.divisibility = 16 : i32}}"
