@@ -36,6 +36,7 @@ EXPECTED_OPS = {
     "flash_attention": ["scf.for", "tt.trans", "tt.dot", "math.exp", '"tt.reduce"'],
     "masked_sum": ["tt.atomic_rmw fadd, acq_rel, gpu", "arith.cmpi slt"],
     "scratch_sum": ["scf.for", "scf.if", "arith.addf"],
+    "rope": ["tt.split", "tt.join", "tt.trans"],
 }
 
 

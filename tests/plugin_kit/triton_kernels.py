@@ -209,6 +209,32 @@ def scratch_sum_numpy(x, rows=16, steps=4):
     return (sums + 1).reshape(-1, x.shape[1])
 
 
+# -- rotary position embedding: slices of a loaded block and a concatenation (rotate-half)
+
+
+def rope_kernel(x_ref, cos_ref, sin_ref, o_ref):
+    x = x_ref[...]
+    half = x.shape[1] // 2
+    rotated = enp.concatenate([-x[:, half:], x[:, :half]], axis=1)
+    o_ref[...] = x * cos_ref[...] + rotated * sin_ref[...]
+
+
+def rope(x, cos, sin, rows=16):
+    spec = pl.BlockSpec((rows, x.shape[1]), lambda i: (i, 0))
+    return pl.pallas_call(
+        rope_kernel,
+        out_shape=_shape(x.shape, x.dtype),
+        grid=(x.shape[0] // rows,),
+        in_specs=[spec, spec, spec],
+        out_specs=spec,
+    )(x, cos, sin)
+
+
+def rope_numpy(x, cos, sin):
+    half = x.shape[1] // 2
+    return x * cos + np.concatenate([-x[:, half:], x[:, :half]], axis=1) * sin
+
+
 def _rng():
     return np.random.default_rng(0)
 
@@ -221,6 +247,8 @@ def cases():
     rows = rng.standard_normal((16, 128), dtype=np.float32)
     q, k, v = rng.standard_normal((3, 64, 32), dtype=np.float32)
     tall = rng.standard_normal((256, 32), dtype=np.float32)
+    angles = rng.uniform(0, 2 * np.pi, (64, 64)).astype(np.float32)
+    cos, sin = np.cos(angles), np.sin(angles)
     return {
         "add": (add, (a, b), a + b),
         "matmul": (matmul, (x, y), x @ y),
@@ -228,6 +256,7 @@ def cases():
         "flash_attention": (flash_attention, (q, k, v), attention_numpy(q, k, v)),
         "masked_sum": (masked_sum, (a, np.ones(1, np.float32)), np.array([1 + a.sum()])),
         "scratch_sum": (scratch_sum, (tall,), scratch_sum_numpy(tall)),
+        "rope": (rope, (x, cos, sin), rope_numpy(x, cos, sin)),
     }
 
 

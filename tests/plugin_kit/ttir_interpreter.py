@@ -319,6 +319,10 @@ class Interpreter:
                 int(i) for i in str(op.attributes["order"]).split(":")[1].rstrip(">").split(",")
             ]
             return [np.transpose(args[0], order)]
+        if name == "tt.split":
+            return [args[0][..., 0], args[0][..., 1]]
+        if name == "tt.join":
+            return [np.stack([args[0], args[1]], axis=-1)]
         if name == "tt.addptr":
             return [Pointers(args[0].buffer, np.asarray(args[0].offsets) + args[1])]
         if name == "tt.load":

@@ -16,6 +16,9 @@ kernel and the line, pointing to ``interpret=True``):
   ``round``, inverse trigonometric and hyperbolic functions, ``lgamma``, ``erf_inv`` from
   CUDA's libdevice;
 - ``broadcast_in_dim``, reshapes that keep the element order, ``iota``, ``transpose``,
+  static slices that pick power-of-two pieces (``x[:, :k]``, ``x[:, k:2k]``, ``x[::2]``,
+  ``x[i]``) and concatenations of 2, 4, 8... equal power-of-two pieces (``tt.split`` /
+  ``tt.join``, see ``slicing``),
   ``reduce_sum/max/min/prod/and/or/xor`` (``tt.reduce``), ``argmax``/``argmin``, 2-D
   ``dot_general`` with every dimension >= 16 (``tt.dot``; f32 in TF32 unless
   ``precision=HIGHEST``);
@@ -30,7 +33,9 @@ kernel and the line, pointing to ``interpret=True``):
 Tensors need power-of-two shapes (Triton's rule); a grid of more than three axes folds its
 leading axes into CUDA's x (see ``grid``); blocks whose array does not divide evenly are
 masked at the edge. Not supported: parts of scratch Refs, indexing Refs with integer arrays,
-value slicing, ``debug_print``, arrays of 2**31 elements or more (offsets are i32).
+other value slices (slice the Ref instead), ``cumsum`` (ember's is a chain of odd-sized
+slices, not one primitive), ``debug_print``, arrays of 2**31 elements or more (offsets are
+i32).
 """
 
 from ember_plugin_kit.triton.custom_call import compile_pallas_call, register

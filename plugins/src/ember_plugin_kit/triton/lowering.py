@@ -26,6 +26,7 @@ from ember_plugin_kit.triton import (
     reductions as reductions,
     scratch as scratch,
     shapes as shapes,
+    slicing as slicing,
 )
 from ember_plugin_kit.triton.context import KernelContext
 from ember_plugin_kit.triton.emitter import INDEX_DTYPE, Pointer, Value, memory_element_type
