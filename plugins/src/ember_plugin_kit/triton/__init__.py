@@ -22,7 +22,8 @@ kernel and the line, pointing to ``interpret=True``):
   ``reduce_sum/max/min/prod/and/or/xor`` (``tt.reduce``), ``argmax``/``argmin``, 2-D
   ``dot_general`` with every dimension >= 16 (``tt.dot``; f32 in TF32 unless
   ``precision=HIGHEST``);
-- Ref reads and writes with int, ``pl.ds`` (static or traced start) and ``:`` indices, masked
+- Ref reads and writes with int, ``pl.ds`` (static or traced start), ``:`` and integer-array
+  indices (gathers and scatters, NumPy's placement of the indexed dimensions), masked
   ``pl.load``/``pl.store``, atomics (``add`` on floats; all on integers), ``program_id``;
 - ``fori_loop`` (``scf.for``; ``scf.while`` with traced bounds), ``while_loop``, ``cond`` and
   ``pl.when`` (``scf.if``), nested jit and custom_jvp/custom_vjp calls (inlined);
@@ -32,10 +33,9 @@ kernel and the line, pointing to ``interpret=True``):
 
 Tensors need power-of-two shapes (Triton's rule); a grid of more than three axes folds its
 leading axes into CUDA's x (see ``grid``); blocks whose array does not divide evenly are
-masked at the edge. Not supported: parts of scratch Refs, indexing Refs with integer arrays,
-other value slices (slice the Ref instead), ``cumsum`` (ember's is a chain of odd-sized
-slices, not one primitive), ``debug_print``, arrays of 2**31 elements or more (offsets are
-i32).
+masked at the edge; offsets are i32 (as Triton's own), and i64 into arrays of 2**31 elements
+or more. Not supported: parts of scratch Refs, other value slices (slice the Ref instead),
+``cumsum`` (ember's is a chain of odd-sized slices, not one primitive), ``debug_print``.
 """
 
 from ember_plugin_kit.triton.custom_call import compile_pallas_call, register

@@ -29,11 +29,9 @@ from ember_plugin_kit.triton import (
     slicing as slicing,
 )
 from ember_plugin_kit.triton.context import KernelContext
-from ember_plugin_kit.triton.emitter import INDEX_DTYPE, Pointer, Value, memory_element_type
-from ember_plugin_kit.triton.refs import BlockDim, RefBlock
+from ember_plugin_kit.triton.emitter import Pointer, Value, memory_element_type
+from ember_plugin_kit.triton.refs import BlockDim, RefBlock, offset_dtype
 from ember_plugin_kit.triton.tensors import convert
-
-_MAX_ELEMENTS = 2**31
 
 
 @dataclass(frozen=True)
@@ -55,8 +53,8 @@ def kernel_name(name: str) -> str:
 def _times(kctx: KernelContext, x: Value, k: int) -> Value:
     if k == 1:
         return x
-    factor = kctx.emitter.constant(k, INDEX_DTYPE)
-    return kctx.emitter.op(f"arith.muli {x.name}, {factor.name} : i32", (), INDEX_DTYPE)
+    factor = kctx.emitter.constant(k, x.dtype)
+    return kctx.emitter.op(f"arith.muli {x.name}, {factor.name} : {x.type}", (), x.dtype)
 
 
 def _ref_block(
@@ -73,20 +71,21 @@ def _ref_block(
             f"Pallas kernel {kctx.name!r}: block shape {block_shape} and an index map with "
             f"{len(block_indices)} results for an array of shape {array_shape}"
         )
+    dtype = offset_dtype(math.prod(array_shape))
     dims = []
     squeezed = None
     for d, (size, index) in enumerate(zip(block_shape, block_indices)):
         stride = math.prod(array_shape[d + 1 :])
-        index = convert(e, index, INDEX_DTYPE)
+        index = convert(e, index, dtype)
         if size is None:  # squeezed: the kernel sees one index of this dimension
             term = _times(kctx, index, stride)
             if squeezed is not None:
-                term = e.op(f"arith.addi {squeezed.name}, {term.name} : i32", (), INDEX_DTYPE)
+                term = e.op(f"arith.addi {squeezed.name}, {term.name} : {term.type}", (), dtype)
             squeezed = term
         else:
             start = _times(kctx, index, int(size))
             dims.append(BlockDim(int(size), start, array_shape[d], stride))
-    return RefBlock(pointer, tuple(dims), squeezed)
+    return RefBlock(pointer, tuple(dims), squeezed, dtype)
 
 
 def lower_kernel(call: Any) -> TritonKernel:
@@ -97,14 +96,6 @@ def lower_kernel(call: Any) -> TritonKernel:
     kernel = call.kernel
     mappings = list(call.block_mappings)
     scratch_avals = [v.aval for v in kernel.jaxpr.invars[len(mappings) :]]
-    for mapping in mappings:
-        # Offsets are i32 (as Triton's own are by default): a larger array would wrap.
-        if math.prod(mapping.array_aval.shape) >= _MAX_ELEMENTS:
-            raise NotImplementedError(
-                f"Pallas kernel {name!r}: {mapping.origin} has "
-                f"{math.prod(mapping.array_aval.shape)} elements; the Triton lowering addresses "
-                f"arrays of fewer than 2**31; use interpret=True"
-            )
     pointers = [
         Pointer(f"%arg{i}", (), np.dtype(m.array_aval.dtype)) for i, m in enumerate(mappings)
     ]
