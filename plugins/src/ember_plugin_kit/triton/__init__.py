@@ -29,13 +29,14 @@ kernel and the line, pointing to ``interpret=True``):
   ``pl.when`` (``scf.if``), nested jit and custom_jvp/custom_vjp calls (inlined);
 - scratch Refs (``scratch_shapes``, ``pl.run_scoped``) of up to 2**20 elements, kept in
   registers (see ``scratch``): read and written whole (``ref[...]``), carried through loops
-  and branches.
+  and branches;
+- ``pl.debug_print`` with plain ``{}`` fields (``tt.print``, see ``printing``).
 
 Tensors need power-of-two shapes (Triton's rule); a grid of more than three axes folds its
 leading axes into CUDA's x (see ``grid``); blocks whose array does not divide evenly are
 masked at the edge; offsets are i32 (as Triton's own), and i64 into arrays of 2**31 elements
 or more. Not supported: parts of scratch Refs, other value slices (slice the Ref instead),
-``cumsum`` (ember's is a chain of odd-sized slices, not one primitive), ``debug_print``.
+``cumsum`` (ember's is a chain of odd-sized slices, not one primitive).
 """
 
 from ember_plugin_kit.triton.custom_call import compile_pallas_call, register

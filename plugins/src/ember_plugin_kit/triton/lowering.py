@@ -23,6 +23,7 @@ from ember_plugin_kit.triton import (
     control_flow as control_flow,
     grid as grid_axes,
     memory as memory,
+    printing as printing,
     reductions as reductions,
     scratch as scratch,
     shapes as shapes,
