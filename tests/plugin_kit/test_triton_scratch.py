@@ -74,13 +74,60 @@ def test_a_scalar_scratch_counts_loop_steps():
     np.testing.assert_array_equal(result, np.full(16, 10))
 
 
-def test_partial_scratch_accesses_are_refused_with_the_reason():
+def test_rows_of_a_scratch_at_static_and_traced_indices():
+    # Row i of the scratch gets x's row i times i (a traced index in a loop); row 1 is then
+    # overwritten (a static index); the output reads rows back at traced indices, reversed,
+    # and adds the even columns' slice of row 0 to the first half.
+    def kernel(x_ref, o_ref, rows_ref):
+        rows_ref[...] = enp.zeros(rows_ref.shape, enp.float32)
+
+        def fill(i, carry):
+            rows_ref[i] = x_ref[i, :] * i.astype(enp.float32)
+            return carry
+
+        lax.fori_loop(0, 8, fill, 0)
+        rows_ref[1, :] = enp.full((16,), -1.0, enp.float32)
+        rows_ref[2] += 100.0
+
+        def read_back(i, carry):
+            o_ref[i, :] = rows_ref[7 - i]
+            return carry
+
+        lax.fori_loop(0, 8, read_back, 0)
+        o_ref[0, pl.ds(0, 8)] = o_ref[0, pl.ds(0, 8)] + rows_ref[0, ::2]
+
+    x = np.arange(8 * 16, dtype=np.float32).reshape(8, 16) - 50
+    x[3, 4] = np.nan
+    x[5, 0] = -0.0
+    call = _scratch_call(kernel, x, (8, 16))
+    checked_text(call)
+    (result,) = ttir_interpreter.run_call(call, x)
+    rows = x * np.arange(8, dtype=np.float32)[:, None]
+    rows[1] = -1.0
+    rows[2] += 100.0
+    expected = rows[::-1].copy()
+    expected[0, :8] += rows[0, ::2]
+    np.testing.assert_array_equal(result, expected)  # NaN where x had it
+    assert np.signbit(result[2, 0])  # -0.0 * 5 read back exactly
+
+
+def test_partial_scratch_writes_are_refused_with_the_reason():
     def kernel(x_ref, o_ref, acc_ref):
         acc_ref[pl.ds(0, 8)] = x_ref[pl.ds(0, 8)]
         o_ref[...] = x_ref[...]
 
     call = _scratch_call(kernel, np.ones(16, np.float32), (16,))
-    with pytest.raises(NotImplementedError, match=r"only the whole Ref \(ref\[\.\.\.\]\)"):
+    with pytest.raises(NotImplementedError, match=r"whole \(ref\[\.\.\.\]\), at integer "):
+        lower_kernel(call)
+
+
+def test_scratch_reads_at_a_traced_slice_start_are_refused():
+    def kernel(x_ref, o_ref, acc_ref):
+        acc_ref[...] = x_ref[...]
+        o_ref[pl.ds(0, 8)] = acc_ref[pl.ds(pl.program_id(0), 8)]
+
+    call = _scratch_call(kernel, np.ones(16, np.float32), (16,))
+    with pytest.raises(NotImplementedError, match="not slices with a traced start"):
         lower_kernel(call)
 
 

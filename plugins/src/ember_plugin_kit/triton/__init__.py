@@ -28,14 +28,14 @@ kernel and the line, pointing to ``interpret=True``):
 - ``fori_loop`` (``scf.for``; ``scf.while`` with traced bounds), ``while_loop``, ``cond`` and
   ``pl.when`` (``scf.if``), nested jit and custom_jvp/custom_vjp calls (inlined);
 - scratch Refs (``scratch_shapes``, ``pl.run_scoped``) of up to 2**20 elements, kept in
-  registers (see ``scratch``): read and written whole (``ref[...]``), carried through loops
-  and branches;
+  registers (see ``scratch``): read and written whole or at integer indices (reads also in
+  power-of-two slices), carried through loops and branches;
 - ``pl.debug_print`` with plain ``{}`` fields (``tt.print``, see ``printing``).
 
 Tensors need power-of-two shapes (Triton's rule); a grid of more than three axes folds its
 leading axes into CUDA's x (see ``grid``); blocks whose array does not divide evenly are
 masked at the edge; offsets are i32 (as Triton's own), and i64 into arrays of 2**31 elements
-or more. Not supported: parts of scratch Refs, other value slices (slice the Ref instead),
+or more. Not supported: other parts of scratch Refs, other value slices (slice the Ref instead),
 ``cumsum`` (ember's is a chain of odd-sized slices, not one primitive).
 """
 

@@ -73,14 +73,14 @@ def _at(kctx: KernelContext, eqn, ref: RefBlock, dynamic) -> Addresses:
 @rule("get")
 def _get(kctx: KernelContext, eqn, ref: RefBlock, *dynamic) -> list:
     if isinstance(ref, RegisterRef):
-        return scratch.read(kctx, eqn, ref)
+        return scratch.read(kctx, eqn, ref, dynamic)
     return [load(kctx, _at(kctx, eqn, ref, dynamic))]
 
 
 @rule("swap")
 def _swap(kctx: KernelContext, eqn, ref: RefBlock, value: Value, *dynamic) -> list:
     if isinstance(ref, RegisterRef):
-        return scratch.write(kctx, eqn, ref, value)
+        return scratch.write(kctx, eqn, ref, value, dynamic)
     at = _at(kctx, eqn, ref, dynamic)
     old = load(kctx, at)  # Triton drops the load when the old value is unused
     store(kctx, at, value)
@@ -90,7 +90,7 @@ def _swap(kctx: KernelContext, eqn, ref: RefBlock, value: Value, *dynamic) -> li
 @rule("addupdate")
 def _addupdate(kctx: KernelContext, eqn, ref: RefBlock, value: Value, *dynamic) -> list:
     if isinstance(ref, RegisterRef):
-        return scratch.accumulate(kctx, eqn, ref, value)
+        return scratch.accumulate(kctx, eqn, ref, value, dynamic)
     e = kctx.emitter
     at = _at(kctx, eqn, ref, dynamic)
     old = load(kctx, at)

@@ -2,10 +2,13 @@
 
 Triton has no memory a program owns besides its registers, so a scratch Ref is lowered to a
 value: a ``RegisterRef`` holds the SSA value the Ref contains now, a write replaces it and a
-read returns it. Only whole-Ref accesses (``ref[...]``, ``ref[...] = v``, ``ref[...] += v``)
-are supported: a part of a register tensor cannot be addressed. That suits the common use, an
-accumulator. Loops and branches that write a scratch Ref carry its value through their
-regions (see ``control_flow``). The Ref starts as zeros (Pallas leaves it uninitialised).
+read returns it. Besides the whole Ref (``ref[...]``, ``ref[...] = v``, ``ref[...] += v``: an
+accumulator, the common use), integer indices work, static or traced (``ref[i]``,
+``ref[:, i] = v``): a write is a select where the index matches, a read at a traced index a
+select and a max along the dimension; reads also take the power-of-two slices of
+``slicing``. Other parts of a register tensor cannot be addressed and are refused. Loops and
+branches that write a scratch Ref carry its value through their regions (see
+``control_flow``). The Ref starts as zeros (Pallas leaves it uninitialised).
 """
 
 from __future__ import annotations
@@ -17,9 +20,20 @@ from typing import Any
 
 import numpy as np
 
+from ember_plugin_kit.triton import indexing
+from ember_plugin_kit.triton.arithmetic import select
 from ember_plugin_kit.triton.context import KernelContext, rule
-from ember_plugin_kit.triton.emitter import Value, is_float
-from ember_plugin_kit.triton.tensors import broadcast_to, check_power_of_two, convert
+from ember_plugin_kit.triton.emitter import INDEX_DTYPE, Emitter, Value, is_float
+from ember_plugin_kit.triton.indexing import SliceEntry
+from ember_plugin_kit.triton.reductions import reduce_axis
+from ember_plugin_kit.triton.slicing import pick, slice_dimension
+from ember_plugin_kit.triton.tensors import (
+    arange,
+    broadcast_to,
+    check_power_of_two,
+    convert,
+    expand_dims,
+)
 
 # Triton's largest tensor (TRITON_MAX_TENSOR_NUMEL): a bigger scratch cannot be one value.
 MAX_SCRATCH_ELEMENTS = 2**20
@@ -67,39 +81,139 @@ def substitute(operands: Sequence[Any], refs: Sequence[RegisterRef], inner: Sequ
     return [next((n for r, n in zip(refs, inner) if r is x), x) for x in operands]
 
 
-def _check_whole(kctx: KernelContext, primitive: str, ref: RegisterRef, eqn) -> None:
-    whole = all(
-        entry[0] == "slice" and entry[1] == 0 and entry[2] == size and entry[3] == 1
-        for entry, size in zip(eqn.params["indexer"].entries, ref.shape)
+def _entries(kctx: KernelContext, eqn, ref: RegisterRef, dynamic: Sequence[Any]) -> list:
+    entries = indexing.entries(eqn.params["indexer"], dynamic, ref.shape)
+    for entry in entries:
+        if isinstance(entry, Value) and entry.shape:
+            raise kctx.fail(eqn.primitive.name, _WHY + "; not integer-array indices")
+        if isinstance(entry, SliceEntry) and isinstance(entry.start, Value):
+            raise kctx.fail(eqn.primitive.name, _WHY + "; not slices with a traced start")
+    return entries
+
+
+_WHY = (
+    "a scratch Ref is kept in registers by the Triton lowering, which reads and writes it "
+    "whole (ref[...]), at integer indices, or (reads only) in power-of-two slices"
+)
+
+
+def _is_whole(entry: Any, size: int) -> bool:
+    return isinstance(entry, SliceEntry) and (entry.start, entry.size, entry.stride) == (
+        0,
+        size,
+        1,
     )
-    if not whole:
-        raise kctx.fail(
-            primitive,
-            "a part of a scratch Ref: the Triton lowering keeps scratch in registers, where "
-            "only the whole Ref (ref[...]) can be read or written",
-        )
 
 
-def read(kctx: KernelContext, eqn, ref: RegisterRef) -> list:
-    _check_whole(kctx, "get", ref, eqn)
-    return [ref.value]
+def _positions(e: Emitter, axis: int, shape: Sequence[int]) -> Value:
+    """The index along ``axis`` of each element of a tensor of ``shape`` (unit dims
+    elsewhere)."""
+    along = arange(e, shape[axis])
+    for _ in range(axis):
+        along = expand_dims(e, along, 0)
+    while len(along.shape) < len(shape):
+        along = expand_dims(e, along, len(along.shape))
+    return along
 
 
-def write(kctx: KernelContext, eqn, ref: RegisterRef, value: Value) -> list:
-    _check_whole(kctx, "swap", ref, eqn)
+def _at_index(kctx: KernelContext, axis: int, shape: Sequence[int], index: Any) -> Value:
+    """A boolean tensor (unit dims but along ``axis``): whether an element's index along
+    ``axis`` is ``index`` (an int or a traced scalar)."""
     e = kctx.emitter
-    old = ref.value
-    ref.value = broadcast_to(e, convert(e, value, ref.dtype), ref.shape)
+    along = _positions(e, axis, shape)
+    if isinstance(index, Value):
+        index = broadcast_to(e, convert(e, index, INDEX_DTYPE), along.shape)
+    else:
+        index = e.constant(int(index), INDEX_DTYPE, along.shape)
+    return e.op(f"arith.cmpi eq, {along.name}, {index.name} : {along.type}", along.shape, np.bool_)
+
+
+def _lowest(dtype: np.dtype):
+    if is_float(dtype):
+        return -np.inf
+    return np.iinfo(dtype).min if np.dtype(dtype).kind == "i" else 0
+
+
+def _take(kctx: KernelContext, x: Value, axis: int, index: Value) -> Value:
+    """``x`` at a traced ``index`` along ``axis``: every other element replaced by the lowest
+    value, then the maximum along the axis (exact, NaN and -0.0 included)."""
+    e = kctx.emitter
+    hit = broadcast_to(e, _at_index(kctx, axis, x.shape, index), x.shape)
+    filler = e.constant(_lowest(x.dtype), x.dtype, x.shape)
+    return reduce_axis(kctx, select(kctx, hit, x, filler), axis, "max")
+
+
+def _read(kctx: KernelContext, primitive: str, ref: RegisterRef, entries: list) -> Value:
+    e = kctx.emitter
+    x = ref.value
+    # From the last dimension back, so that the earlier ones keep their axis numbers.
+    for axis in reversed(range(len(entries))):
+        entry = entries[axis]
+        if isinstance(entry, SliceEntry):
+            sliced = slice_dimension(e, x, axis, entry.start, entry.size, entry.stride)
+            if sliced is None:
+                raise kctx.fail(primitive, _WHY + f"; not {entry.size} elements from {entry.start}")
+            x = sliced
+        elif isinstance(entry, Value):
+            x = _take(kctx, x, axis, entry)
+        elif 0 <= int(entry) < x.shape[axis]:
+            x = pick(e, x, axis, int(entry))
+        else:
+            raise IndexError(f"index {entry} of a scratch Ref's dimension of size {x.shape[axis]}")
+    return x
+
+
+def _write(kctx: KernelContext, primitive: str, ref: RegisterRef, entries: list, value: Value):
+    """Replace ``ref[entries]`` by ``value``: the whole Ref, or where the integer indices
+    point (a select, the value broadcast along the indexed dimensions)."""
+    e = kctx.emitter
+    hit = None
+    for axis, entry in enumerate(entries):
+        if isinstance(entry, SliceEntry):
+            if not _is_whole(entry, ref.shape[axis]):
+                raise kctx.fail(primitive, _WHY + "; not a part of a dimension")
+        else:
+            at = _at_index(kctx, axis, ref.shape, entry)
+            hit = at if hit is None else _and(kctx, hit, at)
+    value = convert(e, value, ref.dtype)
+    kept = [axis for axis, entry in enumerate(entries) if isinstance(entry, SliceEntry)]
+    value = broadcast_to(e, value, tuple(ref.shape[axis] for axis in kept))
+    for axis, entry in enumerate(entries):
+        if not isinstance(entry, SliceEntry) and ref.shape:
+            value = expand_dims(e, value, axis) if value.shape else value
+    value = broadcast_to(e, value, ref.shape)
+    if hit is None:
+        ref.value = value
+    else:
+        ref.value = select(kctx, broadcast_to(e, hit, ref.shape), value, ref.value)
+
+
+def _and(kctx: KernelContext, x: Value, y: Value) -> Value:
+    shape = tuple(np.broadcast_shapes(x.shape, y.shape))
+    e = kctx.emitter
+    x, y = broadcast_to(e, x, shape), broadcast_to(e, y, shape)
+    return e.op(f"arith.andi {x.name}, {y.name} : {x.type}", shape, np.bool_)
+
+
+def read(kctx: KernelContext, eqn, ref: RegisterRef, dynamic: Sequence[Any]) -> list:
+    return [_read(kctx, "get", ref, _entries(kctx, eqn, ref, dynamic))]
+
+
+def write(kctx: KernelContext, eqn, ref: RegisterRef, value: Value, dynamic) -> list:
+    entries = _entries(kctx, eqn, ref, dynamic)
+    old = _read(kctx, "swap", ref, entries)  # Triton drops it when unused
+    _write(kctx, "swap", ref, entries, value)
     return [old]
 
 
-def accumulate(kctx: KernelContext, eqn, ref: RegisterRef, value: Value) -> list:
-    _check_whole(kctx, "addupdate", ref, eqn)
+def accumulate(kctx: KernelContext, eqn, ref: RegisterRef, value: Value, dynamic) -> list:
     e = kctx.emitter
-    old = ref.value
-    value = broadcast_to(e, convert(e, value, ref.dtype), ref.shape)
+    entries = _entries(kctx, eqn, ref, dynamic)
+    old = _read(kctx, "addupdate", ref, entries)
+    value = broadcast_to(e, convert(e, value, ref.dtype), old.shape)
     add = "arith.addf" if is_float(ref.dtype) else "arith.addi"
-    ref.value = e.op(f"{add} {old.name}, {value.name} : {old.type}", ref.shape, ref.dtype)
+    total = e.op(f"{add} {old.name}, {value.name} : {old.type}", old.shape, old.dtype)
+    _write(kctx, "addupdate", ref, entries, total)
     return []
 
 
