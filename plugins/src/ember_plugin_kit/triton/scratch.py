@@ -23,17 +23,10 @@ import numpy as np
 from ember_plugin_kit.triton import indexing
 from ember_plugin_kit.triton.arithmetic import select
 from ember_plugin_kit.triton.context import KernelContext, rule
-from ember_plugin_kit.triton.emitter import INDEX_DTYPE, Emitter, Value, is_float
+from ember_plugin_kit.triton.emitter import Value, is_float
 from ember_plugin_kit.triton.indexing import SliceEntry
-from ember_plugin_kit.triton.reductions import reduce_axis
-from ember_plugin_kit.triton.slicing import pick, slice_dimension
-from ember_plugin_kit.triton.tensors import (
-    arange,
-    broadcast_to,
-    check_power_of_two,
-    convert,
-    expand_dims,
-)
+from ember_plugin_kit.triton.slicing import at_index, pick, slice_dimension, take
+from ember_plugin_kit.triton.tensors import broadcast_to, check_power_of_two, convert, expand_dims
 
 # Triton's largest tensor (TRITON_MAX_TENSOR_NUMEL): a bigger scratch cannot be one value.
 MAX_SCRATCH_ELEMENTS = 2**20
@@ -105,44 +98,6 @@ def _is_whole(entry: Any, size: int) -> bool:
     )
 
 
-def _positions(e: Emitter, axis: int, shape: Sequence[int]) -> Value:
-    """The index along ``axis`` of each element of a tensor of ``shape`` (unit dims
-    elsewhere)."""
-    along = arange(e, shape[axis])
-    for _ in range(axis):
-        along = expand_dims(e, along, 0)
-    while len(along.shape) < len(shape):
-        along = expand_dims(e, along, len(along.shape))
-    return along
-
-
-def _at_index(kctx: KernelContext, axis: int, shape: Sequence[int], index: Any) -> Value:
-    """A boolean tensor (unit dims but along ``axis``): whether an element's index along
-    ``axis`` is ``index`` (an int or a traced scalar)."""
-    e = kctx.emitter
-    along = _positions(e, axis, shape)
-    if isinstance(index, Value):
-        index = broadcast_to(e, convert(e, index, INDEX_DTYPE), along.shape)
-    else:
-        index = e.constant(int(index), INDEX_DTYPE, along.shape)
-    return e.op(f"arith.cmpi eq, {along.name}, {index.name} : {along.type}", along.shape, np.bool_)
-
-
-def _lowest(dtype: np.dtype):
-    if is_float(dtype):
-        return -np.inf
-    return np.iinfo(dtype).min if np.dtype(dtype).kind == "i" else 0
-
-
-def _take(kctx: KernelContext, x: Value, axis: int, index: Value) -> Value:
-    """``x`` at a traced ``index`` along ``axis``: every other element replaced by the lowest
-    value, then the maximum along the axis (exact, NaN and -0.0 included)."""
-    e = kctx.emitter
-    hit = broadcast_to(e, _at_index(kctx, axis, x.shape, index), x.shape)
-    filler = e.constant(_lowest(x.dtype), x.dtype, x.shape)
-    return reduce_axis(kctx, select(kctx, hit, x, filler), axis, "max")
-
-
 def _read(kctx: KernelContext, primitive: str, ref: RegisterRef, entries: list) -> Value:
     e = kctx.emitter
     x = ref.value
@@ -155,7 +110,7 @@ def _read(kctx: KernelContext, primitive: str, ref: RegisterRef, entries: list) 
                 raise kctx.fail(primitive, _WHY + f"; not {entry.size} elements from {entry.start}")
             x = sliced
         elif isinstance(entry, Value):
-            x = _take(kctx, x, axis, entry)
+            x = take(kctx, x, axis, entry)
         elif 0 <= int(entry) < x.shape[axis]:
             x = pick(e, x, axis, int(entry))
         else:
@@ -173,7 +128,7 @@ def _write(kctx: KernelContext, primitive: str, ref: RegisterRef, entries: list,
             if not _is_whole(entry, ref.shape[axis]):
                 raise kctx.fail(primitive, _WHY + "; not a part of a dimension")
         else:
-            at = _at_index(kctx, axis, ref.shape, entry)
+            at = at_index(kctx, axis, ref.shape, entry)
             hit = at if hit is None else _and(kctx, hit, at)
     value = convert(e, value, ref.dtype)
     kept = [axis for axis, entry in enumerate(entries) if isinstance(entry, SliceEntry)]

@@ -7,17 +7,31 @@ it picks whole power-of-two pieces: viewing a dimension of size ``n`` as
 index along the first and one along the last of those axes, and one index of a power-of-two
 axis is reached by halving it with ``tt.split`` (one bit of the index per split). That covers
 ``x[:, :k]``, ``x[:, k:2k]``, ``x[::2]``, ``x[1::2]`` and ``x[i]`` for static ``i``.
-Concatenating 2, 4, 8... equal power-of-two pieces is a tree of ``tt.join``. Anything else
-cannot be a register tensor and is refused with the Ref-slice form that expresses it.
+Concatenating 2, 4, 8... equal power-of-two pieces is a tree of ``tt.join``. One element at a
+traced index (``dynamic_slice`` of size 1, ``x[i]``) is a select of that element and a max
+along the dimension. Anything else cannot be a register tensor and is refused with the
+Ref-slice form that expresses it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
+
+from ember_plugin_kit.triton.arithmetic import select
 from ember_plugin_kit.triton.context import KernelContext, rule
-from ember_plugin_kit.triton.emitter import Emitter, Value, element_type, tensor_type
-from ember_plugin_kit.triton.tensors import reshape
+from ember_plugin_kit.triton.emitter import (
+    INDEX_DTYPE,
+    Emitter,
+    Value,
+    element_type,
+    is_float,
+    tensor_type,
+)
+from ember_plugin_kit.triton.reductions import reduce_axis
+from ember_plugin_kit.triton.tensors import arange, broadcast_to, convert, expand_dims, reshape
 
 
 def _is_power_of_two(n: int) -> bool:
@@ -105,6 +119,73 @@ def _slice(kctx: KernelContext, eqn, x: Value) -> list:
             )
         x = sliced
     return [x]
+
+
+def _positions(e: Emitter, axis: int, shape: Sequence[int]) -> Value:
+    """The index along ``axis`` of each element of a tensor of ``shape`` (unit dims
+    elsewhere)."""
+    along = arange(e, shape[axis])
+    for _ in range(axis):
+        along = expand_dims(e, along, 0)
+    while len(along.shape) < len(shape):
+        along = expand_dims(e, along, len(along.shape))
+    return along
+
+
+def at_index(kctx: KernelContext, axis: int, shape: Sequence[int], index: Any) -> Value:
+    """A boolean tensor (unit dims but along ``axis``): whether an element's index along
+    ``axis`` is ``index`` (an int or a traced scalar)."""
+    e = kctx.emitter
+    along = _positions(e, axis, shape)
+    if isinstance(index, Value):
+        index = broadcast_to(e, convert(e, index, INDEX_DTYPE), along.shape)
+    else:
+        index = e.constant(int(index), INDEX_DTYPE, along.shape)
+    return e.op(f"arith.cmpi eq, {along.name}, {index.name} : {along.type}", along.shape, np.bool_)
+
+
+def _lowest(dtype: np.dtype):
+    if is_float(dtype):
+        return -np.inf
+    return np.iinfo(dtype).min if np.dtype(dtype).kind == "i" else 0
+
+
+def take(kctx: KernelContext, x: Value, axis: int, index: Value) -> Value:
+    """``x`` at a traced ``index`` along ``axis``: every other element replaced by the lowest
+    value, then the maximum along the axis (exact, NaN and -0.0 included)."""
+    e = kctx.emitter
+    hit = broadcast_to(e, at_index(kctx, axis, x.shape, index), x.shape)
+    filler = e.constant(_lowest(x.dtype), x.dtype, x.shape)
+    return reduce_axis(kctx, select(kctx, hit, x, filler), axis, "max")
+
+
+def _clamped(kctx: KernelContext, index: Value, high: int) -> Value:
+    """``index`` as i32, clamped to ``[0, high]`` (as XLA clamps a dynamic slice's start)."""
+    e = kctx.emitter
+    index = convert(e, index, INDEX_DTYPE)
+    zero, top = e.constant(0, INDEX_DTYPE), e.constant(high, INDEX_DTYPE)
+    index = e.op(f"arith.maxsi {index.name}, {zero.name} : i32", (), INDEX_DTYPE)
+    return e.op(f"arith.minsi {index.name}, {top.name} : i32", (), INDEX_DTYPE)
+
+
+@rule("dynamic_slice")
+def _dynamic_slice(kctx: KernelContext, eqn, x: Value, *starts: Value) -> list:
+    # x[i] at a traced i: one element of a dimension (a select and a max, see ``take``).
+    sizes = tuple(eqn.params["slice_sizes"])
+    for axis, (size, start) in enumerate(zip(sizes, starts)):
+        if size == x.shape[axis]:
+            continue  # the whole dimension: XLA clamps its start to 0
+        if size != 1:
+            raise kctx.fail(
+                "dynamic_slice",
+                f"{size} elements of dimension {axis} of a value of shape {x.shape} from a "
+                "traced start: a register tensor gives one element at a traced index; slice "
+                "the Ref instead (x_ref[pl.ds(start, size)])",
+            )
+        index = start if isinstance(start, Value) else kctx.emitter.constant(start, INDEX_DTYPE)
+        taken = take(kctx, x, axis, _clamped(kctx, index, x.shape[axis] - 1))
+        x = expand_dims(kctx.emitter, taken, axis) if taken.shape else taken
+    return [reshape(kctx.emitter, x, sizes)]
 
 
 def join(e: Emitter, x: Value, y: Value, axis: int) -> Value:
