@@ -53,6 +53,10 @@ SLICES = {
         lambda x: enp.full((4,), x[pl.program_id(0) + 2, pl.program_id(0) + 3]),
         lambda x: np.full((4,), x[2, 3]),
     ),
+    "flip_columns": (lambda x: enp.flip(x, 1), lambda x: np.flip(x, 1)),
+    "flip_both": (lambda x: enp.flip(x), lambda x: np.flip(x)),
+    "flip_a_vector": (lambda x: enp.flip(x[3]), lambda x: np.flip(x[3])),
+    "flip_a_pair": (lambda x: enp.flip(x[3, 4:6]), lambda x: np.flip(x[3, 4:6])),
     "interleave_by_stack": (
         lambda x: enp.stack([x[:, :8], x[:, 8:]], axis=-1).reshape(8, 16),
         lambda x: np.stack([x[:, :8], x[:, 8:]], axis=-1).reshape(8, 16),

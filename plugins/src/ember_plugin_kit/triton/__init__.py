@@ -18,8 +18,8 @@ kernel and the line, pointing to ``interpret=True``):
 - ``broadcast_in_dim``, reshapes that keep the element order, ``iota``, ``transpose``,
   static slices that pick power-of-two pieces (``x[:, :k]``, ``x[:, k:2k]``, ``x[::2]``,
   ``x[i]``), one element at a traced index (``x[i]``, ``dynamic_slice`` of size 1) and
-  concatenations of 2, 4, 8... equal power-of-two pieces (``tt.split`` / ``tt.join``, see
-  ``slicing``),
+  concatenations of 2, 4, 8... equal power-of-two pieces and ``rev``/``flip`` (``tt.split``
+  / ``tt.join``, see ``slicing``),
   ``reduce_sum/max/min/prod/and/or/xor`` (``tt.reduce``), ``argmax``/``argmin``, 2-D
   ``dot_general`` with every dimension >= 16 (``tt.dot``; f32 in TF32 unless
   ``precision=HIGHEST``);

@@ -7,7 +7,8 @@ it picks whole power-of-two pieces: viewing a dimension of size ``n`` as
 index along the first and one along the last of those axes, and one index of a power-of-two
 axis is reached by halving it with ``tt.split`` (one bit of the index per split). That covers
 ``x[:, :k]``, ``x[:, k:2k]``, ``x[::2]``, ``x[1::2]`` and ``x[i]`` for static ``i``.
-Concatenating 2, 4, 8... equal power-of-two pieces is a tree of ``tt.join``. One element at a
+Concatenating 2, 4, 8... equal power-of-two pieces is a tree of ``tt.join``; reversing
+(``rev``, ``flip``) swaps the halves at every bit of the index. One element at a
 traced index (``dynamic_slice`` of size 1, ``x[i]``) is a select of that element and a max
 along the dimension. Anything else cannot be a register tensor and is refused with the
 Ref-slice form that expresses it.
@@ -190,15 +191,48 @@ def _dynamic_slice(kctx: KernelContext, eqn, x: Value, *starts: Value) -> list:
 
 def join(e: Emitter, x: Value, y: Value, axis: int) -> Value:
     """``x`` followed by ``y`` (of the same shape) along ``axis``."""
-    stacked_shape = (*x.shape, 2)
-    out_type = tensor_type(stacked_shape, element_type(x.dtype))
-    stacked = e.op(f"tt.join {x.name}, {y.name} : {x.type} -> {out_type}", stacked_shape, x.dtype)
+    stacked = _join_last(e, x, y)
     # Element (..., i, ..., b) goes to b * n + i along axis: move b just before the axis.
     rank = len(x.shape)
     order = [*range(axis), rank, *range(axis, rank)]
     stacked = _permute(e, stacked, order)
     merged = (*x.shape[:axis], 2 * x.shape[axis], *x.shape[axis + 1 :])
     return reshape(e, stacked, merged)
+
+
+def _swap_halves(e: Emitter, x: Value, axis: int) -> Value:
+    """``x`` with its two elements along ``axis`` (of size 2) swapped."""
+    if x.shape == (2,):  # a leading 1 keeps the halves tensors (Triton has no 0-d ones)
+        return reshape(e, _swap_halves(e, reshape(e, x, (1, 2)), 1), (2,))
+    rank = len(x.shape)
+    to_last = [*(d for d in range(rank) if d != axis), axis]
+    lo, hi = _split(e, _permute(e, x, to_last))
+    back = [to_last.index(d) for d in range(rank)]
+    return _permute(e, _join_last(e, hi, lo), back)
+
+
+def _join_last(e: Emitter, x: Value, y: Value) -> Value:
+    shape = (*x.shape, 2)
+    out_type = tensor_type(shape, element_type(x.dtype))
+    return e.op(f"tt.join {x.name}, {y.name} : {x.type} -> {out_type}", shape, x.dtype)
+
+
+@rule("rev")
+def _rev(kctx: KernelContext, eqn, x: Value) -> list:
+    # Reversing n = 2**k elements complements every bit of the index: view the axis as k
+    # axes of size 2 and swap the two elements along each.
+    e = kctx.emitter
+    for axis in eqn.params["dimensions"]:
+        n = x.shape[axis]
+        if n == 1:
+            continue
+        bits = n.bit_length() - 1  # n is a power of two, as every Triton tensor's size
+        shape = x.shape
+        x = reshape(e, x, (*shape[:axis], *(2,) * bits, *shape[axis + 1 :]))
+        for bit in range(bits):
+            x = _swap_halves(e, x, axis + bit)
+        x = reshape(e, x, shape)
+    return [x]
 
 
 @rule("concatenate")
