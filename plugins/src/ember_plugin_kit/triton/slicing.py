@@ -1,4 +1,5 @@
-"""Rules that cut values apart and put them together: static ``slice`` and ``concatenate``.
+"""Rules that cut values apart and put them together: ``slice``, ``dynamic_slice`` of one
+element, ``concatenate`` and ``rev``.
 
 Triton has no op that takes a part of a tensor, only ``tt.split`` (a tensor whose last
 dimension is 2 into its two halves) and ``tt.join`` (the inverse). So a slice is lowered when
