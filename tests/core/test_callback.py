@@ -96,6 +96,30 @@ def test_debug_print_refuses_a_format_naming_missing_arguments():
         ember.debug.print(3)
 
 
+def test_debug_print_describes_its_format_for_device_printers():
+    # Compilers that print on the device (Triton's tt.print) read the format from here.
+    def f(x, y):
+        ember.debug.print("a {0} b {1:.2f} s={2} {3} {1} {y} {0!r} end", x, y, "str", 3, y=y)
+
+    closed = ember.make_jaxpr(f)(1.0, jnp.ones(4))
+    (eqn,) = closed.jaxpr.eqns
+    assert eqn.params["callback"].printed == (
+        "a ",
+        (0, ""),
+        " b ",
+        (1, ".2f"),
+        " s=str ",  # a static argument is formatted into the text
+        (2, ""),  # the int 3 is an array operand, as in JAX
+        " ",
+        (1, ""),
+        " ",
+        (None, "y"),  # keywords are printed only on the host
+        " ",
+        (None, "0"),  # so are conversions
+        " end",
+    )
+
+
 def test_effects_are_part_of_the_jaxpr():
     closed = ember.make_jaxpr(lambda x: ember.debug.print("x={}", x, ordered=True))(1.0)
     text = str(closed)

@@ -167,6 +167,74 @@ def masked_sum(x, total):
     )(x, total)
 
 
+# -- a scratch accumulator (scratch_shapes, kept in registers): row blocks of x summed over a
+# loop, doubled by the odd programs, then shifted by one through a run_scoped buffer
+
+
+def scratch_sum_kernel(x_ref, o_ref, acc_ref, *, rows):
+    acc_ref[...] = enp.zeros(acc_ref.shape, enp.float32)
+
+    def step(i, carry):
+        acc_ref[...] += x_ref[pl.ds(i * rows, rows), :]
+        return carry
+
+    lax.fori_loop(0, x_ref.shape[0] // rows, step, 0)
+
+    @pl.when(pl.program_id(0) % 2 == 1)
+    def _():
+        acc_ref[...] = acc_ref[...] * 2.0
+
+    def shifted(tmp_ref):
+        tmp_ref[...] = acc_ref[...] + 1.0
+        return tmp_ref[...]
+
+    o_ref[...] = pl.run_scoped(shifted, _shape(acc_ref.shape))
+
+
+def scratch_sum(x, rows=16, steps=4):
+    cols = x.shape[1]
+    return pl.pallas_call(
+        functools.partial(scratch_sum_kernel, rows=rows),
+        out_shape=_shape((x.shape[0] // steps, cols), x.dtype),
+        grid=(x.shape[0] // (rows * steps),),
+        in_specs=[pl.BlockSpec((rows * steps, cols), lambda i: (i, 0))],
+        out_specs=pl.BlockSpec((rows, cols), lambda i: (i, 0)),
+        scratch_shapes=[_shape((rows, cols))],
+    )(x)
+
+
+def scratch_sum_numpy(x, rows=16, steps=4):
+    sums = x.reshape(-1, steps, rows, x.shape[1]).sum(axis=1)
+    sums[1::2] *= 2
+    return (sums + 1).reshape(-1, x.shape[1])
+
+
+# -- rotary position embedding: slices of a loaded block and a concatenation (rotate-half)
+
+
+def rope_kernel(x_ref, cos_ref, sin_ref, o_ref):
+    x = x_ref[...]
+    half = x.shape[1] // 2
+    rotated = enp.concatenate([-x[:, half:], x[:, :half]], axis=1)
+    o_ref[...] = x * cos_ref[...] + rotated * sin_ref[...]
+
+
+def rope(x, cos, sin, rows=16):
+    spec = pl.BlockSpec((rows, x.shape[1]), lambda i: (i, 0))
+    return pl.pallas_call(
+        rope_kernel,
+        out_shape=_shape(x.shape, x.dtype),
+        grid=(x.shape[0] // rows,),
+        in_specs=[spec, spec, spec],
+        out_specs=spec,
+    )(x, cos, sin)
+
+
+def rope_numpy(x, cos, sin):
+    half = x.shape[1] // 2
+    return x * cos + np.concatenate([-x[:, half:], x[:, :half]], axis=1) * sin
+
+
 def _rng():
     return np.random.default_rng(0)
 
@@ -178,12 +246,17 @@ def cases():
     y = rng.standard_normal((64, 64), dtype=np.float32)
     rows = rng.standard_normal((16, 128), dtype=np.float32)
     q, k, v = rng.standard_normal((3, 64, 32), dtype=np.float32)
+    tall = rng.standard_normal((256, 32), dtype=np.float32)
+    angles = rng.uniform(0, 2 * np.pi, (64, 64)).astype(np.float32)
+    cos, sin = np.cos(angles), np.sin(angles)
     return {
         "add": (add, (a, b), a + b),
         "matmul": (matmul, (x, y), x @ y),
         "softmax": (softmax, (rows,), softmax_numpy(rows)),
         "flash_attention": (flash_attention, (q, k, v), attention_numpy(q, k, v)),
         "masked_sum": (masked_sum, (a, np.ones(1, np.float32)), np.array([1 + a.sum()])),
+        "scratch_sum": (scratch_sum, (tall,), scratch_sum_numpy(tall)),
+        "rope": (rope, (x, cos, sin), rope_numpy(x, cos, sin)),
     }
 
 

@@ -319,6 +319,16 @@ class Interpreter:
                 int(i) for i in str(op.attributes["order"]).split(":")[1].rstrip(">").split(",")
             ]
             return [np.transpose(args[0], order)]
+        if name == "tt.split":
+            return [args[0][..., 0], args[0][..., 1]]
+        if name == "tt.join":
+            return [np.stack([args[0], args[1]], axis=-1)]
+        if name == "tt.print":
+            # As CUDA's printf from Triton: the program, the text, then the values.
+            prefix = str(op.attributes["prefix"]).strip('"')
+            values = " ".join(np.array2string(np.asarray(a)) for a in args)
+            print(f"pid {self.program} {prefix}{values}")
+            return []
         if name == "tt.addptr":
             return [Pointers(args[0].buffer, np.asarray(args[0].offsets) + args[1])]
         if name == "tt.load":

@@ -162,8 +162,46 @@ def debug_print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> N
         sys.stdout.write(fmt.format(*call_args, **call_kwargs) + "\n")
         return []
 
-    host = HostCallable(show, "debug.print", errors.where())
+    printed = _printed_pieces(fmt, args, dynamic)
+    host = HostCallable(show, "debug.print", errors.where(), printed)
     debug_callback_p.bind(*arrays, callback=host, result_avals=(), ordered=bool(ordered))
+
+
+def _printed_pieces(fmt: str, args: tuple, dynamic: list[bool]) -> tuple[Any, ...]:
+    """``fmt`` as ``HostCallable.printed`` describes it: literal text (static arguments
+    formatted in) and ``(operand, spec)`` where an array operand goes."""
+    # Where each positional argument's leaves start among all leaves (kwargs come after).
+    starts, count = [], 0
+    for arg in args:
+        starts.append(count)
+        count += len(tree_flatten(arg)[0])
+    pieces: list[Any] = []
+    auto = 0
+
+    def text(literal: str) -> None:  # adjacent literal text is one piece
+        if pieces and isinstance(pieces[-1], str):
+            pieces[-1] += literal
+        elif literal:
+            pieces.append(literal)
+
+    for literal, field, spec, conversion in string.Formatter().parse(fmt):
+        text(literal)
+        if field is None:
+            continue
+        key = field.split(".")[0].split("[")[0]
+        plain = key == field and not conversion
+        if key == "":
+            key, auto = str(auto), auto + 1
+        leaves = tree_flatten(args[int(key)])[0] if key.isdigit() else None
+        if leaves is None or not plain:
+            pieces.append((None, field))  # a keyword, attribute, item or !r: host only
+        elif len(leaves) == 1 and dynamic[starts[int(key)]]:
+            pieces.append((sum(dynamic[: starts[int(key)]]), spec or ""))
+        elif not any(dynamic[starts[int(key)] : starts[int(key)] + len(leaves)]):
+            text(format(args[int(key)], spec or ""))
+        else:
+            pieces.append((None, field))  # a pytree holding arrays
+    return tuple(pieces)
 
 
 def _check_format(fmt: str, args: tuple, kwargs: dict) -> None:

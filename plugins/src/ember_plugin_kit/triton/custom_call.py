@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ember_plugin_kit.triton.bytecode import to_bytecode
+from ember_plugin_kit.triton.emitter import bytes_literal
 from ember_plugin_kit.triton.lowering import TritonKernel, lower_kernel
 
 CUSTOM_CALL_TARGET = "__gpu$xla.gpu.triton"
@@ -38,17 +39,6 @@ def triton_params(compiler_params: Mapping[str, Any] | None) -> tuple[int, int]:
         return int(value)
 
     return read("num_warps", DEFAULT_NUM_WARPS), read("num_stages", DEFAULT_NUM_STAGES)
-
-
-def bytes_literal(data: bytes) -> str:
-    """``data`` as an MLIR string literal (bytes other than printable ASCII as ``\\XX``)."""
-    parts = []
-    for byte in data:
-        if 0x20 <= byte < 0x7F and byte not in (0x22, 0x5C):  # not '"' or '\\'
-            parts.append(chr(byte))
-        else:
-            parts.append(f"\\{byte:02X}")
-    return '"' + "".join(parts) + '"'
 
 
 def _row_major_layouts(avals: Sequence[Any]) -> str:

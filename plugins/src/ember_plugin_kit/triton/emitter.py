@@ -117,6 +117,17 @@ def scalar_literal(value, dtype: np.dtype) -> str:
     return str(int(signed))
 
 
+def bytes_literal(data: bytes) -> str:
+    """``data`` as an MLIR string literal (bytes other than printable ASCII as ``\\XX``)."""
+    parts = []
+    for byte in data:
+        if 0x20 <= byte < 0x7F and byte not in (0x22, 0x5C):  # not '"' or '\\'
+            parts.append(chr(byte))
+        else:
+            parts.append(f"\\{byte:02X}")
+    return '"' + "".join(parts) + '"'
+
+
 class Emitter:
     """The lines of one function body, with fresh SSA names and the current indentation."""
 

@@ -25,8 +25,8 @@ class SliceEntry:
 
 
 def entries(indexer: Any, dynamic: Sequence[Any], shape: Sequence[int]) -> list[Any]:
-    """The indexer's entries with their dynamic parts filled in: a ``SliceEntry`` or a scalar
-    index (an int or a Value) per Ref dimension."""
+    """The indexer's entries with their dynamic parts filled in: a ``SliceEntry``, a scalar
+    index (an int or a Value) or an integer array (a Value) per Ref dimension."""
     if tuple(indexer.shape) != tuple(shape):
         raise ValueError(f"an indexer for shape {indexer.shape} used on a Ref of shape {shape}")
     values = iter(dynamic)
@@ -38,11 +38,8 @@ def entries(indexer: Any, dynamic: Sequence[Any], shape: Sequence[int]) -> list[
         elif kind == "slice":
             _, start, size, stride = entry
             result.append(SliceEntry(next(values) if start is None else start, size, stride))
-        else:
-            raise NotImplementedError(
-                "indexing a Ref with an integer array is not supported by the Triton lowering; "
-                "use interpret=True"
-            )
+        else:  # ("array",): an integer array, a gather or scatter
+            result.append(next(values))
     return result
 
 

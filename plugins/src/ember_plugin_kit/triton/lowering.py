@@ -23,15 +23,16 @@ from ember_plugin_kit.triton import (
     control_flow as control_flow,
     grid as grid_axes,
     memory as memory,
+    printing as printing,
     reductions as reductions,
+    scratch as scratch,
     shapes as shapes,
+    slicing as slicing,
 )
 from ember_plugin_kit.triton.context import KernelContext
-from ember_plugin_kit.triton.emitter import INDEX_DTYPE, Pointer, Value, memory_element_type
-from ember_plugin_kit.triton.refs import BlockDim, RefBlock
+from ember_plugin_kit.triton.emitter import Pointer, Value, memory_element_type
+from ember_plugin_kit.triton.refs import BlockDim, RefBlock, offset_dtype
 from ember_plugin_kit.triton.tensors import convert
-
-_MAX_ELEMENTS = 2**31
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,8 @@ def kernel_name(name: str) -> str:
 def _times(kctx: KernelContext, x: Value, k: int) -> Value:
     if k == 1:
         return x
-    factor = kctx.emitter.constant(k, INDEX_DTYPE)
-    return kctx.emitter.op(f"arith.muli {x.name}, {factor.name} : i32", (), INDEX_DTYPE)
+    factor = kctx.emitter.constant(k, x.dtype)
+    return kctx.emitter.op(f"arith.muli {x.name}, {factor.name} : {x.type}", (), x.dtype)
 
 
 def _ref_block(
@@ -71,20 +72,21 @@ def _ref_block(
             f"Pallas kernel {kctx.name!r}: block shape {block_shape} and an index map with "
             f"{len(block_indices)} results for an array of shape {array_shape}"
         )
+    dtype = offset_dtype(math.prod(array_shape))
     dims = []
     squeezed = None
     for d, (size, index) in enumerate(zip(block_shape, block_indices)):
         stride = math.prod(array_shape[d + 1 :])
-        index = convert(e, index, INDEX_DTYPE)
+        index = convert(e, index, dtype)
         if size is None:  # squeezed: the kernel sees one index of this dimension
             term = _times(kctx, index, stride)
             if squeezed is not None:
-                term = e.op(f"arith.addi {squeezed.name}, {term.name} : i32", (), INDEX_DTYPE)
+                term = e.op(f"arith.addi {squeezed.name}, {term.name} : {term.type}", (), dtype)
             squeezed = term
         else:
             start = _times(kctx, index, int(size))
             dims.append(BlockDim(int(size), start, array_shape[d], stride))
-    return RefBlock(pointer, tuple(dims), squeezed)
+    return RefBlock(pointer, tuple(dims), squeezed, dtype)
 
 
 def lower_kernel(call: Any) -> TritonKernel:
@@ -94,28 +96,19 @@ def lower_kernel(call: Any) -> TritonKernel:
     kctx = KernelContext(name, call.grid)
     kernel = call.kernel
     mappings = list(call.block_mappings)
-    refs_in = kernel.jaxpr.invars
-    if len(refs_in) != len(mappings):
-        scratch = len(refs_in) - len(mappings)
-        raise NotImplementedError(
-            f"Pallas kernel {name!r} has {scratch} scratch operands, which the Triton lowering "
-            "does not support; use interpret=True"
-        )
-    for mapping in mappings:
-        # Offsets are i32 (as Triton's own are by default): a larger array would wrap.
-        if math.prod(mapping.array_aval.shape) >= _MAX_ELEMENTS:
-            raise NotImplementedError(
-                f"Pallas kernel {name!r}: {mapping.origin} has "
-                f"{math.prod(mapping.array_aval.shape)} elements; the Triton lowering addresses "
-                f"arrays of fewer than 2**31; use interpret=True"
-            )
+    scratch_avals = [v.aval for v in kernel.jaxpr.invars[len(mappings) :]]
     pointers = [
         Pointer(f"%arg{i}", (), np.dtype(m.array_aval.dtype)) for i, m in enumerate(mappings)
     ]
     e = kctx.emitter
     kctx.program_ids = grid_axes.program_ids(e, call.grid)
     blocks = [_ref_block(kctx, p, m, kctx.program_ids) for p, m in zip(pointers, mappings)]
-    kctx.lower_closed(kernel, blocks)
+    # scratch_shapes: Refs the kernel gets after its outputs, kept in registers
+    scratch_refs = [
+        scratch.new_scratch(kctx, aval, f"scratch operand {i}")
+        for i, aval in enumerate(scratch_avals)
+    ]
+    kctx.lower_closed(kernel, [*blocks, *scratch_refs])
     e.line("tt.return")
     params = ", ".join(
         f"{p.name}: !tt.ptr<{memory_element_type(p.dtype)}> {{tt.divisibility = 16 : i32}}"

@@ -11,11 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from ember_plugin_kit.triton import indexing
+from ember_plugin_kit.triton import indexing, scratch
 from ember_plugin_kit.triton.arithmetic import kind_index
 from ember_plugin_kit.triton.context import KernelContext, rule
 from ember_plugin_kit.triton.emitter import INDEX_DTYPE, Value, is_float
 from ember_plugin_kit.triton.refs import Addresses, RefBlock, addresses
+from ember_plugin_kit.triton.scratch import RegisterRef
 from ember_plugin_kit.triton.tensors import broadcast_to, convert
 
 _BYTE = np.dtype(np.int8)  # a bool in memory
@@ -59,17 +60,27 @@ def store(kctx: KernelContext, at: Addresses, value: Value, mask: Value | None =
 
 
 def _at(kctx: KernelContext, eqn, ref: RefBlock, dynamic) -> Addresses:
+    if isinstance(ref, RegisterRef):
+        raise kctx.fail(
+            eqn.primitive.name,
+            "a scratch Ref: the Triton lowering keeps scratch in registers, which take only "
+            "whole-Ref reads and writes (ref[...]), not masked or atomic accesses",
+        )
     entries = indexing.entries(eqn.params["indexer"], dynamic, ref.shape)
     return addresses(kctx.emitter, ref, entries)
 
 
 @rule("get")
 def _get(kctx: KernelContext, eqn, ref: RefBlock, *dynamic) -> list:
+    if isinstance(ref, RegisterRef):
+        return scratch.read(kctx, eqn, ref, dynamic)
     return [load(kctx, _at(kctx, eqn, ref, dynamic))]
 
 
 @rule("swap")
 def _swap(kctx: KernelContext, eqn, ref: RefBlock, value: Value, *dynamic) -> list:
+    if isinstance(ref, RegisterRef):
+        return scratch.write(kctx, eqn, ref, value, dynamic)
     at = _at(kctx, eqn, ref, dynamic)
     old = load(kctx, at)  # Triton drops the load when the old value is unused
     store(kctx, at, value)
@@ -78,6 +89,8 @@ def _swap(kctx: KernelContext, eqn, ref: RefBlock, value: Value, *dynamic) -> li
 
 @rule("addupdate")
 def _addupdate(kctx: KernelContext, eqn, ref: RefBlock, value: Value, *dynamic) -> list:
+    if isinstance(ref, RegisterRef):
+        return scratch.accumulate(kctx, eqn, ref, value, dynamic)
     e = kctx.emitter
     at = _at(kctx, eqn, ref, dynamic)
     old = load(kctx, at)

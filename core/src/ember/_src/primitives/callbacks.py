@@ -50,14 +50,27 @@ class HostCallable:
 
     ``name`` says which callback it is in errors and printed jaxprs; ``where`` is the user's
     line that made it. Compared by identity: each call of ``pure_callback`` & co. makes one.
+
+    ``printed`` is set for ``debug.print`` only, for compilers that print on the device
+    (Triton's ``tt.print``) instead of calling back: the text in pieces, each a literal str
+    (static arguments already formatted into it) or ``(operand, spec)``: the ``operand``-th
+    array operand printed with the format ``spec`` ("" for a plain ``{}``; operand None: a
+    field the device cannot print, such as a keyword or pytree argument).
     """
 
-    __slots__ = ("fun", "__name__", "where")
+    __slots__ = ("fun", "__name__", "where", "printed")
 
-    def __init__(self, fun: Callable[..., Sequence[Any]], name: str, where: str):
+    def __init__(
+        self,
+        fun: Callable[..., Sequence[Any]],
+        name: str,
+        where: str,
+        printed: tuple[Any, ...] | None = None,
+    ):
         self.fun = fun
         self.__name__ = name
         self.where = where
+        self.printed = printed
 
     def __call__(self, *args: Any) -> Sequence[Any]:
         return self.fun(*args)
