@@ -10,14 +10,13 @@ dist-info written from ``plugin_cuda/pyproject.toml`` (its real entry point).
 from __future__ import annotations
 
 import pathlib
-import shutil
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from tests.plugin_cuda.util import FAKE_DRIVER_SOURCE, PLUGIN_SRC, project
+from tests.plugin_cuda.util import FAKE_DRIVER_SOURCE, PLUGIN, PLUGIN_SRC
+from tests.plugin_support import compile_shared_library
 
 try:
     import ember_plugin_cuda  # noqa: F401 - installed (the cuda tox env)
@@ -31,39 +30,15 @@ from ember import config
 
 @pytest.fixture(scope="session")
 def installed_plugin(tmp_path_factory) -> pathlib.Path:
-    """A directory that makes ``ember-plugin-cuda`` look installed: a dist-info with the
-    name, version and entry points of pyproject.toml."""
-    meta = project()
-    root = tmp_path_factory.mktemp("site")
-    info = root / f"ember_plugin_cuda-{meta['version']}.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {meta['name']}\nVersion: {meta['version']}\n"
-    )
-    groups = meta["entry-points"]
-    (info / "entry_points.txt").write_text(
-        "".join(
-            f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in points.items())
-            for group, points in groups.items()
-        )
-    )
-    return root
+    """A directory that makes ``ember-plugin-cuda`` look installed (its real entry point)."""
+    return PLUGIN.install_site(tmp_path_factory.mktemp("site"))
 
 
 @pytest.fixture(scope="session")
 def fake_driver_dir(tmp_path_factory) -> pathlib.Path:
     """A directory holding a stand-in ``libcuda.so.1`` (compiled here; skipped without cc)."""
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        pytest.skip("no C compiler to build the stand-in NVIDIA driver")
     root = tmp_path_factory.mktemp("driver")
-    source = root / "fake_cuda.c"
-    source.write_text(FAKE_DRIVER_SOURCE)
-    subprocess.run(
-        [compiler, "-shared", "-fPIC", "-o", str(root / "libcuda.so.1"), str(source)],
-        check=True,
-        timeout=120,
-    )
+    compile_shared_library(root, "libcuda.so.1", FAKE_DRIVER_SOURCE)
     return root
 
 

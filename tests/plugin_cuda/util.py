@@ -3,16 +3,14 @@ driver's source, and running Python with the plugin installed."""
 
 from __future__ import annotations
 
-import os
 import pathlib
 import subprocess
-import sys
 
-import tomllib
+from tests.plugin_support import REPO, PluginProject
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-PLUGIN_ROOT = REPO / "plugin_cuda"
-PLUGIN_SRC = PLUGIN_ROOT / "src"
+PLUGIN = PluginProject("plugin_cuda")
+PLUGIN_ROOT, PLUGIN_SRC = PLUGIN.root, PLUGIN.src
+__all__ = ["REPO", "PLUGIN_ROOT", "PLUGIN_SRC", "FAKE_DRIVER_SOURCE", "project", "run_ember"]
 
 # The stand-in for libcuda.so.1: the driver API calls the plugin makes, answering what the
 # FAKE_CUDA_* environment variables say (a driver for CUDA 12.9 with one GPU by default).
@@ -49,8 +47,7 @@ int cuGetErrorString(int status, const char **text) {
 
 
 def project() -> dict:
-    with open(PLUGIN_ROOT / "pyproject.toml", "rb") as f:
-        return tomllib.load(f)["project"]
+    return PLUGIN.project()
 
 
 def run_ember(
@@ -64,19 +61,11 @@ def run_ember(
     """``python ARGS`` with the plugin installed through ``site`` (the ``installed_plugin``
     fixture; None: as this environment has it) and, when given, the stand-in driver found
     first on the library path. ``EMBER_*`` variables come only from ``env``."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("EMBER_", "FAKE_CUDA"))}
-    if site is not None:
-        path = [str(site), str(PLUGIN_SRC), *filter(None, [os.environ.get("PYTHONPATH")])]
-        environ["PYTHONPATH"] = os.pathsep.join(path)
-    if driver_dir is not None:
-        library_path = [str(driver_dir), *filter(None, [os.environ.get("LD_LIBRARY_PATH")])]
-        environ["LD_LIBRARY_PATH"] = os.pathsep.join(library_path)
-    environ.update(env)
-    return subprocess.run(
-        [sys.executable, *code_or_args],
-        capture_output=True,
-        text=True,
+    return PLUGIN.run_python(
+        code_or_args,
+        site,
         timeout=timeout,
-        env=environ,
-        cwd=REPO,
+        drop_variables=("EMBER_", "FAKE_CUDA"),
+        library_dirs=(driver_dir,) if driver_dir is not None else (),
+        **env,
     )

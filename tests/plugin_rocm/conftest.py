@@ -10,13 +10,12 @@ dist-info written from ``plugin_rocm/pyproject.toml`` (its real entry point).
 from __future__ import annotations
 
 import pathlib
-import shutil
-import subprocess
 import sys
 
 import pytest
 
-from tests.plugin_rocm.util import FAKE_HIP_SOURCE, PLUGIN_SRC, project
+from tests.plugin_rocm.util import FAKE_HIP_SOURCE, PLUGIN, PLUGIN_SRC
+from tests.plugin_support import compile_shared_library
 
 try:
     import ember_plugin_rocm  # noqa: F401 - installed (the rocm tox env)
@@ -30,42 +29,18 @@ from ember import config
 
 @pytest.fixture(scope="session")
 def installed_plugin(tmp_path_factory) -> pathlib.Path:
-    """A directory that makes ``ember-plugin-rocm`` look installed: a dist-info with the
-    name, version and entry points of pyproject.toml."""
-    meta = project()
-    root = tmp_path_factory.mktemp("site")
-    info = root / f"ember_plugin_rocm-{meta['version']}.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {meta['name']}\nVersion: {meta['version']}\n"
-    )
-    groups = meta["entry-points"]
-    (info / "entry_points.txt").write_text(
-        "".join(
-            f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in points.items())
-            for group, points in groups.items()
-        )
-    )
-    return root
+    """A directory that makes ``ember-plugin-rocm`` look installed (its real entry point)."""
+    return PLUGIN.install_site(tmp_path_factory.mktemp("site"))
 
 
 @pytest.fixture(scope="session")
 def compile_library(tmp_path_factory):
-    """``compile_library(name, source, *flags)``: a shared library built with the C compiler
-    (the tests using it skip without one); returns its path."""
-    compiler = shutil.which("cc") or shutil.which("gcc")
+    """``compile_library(name, source, *flags, directory=...)``: a shared library built with
+    the C compiler (the tests using it skip without one); returns its path."""
     root = tmp_path_factory.mktemp("libraries")
 
     def build(name: str, source: str, *flags: str, directory: pathlib.Path = root) -> pathlib.Path:
-        if compiler is None:
-            pytest.skip("no C compiler to build stand-in libraries")
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / name
-        source_file = directory / f"{name}.c"
-        source_file.write_text(source)
-        command = [compiler, "-shared", "-fPIC", "-o", str(path), str(source_file), *flags]
-        subprocess.run(command, check=True, timeout=120, capture_output=True)
-        return path
+        return compile_shared_library(directory, name, source, *flags)
 
     return build
 

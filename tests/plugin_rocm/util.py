@@ -3,16 +3,14 @@ source, and running Python with the plugin installed."""
 
 from __future__ import annotations
 
-import os
 import pathlib
 import subprocess
-import sys
 
-import tomllib
+from tests.plugin_support import REPO, PluginProject
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-PLUGIN_ROOT = REPO / "plugin_rocm"
-PLUGIN_SRC = PLUGIN_ROOT / "src"
+PLUGIN = PluginProject("plugin_rocm")
+PLUGIN_ROOT, PLUGIN_SRC = PLUGIN.root, PLUGIN.src
+__all__ = ["REPO", "PLUGIN_ROOT", "PLUGIN_SRC", "FAKE_HIP_SOURCE", "project", "run_ember"]
 
 # The stand-in for libamdhip64.so.7: the HIP calls the probe makes, answering what the
 # FAKE_HIP_* environment variables say (HIP 7.0.51831 with one GPU by default).
@@ -42,8 +40,7 @@ const char *hipGetErrorString(int status) {
 
 
 def project() -> dict:
-    with open(PLUGIN_ROOT / "pyproject.toml", "rb") as f:
-        return tomllib.load(f)["project"]
+    return PLUGIN.project()
 
 
 def run_ember(
@@ -51,16 +48,6 @@ def run_ember(
 ) -> subprocess.CompletedProcess:
     """``python ARGS`` with the plugin installed through ``site`` (the ``installed_plugin``
     fixture; None: as this environment has it). ``EMBER_*`` variables come only from ``env``."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("EMBER_", "FAKE_HIP"))}
-    if site is not None:
-        path = [str(site), str(PLUGIN_SRC), *filter(None, [os.environ.get("PYTHONPATH")])]
-        environ["PYTHONPATH"] = os.pathsep.join(path)
-    environ.update(env)
-    return subprocess.run(
-        [sys.executable, *code_or_args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=environ,
-        cwd=REPO,
+    return PLUGIN.run_python(
+        code_or_args, site, timeout=timeout, drop_variables=("EMBER_", "FAKE_HIP"), **env
     )
