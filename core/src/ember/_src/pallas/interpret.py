@@ -4,7 +4,10 @@ The kernel's Refs are discharged (``discharge_state``) into a function from bloc
 new block values, and the grid becomes a loop. Each step finds every operand's block from
 its index map, cuts it out with ``dynamic_slice``, runs the discharged kernel with the
 step's grid indices in place of ``program_id``, and writes the blocks back with
-``dynamic_update_slice``. The same traced loop is lowered to StableHLO (``cpu`` and every
+``dynamic_update_slice``. The grid's *parallel* axes (each output block written by exactly
+one of their points) are not looped over: every step runs all their points at once, batched
+with ``vmap`` (``parallel_grid.py``), so XLA fuses across them and uses its threads; only
+the axes along which an output block is revisited (a reduction) stay a loop. The same traced loop is lowered to StableHLO (``cpu`` and every
 other platform without a native kernel compiler) and evaluated with NumPy (``reference``).
 
 What the kernel sees where it has not written:
