@@ -7,8 +7,9 @@ step's grid indices in place of ``program_id``, and writes the blocks back with
 ``dynamic_update_slice``. The grid's *parallel* axes (each output block written by exactly
 one of their points) are not looped over: every step runs all their points at once, batched
 with ``vmap`` (``parallel_grid.py``), so XLA fuses across them and uses its threads; only
-the axes along which an output block is revisited (a reduction) stay a loop. The same traced loop is lowered to StableHLO (``cpu`` and every
-other platform without a native kernel compiler) and evaluated with NumPy (``reference``).
+the axes along which an output block is revisited (a reduction) stay a loop. The same traced
+program is lowered to StableHLO (``cpu`` and every other platform without a native kernel
+compiler) and evaluated with NumPy (``reference``).
 
 What the kernel sees where it has not written:
 
