@@ -75,22 +75,26 @@ def test_writes_to_an_input_block_persist_to_later_grid_steps():
     np.testing.assert_array_equal(x, [0, 0])  # the caller's array is never changed
 
 
-def test_the_interpret_loop_is_one_while_loop():
+def test_a_parallel_grid_is_one_batched_step_and_a_reduction_axis_one_while_loop():
     def kernel(x_ref, o_ref):
         o_ref[...] = x_ref[...] * 2
 
-    spec = pl.BlockSpec((4,), lambda i: (i,))
-    call = pl.pallas_call(
-        kernel,
-        out_shape=ember.ShapeDtypeStruct((16,), F32),
-        grid=(4,),
-        in_specs=[spec],
-        out_specs=spec,
-        interpret=True,
-    )
-    (eqn,) = ember.make_jaxpr(call)(np.zeros(16, F32)).jaxpr.eqns
-    loop = interpret_jaxpr(eqn.params["call"], [eqn.invars[0].aval])
-    assert [e.primitive.name for e in loop.jaxpr.eqns].count("while") == 1
+    def loops(grid, index_map):
+        spec = pl.BlockSpec((4,), index_map)
+        call = pl.pallas_call(
+            kernel,
+            out_shape=ember.ShapeDtypeStruct((16,), F32),
+            grid=grid,
+            in_specs=[spec],
+            out_specs=spec,
+            interpret=True,
+        )
+        (eqn,) = ember.make_jaxpr(call)(np.zeros(16, F32)).jaxpr.eqns
+        loop = interpret_jaxpr(eqn.params["call"], [eqn.invars[0].aval])
+        return [e.primitive.name for e in loop.jaxpr.eqns].count("while")
+
+    assert loops((4,), lambda i: (i,)) == 0  # every block written by one point
+    assert loops((4, 3), lambda i, k: (i,)) == 1  # k revisits the block: loop over k
 
 
 @pytest.fixture

@@ -4,8 +4,12 @@ The kernel's Refs are discharged (``discharge_state``) into a function from bloc
 new block values, and the grid becomes a loop. Each step finds every operand's block from
 its index map, cuts it out with ``dynamic_slice``, runs the discharged kernel with the
 step's grid indices in place of ``program_id``, and writes the blocks back with
-``dynamic_update_slice``. The same traced loop is lowered to StableHLO (``cpu`` and every
-other platform without a native kernel compiler) and evaluated with NumPy (``reference``).
+``dynamic_update_slice``. The grid's *parallel* axes (each output block written by exactly
+one of their points) are not looped over: every step runs all their points at once, batched
+with ``vmap`` (``parallel_grid.py``), so XLA fuses across them and uses its threads; only
+the axes along which an output block is revisited (a reduction) stay a loop. The same traced
+program is lowered to StableHLO (``cpu`` and every other platform without a native kernel
+compiler) and evaluated with NumPy (``reference``).
 
 What the kernel sees where it has not written:
 
@@ -24,6 +28,7 @@ in JAX's interpreter; they are not visible outside the call.
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -33,10 +38,11 @@ import numpy as np
 from ember._src.core import ShapedArray
 from ember._src.interpreters.discharge import discharge_state
 from ember._src.interpreters.staging import trace_to_jaxpr
-from ember._src.ir import ClosedJaxpr, Literal, Var
+from ember._src.ir import ClosedJaxpr
 from ember._src.lax.slicing import dynamic_slice, dynamic_update_slice, full
 from ember._src.pallas.core import BlockMapping, PallasCall
-from ember._src.pallas.primitives import num_programs_p, program_id_p
+from ember._src.pallas.kernel_eval import block_starts, evaluate_kernel
+from ember._src.pallas.parallel_grid import batched_scratch, parallel_axes, run_batched_step
 from ember._src.primitives.control_flow.loops import while_loop
 from ember._src.primitives.shape import reshape
 from ember._src.primitives.slicing import pad, slice_op
@@ -74,8 +80,10 @@ def interpret_jaxpr(call: PallasCall, in_avals: Sequence[ShapedArray]) -> Closed
     return found
 
 
-def interpret(call: PallasCall, args: Sequence[Any]) -> list[Any]:
-    """The outputs of ``call`` on ``args``, computed by looping over the grid."""
+def interpret(call: PallasCall, args: Sequence[Any], *, batch_parallel: bool = True) -> list[Any]:
+    """The outputs of ``call`` on ``args``, computed by looping over the grid: its parallel
+    axes as one batched step inside each step of the loop over the others
+    (``parallel_grid.py``), unless ``batch_parallel`` is False."""
     kernel = discharge_state(call.kernel)
     aliased = {out: inp for inp, out in call.input_output_aliases}
     outs = [
@@ -83,13 +91,23 @@ def interpret(call: PallasCall, args: Sequence[Any]) -> list[Any]:
         for i, m in enumerate(call.out_block_mappings)
     ]
     arrays = [_padded(x, m) for x, m in zip([*args, *outs], call.block_mappings)]
-    scratch = [uninitialized_value(aval) for aval in call.scratch_avals]
     written = _written_refs(kernel, len(call.block_mappings))
+    axes = parallel_axes(call, kernel, written) if batch_parallel else ()
+    scratch = [uninitialized_value(aval) for aval in call.scratch_avals]
+    if axes:
+        scratch = [batched_scratch(x, axes, call.grid) for x in scratch]
+    loop_axes = [a for a in range(len(call.grid)) if a not in axes]
 
-    def step(grid_indices: Sequence[Any], arrays: list[Any], scratch: list[Any]) -> list[Any]:
-        starts = [_block_starts(m, grid_indices) for m in call.block_mappings]
+    def step(loop_indices: Sequence[Any], arrays: list[Any], scratch: list[Any]) -> list[Any]:
+        if axes:
+            at = dict(zip(loop_axes, loop_indices))
+            new_arrays, new_scratch = run_batched_step(
+                call, kernel, axes, written, at, arrays, scratch
+            )
+            return [*new_arrays, *new_scratch]
+        starts = [block_starts(m, loop_indices) for m in call.block_mappings]
         blocks = [_read_block(x, m, s) for x, m, s in zip(arrays, call.block_mappings, starts)]
-        new_values = evaluate_kernel(kernel, call.grid, grid_indices, [*blocks, *scratch])
+        new_values = evaluate_kernel(kernel, call.grid, loop_indices, [*blocks, *scratch])
         new_blocks = new_values[: len(blocks)]
         new_arrays = [
             _write_block(x, m, s, b) if w else x
@@ -97,10 +115,11 @@ def interpret(call: PallasCall, args: Sequence[Any]) -> list[Any]:
         ]
         return [*new_arrays, *new_values[len(blocks) :]]
 
-    n = call.num_iterations
+    loop_grid = tuple(call.grid[a] for a in loop_axes)
+    n = math.prod(loop_grid) if call.num_iterations else 0
     carry = [*arrays, *scratch]
     if n == 1:
-        carry = step([np.int32(0)] * len(call.grid), arrays, scratch)
+        carry = step([np.int32(0)] * len(loop_grid), arrays, scratch)
     elif n > 1:
 
         def cond(state: list[Any]) -> Any:
@@ -108,8 +127,8 @@ def interpret(call: PallasCall, args: Sequence[Any]) -> list[Any]:
 
         def body(state: list[Any]) -> list[Any]:
             i, *rest = state
-            grid_indices = _unravel(i, call.grid)
-            values = step(grid_indices, rest[: len(arrays)], rest[len(arrays) :])
+            loop_indices = _unravel(i, loop_grid)
+            values = step(loop_indices, rest[: len(arrays)], rest[len(arrays) :])
             return [i + np.int32(1), *values]
 
         carry = while_loop(cond, body, [np.int32(0), *carry])[1:]
@@ -134,39 +153,7 @@ def _written_refs(kernel: ClosedJaxpr, count: int) -> list[bool]:
     return [final is not invar for final, invar in zip(finals[:count], jaxpr.invars[:count])]
 
 
-def evaluate_kernel(
-    kernel: ClosedJaxpr, grid: tuple[int, ...], grid_indices: Sequence[Any], values: list[Any]
-) -> list[Any]:
-    """Evaluate the discharged kernel on the current trace, with ``program_id`` replaced by
-    the step's grid indices (the kernel binds it only at its top level)."""
-    jaxpr = kernel.jaxpr
-    env: dict[Var, Any] = dict(zip(jaxpr.constvars, kernel.consts))
-    env.update(zip(jaxpr.invars, values))
-
-    def read(atom: Any) -> Any:
-        return atom.val if type(atom) is Literal else env[atom]
-
-    for eqn in jaxpr.eqns:
-        if eqn.primitive is program_id_p:
-            outs = [grid_indices[eqn.params["axis"]]]
-        elif eqn.primitive is num_programs_p:
-            outs = [np.int32(grid[eqn.params["axis"]])]
-        else:
-            result = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
-            outs = result if eqn.primitive.multiple_results else [result]
-        env.update(zip(eqn.outvars, outs))
-    return [read(v) for v in jaxpr.outvars]
-
-
 # -- blocks ------------------------------------------------------------------------------------
-
-
-def _block_starts(mapping: BlockMapping, grid_indices: Sequence[Any]) -> list[Any]:
-    block_indices = evaluate_kernel(mapping.index_map, (), grid_indices, list(grid_indices))
-    return [
-        index if size is None else index * np.int32(size)
-        for index, size in zip(block_indices, mapping.block_shape)
-    ]
 
 
 def _read_block(array: Any, mapping: BlockMapping, starts: list[Any]) -> Any:

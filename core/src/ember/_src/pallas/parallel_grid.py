@@ -1,0 +1,266 @@
+"""The parallel axes of a kernel's grid, run as one batched step instead of a loop.
+
+A grid axis is *parallel* when visiting its points in any order (or all at once) gives the
+same outputs as the row-major loop: every output's index map passes that grid index straight
+through to one block dimension (so distinct values of the axis write distinct blocks) and
+no other block dimension depends on it, the axis fits inside the array (no clamped, repeated
+block), the kernel writes none of its inputs and no output is aliased to an input. The other
+axes (a reduction axis that an output ignores, such as matmul's ``k`` where
+``pl.when(k == 0)`` initialises the accumulator) stay *sequential*: interpret mode loops over
+them and runs every parallel point at once inside each step, under ``vmap`` with
+``program_id`` batched.
+
+Blocks are moved without gathers where they tile the array: a block dimension indexed by a
+parallel axis is one slice of ``grid size x block size`` elements, split and transposed so the
+parallel axes lead (outputs are written back the same way, with one ``dynamic_update_slice``).
+An input whose index map mixes a parallel axis into a computed index is sliced per grid point
+inside the batched step (a gather).
+
+Scratch buffers get one copy per parallel point, carried along the sequential axes. A kernel
+that reads scratch before writing it at a grid point sees uninitialised values, as on
+hardware that runs parallel points on different cores, where the sequential loop would have
+shown the previous point's leftovers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ember._src import rules
+from ember._src.ir import ClosedJaxpr, Jaxpr, Literal
+from ember._src.lax.slicing import dynamic_slice, dynamic_update_slice
+from ember._src.pallas.core import BlockMapping, PallasCall
+from ember._src.pallas.kernel_eval import block_starts, evaluate_kernel
+from ember._src.pallas.primitives import num_programs_p, program_id_p
+from ember._src.primitives.shape import broadcast_in_dim, reshape, transpose
+from ember._src.transforms.vmap import vmap
+
+_INT32 = np.dtype(np.int32)
+
+# The hint JAX's TPU compiler params carry (``dimension_semantics``): an axis marked
+# "arbitrary" must run in order even when its index maps would allow otherwise.
+_SEQUENTIAL_HINTS = ("arbitrary", "sequential")
+
+
+def parallel_axes(call: PallasCall, kernel: ClosedJaxpr, written: Sequence[bool]) -> tuple:
+    """The grid axes of ``call`` that may run as one batched step (see the module doc);
+    ``kernel`` is its discharged kernel and ``written`` says which Refs it changes."""
+    if call.input_output_aliases or any(written[: call.num_inputs]):
+        return ()
+    if not call.out_block_mappings or not _batchable(kernel.jaxpr):
+        return ()
+    hinted = _hinted_sequential(call)
+    axes = []
+    for axis, size in enumerate(call.grid):
+        if size > 1 and axis not in hinted:
+            if all(_tiled_dim(m, axis, call.grid) is not None for m in call.out_block_mappings):
+                axes.append(axis)
+    return tuple(axes)
+
+
+def _hinted_sequential(call: PallasCall) -> set[int]:
+    hinted = set()
+    for params in call.compiler_params.values():
+        semantics = params.get("dimension_semantics") if isinstance(params, dict) else None
+        for axis, meaning in enumerate(semantics or ()):
+            if str(meaning).lower().rsplit(".", 1)[-1] in _SEQUENTIAL_HINTS:
+                hinted.add(axis)
+    return hinted
+
+
+def _batchable(jaxpr: Jaxpr) -> bool:
+    """Whether every primitive of the kernel (and of the jaxprs inside it) has a batching
+    rule; ``program_id`` and ``num_programs`` are replaced before they are bound."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive in (program_id_p, num_programs_p):
+            continue
+        try:
+            rules.batch_rule(eqn.primitive)
+        except NotImplementedError:
+            return False
+        for inner in _inner_jaxprs(eqn.params.values()):
+            if not _batchable(inner):
+                return False
+    return True
+
+
+def _inner_jaxprs(values: Any) -> list[Jaxpr]:
+    found = []
+    for value in values:
+        if isinstance(value, ClosedJaxpr):
+            found.append(value.jaxpr)
+        elif isinstance(value, Jaxpr):
+            found.append(value)
+        elif isinstance(value, (tuple, list)):
+            found.extend(_inner_jaxprs(value))
+    return found
+
+
+def _dependencies(index_map: ClosedJaxpr) -> list[set[int]]:
+    """For each block index of ``index_map``, the grid axes it depends on."""
+    jaxpr = index_map.jaxpr
+    deps: dict[Any, set[int]] = {v: {a} for a, v in enumerate(jaxpr.invars)}
+
+    def of(atom: Any) -> set[int]:
+        return set() if type(atom) is Literal else deps.get(atom, set())
+
+    for eqn in jaxpr.eqns:
+        used = set().union(*[of(v) for v in eqn.invars]) if eqn.invars else set()
+        for out in eqn.outvars:
+            deps[out] = used
+    return [of(v) for v in jaxpr.outvars]
+
+
+def _tiled_dim(mapping: BlockMapping, axis: int, grid: tuple[int, ...]) -> int | None:
+    """The array dimension that grid ``axis`` walks block by block in ``mapping`` (its index
+    passed straight through, no other dimension depending on it, every block inside the
+    padded array), or None."""
+    jaxpr = mapping.index_map.jaxpr
+    deps = _dependencies(mapping.index_map)
+    through = [d for d, v in enumerate(jaxpr.outvars) if v is jaxpr.invars[axis]]
+    dependent = [d for d, found in enumerate(deps) if axis in found]
+    if len(through) != 1 or dependent != through:
+        return None
+    dim = through[0]
+    if grid[axis] * mapping.block_sizes[dim] > mapping.padded_shape[dim]:
+        return None
+    return dim
+
+
+class _Layout:
+    """How one operand's blocks reach the batched step. ``tiled``: (grid axis, array dim)
+    for each parallel axis the blocks vary along, in grid-axis order; None when the blocks
+    are sliced per grid point instead (``gathered``)."""
+
+    def __init__(self, mapping: BlockMapping, axes: Sequence[int], grid: tuple[int, ...]):
+        self.mapping = mapping
+        self.grid = grid
+        deps = _dependencies(mapping.index_map)
+        used = [a for a in axes if any(a in found for found in deps)]
+        dims = [_tiled_dim(mapping, a, grid) for a in used]
+        self.tiled = None if None in dims else list(zip(used, dims))
+        self.axes = used if self.tiled is not None else []
+
+    def read(self, array: Any, grid_indices: Sequence[Any]) -> Any:
+        """The blocks of every parallel point this operand varies along, stacked in front:
+        shape (grid sizes of ``self.axes``..., *block)."""
+        starts, sizes = self._region(grid_indices)
+        region = dynamic_slice(array, starts, sizes)
+        split, order = self._split_and_order()
+        blocks = transpose(reshape(region, split), order)
+        lead = tuple(self.grid[a] for a, _ in self.tiled)
+        return reshape(blocks, lead + self.mapping.block_aval.shape)
+
+    def write(self, array: Any, blocks: Any, grid_indices: Sequence[Any]) -> Any:
+        """``array`` with ``blocks`` (as ``read`` gives them) written back in place."""
+        starts, sizes = self._region(grid_indices)
+        split, order = self._split_and_order()
+        inverse = list(np.argsort(order))
+        ordered = reshape(blocks, tuple(split[i] for i in order))
+        return dynamic_update_slice(array, reshape(transpose(ordered, inverse), sizes), starts)
+
+    def _region(self, grid_indices: Sequence[Any]) -> tuple[list[Any], tuple[int, ...]]:
+        # The parallel axes are passed straight through, so index 0 gives the region's start.
+        at_zero = list(grid_indices)
+        for axis, _ in self.tiled:
+            at_zero[axis] = np.int32(0)
+        starts = block_starts(self.mapping, at_zero)
+        sizes = list(self.mapping.block_sizes)
+        for axis, dim in self.tiled:
+            sizes[dim] *= self.grid[axis]
+        return starts, tuple(sizes)
+
+    def _split_and_order(self) -> tuple[tuple[int, ...], list[int]]:
+        """The region's shape with each tiled dimension split into (grid size, block size),
+        and the permutation that brings the grid parts to the front in grid-axis order."""
+        split: list[int] = []
+        grid_parts: dict[int, int] = {}
+        block_parts = []
+        dims = {dim: axis for axis, dim in self.tiled}
+        for dim, size in enumerate(self.mapping.block_sizes):
+            if dim in dims:
+                grid_parts[dims[dim]] = len(split)
+                split.append(self.grid[dims[dim]])
+            block_parts.append(len(split))
+            split.append(size)
+        order = [grid_parts[axis] for axis, _ in self.tiled] + block_parts
+        return tuple(split), order
+
+
+def run_batched_step(
+    call: PallasCall,
+    kernel: ClosedJaxpr,
+    axes: Sequence[int],
+    written: Sequence[bool],
+    seq_indices: dict[int, Any],
+    arrays: list[Any],
+    scratch: list[Any],
+) -> tuple[list[Any], list[Any]]:
+    """One step of the sequential axes (their indices ``seq_indices``) with every point of
+    the parallel ``axes`` run at once. ``arrays``: the padded inputs then outputs;
+    ``scratch``: one copy per parallel point (shape (grid sizes of ``axes``..., *buffer)).
+    Returns the new arrays and scratch."""
+    layouts = [_Layout(m, axes, call.grid) for m in call.block_mappings]
+    args, uses = [], []
+    for axis in axes:
+        args.append(np.arange(call.grid[axis], dtype=_INT32))
+        uses.append({axis})
+    operands = []
+    for array, layout in zip(arrays, layouts):
+        if layout.tiled is not None:
+            at = [seq_indices.get(a, np.int32(0)) for a in range(len(call.grid))]
+            args.append(layout.read(array, at))
+            uses.append(set(layout.axes))
+            operands.append(None)
+        else:
+            operands.append(array)  # sliced per point inside the batched step
+    args.extend(scratch)
+    uses.extend([set(axes)] * len(scratch))
+    num_outputs = len(call.out_block_mappings)
+
+    def point(*values: Any) -> list[Any]:
+        grid_indices = [seq_indices.get(a) for a in range(len(call.grid))]
+        for axis, index in zip(axes, values):
+            grid_indices[axis] = index
+        values = list(values[len(axes) :])
+        blocks = []
+        for operand, mapping in zip(operands, call.block_mappings):
+            if operand is None:
+                blocks.append(values.pop(0))
+            else:
+                starts = block_starts(mapping, grid_indices)
+                region = dynamic_slice(operand, starts, mapping.block_sizes)
+                blocks.append(reshape(region, mapping.block_aval.shape))
+        new = evaluate_kernel(kernel, call.grid, grid_indices, [*blocks, *values])
+        new_outs = new[call.num_inputs : len(blocks)]
+        return [b for b, w in zip(new_outs, written[call.num_inputs :]) if w] + new[len(blocks) :]
+
+    results = _map_axes(point, list(axes), uses, args)
+    new_arrays = list(arrays)
+    out_written = iter(results[: sum(written[call.num_inputs :])])
+    for k in range(num_outputs):
+        i = call.num_inputs + k
+        if written[i]:
+            at = [seq_indices.get(a, np.int32(0)) for a in range(len(call.grid))]
+            new_arrays[i] = layouts[i].write(arrays[i], next(out_written), at)
+    return new_arrays, results[sum(written[call.num_inputs :]) :]
+
+
+def _map_axes(fn: Callable[..., list[Any]], axes: list[int], uses: list[set], args: list) -> Any:
+    """``fn`` mapped over ``axes`` in turn (nested vmaps): argument k is mapped over the axes
+    in ``uses[k]``, its leading dimensions in axis order; every result over all of them."""
+    if not axes:
+        return fn(*args)
+    axis, rest = axes[0], axes[1:]
+    in_axes = tuple(0 if axis in used else None for used in uses)
+    return vmap(lambda *inner: _map_axes(fn, rest, uses, list(inner)), in_axes=in_axes)(*args)
+
+
+def batched_scratch(value: Any, axes: Sequence[int], grid: tuple[int, ...]) -> Any:
+    """``value`` (a scratch buffer) repeated for every point of the parallel ``axes``."""
+    lead = tuple(grid[a] for a in axes)
+    shape = tuple(value.shape) if hasattr(value, "shape") else ()
+    return broadcast_in_dim(value, lead + shape, tuple(range(len(lead), len(lead) + len(shape))))

@@ -1,0 +1,249 @@
+"""The batched parallel step gives what the sequential grid loop gives, and picks its axes
+only where that is safe."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import ember
+import ember.experimental.pallas as pl
+import ember.numpy as enp
+from ember._src.interpreters.discharge import discharge_state
+from ember._src.pallas.interpret import _written_refs, interpret
+from ember._src.pallas.parallel_grid import parallel_axes
+
+F32 = np.dtype(np.float32)
+
+
+def _call_of(fn, *args):
+    """The PallasCall that ``fn(*args)`` binds."""
+    (eqn,) = [
+        e for e in ember.make_jaxpr(fn)(*args).jaxpr.eqns if e.primitive.name == "pallas_call"
+    ]
+    return eqn.params["call"]
+
+
+def _axes(call):
+    kernel = discharge_state(call.kernel)
+    return parallel_axes(call, kernel, _written_refs(kernel, len(call.block_mappings)))
+
+
+def _both_ways(call, *args):
+    """The outputs of the batched path and of the sequential loop."""
+    batched = ember.jit(lambda *a: interpret(call, a))(*args)
+    looped = ember.jit(lambda *a: interpret(call, a, batch_parallel=False))(*args)
+    return [np.asarray(x) for x in batched], [np.asarray(x) for x in looped]
+
+
+def _assert_same(call, *args):
+    batched, looped = _both_ways(call, *args)
+    for b, s in zip(batched, looped):
+        np.testing.assert_array_equal(b, s)
+    return batched
+
+
+def _matmul(m, n, k, block):
+    def kernel(x_ref, y_ref, o_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            o_ref[...] = enp.zeros(o_ref.shape, o_ref.dtype)
+
+        o_ref[...] += enp.dot(x_ref[...], y_ref[...])
+
+    return pl.pallas_call(
+        kernel,
+        out_shape=ember.ShapeDtypeStruct((m, n), F32),
+        grid=(pl.cdiv(m, block), pl.cdiv(n, block), pl.cdiv(k, block)),
+        in_specs=[
+            pl.BlockSpec((block, block), lambda i, j, kk: (i, kk)),
+            pl.BlockSpec((block, block), lambda i, j, kk: (kk, j)),
+        ],
+        out_specs=pl.BlockSpec((block, block), lambda i, j, kk: (i, j)),
+    )
+
+
+def test_a_reduction_axis_stays_sequential_and_the_others_batch(rng):
+    x = rng.standard_normal((16, 24)).astype(F32)
+    y = rng.standard_normal((24, 16)).astype(F32)
+    call = _call_of(_matmul(16, 16, 24, 8), x, y)
+    assert _axes(call) == (0, 1)
+    (out,) = _assert_same(call, x, y)
+    np.testing.assert_allclose(out, x @ y, rtol=1e-5, atol=1e-5)
+
+
+def test_ragged_blocks_read_padding_and_drop_writes_past_the_edge(rng):
+    # 10x6 in 4x4 blocks; the second input is read transposed, the third at a computed index
+    # (reversed rows: gathered per grid point instead of sliced once).
+    def kernel(x_ref, t_ref, r_ref, o_ref):
+        o_ref[...] = x_ref[...] + t_ref[...].T + enp.nan_to_num(r_ref[...], nan=100.0)
+
+    call = pl.pallas_call(
+        kernel,
+        out_shape=ember.ShapeDtypeStruct((10, 6), F32),
+        grid=(3, 2),
+        in_specs=[
+            pl.BlockSpec((4, 4), lambda i, j: (i, j)),
+            pl.BlockSpec((4, 4), lambda i, j: (j, i)),
+            pl.BlockSpec((4, 4), lambda i, j: (2 - i, j)),
+        ],
+        out_specs=pl.BlockSpec((4, 4), lambda i, j: (i, j)),
+    )
+    x = rng.standard_normal((10, 6)).astype(F32)
+    t = rng.standard_normal((6, 10)).astype(F32)
+    r = rng.standard_normal((10, 6)).astype(F32)
+    pc = _call_of(call, x, t, r)
+    assert _axes(pc) == (0, 1)
+    (out,) = _assert_same(pc, x, t, r)
+    padded = np.full((12, 8), np.nan, F32)
+    padded[:10, :6] = r
+    reversed_blocks = np.concatenate([padded[8:12], padded[4:8], padded[0:4]])
+    expected = x + t.T + np.nan_to_num(reversed_blocks[:10, :6], nan=100.0)
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+
+
+def test_squeezed_dimensions(rng):
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2 + pl.program_id(1).astype(enp.float32)
+
+    spec = pl.BlockSpec((None, 8), lambda b, j: (b, j))
+    call = pl.pallas_call(
+        kernel,
+        out_shape=ember.ShapeDtypeStruct((3, 16), F32),
+        grid=(3, 2),
+        in_specs=[spec],
+        out_specs=spec,
+    )
+    x = rng.standard_normal((3, 16)).astype(F32)
+    pc = _call_of(call, x)
+    assert _axes(pc) == (0, 1)
+    (out,) = _assert_same(pc, x)
+    np.testing.assert_allclose(out, x * 2 + (np.arange(16) // 8), rtol=1e-6)
+
+
+def test_program_id_and_num_programs_per_point():
+    def kernel(o_ref):
+        value = pl.program_id(0) * pl.num_programs(1) + pl.program_id(1)
+        o_ref[...] = enp.full(o_ref.shape, value, enp.int32)
+
+    call = pl.pallas_call(
+        kernel,
+        out_shape=ember.ShapeDtypeStruct((4, 6), enp.int32),
+        grid=(2, 3),
+        out_specs=pl.BlockSpec((2, 2), lambda i, j: (i, j)),
+    )
+    pc = _call_of(call)
+    assert _axes(pc) == (0, 1)
+    (out,) = _assert_same(pc)
+    expected = np.repeat(np.repeat(np.arange(6).reshape(2, 3), 2, axis=0), 2, axis=1)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_vmap_of_a_kernel_batches_its_new_grid_axis(rng):
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + pl.program_id(0).astype(enp.float32)
+
+    spec = pl.BlockSpec((4,), lambda i: (i,))
+    call = pl.pallas_call(
+        kernel,
+        out_shape=ember.ShapeDtypeStruct((8,), F32),
+        grid=(2,),
+        in_specs=[spec],
+        out_specs=spec,
+    )
+    xs = rng.standard_normal((3, 8)).astype(F32)
+    pc = _call_of(ember.vmap(call), xs)
+    assert pc.grid == (3, 2) and _axes(pc) == (0, 1)
+    (out,) = _assert_same(pc, xs)
+    np.testing.assert_allclose(out, xs + np.arange(8) // 4, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(ember.jit(ember.vmap(call))(xs)), out, rtol=1e-6)
+
+
+def test_scratch_is_carried_along_the_sequential_axis(rng):
+    def kernel(x_ref, o_ref, acc_ref):
+        @pl.when(pl.program_id(1) == 0)
+        def _():
+            acc_ref[...] = enp.zeros(acc_ref.shape, acc_ref.dtype)
+
+        acc_ref[...] += x_ref[...]
+
+        @pl.when(pl.program_id(1) == pl.num_programs(1) - 1)
+        def _():
+            o_ref[...] = acc_ref[...]
+
+    call = pl.pallas_call(
+        kernel,
+        out_shape=ember.ShapeDtypeStruct((8,), F32),
+        grid=(2, 3),
+        in_specs=[pl.BlockSpec((4,), lambda i, k: (i + 2 * k,))],
+        out_specs=pl.BlockSpec((4,), lambda i, k: (i,)),
+        scratch_shapes=[pl.ANY((4,), enp.float32)],
+    )
+    x = rng.standard_normal(24).astype(F32)
+    pc = _call_of(call, x)
+    assert _axes(pc) == (0,)
+    (out,) = _assert_same(pc, x)
+    np.testing.assert_allclose(out, x.reshape(3, 8).sum(0), rtol=1e-5)
+
+
+def _elementwise(index_map, grid, n=8, **kwargs):
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + 1
+
+    spec = pl.BlockSpec((4,), index_map)
+    return pl.pallas_call(
+        kernel,
+        out_shape=ember.ShapeDtypeStruct((n,), F32),
+        grid=grid,
+        in_specs=[spec],
+        out_specs=spec,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize(
+    ("index_map", "grid"),
+    [
+        (lambda i: (i // 2,), (4,)),  # two points write each block
+        (lambda i: (0,), (2,)),  # every point writes the same block
+        (lambda i: (i,), (3,)),  # the third block starts past the array: clamped onto another
+        (lambda i: (1 - i,), (2,)),  # a computed index: not known to be one-to-one
+    ],
+)
+def test_axes_whose_blocks_may_collide_stay_sequential(index_map, grid):
+    x = np.arange(8, dtype=F32)
+    pc = _call_of(_elementwise(index_map, grid), x)
+    assert _axes(pc) == ()
+    _assert_same(pc, x)
+
+
+def test_aliased_outputs_and_written_inputs_keep_the_loop():
+    x = np.arange(8, dtype=F32)
+    aliased = _call_of(_elementwise(lambda i: (i,), (2,), input_output_aliases={0: 0}), x)
+    assert _axes(aliased) == ()
+
+    def kernel(x_ref, o_ref):
+        x_ref[...] = x_ref[...] * 2
+        o_ref[...] = x_ref[...]
+
+    spec = pl.BlockSpec((4,), lambda i: (i,))
+    call = pl.pallas_call(
+        kernel,
+        out_shape=ember.ShapeDtypeStruct((8,), F32),
+        grid=(2,),
+        in_specs=[spec],
+        out_specs=spec,
+    )
+    writes_input = _call_of(call, x)
+    assert _axes(writes_input) == ()
+    np.testing.assert_array_equal(np.asarray(call(x)), x * 2)
+
+
+def test_a_dimension_semantics_hint_keeps_an_axis_in_order():
+    x = np.arange(8, dtype=F32)
+    pc = _call_of(_elementwise(lambda i: (i,), (2,)), x)
+    assert _axes(pc) == (0,)
+    hinted = dataclasses.replace(
+        pc, compiler_params={"tpu": {"dimension_semantics": ("arbitrary",)}}
+    )
+    assert _axes(hinted) == ()
