@@ -35,7 +35,7 @@ from ember import lax
 
 def _logits(q, k, q_start, k_start, causal):
     """The (block_q, block_k) block of logits, ``-inf`` where causality hides a key."""
-    s = enp.dot(q, k.T)
+    s = pl.dot(q, k, trans_b=True)
     if causal:
         q_pos = q_start + enp.arange(q.shape[0])[:, None]
         k_pos = k_start + enp.arange(k.shape[0])[None, :]
@@ -92,7 +92,7 @@ def dq_kernel(q_ref, k_ref, v_ref, do_ref, lse_ref, delta_ref, dq_ref, *, scale,
         v = v_ref[pl.ds(k_start, block_k), :].astype(enp.float32)
         p = enp.exp(_logits(q, k, q_start, k_start, causal) - lse)
         # d logits = p * (d p - sum_over_keys(p * d p)), and that sum is delta = sum(o * do).
-        ds = p * (enp.dot(do, v.T) - delta)
+        ds = p * (pl.dot(do, v, trans_b=True) - delta)
         return dq + enp.dot(ds, k)
 
     stop = _key_blocks_seen(q_start, block_q, block_k, k_ref.shape[0], causal)
@@ -115,8 +115,9 @@ def dkv_kernel(
         q = q_ref[rows, :].astype(enp.float32) * scale
         do = do_ref[rows, :].astype(enp.float32)
         p = enp.exp(_logits(q, k, q_start, k_start, causal) - lse_ref[rows][:, None])
-        ds = p * (enp.dot(do, v.T) - delta_ref[rows][:, None])
-        return dk + enp.dot(ds.T, q), dv + enp.dot(p.T, do)
+        ds = p * (pl.dot(do, v, trans_b=True) - delta_ref[rows][:, None])
+        # transposed products as contractions (no materialised transposes when batched)
+        return dk + pl.dot(ds, q, trans_a=True), dv + pl.dot(p, do, trans_a=True)
 
     # Causal: the queries before this key block never see it.
     first = lax.div(k_start, block_q) if causal else 0
