@@ -89,8 +89,9 @@ def make_backend() -> Backend:
 
 
 def _register_ffi_handlers(library: str, register: Callable[..., list[str]]) -> list[str] | str:
-    """Register the FFI extension's handlers with XLA's CUDA plugin, before its first client
-    (the handlers' names, or why there are none)."""
+    """Register the FFI extension's handlers, and the cuSOLVER ones linalg.py's lowerings
+    call, with XLA's CUDA plugin before its first client (the handlers' names, or why there
+    are none)."""
     return gpu.register_ffi_handlers(
         register,
         PLATFORM,
@@ -98,6 +99,7 @@ def _register_ffi_handlers(library: str, register: Callable[..., list[str]]) -> 
         libraries.ffi_extension(),
         distribution=libraries.FFI_DISTRIBUTION,
         xla_platform="CUDA",
+        handler_modules=libraries.LINALG_HANDLER_MODULES,
     )
 
 
