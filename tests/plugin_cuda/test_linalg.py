@@ -12,13 +12,17 @@ import pytest
 
 pytest.importorskip("jaxlib")
 
-from ember_plugin_cuda import linalg
+from ember_plugin_cuda import libraries, linalg
+from jaxlib import _jax, xla_client
 
 import ember
 from ember._src import rules
 from ember._src.lowering.module import lower_module
 from ember.extend import LoweringRegistry, ShapedArray
+from ember_plugin_kit import pjrt
 from ember_plugin_kit.pjrt import _jaxlib
+from ember_plugin_kit.triton import bytecode
+from tests.plugin_kit.test_triton_xla_compile import H100
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 
@@ -251,3 +255,80 @@ def test_register_overrides_only_primitives_ember_defines():
     known = rules.all_primitives()
     assert skipped == [name for name in linalg.RULES if name not in known]
     assert registry.registered == [(n, "cuda") for n in linalg.RULES if n in known]
+
+
+# --------------------------------------------------------------------------------------------
+# XLA's GPU compiler builds the programs for a described H100 (no GPU needed): it finds each
+# custom call's handler among those the plugin registered, and checks the operands' types.
+
+needs_cuda_wheels = pytest.mark.skipif(
+    not bytecode.cuda_compiler_available(),
+    reason="the CUDA PJRT plugin's wheels (jax-cuda12-plugin, jax-cuda12-pjrt) are not installed",
+)
+
+
+@pytest.fixture(scope="module")
+def h100():
+    """Compile-only H100 devices of the CUDA plugin, with the cuSOLVER handlers registered."""
+    library = bytecode.cuda_plugin_library()
+    handlers = pjrt.register_plugin_extension(
+        "cuda", library, libraries.FFI_EXTENSION, "CUDA", libraries.LINALG_HANDLER_MODULES
+    )
+    c_api = _jaxlib.plugin_c_api("cuda", library)
+    if c_api is None or "cusolver_potrf_ffi" not in handlers:
+        pytest.skip("another jaxlib user holds the CUDA plugin's C API in this process")
+    topology = xla_client.make_c_api_device_topology(
+        c_api, "", target_config=H100, topology="1x1x1"
+    )
+    return topology._make_compile_only_devices()
+
+
+def compiled_hlo(devices, module):
+    executable = devices[0].client.compile(
+        module,
+        executable_devices=_jax.DeviceList(tuple(devices)),
+        compile_options=_jaxlib.compile_options(devices),
+    )
+    (hlo,) = executable.hlo_modules()
+    return hlo.to_string()
+
+
+COMPILED = [
+    ("cholesky", [(2, 8, 8)], {}, ["cusolver_potrf_ffi"]),
+    ("lu", [(3, 6, 4)], {}, ["cusolver_getrf_ffi", "cu_lu_pivots_to_permutation"]),
+    ("qr", [(6, 4)], {"full_matrices": True}, ["cusolver_geqrf_ffi", "cusolver_orgqr_ffi"]),
+    ("qr", [(2, 4, 6)], {"full_matrices": False}, ["cusolver_geqrf_ffi", "cusolver_orgqr_ffi"]),
+    ("eigh", [(2, 8, 8)], {"lower": True}, ["cusolver_syevd_ffi"]),
+    ("svd", [(6, 4)], {"full_matrices": False, "compute_uv": True}, ["cusolver_gesvdj_ffi"]),
+    ("svd", [(8, 1100)], {"full_matrices": False, "compute_uv": True}, ["cusolver_gesvd_ffi"]),
+]
+
+
+@needs_cuda_wheels
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+@pytest.mark.parametrize(("name", "shapes", "params", "targets"), COMPILED)
+def test_xla_compiles_the_solver_calls_for_an_h100(h100, name, shapes, params, targets, dtype):
+    module = lowered(name, [zeros(s, dtype) for s in shapes], **params)
+    hlo = compiled_hlo(h100, module)
+    for target in targets:
+        assert f'custom_call_target="{target}"' in hlo
+
+
+@needs_cuda_wheels
+def test_xla_compiles_the_triangular_solve_into_cublas_trsm(h100):
+    params = dict(
+        left_side=True, lower=True, transpose_a=False, conjugate_a=False, unit_diagonal=False
+    )
+    module = lowered(
+        "triangular_solve", [zeros((2, 8, 8), np.float32), zeros((2, 8, 3), np.float32)], **params
+    )
+    assert "triangularSolve" in compiled_hlo(h100, module)
+
+
+@needs_cuda_wheels
+def test_xla_rejects_a_custom_call_without_a_registered_handler(h100):
+    # What makes the compile tests above meaningful: XLA looks each target up.
+    module = lowered("cholesky", [zeros((4, 4), np.float32)])
+    text = str(module).replace("cusolver_potrf_ffi", "cusolver_no_such_routine_ffi")
+    with pytest.raises(Exception, match="cusolver_no_such_routine_ffi"):
+        compiled_hlo(h100, _jaxlib.parse_module(text))
