@@ -18,10 +18,11 @@ from jaxlib import _jax, xla_client
 import ember
 from ember._src import rules
 from ember._src.lowering.module import lower_module
-from ember.extend import LoweringRegistry, ShapedArray
+from ember.extend import LoweringRegistry
 from ember_plugin_kit import pjrt
 from ember_plugin_kit.pjrt import _jaxlib
 from ember_plugin_kit.triton import bytecode
+from tests.plugin_cuda.linalg_stand_ins import STAND_INS, real_dtype
 from tests.plugin_kit.test_triton_xla_compile import H100
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
@@ -32,66 +33,6 @@ def x64():
     """float64 and complex128 operands, as they are."""
     with ember.config.option("enable_x64", True):
         yield
-
-
-def _real(dtype):
-    return np.empty((), dtype).real.dtype
-
-
-def _shapes_cholesky(x):
-    return x
-
-
-def _shapes_lu(x):
-    *batch, m, n = x.shape
-    i32 = np.dtype(np.int32)
-    return [x, ShapedArray((*batch, min(m, n)), i32), ShapedArray((*batch, m), i32)]
-
-
-def _shapes_qr(x, *, full_matrices):
-    *batch, m, n = x.shape
-    k = min(m, n)
-    cols, rows = (m, m) if full_matrices else (k, k)
-    return [ShapedArray((*batch, m, cols), x.dtype), ShapedArray((*batch, rows, n), x.dtype)]
-
-
-def _shapes_eigh(x, *, lower):
-    *batch, n, _ = x.shape
-    return [x, ShapedArray((*batch, n), _real(x.dtype))]
-
-
-def _shapes_svd(x, *, full_matrices, compute_uv):
-    *batch, m, n = x.shape
-    k = min(m, n)
-    s = ShapedArray((*batch, k), _real(x.dtype))
-    if not compute_uv:
-        return [s]
-    u = ShapedArray((*batch, m, m if full_matrices else k), x.dtype)
-    vt = ShapedArray((*batch, n if full_matrices else k, n), x.dtype)
-    return [s, u, vt]
-
-
-def _shapes_triangular_solve(a, b, **params):
-    return b
-
-
-# Stand-ins for the primitives, lowered on cuda by the plugin's rules.
-STAND_INS = {
-    name: rules.define_primitive(
-        f"cuda_linalg_test_{name}",
-        abstract_eval=shapes,
-        lowering={"cuda": linalg.RULES[name]},
-        multiple_results=name not in ("cholesky", "triangular_solve"),
-    )
-    for name, shapes in [
-        ("cholesky", _shapes_cholesky),
-        ("lu", _shapes_lu),
-        ("qr", _shapes_qr),
-        ("eigh", _shapes_eigh),
-        ("svd", _shapes_svd),
-        ("triangular_solve", _shapes_triangular_solve),
-    ]
-}
 
 
 def lowered(name, args, **params):
@@ -146,7 +87,8 @@ def test_cholesky_calls_potrf_column_major_in_place(dtype, shape):
     batch = str(rank - 2)
     assert call.attributes["mhlo.frontend_attributes"]["num_batch_dims"].value == batch
     # A failed factorisation (info != 0) becomes NaN, as in JAX.
-    assert len(ops_named(module, "stablehlo.select")) == 1
+    # ... and the factor's upper triangle is zeroed: two selects.
+    assert len(ops_named(module, "stablehlo.select")) == 2
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -191,7 +133,7 @@ def test_eigh_calls_syevd_with_the_triangle(dtype, lower):
     assert config(call)["algorithm"].value == 0
     main = module.body.operations[0]
     w_type = str(main.type.results[1])
-    assert w_type == f"tensor<3x4x{'f32' if _real(dtype) == np.float32 else 'f64'}>"
+    assert w_type == f"tensor<3x4x{'f32' if real_dtype(dtype) == np.float32 else 'f64'}>"
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -216,8 +216,8 @@ def _conjugate(ctx: RuleContext, x: str, aval: ShapedArray) -> str:
     return ctx.op("stablehlo.complex", [re, im], aval)
 
 
-def _upper_triangle(ctx: RuleContext, x: str, aval: ShapedArray) -> str:
-    """``x`` with the entries below the diagonal zeroed (``triu``)."""
+def _triangle(ctx: RuleContext, x: str, aval: ShapedArray, *, lower: bool) -> str:
+    """``x`` with the entries above (``lower``) or below the diagonal zeroed."""
     rank = len(aval.shape)
     index = ShapedArray(aval.shape, np.dtype(np.int32))
     rows = ctx.op("stablehlo.iota", [], index, {"iota_dimension": f"{rank - 2} : i64"})
@@ -227,7 +227,7 @@ def _upper_triangle(ctx: RuleContext, x: str, aval: ShapedArray) -> str:
         [rows, cols],
         ShapedArray(aval.shape, np.dtype(np.bool_)),
         {
-            "comparison_direction": "#stablehlo<comparison_direction LE>",
+            "comparison_direction": f"#stablehlo<comparison_direction {'GE' if lower else 'LE'}>",
             "compare_type": "#stablehlo<comparison_type SIGNED>",
         },
     )
@@ -244,7 +244,9 @@ def cholesky_rule(ctx: RuleContext, x: str) -> str:
     batch, _, _ = _batch_and_matrix(aval, "cholesky")
     info_aval = ShapedArray(batch, np.dtype(np.int32))
     factor, info = ffi_call(ctx, POTRF, [x], [aval], [aval, info_aval], aliases={0: 0}, lower=True)
-    return _nan_where_failed(ctx, _info_ok(ctx, info, batch), factor, aval, batch)
+    factor = _nan_where_failed(ctx, _info_ok(ctx, info, batch), factor, aval, batch)
+    # potrf leaves the upper triangle as it found it: zero it, as JAX's cholesky does.
+    return _triangle(ctx, factor, aval, lower=True)
 
 
 def lu_rule(ctx: RuleContext, x: str) -> list[str]:
@@ -304,7 +306,7 @@ def qr_rule(ctx: RuleContext, x: str, *, full_matrices: bool = True, **_: Any) -
     r_rows = m if full_matrices else k
     r_aval = ShapedArray((*batch, r_rows, n), aval.dtype)
     r = packed if r_rows == m else _slice(ctx, packed, aval, r_aval.shape)
-    return [q, _upper_triangle(ctx, r, r_aval)]
+    return [q, _triangle(ctx, r, r_aval, lower=False)]
 
 
 def eigh_rule(ctx: RuleContext, x: str, *, lower: bool = True, **_: Any) -> list[str]:
