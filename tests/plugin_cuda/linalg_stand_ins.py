@@ -25,19 +25,19 @@ def _shapes_lu(x):
     return [x, ShapedArray((*batch, min(m, n)), i32), ShapedArray((*batch, m), i32)]
 
 
-def _shapes_qr(x, *, full_matrices):
+def _shapes_qr(x, *, full_matrices, **params):
     *batch, m, n = x.shape
     k = min(m, n)
     cols, rows = (m, m) if full_matrices else (k, k)
     return [ShapedArray((*batch, m, cols), x.dtype), ShapedArray((*batch, rows, n), x.dtype)]
 
 
-def _shapes_eigh(x, *, lower):
+def _shapes_eigh(x, *, lower, **params):
     *batch, n, _ = x.shape
     return [x, ShapedArray((*batch, n), real_dtype(x.dtype))]
 
 
-def _shapes_svd(x, *, full_matrices, compute_uv):
+def _shapes_svd(x, *, full_matrices, compute_uv, **params):
     *batch, m, n = x.shape
     k = min(m, n)
     s = ShapedArray((*batch, k), real_dtype(x.dtype))

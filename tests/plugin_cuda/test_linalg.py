@@ -18,6 +18,7 @@ from jaxlib import _jax, xla_client
 import ember
 from ember._src import rules
 from ember._src.lowering.module import lower_module
+from ember.errors import LoweringError
 from ember.extend import LoweringRegistry
 from ember_plugin_kit import pjrt
 from ember_plugin_kit.pjrt import _jaxlib
@@ -184,6 +185,25 @@ def test_triangular_solve_is_stablehlo_triangular_solve(dtype, transpose_a, conj
     if transpose_a:
         expected = "ADJOINT" if conjugate_a else "TRANSPOSE"
     assert expected in str(op.attributes["transpose_a"])
+
+
+@pytest.mark.parametrize(
+    ("name", "shape", "params", "message"),
+    [
+        ("qr", (4, 4), {"full_matrices": True, "pivoting": True}, "pivoting"),
+        ("eigh", (4, 4), {"lower": True, "subset_by_index": (0, 2)}, "subset_by_index"),
+        (
+            "svd",
+            (4, 4),
+            {"full_matrices": True, "compute_uv": True, "subset_by_index": (1, 3)},
+            "subset_by_index",
+        ),
+    ],
+)
+def test_options_the_routines_lack_are_a_lowering_error(name, shape, params, message):
+    # The rule's NotImplementedError, as ember reports a failed lowering: naming the platform.
+    with pytest.raises(LoweringError, match=f"platform 'cuda' failed .*{message}"):
+        lowered(name, [zeros(shape, np.float32)], **params)
 
 
 def test_integer_operands_are_a_type_error():

@@ -234,6 +234,14 @@ def _triangle(ctx: RuleContext, x: str, aval: ShapedArray, *, lower: bool) -> st
     return ctx.op("stablehlo.select", [keep, x, ctx.full(0, aval)], aval)
 
 
+def _whole_spectrum(what: str, subset_by_index: tuple[int, int] | None, size: int) -> None:
+    if subset_by_index is not None and tuple(subset_by_index) != (0, size):
+        raise NotImplementedError(
+            f"{what} on cuda: subset_by_index={subset_by_index} is not supported (the "
+            f"routines compute all {size})"
+        )
+
+
 # --------------------------------------------------------------------------------------------
 # The rules
 
@@ -275,8 +283,18 @@ def lu_rule(ctx: RuleContext, x: str) -> list[str]:
     return [lu, pivots, perm]
 
 
-def qr_rule(ctx: RuleContext, x: str, *, full_matrices: bool = True, **_: Any) -> list[str]:
+def qr_rule(
+    ctx: RuleContext,
+    x: str,
+    *,
+    full_matrices: bool = True,
+    pivoting: bool = False,
+    use_magma: Any = None,
+) -> list[str]:
     """(q, r): Householder QR (geqrf), then q formed from the reflectors (orgqr)."""
+    del use_magma  # MAGMA is ROCm's and CPU's; cuSOLVER here
+    if pivoting:
+        raise NotImplementedError("qr on cuda: pivoting=True (geqp3) is not supported")
     (aval,) = ctx.avals_in
     batch, m, n = _batch_and_matrix(aval, "qr")
     k = min(m, n)
@@ -309,13 +327,23 @@ def qr_rule(ctx: RuleContext, x: str, *, full_matrices: bool = True, **_: Any) -
     return [q, _triangle(ctx, r, r_aval, lower=False)]
 
 
-def eigh_rule(ctx: RuleContext, x: str, *, lower: bool = True, **_: Any) -> list[str]:
+def eigh_rule(
+    ctx: RuleContext,
+    x: str,
+    *,
+    lower: bool = True,
+    sort_eigenvalues: bool = True,
+    subset_by_index: tuple[int, int] | None = None,
+    algorithm: Any = None,
+) -> list[str]:
     """(v, w): eigenvectors and ascending eigenvalues of a Hermitian matrix (syevd, reading
     the ``lower`` triangle); NaN where the routine failed to converge."""
+    del sort_eigenvalues, algorithm  # syevd's eigenvalues always come sorted
     (aval,) = ctx.avals_in
     batch, m, n = _batch_and_matrix(aval, "eigh")
     if m != n:
         raise ValueError(f"eigh: expected square matrices, got {aval.shape}")
+    _whole_spectrum("eigh", subset_by_index, n)
     w_aval = ShapedArray((*batch, n), _real_dtype(aval.dtype))
     info_aval = ShapedArray(batch, np.dtype(np.int32))
     # algorithm 0: cuSOLVER's default (syevd; batched Jacobi for small matrices).
@@ -337,13 +365,22 @@ def eigh_rule(ctx: RuleContext, x: str, *, lower: bool = True, **_: Any) -> list
 
 
 def svd_rule(
-    ctx: RuleContext, x: str, *, full_matrices: bool = True, compute_uv: bool = True, **_: Any
+    ctx: RuleContext,
+    x: str,
+    *,
+    full_matrices: bool = True,
+    compute_uv: bool = True,
+    subset_by_index: tuple[int, int] | None = None,
+    algorithm: Any = None,
 ) -> list[str]:
     """``[s, u, vt]`` (or ``[s]`` without ``compute_uv``): cuSOLVER's Jacobi SVD (gesvdj) up
-    to 1024 x 1024, its QR-based gesvd beyond; NaN where the routine failed."""
+    to 1024 x 1024, its QR-based gesvd beyond (JAX's default choice; ``algorithm`` is not
+    read); NaN where the routine failed."""
+    del algorithm
     (aval,) = ctx.avals_in
     batch, m, n = _batch_and_matrix(aval, "svd")
     k = min(m, n)
+    _whole_spectrum("svd", subset_by_index, k)
     s_aval = ShapedArray((*batch, k), _real_dtype(aval.dtype))
     info_aval = ShapedArray(batch, np.dtype(np.int32))
     if m <= JACOBI_SVD_MAX_DIM and n <= JACOBI_SVD_MAX_DIM:
