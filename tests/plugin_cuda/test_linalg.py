@@ -158,6 +158,20 @@ def test_svd_calls_gesvdj_or_gesvd(dtype, shape, expected_target, full_matrices)
         assert config(call)["transposed"].value is (m < n)
 
 
+def test_gesvd_without_uv_gets_scalar_placeholders_for_the_vectors():
+    module = lowered("svd", [zeros((1100, 8), np.float32)], full_matrices=True, compute_uv=False)
+    (call,) = custom_calls(module)
+    assert target(call) == "cusolver_gesvd_ffi"
+    types = [str(r.type) for r in call.results]
+    assert types == [
+        "tensor<1100x8xf32>",
+        "tensor<8xf32>",
+        "tensor<f32>",
+        "tensor<f32>",
+        "tensor<i32>",
+    ]
+
+
 def test_svd_without_uv_returns_only_singular_values():
     module = lowered("svd", [zeros((5, 3), np.float32)], full_matrices=False, compute_uv=False)
     (call,) = custom_calls(module)
@@ -263,6 +277,7 @@ COMPILED = [
     ("eigh", [(2, 8, 8)], {"lower": True}, ["cusolver_syevd_ffi"]),
     ("svd", [(6, 4)], {"full_matrices": False, "compute_uv": True}, ["cusolver_gesvdj_ffi"]),
     ("svd", [(8, 1100)], {"full_matrices": False, "compute_uv": True}, ["cusolver_gesvd_ffi"]),
+    ("svd", [(1100, 8)], {"full_matrices": True, "compute_uv": False}, ["cusolver_gesvd_ffi"]),
 ]
 
 

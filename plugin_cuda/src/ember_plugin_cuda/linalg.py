@@ -428,9 +428,11 @@ def _gesvd(ctx, x, aval, batch, s_aval, info_aval, full_matrices, compute_uv):
     # gesvd wants m >= n: a wide matrix is handed over row-major, i.e. as its transpose,
     # whose U and V^H are the matrix's V^H and U swapped.
     transposed = m < n
-    rows_u, cols_vt = (m, n)
-    u_aval = ShapedArray((*batch, rows_u, m if full_matrices else k), aval.dtype)
-    vt_aval = ShapedArray((*batch, n if full_matrices else k, cols_vt), aval.dtype)
+    if compute_uv:
+        u_aval = ShapedArray((*batch, m, m if full_matrices else k), aval.dtype)
+        vt_aval = ShapedArray((*batch, n if full_matrices else k, n), aval.dtype)
+    else:  # gesvd writes no vectors: scalar placeholders, as JAX passes
+        u_aval = vt_aval = ShapedArray((), aval.dtype)
     outs = [aval, s_aval, vt_aval, u_aval] if transposed else [aval, s_aval, u_aval, vt_aval]
     _, s, first, second, info = ffi_call(
         ctx,
