@@ -95,6 +95,11 @@ def test_lu_reconstructs_the_matrix_and_matches_the_generic_path(gpu, rng, dtype
     permuted = np.take_along_axis(a, perm[..., :, None], axis=-2)
     tol = tolerance(dtype)
     np.testing.assert_allclose(lower @ upper, permuted, rtol=tol, atol=tol * 10)
+    if np.issubdtype(dtype, np.complexfloating):
+        # cuBLAS picks complex pivots by |re| + |im|, ember's generic path by |z|: the
+        # factorisations may pivot differently, and each reconstructs the matrix (above).
+        assert sorted(perm.reshape(-1, m)[0]) == list(range(m))
+        return
     g_lu, g_pivots, g_perm = generic(gpu, lax.linalg.lu, a)
     np.testing.assert_array_equal(pivots, g_pivots)
     np.testing.assert_array_equal(perm, g_perm)
