@@ -159,7 +159,13 @@ def test_the_pjrt_client_gets_the_options_and_its_failure_is_explained(stages):
         with pytest.raises(BackendError) as caught:
             plugin.make_backend()
     assert stages.ran == ["driver", "library", "preloaded", "ffi", "client"]
-    assert stages.ffi_call == ("cuda", stages.library, "fake_ffi_extension", "CUDA")
+    assert stages.ffi_call == (
+        "cuda",
+        stages.library,
+        "fake_ffi_extension",
+        "CUDA",
+        ("jax_cuda12_plugin._solver", "jax_cuda12_plugin._linalg"),
+    )
     name, library, options, job = stages.client_call
     assert (name, library, job) == ("cuda", stages.library, None)
     assert options == {

@@ -247,7 +247,8 @@ REAL_FFI = textwrap.dedent(
     from ember_plugin_kit import pjrt
 
     print(pjrt.register_plugin_extension(
-        "cuda", libraries.pjrt_library(), libraries.FFI_EXTENSION, "CUDA"))
+        "cuda", libraries.pjrt_library(), libraries.FFI_EXTENSION, "CUDA",
+        libraries.LINALG_HANDLER_MODULES))
     """
 )
 
@@ -259,5 +260,11 @@ def test_the_real_ffi_handlers_register_with_the_real_pjrt_library(installed_plu
     done = run_ember(["-c", REAL_FFI], installed_plugin, timeout=300)
     assert done.returncode == 0, done.stderr
     names = done.stdout.strip()
-    for handler in ("xla_ffi_python_gpu_callback", "xla_buffer_python_gpu_callback"):
+    for handler in (
+        "xla_ffi_python_gpu_callback",
+        "xla_buffer_python_gpu_callback",
+        "cusolver_potrf_ffi",
+        "cusolver_gesvdj_ffi",
+        "cu_lu_pivots_to_permutation",
+    ):
         assert f"'{handler}'" in names

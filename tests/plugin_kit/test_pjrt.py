@@ -273,6 +273,22 @@ def test_a_plugin_extensions_ffi_handlers_are_registered_once(tmp_path, monkeypa
         register("gpux", "/lib/gpux.so", "ember_test_no_such_extension", "CUDA")
 
 
+def test_handler_modules_register_through_the_extension(tmp_path, monkeypatch):
+    (tmp_path / "ember_test_ffi_extension3.py").write_text(FAKE_EXTENSION)
+    (tmp_path / "ember_test_solver_handlers.py").write_text(
+        "def registrations():\n    return {'vendor_potrf_ffi': 'handler-3'}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(_jaxlib, "_registered_extensions", {})
+    monkeypatch.setattr(_jaxlib, "plugin_c_api", lambda *a: "c-api")
+    names = pjrt.register_plugin_extension(
+        "gpux", "/l.so", "ember_test_ffi_extension3", "CUDA", ("ember_test_solver_handlers",)
+    )
+    assert names == ["xla_ffi_python_gpu_callback", "dce_sink", "vendor_potrf_ffi"]
+    extension = importlib.import_module("ember_test_ffi_extension3")
+    assert extension.calls[-1] == ("target", "c-api", "vendor_potrf_ffi", "handler-3", "CUDA", 1, 0)
+
+
 def test_an_extension_of_a_plugin_another_jaxlib_user_loaded_registers_nothing(
     tmp_path, monkeypatch
 ):

@@ -4,7 +4,7 @@ registering a vendor's FFI extension (host callbacks on the GPU, ...) before the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 # Collectives XLA's GPU runtime implements itself (over NCCL or RCCL, within and across
 # processes): a GPU plugin registers each one as "xla".
@@ -19,16 +19,20 @@ def register_ffi_handlers(
     *,
     distribution: str,
     xla_platform: str,
+    handler_modules: Sequence[str] = (),
 ) -> list[str] | str:
     """Register FFI extension ``module`` (None: its wheel, ``distribution``, is not installed)
     with the PJRT plugin at ``library`` through ``register`` (the kit's
-    ``pjrt.register_plugin_extension``). Returns the handlers' names, or why there are none:
-    the extension is optional (without it, programs with host callbacks fail to compile on the
-    GPU; everything else runs), so its absence is reported, not raised."""
+    ``pjrt.register_plugin_extension``), and the handlers of ``handler_modules`` of the same
+    wheel (each with a ``registrations()``, e.g. the vendor's solver library). Returns the
+    handlers' names, or why there are none: the extension is optional (without it, programs
+    with host callbacks or vendor linear algebra fail to compile on the GPU; everything else
+    runs), so its absence is reported, not raised."""
     if module is None:
         return f"{distribution} is not installed"
+    extra = (tuple(handler_modules),) if handler_modules else ()
     try:
-        return register(platform, library, module, xla_platform)
+        return register(platform, library, module, xla_platform, *extra)
     except ImportError as exc:
         return f"{module} could not be imported: {exc}"
 

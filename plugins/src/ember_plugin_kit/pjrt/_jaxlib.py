@@ -248,7 +248,11 @@ _registered_extensions: dict[tuple[str, str], list[str]] = {}
 
 
 def register_plugin_extension(
-    name: str, library_path: str, extension_module: str, xla_platform: str
+    name: str,
+    library_path: str,
+    extension_module: str,
+    xla_platform: str,
+    handler_modules: Sequence[str] = (),
 ) -> list[str]:
     """Register an extension module's FFI types and handlers with plugin ``name`` (loaded from
     ``library_path`` if not yet), as JAX's own plugin initialisation does: the handlers the
@@ -259,11 +263,16 @@ def register_plugin_extension(
     ``register_custom_call_target(c_api, name, fn, xla_platform, api_version, traits)``.
     Registers once per process, before the plugin's first client; returns the handlers'
     names (none when another jaxlib user loaded the plugin first: it registered its own).
+    ``handler_modules`` (e.g. ``jax_cuda12_plugin._solver``) each provide ``registrations()``,
+    more typed-FFI handlers by name (cuSOLVER's, ...), registered through the extension's
+    ``register_custom_call_target`` as JAX's ``gpu_solver`` registers them.
     Raises ``ModuleNotFoundError`` when the extension is not installed."""
-    key = (name, extension_module)
+    key = (name, extension_module, tuple(handler_modules))
     if key in _registered_extensions:
         return list(_registered_extensions[key])
     extension = importlib.import_module(extension_module)
+    # All imported before anything registers: a missing one leaves the plugin untouched.
+    more = [importlib.import_module(m).registrations() for m in handler_modules]
     c_api = plugin_c_api(name, library_path)
     registered: list[str] = []
     if c_api is not None:
@@ -273,6 +282,10 @@ def register_plugin_extension(
             # api_version 1: XLA's typed FFI, which every handler of these extensions uses
             extension.register_custom_call_target(c_api, target, handler, xla_platform, 1, 0)
             registered.append(target)
+        for handlers in more:
+            for target, handler in handlers.items():
+                extension.register_custom_call_target(c_api, target, handler, xla_platform, 1, 0)
+                registered.append(target)
     _registered_extensions[key] = registered
     return list(registered)
 
