@@ -38,6 +38,7 @@ ELSEWHERE = {
     "program_id", "num_programs", "masked_load", "masked_swap", "atomic_rmw", "atomic_cas",
     "multiple_of", "max_contiguous", "pallas_call",  # Pallas kernels: tests/core/pallas
     "get", "swap", "addupdate", "run_scoped",  # Refs: primitives/test_state.py, test_discharge.py
+    "named_kernel",  # plugin kernels by name: primitives/test_named_kernels.py
 }  # fmt: skip
 
 
