@@ -63,7 +63,7 @@ CUDA_LIBRARIES = (
 FFI_DISTRIBUTION = "jax-cuda12-plugin"
 FFI_EXTENSION = "jax_cuda12_plugin.cuda_plugin_extension"
 # The same wheel's cuSOLVER handlers (``cusolver_potrf_ffi``, ...) and GPU linear algebra
-# helpers (``cu_lu_pivots_to_permutation``, ...), which linalg.py's lowerings call.
+# helpers (``cu_lu_pivots_to_permutation``, ...), for lowerings of linear algebra on cuda.
 LINALG_HANDLER_MODULES = ("jax_cuda12_plugin._solver", "jax_cuda12_plugin._linalg")
 
 # The namespace package NVIDIA's CUDA wheels install into (``nvidia.cublas``, ...).

@@ -25,7 +25,7 @@ from ember.extend import (
     current_job,
     hookimpl,
 )
-from ember_plugin_cuda import driver, libraries, linalg, options
+from ember_plugin_cuda import driver, libraries, options
 from ember_plugin_kit import gpu
 
 PLATFORM = "cuda"
@@ -89,8 +89,8 @@ def make_backend() -> Backend:
 
 
 def _register_ffi_handlers(library: str, register: Callable[..., list[str]]) -> list[str] | str:
-    """Register the FFI extension's handlers, and the cuSOLVER ones linalg.py's lowerings
-    call, with XLA's CUDA plugin before its first client (the handlers' names, or why there
+    """Register the FFI extension's handlers, and the wheel's cuSOLVER/GPU linear algebra
+    ones, with XLA's CUDA plugin before its first client (the handlers' names, or why there
     are none)."""
     return gpu.register_ffi_handlers(
         register,
@@ -134,8 +134,6 @@ def ember_register_collectives(registry: CollectiveRegistry) -> None:
 
 @hookimpl
 def ember_register_lowerings(registry: LoweringRegistry) -> None:
-    # cuSOLVER/cuBLAS for the linear algebra primitives ember defines (linalg.py).
-    linalg.register(registry, PLATFORM)
     if importlib.util.find_spec(TRITON_MODULE) is not None:
         importlib.import_module(TRITON_MODULE).register(registry, PLATFORM)
     if importlib.util.find_spec(CUPY_MODULE) is not None:
