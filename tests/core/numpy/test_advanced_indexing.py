@@ -308,12 +308,41 @@ def test_empty_index_arrays_give_empty_results(shape, index, expected_shape):
     np.testing.assert_array_equal(ember.grad(lambda v: v[_EMPTY].sum())(enp.ones(3)), np.zeros(3))
 
 
-@pytest.mark.parametrize("index", [True, False, np.bool_(True), np.array(True), np.array(False)])
-def test_a_scalar_boolean_index_is_refused_by_name(index):
-    # JAX reads it as a new axis of length 1 or 0; ember refuses it (docs/differences.md)
-    # with an IndexError naming it, rather than NumPy's error about nonzero on 0-d arrays.
-    x = enp.arange(3.0)
-    with pytest.raises(IndexError, match="scalar boolean index"):
-        x[index]
-    with pytest.raises(IndexError, match="scalar boolean index"):
-        x.at[index].set(1.0)
+@pytest.mark.parametrize(
+    "index",
+    [
+        True,
+        False,
+        np.bool_(True),
+        np.array(False),
+        (Ellipsis, np.array(False)),
+        (np.array(True), 0),
+        (True, None),
+        (slice(None), True, [0, 2]),
+        (1, False),
+    ],
+)
+def test_a_scalar_boolean_index_is_a_new_axis_kept_or_emptied(index):
+    # As NumPy and JAX: True is a new axis of length 1, False one of length 0 (an advanced
+    # index over that axis), whether given as a bool, a 0-d NumPy array or an ember Array.
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    want = x[index]
+    entries = index if isinstance(index, tuple) else (index,)
+    as_ember = tuple(enp.asarray(e) if isinstance(e, np.ndarray) else e for e in entries)
+    for key in (index, as_ember):
+        got = enp.asarray(x)[key]
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_scalar_boolean_index_of_a_0d_array_and_in_updates():
+    assert enp.asarray(5.0)[enp.asarray(True)].shape == (1,)
+    assert enp.asarray(5.0)[False].shape == (0,)
+    np.testing.assert_array_equal(enp.arange(3.0).at[True].set(7.0), [7.0, 7.0, 7.0])
+    np.testing.assert_array_equal(enp.arange(3.0).at[np.array(False)].set(7.0), [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(ember.jit(lambda v: v[True])(enp.arange(3.0)), [[0, 1, 2]])
+
+
+def test_a_traced_scalar_boolean_index_is_refused_as_non_concrete():
+    with pytest.raises(ember.errors.NonConcreteBooleanIndexError):
+        ember.jit(lambda v, b: v[b])(enp.arange(3.0), True)
