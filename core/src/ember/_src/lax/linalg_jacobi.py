@@ -18,6 +18,7 @@ from ember._src.lax.linalg_operands import (
     identity_matrix,
     main_diagonal,
     real_part,
+    squares_safe_scale,
     static_fori,
     transpose_last_axes,
     where_broadcast,
@@ -25,7 +26,7 @@ from ember._src.lax.linalg_operands import (
 from ember._src.lax.linalg_qr import householder_qr
 from ember._src.lax.slicing import full
 from ember._src.lax.sorting import sort_with_indices
-from ember._src.primitives.arithmetic import abs as abs_, sign
+from ember._src.primitives.arithmetic import sign
 from ember._src.primitives.math_functions import sqrt
 from ember._src.primitives.shape import reshape
 from ember._src.primitives.slicing import concatenate
@@ -171,7 +172,7 @@ def _svd_tall(a: Any, full_matrices: bool, compute_uv: bool = True) -> Any:
             return sigma
         u = identity_matrix(m, dtype) if full_matrices else full((m, 0), 0, dtype)
         return u, sigma, full((0, 0), 0, dtype)
-    scale = _squares_safe_scale(a)
+    scale = squares_safe_scale(a)
     u, v = _svd_single(a / scale.astype(dtype))
     sigma = sqrt(real_part(conj_if_complex(u) * u).sum(axis=0))
     order = _argsort(-sigma)
@@ -186,23 +187,6 @@ def _svd_tall(a: Any, full_matrices: bool, compute_uv: bool = True) -> Any:
     if full_matrices and m > n:
         u = concatenate([u, basis[:, n:]], 1)
     return u, sigma * scale, conj_transpose(v)
-
-
-def _squares_safe_scale(a: Any) -> Any:
-    """A positive real divisor for ``a`` whose squared column norms would overflow or underflow
-    (the rotations work with them: 8e18 in float32 gave NaN singular values): its largest
-    magnitude where that is outside the safe range, else 1 (no rounding for ordinary input),
-    as LAPACK scales before its SVD. The singular values scale back; the vectors do not."""
-    m, n = get_aval(a).shape
-    real_dtype = dtypes.real_dtype(get_aval(a).dtype)
-    info = np.finfo(real_dtype)
-    # A column norm squared is at most the Frobenius norm squared, m * n * largest**2.
-    largest_safe = np.sqrt(float(info.max) / (4 * m * n))
-    smallest_safe = np.sqrt(float(info.tiny)) / float(info.eps)
-    largest = abs_(a).max()
-    unsafe = (largest > largest_safe) | ((largest < smallest_safe) & (largest > 0))
-    unsafe = unsafe & (largest < np.inf)  # NaN and inf stay as they are
-    return where_broadcast(unsafe, largest, np.asarray(1.0, real_dtype)).astype(real_dtype)
 
 
 def jacobi_svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
