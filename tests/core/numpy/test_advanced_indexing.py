@@ -346,3 +346,19 @@ def test_a_scalar_boolean_index_of_a_0d_array_and_in_updates():
 def test_a_traced_scalar_boolean_index_is_refused_as_non_concrete():
     with pytest.raises(ember.errors.NonConcreteBooleanIndexError):
         ember.jit(lambda v, b: v[b])(enp.arange(3.0), True)
+
+
+@pytest.mark.parametrize(
+    "shape, mask_shape", [((3,), (0,)), ((1,), (0,)), ((2, 3), (0, 3)), ((2, 3), (2, 0))]
+)
+def test_an_empty_mask_axis_selects_nothing_from_an_axis_of_any_length(shape, mask_shape):
+    # As NumPy and JAX; ember used to say the mask's shape did not match.
+    x = np.ones(shape, np.float32)
+    mask = np.zeros(mask_shape, bool)
+    for key in (mask, enp.asarray(mask)):
+        assert enp.asarray(x)[key].shape == x[mask].shape == (0,)
+
+
+def test_a_mask_of_another_nonzero_length_is_still_refused():
+    with pytest.raises(IndexError, match="does not match"):
+        enp.ones((2, 3))[np.zeros((1, 3), bool)]

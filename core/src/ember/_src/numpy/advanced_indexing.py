@@ -138,10 +138,14 @@ def _expand_booleans(entries: tuple, aval: core.ShapedArray) -> tuple:
             expanded.append(entry)
             dim += 1
             continue
-        if mask.shape != aval.shape[dim : dim + mask.ndim]:
+        indexed = aval.shape[dim : dim + mask.ndim]
+        # An empty mask axis selects nothing from an axis of any length (NumPy and JAX).
+        if len(indexed) != mask.ndim or any(
+            k not in (size, 0) for k, size in zip(mask.shape, indexed)
+        ):
             raise IndexError(
                 f"boolean index of shape {mask.shape} does not match the indexed axes "
-                f"{aval.shape[dim : dim + mask.ndim]}{errors.where()}"
+                f"{indexed}{errors.where()}"
             )
         expanded.extend(np.nonzero(mask))
         dim += mask.ndim
