@@ -308,12 +308,57 @@ def test_empty_index_arrays_give_empty_results(shape, index, expected_shape):
     np.testing.assert_array_equal(ember.grad(lambda v: v[_EMPTY].sum())(enp.ones(3)), np.zeros(3))
 
 
-@pytest.mark.parametrize("index", [True, False, np.bool_(True), np.array(True), np.array(False)])
-def test_a_scalar_boolean_index_is_refused_by_name(index):
-    # JAX reads it as a new axis of length 1 or 0; ember refuses it (docs/differences.md)
-    # with an IndexError naming it, rather than NumPy's error about nonzero on 0-d arrays.
-    x = enp.arange(3.0)
-    with pytest.raises(IndexError, match="scalar boolean index"):
-        x[index]
-    with pytest.raises(IndexError, match="scalar boolean index"):
-        x.at[index].set(1.0)
+@pytest.mark.parametrize(
+    "index",
+    [
+        True,
+        False,
+        np.bool_(True),
+        np.array(False),
+        (Ellipsis, np.array(False)),
+        (np.array(True), 0),
+        (True, None),
+        (slice(None), True, [0, 2]),
+        (1, False),
+    ],
+)
+def test_a_scalar_boolean_index_is_a_new_axis_kept_or_emptied(index):
+    # As NumPy and JAX: True is a new axis of length 1, False one of length 0 (an advanced
+    # index over that axis), whether given as a bool, a 0-d NumPy array or an ember Array.
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    want = x[index]
+    entries = index if isinstance(index, tuple) else (index,)
+    as_ember = tuple(enp.asarray(e) if isinstance(e, np.ndarray) else e for e in entries)
+    for key in (index, as_ember):
+        got = enp.asarray(x)[key]
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_scalar_boolean_index_of_a_0d_array_and_in_updates():
+    assert enp.asarray(5.0)[enp.asarray(True)].shape == (1,)
+    assert enp.asarray(5.0)[False].shape == (0,)
+    np.testing.assert_array_equal(enp.arange(3.0).at[True].set(7.0), [7.0, 7.0, 7.0])
+    np.testing.assert_array_equal(enp.arange(3.0).at[np.array(False)].set(7.0), [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(ember.jit(lambda v: v[True])(enp.arange(3.0)), [[0, 1, 2]])
+
+
+def test_a_traced_scalar_boolean_index_is_refused_as_non_concrete():
+    with pytest.raises(ember.errors.NonConcreteBooleanIndexError):
+        ember.jit(lambda v, b: v[b])(enp.arange(3.0), True)
+
+
+@pytest.mark.parametrize(
+    "shape, mask_shape", [((3,), (0,)), ((1,), (0,)), ((2, 3), (0, 3)), ((2, 3), (2, 0))]
+)
+def test_an_empty_mask_axis_selects_nothing_from_an_axis_of_any_length(shape, mask_shape):
+    # As NumPy and JAX; ember used to say the mask's shape did not match.
+    x = np.ones(shape, np.float32)
+    mask = np.zeros(mask_shape, bool)
+    for key in (mask, enp.asarray(mask)):
+        assert enp.asarray(x)[key].shape == x[mask].shape == (0,)
+
+
+def test_a_mask_of_another_nonzero_length_is_still_refused():
+    with pytest.raises(IndexError, match="does not match"):
+        enp.ones((2, 3))[np.zeros((1, 3), bool)]

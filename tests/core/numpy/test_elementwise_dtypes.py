@@ -60,11 +60,12 @@ FX = np.array([5.0, -5.0, 0.0, -0.0, 5.0, INF, NAN, 5.0, -0.0, 0.0, -4.0, 4.0], 
 FY = np.array([INF, INF, -INF, INF, 0.0, 3.0, 3.0, -0.0, 3.0, -3.0, 2.0, -2.0], np.float32)
 
 
-def test_float_remainder_and_fmod_special_values_match_jax():
-    # A zero remainder keeps the sign of the dividend (JAX; NumPy gives it the divisor's).
+def test_float_remainder_and_fmod_special_values_match_numpy():
+    # A zero remainder takes the sign of the divisor (NumPy and the array API; JAX keeps the
+    # dividend's), while fmod's keeps the dividend's.
     _assert_values_and_signs(
         enp.remainder(FX, FY),
-        np.array([5.0, INF, 0.0, -0.0, NAN, NAN, NAN, NAN, -0.0, 0.0, -0.0, 0.0], np.float32),
+        np.array([5.0, INF, -0.0, 0.0, NAN, NAN, NAN, NAN, 0.0, -0.0, 0.0, -0.0], np.float32),
     )
     _assert_values_and_signs(
         enp.fmod(FX, FY),
@@ -72,17 +73,35 @@ def test_float_remainder_and_fmod_special_values_match_jax():
     )
 
 
-def test_float_floor_divide_matches_jax():
-    want = np.array([0.0, -1.0, -0.0, 0.0, INF, NAN, NAN, -INF, 0.0, -0.0, -2.0, -2.0], np.float32)
+def test_float_floor_divide_matches_numpy():
+    # A zero quotient has the sign of x / y (NumPy and the array API; JAX always gives +0).
+    want = np.array(
+        [0.0, -1.0, -0.0, -0.0, INF, NAN, NAN, -INF, -0.0, -0.0, -2.0, -2.0], np.float32
+    )
     _assert_values_and_signs(enp.floor_divide(FX, FY), want)
     quotient, remainder = ember.jit(enp.divmod)(FX, FY)
     _assert_values_and_signs(quotient, want)
     _assert_values_and_signs(remainder, np.asarray(enp.remainder(FX, FY)))
 
 
-def test_sign_keeps_the_sign_of_zero():
-    got = np.asarray(enp.sign(np.array([-0.0, 0.0, -2.0], np.float32)))
-    np.testing.assert_array_equal(np.signbit(got), [True, False, True])
+def test_floor_divide_and_remainder_signed_zeros_in_every_float_width():
+    x = np.array([-0.0, -0.0, 0.0, 0.0, -1.0, 1.0], np.float64)
+    y = np.array([3.0, -3.0, 3.0, -3.0, INF, -INF], np.float64)
+    for dtype in (np.float16, np.float32):  # float64 needs x64
+        xs, ys = x.astype(dtype), y.astype(dtype)
+        _assert_values_and_signs(enp.floor_divide(xs, ys), np.floor_divide(xs, ys))
+        _assert_values_and_signs(enp.remainder(xs, ys), np.remainder(xs, ys))
+        _assert_values_and_signs(ember.jit(lambda a, b: a // b)(xs, ys), np.floor_divide(xs, ys))
+        _assert_values_and_signs(ember.jit(lambda a, b: a % b)(xs, ys), np.remainder(xs, ys))
+
+
+def test_sign_of_either_zero_is_positive_zero():
+    # XLA's sign keeps a zero's sign (as JAX); NumPy and the array API give +0.
+    got = np.asarray(enp.sign(np.array([-0.0, 0.0, -2.0, NAN], np.float32)))
+    _assert_values_and_signs(got, np.array([0.0, 0.0, -1.0, NAN], np.float32))
+    got = np.asarray(ember.jit(enp.sign)(np.array([complex(-0.0, -0.0), 0j, 3j])))
+    np.testing.assert_array_equal(got, [0, 0, 1j])
+    assert not np.signbit(got.real).any() and not np.signbit(got.imag).any()
 
 
 def test_booleans_in_arithmetic_become_int32():

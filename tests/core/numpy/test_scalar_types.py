@@ -24,6 +24,10 @@ def test_a_scalar_type_stands_for_its_dtype():
     assert np.dtype(enp.float32) == np.float32
     assert enp.float32 == np.float32 and np.float32 == enp.float32
     assert np.dtype("float32") == enp.float32
+    assert enp.float32 == np.dtype("float32") and enp.float32 != np.dtype("float64")
+    assert np.dtype("float32") in (enp.float16, enp.float32)  # the item's __eq__ goes first
+    assert np.dtype("int32") not in (enp.float32, enp.uint32)
+    assert enp.float32 != "float32" and enp.float32 != enp.float64
     assert {np.float32: 1}[enp.float32] == 1
     assert enp.zeros(2, enp.int8).dtype == np.int8
     assert enp.ones(2).astype(enp.uint8).dtype == np.uint8

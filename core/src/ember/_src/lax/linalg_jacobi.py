@@ -18,6 +18,7 @@ from ember._src.lax.linalg_operands import (
     identity_matrix,
     main_diagonal,
     real_part,
+    squares_safe_scale,
     static_fori,
     transpose_last_axes,
     where_broadcast,
@@ -171,12 +172,13 @@ def _svd_tall(a: Any, full_matrices: bool, compute_uv: bool = True) -> Any:
             return sigma
         u = identity_matrix(m, dtype) if full_matrices else full((m, 0), 0, dtype)
         return u, sigma, full((0, 0), 0, dtype)
-    u, v = _svd_single(a)
+    scale = squares_safe_scale(a)
+    u, v = _svd_single(a / scale.astype(dtype))
     sigma = sqrt(real_part(conj_if_complex(u) * u).sum(axis=0))
     order = _argsort(-sigma)
     sigma, u, v = sigma[order], u[:, order], v[:, order]
     if not compute_uv:
-        return sigma
+        return sigma * scale
     keep = sigma > np.asarray(np.finfo(real_dtype).tiny, real_dtype)
     safe = where_broadcast(keep, sigma, np.asarray(1.0, real_dtype)).astype(dtype)
     u = where_broadcast(keep[None, :], u / safe[None, :], np.asarray(0.0, dtype)).astype(dtype)
@@ -184,7 +186,7 @@ def _svd_tall(a: Any, full_matrices: bool, compute_uv: bool = True) -> Any:
     u = where_broadcast(keep[None, :], u, basis[:, :n]).astype(dtype)
     if full_matrices and m > n:
         u = concatenate([u, basis[:, n:]], 1)
-    return u, sigma, conj_transpose(v)
+    return u, sigma * scale, conj_transpose(v)
 
 
 def jacobi_svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:

@@ -14,7 +14,7 @@ import numpy as np
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.lax.slicing import full
-from ember._src.primitives.arithmetic import conj, real
+from ember._src.primitives.arithmetic import abs as abs_, conj, real
 from ember._src.primitives.comparisons import eq
 from ember._src.primitives.control_flow.loops import fori_loop
 from ember._src.primitives.selection import select_n
@@ -184,3 +184,23 @@ def right_hand_side(b: Any, dtype: Any) -> Any:
         [(dtypes.canonicalize(np.dtype(dtype)), False), (aval.dtype, aval.weak_type)]
     )
     return convert_element_type(b, promoted)
+
+
+def squares_safe_scale(a: Any) -> Any:
+    """A positive real divisor for a matrix whose squared column norms would overflow or
+    underflow (Jacobi rotations and Householder reflections work with them: a float32 matrix
+    of 8e18s gave NaN): its largest magnitude where that is outside the safe range, else 1
+    (no rounding for ordinary input), as LAPACK scales before factorising. Singular values and
+    R scale back; orthogonal factors do not."""
+    m, n = get_aval(a).shape
+    real_dtype = dtypes.real_dtype(get_aval(a).dtype)
+    if m * n == 0:  # nothing to overflow
+        return np.asarray(1.0, real_dtype)
+    info = np.finfo(real_dtype)
+    # A column norm squared is at most the Frobenius norm squared, m * n * largest**2.
+    largest_safe = np.sqrt(float(info.max) / (4 * m * n))
+    smallest_safe = np.sqrt(float(info.tiny)) / float(info.eps)
+    largest = abs_(a).max()
+    unsafe = (largest > largest_safe) | ((largest < smallest_safe) & (largest > 0))
+    unsafe = unsafe & (largest < np.inf)  # NaN and inf stay as they are
+    return where_broadcast(unsafe, largest, np.asarray(1.0, real_dtype)).astype(real_dtype)

@@ -11,6 +11,7 @@ from ember._src.lax.linalg_operands import (
     identity_matrix,
     positions,
     real_part,
+    squares_safe_scale,
     static_fori,
     where_broadcast,
 )
@@ -49,6 +50,8 @@ def householder_qr(a: Any, complete: bool = False) -> tuple[Any, Any]:
         q = q - 2.0 * (q @ v)[:, None] * conj_if_complex(v)[None, :]
         return q, r
 
-    q, r = static_fori(0, k, step, (identity_matrix(m, dtype), a))
+    scale = squares_safe_scale(a)  # Q is the same for a scaled matrix; R scales back
+    q, r = static_fori(0, k, step, (identity_matrix(m, dtype), a / scale.astype(dtype)))
     r = where_broadcast(rows[:, None] > positions(n)[None, :], 0.0, r).astype(dtype)
+    r = r * scale.astype(dtype)
     return (q, r) if complete else (q[:, :k], r[:k])

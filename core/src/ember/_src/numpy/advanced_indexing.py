@@ -44,7 +44,7 @@ def is_advanced(entry: Any) -> bool:
 
 def advanced_getitem(x: Any, entries: tuple, basic_getitem) -> Any:
     """``x[entries]`` where at least one entry is advanced (entries have no Ellipsis)."""
-    if any(e is None for e in entries):
+    if any(e is None or _is_scalar_bool(e) for e in entries):
         x, entries = _new_axes_as_slices(x, entries)
     entries = _expand_booleans(entries, get_aval(x))
     # Slices first (keeping every axis), then the array/int picks in one gather.
@@ -85,18 +85,30 @@ def _result_shape(batch: tuple, window: list, offset_dims: tuple) -> tuple:
     return tuple(next(window_sizes) if d in offset_dims else next(batch_sizes) for d in range(rank))
 
 
+def _is_scalar_bool(entry: Any) -> bool:
+    """A concrete scalar boolean index: True/False or a 0-d boolean array."""
+    if isinstance(entry, (bool, np.bool_)):
+        return True
+    if isinstance(entry, (np.ndarray, Array)):
+        aval = get_aval(entry)
+        return aval.ndim == 0 and aval.dtype == dtypes.bool_
+    return False
+
+
 def _new_axes_as_slices(x: Any, entries: tuple) -> tuple[Any, tuple]:
-    """``x`` with a size-1 axis inserted where each None is, and the index with a full slice
-    for it. In NumPy a None is such an axis: it separates the advanced indices on either side
-    (which then go first in the result) and otherwise stays where it is."""
+    """``x`` with a size-1 axis inserted where each None or scalar boolean is, and the index
+    with a full slice for a None and a one-element mask for a boolean. In NumPy a None is such
+    an axis: it separates the advanced indices on either side (which then go first in the
+    result) and otherwise stays where it is; a scalar boolean is an advanced index over such
+    an axis, keeping it (True) or leaving it empty (False), as NumPy and JAX read it."""
     shape = get_aval(x).shape
     new_shape: list[int] = []
     new_entries: list[Any] = []
     dim = 0
     for entry in entries:
-        if entry is None:
+        if entry is None or _is_scalar_bool(entry):
             new_shape.append(1)
-            new_entries.append(slice(None))
+            new_entries.append(slice(None) if entry is None else np.array([bool(entry)]))
             continue
         consumed = axes_consumed(entry)
         new_shape.extend(shape[dim : dim + consumed])
@@ -108,7 +120,7 @@ def _new_axes_as_slices(x: Any, entries: tuple) -> tuple[Any, tuple]:
 
 def axes_consumed(entry: Any) -> int:
     """How many axes an index entry indexes (a boolean mask: its rank)."""
-    if entry is None or entry is Ellipsis:
+    if entry is None or entry is Ellipsis or isinstance(entry, (bool, np.bool_)):
         return 0
     if isinstance(entry, (np.ndarray, Array, list)):
         mask = np.asarray(entry)
@@ -126,10 +138,14 @@ def _expand_booleans(entries: tuple, aval: core.ShapedArray) -> tuple:
             expanded.append(entry)
             dim += 1
             continue
-        if mask.shape != aval.shape[dim : dim + mask.ndim]:
+        indexed = aval.shape[dim : dim + mask.ndim]
+        # An empty mask axis selects nothing from an axis of any length (NumPy and JAX).
+        if len(indexed) != mask.ndim or any(
+            k not in (size, 0) for k, size in zip(mask.shape, indexed)
+        ):
             raise IndexError(
                 f"boolean index of shape {mask.shape} does not match the indexed axes "
-                f"{aval.shape[dim : dim + mask.ndim]}{errors.where()}"
+                f"{indexed}{errors.where()}"
             )
         expanded.extend(np.nonzero(mask))
         dim += mask.ndim
@@ -137,13 +153,6 @@ def _expand_booleans(entries: tuple, aval: core.ShapedArray) -> tuple:
 
 
 def _as_bool_mask(entry: Any) -> np.ndarray | None:
-    if isinstance(entry, (bool, np.bool_)) or (
-        isinstance(entry, np.ndarray) and entry.ndim == 0 and entry.dtype == np.bool_
-    ):
-        raise IndexError(
-            f"a scalar boolean index (True/False, or a 0-d boolean array) is not supported; "
-            f"use None to add an axis{errors.where()}"
-        )
     if isinstance(entry, Tracer) and entry.aval.dtype == dtypes.bool_:
         raise errors.NonConcreteBooleanIndexError(
             f"a boolean index mask must be concrete: the result's shape depends on its values. "

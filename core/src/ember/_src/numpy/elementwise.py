@@ -147,7 +147,17 @@ arctanh = _unary_inexact(math_functions.atanh)
 sqrt = _unary_inexact(math_functions.sqrt)
 cbrt = _unary_inexact(math_functions.cbrt)
 negative = as_ufunc(_unary_numeric(arithmetic.neg), "negative", 1)
-sign = _unary_numeric(arithmetic.sign)
+
+
+def sign(x: Any, /) -> Any:
+    (x,) = promote_dtypes(x)
+    result = arithmetic.sign(x)
+    dtype = get_aval(x).dtype
+    if not dtypes.is_inexact(dtype):
+        return result
+    # XLA's sign keeps the sign of a zero (sign(-0.0) is -0.0, as JAX); NumPy and the array API
+    # give +0 for both zeros.
+    return selection.select_n(comparisons.eq(x, np.zeros((), dtype)), result, np.zeros((), dtype))
 
 
 def _bitwise(lax_fn, name: str):
@@ -255,7 +265,16 @@ def _float_floor_divide(x: Any, y: Any) -> Any:
         comparisons.ne(mod, zero), comparisons.ne(arithmetic.sign(y), arithmetic.sign(mod))
     )
     quotient = selection.select_n(step, quotient, arithmetic.sub(quotient, one))
-    return arithmetic.round_(quotient)  # integral up to the division's rounding
+    quotient = arithmetic.round_(quotient)  # integral up to the division's rounding
+    # A zero quotient takes the sign of x / y (NumPy's npy_floor_divide and the array API:
+    # -0 // 3 is -0 and -0 // -3 is +0), where the subtraction above always left +0.
+    return selection.select_n(comparisons.eq(quotient, zero), quotient, _zero_signed_as_ratio(x, y))
+
+
+def _zero_signed_as_ratio(x: Any, y: Any) -> Any:
+    """copysign(0, x / y) where the quotient rounds to zero: x / y is finite there, so
+    multiplying it by zero keeps its sign (-0 // 3 is -0, -0 // -3 is +0)."""
+    return arithmetic.mul(arithmetic.div(x, y), np.zeros((), get_aval(x).dtype))
 
 
 def _nonzero_int_divisor(y: Any) -> Any:
@@ -271,8 +290,7 @@ def remainder(x1: Any, x2: Any, /) -> Any:
     x, y = _prepare_numeric("remainder", x1, x2)
     dtype = get_aval(x).dtype
     y = _nonzero_int_divisor(y)
-    # rem takes the sign of x (C fmod); NumPy's remainder takes the sign of y, except that
-    # a zero result keeps the sign of x (as JAX).
+    # rem takes the sign of x (C fmod); NumPy's remainder takes the sign of y.
     r = arithmetic.rem(x, y)
     if dtype.kind == "u":
         return r
@@ -280,7 +298,18 @@ def remainder(x1: Any, x2: Any, /) -> Any:
     needs_shift = bitwise.bitwise_and(
         comparisons.ne(r, zero), comparisons.ne(comparisons.lt(r, zero), comparisons.lt(y, zero))
     )
-    return selection.select_n(needs_shift, r, arithmetic.add(r, y))
+    r = selection.select_n(needs_shift, r, arithmetic.add(r, y))
+    if not dtypes.is_float(dtype):
+        return r
+    # A zero remainder takes the sign of y too (NumPy and the array API: -0 % 3 is +0 and
+    # 0 % -3 is -0), where rem left the sign of x (as JAX).
+    # (r is NaN wherever y is zero or NaN, so y's sign is read only where it has one.)
+    negative_zero = np.array(-0.0, dtype)
+    return selection.select_n(
+        comparisons.eq(r, zero),
+        r,
+        selection.select_n(comparisons.lt(y, zero), zero, negative_zero),
+    )
 
 
 mod = remainder

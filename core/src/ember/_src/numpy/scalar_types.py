@@ -22,7 +22,10 @@ class _ScalarMeta(type):
         return hash(cls.dtype.type)
 
     def __eq__(cls, other: Any) -> bool:
-        return cls is other or other is cls.dtype.type
+        # NumPy's own comparison, so that the type equals its np.dtype from either side
+        # (``enp.float32 == np.dtype("float32")``, and so ``x.dtype in (enp.float32, ...)``,
+        # which compares with the tuple's item on the left).
+        return cls is other or cls.dtype.type == other
 
     def __ne__(cls, other: Any) -> bool:
         return not cls == other
