@@ -475,6 +475,20 @@ def test_weakly_typed_carries_take_the_body_type_as_in_jax():
     assert bf16.dtype == enp.bfloat16 and float(bf16) == 4.0
 
 
+def test_a_weakly_typed_float_carry_cannot_become_an_integer():
+    """A Python float init takes the body's type only where promoting it with that type gives
+    that type: float -> int32 (or int -> bool) is a changed carry, an error as in JAX (ember
+    used to run it and return an int)."""
+    with pytest.raises(EmberTypeError, match=r"enters as f32\[\] and leaves as i32"):
+        lax.scan(lambda c, x: (c.astype(np.int32), x), 0.0, np.ones(3, np.float32))
+    with pytest.raises(EmberTypeError, match=r"leaves as i32"):
+        lax.fori_loop(0, 3, lambda i, c: c.astype(np.int32), 0.0)
+    with pytest.raises(EmberTypeError, match=r"enters as i32\[\] and leaves as bool"):
+        lax.while_loop(lambda c: c < 3, lambda c: (c + 1).astype(bool), 0)
+    assert float(lax.fori_loop(0, 3, lambda i, c: c + 1.5, 0)) == 4.5  # int -> float is fine
+    assert complex(lax.fori_loop(0, 3, lambda i, c: c * 1j, 1.0)) == -1j
+
+
 def test_fori_loop_index_is_weakly_typed_with_python_int_bounds():
     # JAX: the index takes the carry's narrower integer type in ``c + i``.
     out = lax.fori_loop(0, 3, lambda i, c: c + i, np.int8(0))

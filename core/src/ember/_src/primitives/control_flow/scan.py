@@ -596,12 +596,17 @@ def _scan_length(x_avals: Sequence[ShapedArray], length: int | None) -> int:
 def settle_weak_types(
     carry_in: Sequence[ShapedArray], carry_out: Sequence[ShapedArray], what: str
 ) -> list[ShapedArray]:
-    """Check the body keeps the carry's types; a weakly typed init takes the body's type."""
+    """Check the body keeps the carry's types; a weakly typed init takes the body's type when
+    promoting it with that type gives that type (a Python float may become bfloat16 or
+    complex64, never an integer: a body turning a float carry into an int is an error, as in
+    JAX)."""
     settled = []
     for i, (a, b) in enumerate(zip(carry_in, carry_out)):
         if a.weak_type and a.shape == b.shape and a.dtype != b.dtype:
-            settled.append(b)  # as JAX: a Python-scalar init takes the body's dtype
-            continue
+            promoted, _ = dtypes.promote([(a.dtype, True), (b.dtype, b.weak_type)])
+            if promoted == b.dtype:
+                settled.append(b)
+                continue
         if a.shape != b.shape or a.dtype != b.dtype:
             raise ControlFlowTypeError(
                 f"{what}: the carry must keep its type, but leaf #{i} enters as {a.str_short()} "
