@@ -52,3 +52,18 @@ def test_gradients_through_each_kind():
     spectrum = SPECTRUM[0].astype(np.complex64)
     check_grads(lambda v: (enp.fft.irfft(v, n=8) ** 2).sum(), (spectrum,), order=1, **tol)
     assert ember.vmap(enp.fft.rfft)(X).shape == (3, 5)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: enp.fft.fft(x, n=0),
+        lambda x: enp.fft.rfft(x, n=-2),
+        lambda x: enp.fft.irfft(x, n=0),
+        lambda x: enp.fft.fftn(x.reshape(2, 2), s=(0, 2)),
+    ],
+)
+def test_a_non_positive_length_is_a_value_error(call):
+    """As NumPy: ember used to divide by zero (n=0) or report an out-of-bounds slice (n<0)."""
+    with pytest.raises(ValueError, match=r"invalid number of FFT data points \((0|-2)\)"):
+        call(enp.ones(4))

@@ -34,3 +34,9 @@ def test_the_sharp_bits_unsafe_cast_example():
 def test_int_to_int_still_wraps_around_as_in_xla():
     got = enp.array([300, -5], np.int32).astype("uint8")
     np.testing.assert_array_equal(np.asarray(got), [44, 251])
+
+
+def test_broadcast_in_dim_to_a_negative_dimension_is_a_value_error():
+    """Caught before lowering: XLA refuses such a program with a parse error."""
+    with pytest.raises(ValueError, match=r"non-negative dimensions, got \(3, -1\)"):
+        lax.broadcast_in_dim(enp.ones(3), (3, -1), (0,))

@@ -259,3 +259,9 @@ def test_jax_keywords_are_accepted_and_unsupported_values_named():
         er.choice(k, 5, (2,), mode="medium")
     with pytest.raises(NotImplementedError, match="replace=False"):
         er.categorical(k, np.zeros(3, np.float32), shape=(2,), replace=False)
+
+
+def test_split_into_a_negative_number_is_a_value_error():
+    with pytest.raises(ValueError, match="split: num must be non-negative, got -2"):
+        er.split(er.key(0), -2)
+    assert er.split(er.key(0), 0).shape == (0, 2)

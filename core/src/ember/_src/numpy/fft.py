@@ -8,6 +8,7 @@ default: the inverse divides by n), "ortho" or "forward".
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -78,6 +79,11 @@ def _axes_and_lengths(x, s, axes, default_axes) -> tuple[list[int], list[int | N
     lengths = list(s) if s is not None else [None] * len(axes)
     if len(lengths) != len(axes):
         raise ValueError(f"s {s} and axes {axes} have different lengths{errors.where()}")
+    for n in lengths:
+        if n is not None and operator.index(n) < 1:
+            raise ValueError(
+                f"invalid number of FFT data points ({n}): it must be at least 1{errors.where()}"
+            )
     return axes, lengths
 
 

@@ -24,6 +24,8 @@ from ember._src.primitives.slicing import concatenate, slice_along
 def tile(A: Any, reps: Any) -> Any:  # NumPy and JAX call it A
     a = creation.asarray(A)
     reps = (operator.index(reps),) if np.ndim(reps) == 0 else tuple(operator.index(r) for r in reps)
+    if builtins.any(r < 0 for r in reps):
+        raise ValueError(f"tile: reps may not be negative, got {reps}{errors.where()}")
     shape = shape_of(a)
     ndim = builtins.max(len(shape), len(reps))
     shape = (1,) * (ndim - len(shape)) + shape
@@ -44,6 +46,8 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *, total_repeat_length
     size = shape_of(a)[axis]
     if np.ndim(repeats) == 0 and not isinstance(repeats, core.Tracer):
         count = operator.index(repeats)
+        if count < 0:
+            raise ValueError(f"repeat: repeats may not be negative, got {count}{errors.where()}")
         shape = shape_of(a)
         target = shape[: axis + 1] + (count,) + shape[axis + 1 :]
         dims = tuple(d if d <= axis else d + 1 for d in range(len(shape)))
@@ -57,6 +61,8 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *, total_repeat_length
                 f"{errors.where()}"
             )
         raise NotImplementedError("repeat with traced repeat counts")
+    if (counts < 0).any():
+        raise ValueError(f"repeat: repeats may not contain negative values{errors.where()}")
     index = np.repeat(np.arange(size), counts)
     return take(a, index, axis=axis, mode="clip")
 

@@ -125,6 +125,11 @@ def broadcast_in_dim(
 ) -> Any:
     """``operand`` broadcast to ``shape``; its axis i becomes ``broadcast_dimensions[i]``."""
     shape, dims = tuple(shape), tuple(broadcast_dimensions)
+    if any(d < 0 for d in shape):  # past here XLA would refuse the program with a parse error
+        raise ValueError(
+            f"broadcast_in_dim: the shape must have non-negative dimensions, got {shape}"
+            f"{errors.where()}"
+        )
     aval = get_aval(operand)
     if aval.shape == shape and dims == tuple(range(len(shape))):
         out = operand

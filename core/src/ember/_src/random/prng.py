@@ -252,6 +252,8 @@ _fold_in_jit = jit(_fold_in)
 def split(key: Any, num: int | Sequence[int] = 2) -> Any:
     """``num`` new keys (or an array of keys of shape ``num``) derived from ``key``."""
     shape = (operator.index(num),) if not isinstance(num, (tuple, list)) else tuple(num)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"split: num must be non-negative, got {num}{errors.where()}")
     return _split_jit(key, shape)
 
 
