@@ -238,6 +238,11 @@ CASES = {
     "scatter_mul": (_scatter("multiply"), [ANY, POSITIVE], False),
     "scatter_min": (_scatter("min"), [ANY, ANY], False),
     "scatter_max": (_scatter("max"), [ANY, ANY], False),
+    "cumsum": (lambda x: lax.cumsum(x, 0, reverse=True), [ANY], True),
+    "cumprod": (lambda x: lax.cumprod(x, x.ndim - 1), [POSITIVE], True),
+    "cummax": (lambda x: lax.cummax(x, 0), [ANY], True),
+    "cummin": (lambda x: lax.cummin(x, 0, reverse=True), [ANY], True),
+    "cumlogsumexp": (lambda x: lax.cumlogsumexp(x, 0), [ANY], True),
 }  # fmt: skip
 
 SHAPES = [(4,), (4, 3), (5, 2, 3)]

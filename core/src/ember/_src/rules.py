@@ -311,3 +311,9 @@ def primitive_named(name: str) -> Primitive:
 
 def all_primitives() -> dict[str, Primitive]:
     return dict(_primitives)
+
+
+def expansion(primitive: Primitive) -> Rule | None:
+    """The expression of other primitives that ``primitive``'s own lowering lowers (see
+    ``lower_via``), or None when it emits StableHLO directly."""
+    return getattr(_lowering.get(primitive, {}).get(None), "expansion", None)

@@ -21,10 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import errors
+from ember._src import errors, rules
 from ember._src.core import ShapedArray
 from ember._src.export import dim_expr
 from ember._src.export.dim_expr import DimExpr, SymbolicDim
+from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr, Literal
 from ember._src.lowering.mlir import element_type
 from ember._src.transforms.staging import ShapeDtypeStruct
@@ -262,6 +263,24 @@ class _Comparison:
                     self.array([np.asarray(v.val) for v in vs], name)
             for vs in zip(*(e.outvars for e in eqns)):
                 self.shape([v.aval.shape for v in vs], name)
+            self._expansions(eqns, name)
+
+    def _expansions(self, eqns: Sequence[Any], name: str) -> None:
+        """A primitive lowered as an expression of others (``rules.expansion``) is exported
+        as that expression, whose structure may depend on the sizes (an associative scan
+        of log2(n) rounds): compare its traces too."""
+        expression = rules.expansion(eqns[0].primitive)
+        if expression is None:
+            return
+        expanded = [
+            trace_to_jaxpr(
+                lambda *xs, e=e: _as_list(expression(*xs, **e.params)),
+                [v.aval for v in e.invars],
+            )
+            for e in eqns
+        ]
+        self.consts([c.consts for c in expanded], name)
+        self.jaxpr([c.jaxpr for c in expanded], name)
 
     def _differ(self, js: Sequence[Jaxpr], what: str, eqns: Sequence[Any] = ()) -> Exception:
         """The traces are of different programs: name the first operations that differ."""
@@ -289,6 +308,10 @@ class _Comparison:
                     f"shape polymorphism: {name} has a constant equal to the value ember "
                     f"gives {value} while tracing; use another constant"
                 )
+
+
+def _as_list(out: Any) -> list[Any]:
+    return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
 def compare_traces(

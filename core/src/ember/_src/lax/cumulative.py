@@ -1,21 +1,26 @@
 """Cumulative reductions along one axis (``lax.cumsum``, ``cumprod``, ``cummax``, ``cummin``,
-``cumlogsumexp``), as ``associative_scan``s: log-depth, and differentiable through their
-combining operation. NumPy's ``cumsum`` and ``cumprod`` wrap ``cumulative``."""
+``cumlogsumexp``): one primitive each, lowered as an ``associative_scan`` (log-depth) and
+differentiated through its combining operation. NumPy's ``cumsum`` and ``cumprod`` wrap
+``cumulative``."""
 
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from ember._src import core, dtypes, errors
-from ember._src.core import get_aval
+from ember._src import core, dtypes, errors, rules
+from ember._src.core import Primitive, ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.lax.log_add_exp import log_add_exp
+from ember._src.primitives import sharding_rules
 from ember._src.primitives.arithmetic import add, max as max_, min as min_, mul
 from ember._src.primitives.control_flow.associative_scan import associative_scan
-from ember._src.primitives.shape import convert_element_type, reshape
-from ember._src.transforms.jit import jit
+from ember._src.primitives.elementwise import lower_via
+from ember._src.primitives.shape import convert_element_type, linear_jvp, move_axis, reshape
+from ember._src.transforms import autodiff
 
 
 def operand_and_axis(a: Any, axis: Any) -> tuple[Any, int]:
@@ -41,11 +46,107 @@ def operand_and_axis(a: Any, axis: Any) -> tuple[Any, int]:
     return a, axis % aval.ndim
 
 
-_COMBINE = {
-    "cumsum": add,
-    "cumprod": mul,
-    "cummax": max_,
-    "cummin": min_,
+# --------------------------------------------------------------------------------------------
+# The primitives (JAX's cumsum, cumprod, cummax, cummin and cumlogsumexp, parameters ``axis``
+# and ``reverse``). Lowered everywhere as an associative scan — on XLA's CPU it beats the
+# reduce_window form JAX lowers to — and named in jaxprs, so a plugin can override one (a
+# Triton kernel's ``tt.scan``) and a program of many running sums stays small.
+
+
+def _scan_implementation(combine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+    def implementation(x: Any, *, axis: int, reverse: bool) -> Any:
+        return associative_scan(combine, x, reverse=reverse, axis=axis)
+
+    return implementation
+
+
+def _abstract_eval(x: ShapedArray, *, axis: int, reverse: bool) -> ShapedArray:
+    if not 0 <= axis < x.ndim:
+        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for array of rank {x.ndim}")
+    return x
+
+
+def _batch(primitive: Primitive) -> Callable[..., Any]:
+    def batch(vals, dims, *, axis, reverse):
+        (x,), (d,) = vals, dims
+        return primitive.bind(move_axis(x, d, 0), axis=axis + 1, reverse=reverse), 0
+
+    return batch
+
+
+def _jvp_through(implementation: Callable[..., Any]) -> rules.per_primitive:
+    """The derivative of the scan that computes the primitive (combine is differentiable)."""
+
+    def build(primitive: Primitive) -> Callable[..., Any]:
+        def jvp(primals, tangents, *, axis, reverse):
+            (x,), (t,) = primals, tangents
+            if type(t) is Zero:
+                out = primitive.bind(x, axis=axis, reverse=reverse)
+                return out, Zero(tangent_aval(get_aval(out)))
+            return autodiff.jvp(partial(implementation, axis=axis, reverse=reverse), (x,), (t,))
+
+        return jvp
+
+    return rules.per_primitive(build)
+
+
+def _cumsum_transpose(ct, x, *, axis, reverse):
+    return [cumsum_p.bind(ct, axis=axis, reverse=not reverse)]
+
+
+def _reference(accumulate: Callable[..., np.ndarray]) -> Callable[..., Any]:
+    def reference(x, *, axis, reverse):
+        x = np.asarray(x)
+        if reverse:
+            return np.flip(accumulate(np.flip(x, axis), axis), axis)
+        return accumulate(x, axis)
+
+    return reference
+
+
+def _in_its_dtype(ufunc: np.ufunc) -> Callable[..., np.ndarray]:
+    # NumPy's cumsum of int32 counts in int64: ember's (as XLA's) wraps in the operand's dtype
+    return lambda x, axis: ufunc.accumulate(x, axis=axis, dtype=x.dtype)
+
+
+def _log_add_exp_accumulate(x: np.ndarray, axis: int) -> np.ndarray:
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.logaddexp.accumulate(x, axis=axis)
+
+
+_sharding = sharding_rules.with_unsplit(
+    "a cumulative reduction",
+    lambda x, **params: [params["axis"]],
+    "the running reduction runs along it",
+)
+
+
+def _define(name: str, combine: Callable[[Any, Any], Any], accumulate, linear: bool):
+    implementation = _scan_implementation(combine)
+    return rules.define_primitive(
+        name,
+        abstract_eval=_abstract_eval,
+        jvp=rules.per_primitive(linear_jvp) if linear else _jvp_through(implementation),
+        transpose=_cumsum_transpose if linear else None,
+        batch=rules.per_primitive(_batch),
+        lowering=lower_via(implementation),
+        reference=_reference(accumulate),
+        sharding=_sharding,
+    )
+
+
+cumsum_p = _define("cumsum", add, _in_its_dtype(np.add), linear=True)
+cumprod_p = _define("cumprod", mul, _in_its_dtype(np.multiply), linear=False)
+cummax_p = _define("cummax", max_, _in_its_dtype(np.maximum), linear=False)
+cummin_p = _define("cummin", min_, _in_its_dtype(np.minimum), linear=False)
+cumlogsumexp_p = _define("cumlogsumexp", log_add_exp, _log_add_exp_accumulate, linear=False)
+
+_PRIMITIVES = {
+    "cumsum": cumsum_p,
+    "cumprod": cumprod_p,
+    "cummax": cummax_p,
+    "cummin": cummin_p,
+    "cumlogsumexp": cumlogsumexp_p,
 }
 
 
@@ -58,52 +159,27 @@ def cumulative(name: str, a: Any, axis: Any, dtype: Any, reverse: bool = False) 
         a = convert_element_type(a, dtypes.canonicalize(np.dtype(dtype)))
     elif name in ("cumsum", "cumprod") and get_aval(a).dtype == dtypes.bool_:
         a = convert_element_type(a, dtypes.default_int())
-    return associative_scan(_COMBINE[name], a, reverse=reverse, axis=axis)
-
-
-def _cumsum_body(operand: Any, axis: int, reverse: bool) -> Any:
-    return cumulative("cumsum", operand, axis, None, reverse)
-
-
-def _cumprod_body(operand: Any, axis: int, reverse: bool) -> Any:
-    return cumulative("cumprod", operand, axis, None, reverse)
-
-
-def _cummax_body(operand: Any, axis: int, reverse: bool) -> Any:
-    return cumulative("cummax", operand, axis, None, reverse)
-
-
-def _cummin_body(operand: Any, axis: int, reverse: bool) -> Any:
-    return cumulative("cummin", operand, axis, None, reverse)
-
-
-# Called eagerly, each scan runs as one program compiled once per shape (an associative scan
-# is a few dozen operations: dispatched one by one they would cost far more than the work).
-# Arguments go by position, which the compiled call's fast path keys on directly.
-_cumsum = jit(_cumsum_body, inline=True, static_argnums=(1, 2))
-_cumprod = jit(_cumprod_body, inline=True, static_argnums=(1, 2))
-_cummax = jit(_cummax_body, inline=True, static_argnums=(1, 2))
-_cummin = jit(_cummin_body, inline=True, static_argnums=(1, 2))
+    return _PRIMITIVES[name].bind(a, axis=axis, reverse=bool(reverse))
 
 
 def cumsum(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
     """Running sum along ``axis`` (from the end when ``reverse``)."""
-    return _cumsum(operand, axis, reverse)
+    return cumulative("cumsum", operand, axis, None, reverse)
 
 
 def cumprod(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
     """Running product along ``axis`` (from the end when ``reverse``)."""
-    return _cumprod(operand, axis, reverse)
+    return cumulative("cumprod", operand, axis, None, reverse)
 
 
 def cummax(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
     """Running maximum along ``axis`` (from the end when ``reverse``)."""
-    return _cummax(operand, axis, reverse)
+    return cumulative("cummax", operand, axis, None, reverse)
 
 
 def cummin(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
     """Running minimum along ``axis`` (from the end when ``reverse``)."""
-    return _cummin(operand, axis, reverse)
+    return cumulative("cummin", operand, axis, None, reverse)
 
 
 def cumlogsumexp(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
@@ -115,11 +191,6 @@ def cumlogsumexp(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
         raise TypeError(
             f"cumlogsumexp needs a floating-point operand, got {aval.str_short()}{errors.where()}"
         )
-    return _cumlogsumexp(operand, axis % max(aval.ndim, 1), bool(reverse))
+    return cumlogsumexp_p.bind(operand, axis=axis % max(aval.ndim, 1), reverse=bool(reverse))
 
 
-def _cumlogsumexp_impl(operand: Any, axis: int, reverse: bool) -> Any:
-    return associative_scan(log_add_exp, operand, reverse=reverse, axis=axis)
-
-
-_cumlogsumexp = jit(_cumlogsumexp_impl, static_argnums=(1, 2))

@@ -173,14 +173,24 @@ def hlo_lowering(hlo_op: str):
     return lowering
 
 
-def lower_via(expression: Callable[..., Any]):
-    """Lower a primitive by lowering the jaxpr of an expression of other primitives."""
+def lower_via(expression: Callable[..., Any], *, multiple_results: bool = False):
+    """Lower a primitive by lowering the jaxpr of ``expression(*operands, **params)``, an
+    expression of other primitives (a list of results when ``multiple_results``).
+
+    The rule keeps the expression as ``rule.expansion``: its structure may depend on the
+    operands' sizes (a scan of log2(n) rounds), which shape-polymorphic export checks."""
 
     def lowering(ctx, *operands, **params):
-        closed = trace_to_jaxpr(lambda *xs: [expression(*xs)], ctx.avals_in)
-        consts = [ctx.constant(c, get_aval(c)) for c in closed.consts]
-        return lower_jaxpr_inline(ctx, closed.jaxpr, consts, operands)[0]
+        def flat(*xs):
+            out = expression(*xs, **params)
+            return list(out) if multiple_results else [out]
 
+        closed = trace_to_jaxpr(flat, ctx.avals_in)
+        consts = [ctx.constant(c, get_aval(c)) for c in closed.consts]
+        outs = lower_jaxpr_inline(ctx, closed.jaxpr, consts, operands)
+        return outs if multiple_results else outs[0]
+
+    lowering.expansion = expression
     return lowering
 
 
@@ -188,7 +198,7 @@ def lowering_for_complex(hlo_op: str, expression: Callable[..., Any]):
     """Lowering to ``hlo_op`` for real operands, and through ``expression`` for complex ones
     (where XLA's own op gives other answers than JAX)."""
     real_lowering = hlo_lowering(hlo_op)
-    complex_lowering = lower_via(expression)
+    complex_lowering = lower_via(lambda *xs, **params: expression(*xs))
 
     def lowering(ctx, *operands, **params):
         if ctx.avals_in[0].dtype.kind == "c":

@@ -212,7 +212,7 @@ def _derivative_impl(mode):
 def _broadcast_and_upcast(impl):
     """Broadcast rank-0 operands and compute narrow floats in float32 (as JAX does)."""
 
-    def expression(a, x):
+    def expression(a, x, **params):
         shape = get_aval(a).shape or get_aval(x).shape
         a, x = (broadcast_in_dim(v, shape, ()) if not get_aval(v).shape else v for v in (a, x))
         dtype = get_aval(a).dtype
