@@ -192,5 +192,3 @@ def cumlogsumexp(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
             f"cumlogsumexp needs a floating-point operand, got {aval.str_short()}{errors.where()}"
         )
     return cumlogsumexp_p.bind(operand, axis=axis % max(aval.ndim, 1), reverse=bool(reverse))
-
-
