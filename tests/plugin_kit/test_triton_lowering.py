@@ -458,3 +458,22 @@ def test_dots_of_each_dtype(dtype, preferred, out, precision):
     assert f"inputPrecision = {precision}" in text
     (result,) = ttir_interpreter.run_call(call, x, y)
     np.testing.assert_array_equal(result, (x.astype(np.int64) @ y.astype(np.int64)).astype(out))
+
+
+def test_running_sums_products_and_extremes_become_tt_scan():
+    def kernel(x_ref, s_ref, p_ref, m_ref):
+        x = x_ref[...]  # (16, 32)
+        s_ref[...] = enp.cumsum(x, axis=1)
+        p_ref[...] = lax.cumprod(x, 0, reverse=True)
+        m_ref[...] = lax.cummax(x, 1) + lax.cummin(x, 0)
+
+    x = np.random.default_rng(3).uniform(0.5, 1.5, (16, 32)).astype(np.float32)
+    outs = (_struct((16, 32)), _struct((16, 32)), _struct((16, 32)))
+    call = _call(kernel, outs, x)
+    text = checked_text(call)
+    assert text.count('"tt.scan"') == 4 and "reverse = true" in text
+    s, p, m = ttir_interpreter.run_call(call, x)
+    np.testing.assert_allclose(s, np.cumsum(x, axis=1), rtol=1e-6)
+    np.testing.assert_allclose(p, np.cumprod(x[::-1], axis=0)[::-1], rtol=1e-5)
+    want = np.maximum.accumulate(x, axis=1) + np.minimum.accumulate(x, axis=0)
+    np.testing.assert_allclose(m, want, rtol=1e-6)

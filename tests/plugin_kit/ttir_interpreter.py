@@ -233,7 +233,13 @@ class Interpreter:
         """Run a block's operations; returns the operands of its terminator."""
         for op in block.operations:
             name = op.operation.name
-            if name in ("scf.yield", "tt.reduce.return", "tt.return", "scf.condition"):
+            if name in (
+                "scf.yield",
+                "tt.reduce.return",
+                "tt.scan.return",
+                "tt.return",
+                "scf.condition",
+            ):
                 return [env[v] for v in op.operation.operands]
             results = self._op(op.operation, env)
             for value, result in zip(op.operation.results, results):
@@ -369,6 +375,8 @@ class Interpreter:
             return [(a.astype(np.float64) @ b.astype(np.float64) + acc).astype(acc.dtype)]
         if name == "tt.reduce":
             return [self._reduce(op, args[0])]
+        if name == "tt.scan":
+            return [self._scan(op, args[0])]
         if name == "scf.for":
             lower, upper, step, *carried = args
             for i in range(int(lower), int(upper), int(step)):
@@ -393,6 +401,15 @@ class Interpreter:
         (combiner,) = [o.operation.name for o in op.regions[0].blocks[0].operations][:-1]
         ufunc = _BINARY.get(combiner) or _UNSIGNED_BINARY[combiner]
         return np.asarray(ufunc.reduce(x, axis=axis)).astype(x.dtype)
+
+    def _scan(self, op: Any, x: np.ndarray) -> np.ndarray:
+        axis = _int_attr(op.attributes["axis"])
+        reverse = str(op.attributes["reverse"]) == "true"
+        (combiner,) = [o.operation.name for o in op.regions[0].blocks[0].operations][:-1]
+        ufunc = _BINARY.get(combiner) or _UNSIGNED_BINARY[combiner]
+        if reverse:
+            return np.flip(ufunc.accumulate(np.flip(x, axis), axis=axis, dtype=x.dtype), axis)
+        return ufunc.accumulate(x, axis=axis, dtype=x.dtype)
 
 
 def run_call(call: Any, *inputs: np.ndarray, reverse: bool = False) -> list[np.ndarray]:

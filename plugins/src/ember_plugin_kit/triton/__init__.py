@@ -20,7 +20,8 @@ kernel and the line, pointing to ``interpret=True``):
   ``x[i]``), one element at a traced index (``x[i]``, ``dynamic_slice`` of size 1) and
   concatenations of 2, 4, 8... equal power-of-two pieces and ``rev``/``flip`` (``tt.split``
   / ``tt.join``, see ``slicing``),
-  ``reduce_sum/max/min/prod/and/or/xor`` (``tt.reduce``), ``argmax``/``argmin``, 2-D
+  ``reduce_sum/max/min/prod/and/or/xor`` (``tt.reduce``), ``argmax``/``argmin``,
+  ``cumsum``/``cumprod``/``cummax``/``cummin`` (``tt.scan``), 2-D
   ``dot_general`` with every dimension >= 16 (``tt.dot``; f32 in TF32 unless
   ``precision=HIGHEST``);
 - Ref reads and writes with int, ``pl.ds`` (static or traced start), ``:`` and integer-array
@@ -37,7 +38,7 @@ Tensors need power-of-two shapes (Triton's rule); a grid of more than three axes
 leading axes into CUDA's x (see ``grid``); blocks whose array does not divide evenly are
 masked at the edge; offsets are i32 (as Triton's own), and i64 into arrays of 2**31 elements
 or more. Not supported: other parts of scratch Refs, other value slices (slice the Ref instead),
-``cumsum`` (ember's is a chain of odd-sized slices, not one primitive).
+``cumlogsumexp``.
 """
 
 from ember_plugin_kit.triton.custom_call import compile_pallas_call, register

@@ -1,5 +1,5 @@
-"""Rules that combine elements: ``reduce_*`` (``tt.reduce``) and 2-D ``dot_general``
-(``tt.dot``)."""
+"""Rules that combine elements: ``reduce_*`` (``tt.reduce``), the running ``cumsum``,
+``cumprod``, ``cummax`` and ``cummin`` (``tt.scan``) and 2-D ``dot_general`` (``tt.dot``)."""
 
 from __future__ import annotations
 
@@ -25,21 +25,33 @@ _COMBINERS = {
 
 def reduce_axis(kctx: KernelContext, x: Value, axis: int, combiner: str) -> Value:
     """``x`` combined along ``axis`` with the binary primitive ``combiner``."""
+    shape = x.shape[:axis] + x.shape[axis + 1 :]
+    return _combining(kctx, "tt.reduce", f"axis = {axis} : i32", x, shape, combiner)
+
+
+def scan_axis(kctx: KernelContext, x: Value, axis: int, reverse: bool, combiner: str) -> Value:
+    """The running ``combiner`` of ``x`` along ``axis`` (from the end when ``reverse``)."""
+    attributes = f"axis = {axis} : i32, reverse = {'true' if reverse else 'false'}"
+    return _combining(kctx, "tt.scan", attributes, x, x.shape, combiner)
+
+
+def _combining(kctx, op_name: str, attributes: str, x: Value, shape, combiner: str) -> Value:
+    """A ``tt.reduce``/``tt.scan`` of ``x`` whose region combines two elements with the
+    binary primitive ``combiner``."""
     e = kctx.emitter
     op = BINARY_OPS[combiner][kind_index(x.dtype)]
     if op is None:
-        raise kctx.fail(f"reduce with {combiner}", f"not defined for {x.dtype}")
+        raise kctx.fail(f"{op_name} with {combiner}", f"not defined for {x.dtype}")
     element = element_type(x.dtype)
-    shape = x.shape[:axis] + x.shape[axis + 1 :]
     out_type = tensor_type(shape, element)
     result = e.fresh()
     a, b = e.fresh(), e.fresh()
-    e.line(f'{result} = "tt.reduce"({x.name}) <{{axis = {axis} : i32}}> ({{')
+    e.line(f'{result} = "{op_name}"({x.name}) <{{{attributes}}}> ({{')
     with e.nested():
         e.line(f"^bb0({a}: {element}, {b}: {element}):")
         combined = e.fresh()
         e.line(f"  {combined} = {op} {a}, {b} : {element}")
-        e.line(f"  tt.reduce.return {combined} : {element}")
+        e.line(f"  {op_name}.return {combined} : {element}")
     e.line(f"}}) : ({x.type}) -> {out_type}")
     return Value(result, shape, x.dtype)
 
@@ -57,6 +69,23 @@ def _reduce(name: str):
 
 for _name in _COMBINERS:
     rule(_name)(_reduce(_name))
+
+# cumulative primitive -> the binary primitive of its running combination (cumlogsumexp has
+# no single-operation combiner and stays unsupported)
+_SCAN_COMBINERS = {"cumsum": "add", "cumprod": "mul", "cummax": "max", "cummin": "min"}
+
+
+def _scan(name: str):
+    combiner = _SCAN_COMBINERS[name]
+
+    def lower(kctx: KernelContext, eqn, x: Value) -> list:
+        return [scan_axis(kctx, x, eqn.params["axis"], eqn.params["reverse"], combiner)]
+
+    return lower
+
+
+for _name in _SCAN_COMBINERS:
+    rule(_name)(_scan(_name))
 
 
 def _input_precision(precision, dtype: np.dtype) -> str:
