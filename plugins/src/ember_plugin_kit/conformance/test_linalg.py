@@ -15,18 +15,15 @@ import pytest
 import ember
 import ember.numpy as enp
 from ember import lax
+from ember_plugin_kit.conformance.checks import central_difference, on_device
 
 RTOL = 2e-4
 ATOL = 2e-4
 
 
 def _on(device, f, *args):
-    """``jit(f)`` on ``device``, its results as NumPy arrays (checked to live there)."""
-    outs = ember.jit(f, device=device)(*args)
-    leaves, tree = ember.tree_util.tree_flatten(outs)
-    for leaf in leaves:
-        assert leaf.devices() == {device}
-    return ember.tree_util.tree_unflatten(tree, [np.asarray(leaf) for leaf in leaves])
+    """``f`` run on ``device``, its results as NumPy arrays."""
+    return ember.tree_util.tree_map(np.asarray, on_device(device, f, *args))
 
 
 def _matrices(shape, seed=0):
@@ -40,16 +37,6 @@ def _positive_definite(batch, n, seed=0):
 
 def _close(got, want, rtol=RTOL, atol=ATOL):
     np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
-
-
-def _central_difference(f, x, eps=1e-3):
-    x = np.asarray(x, np.float64)
-    grad = np.zeros_like(x)
-    for index in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[index] = eps
-        grad[index] = (f(x + step) - f(x - step)) / (2 * eps)
-    return grad
 
 
 def test_cholesky_and_a_failed_matrix(platform_device):
@@ -183,4 +170,4 @@ def test_gradients_of_factorisations(platform_device):
         return np.linalg.solve(a, b).sum() + chol.sum() + (w * np.arange(4.0)).sum() + s[0]
 
     grad = _on(platform_device, ember.grad(through_all), a)
-    _close(grad, _central_difference(through_all_numpy, a), rtol=2e-3, atol=2e-3)
+    _close(grad, central_difference(through_all_numpy, a, eps=1e-3), rtol=2e-3, atol=2e-3)

@@ -14,6 +14,7 @@ import pytest
 import ember
 import ember.numpy as enp
 from ember import lax, random
+from ember_plugin_kit.conformance.checks import central_difference, on_device
 
 # Threefry bits of key 42, as ember's reference backend (and JAX) computes them.
 KEY_42 = [0, 42]
@@ -28,25 +29,6 @@ PERMUTATION_42 = [4, 2, 5, 3, 0, 1]  # permutation(key, 6)
 
 def _put(x, device):
     return ember.device_put(np.asarray(x), device)
-
-
-def _on(device, f, *args):
-    """``jit(f)`` on ``device``, checking that its results live there."""
-    outs = ember.jit(f, device=device)(*args)
-    for leaf in ember.tree_util.tree_leaves(outs):
-        assert leaf.devices() == {device}
-    return outs
-
-
-def _central_difference(f, x, eps=1e-4):
-    """d sum(f(x)) / dx in float64, for checking gradients."""
-    x = np.asarray(x, np.float64)
-    grad = np.zeros_like(x)
-    for index in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[index] = eps
-        grad[index] = (np.sum(f(x + step)) - np.sum(f(x - step))) / (2 * eps)
-    return grad
 
 
 # -- PRNG -------------------------------------------------------------------------------------
@@ -80,7 +62,7 @@ def test_random_key():
 
 
 def test_random_bits_under_jit(platform_device):
-    _check_random(_on(platform_device, _random_program, random.key(42)))
+    _check_random(on_device(platform_device, _random_program, random.key(42)))
 
 
 def test_random_bits_eagerly(platform_device):
@@ -121,10 +103,10 @@ def _branches_numpy(x, i):
 @pytest.mark.parametrize("index", [0, 1, 2, 7, -3])
 def test_cond_and_switch(platform_device, sign, index):
     x = sign * np.array([0.5, 1.5, -0.25], np.float32)
-    got = _on(platform_device, _branches, x, np.int32(index))
+    got = on_device(platform_device, _branches, x, np.int32(index))
     np.testing.assert_allclose(np.asarray(got), _branches_numpy(x, index), rtol=1e-6, atol=1e-6)
-    grad = _on(platform_device, ember.grad(lambda v, i: _branches(v, i).sum()), x, index)
-    want = _central_difference(lambda v: _branches_numpy(v, index), x)
+    grad = on_device(platform_device, ember.grad(lambda v, i: _branches(v, i).sum()), x, index)
+    want = central_difference(lambda v: _branches_numpy(v, index), x)
     np.testing.assert_allclose(np.asarray(grad), want, rtol=1e-4, atol=1e-4)
 
 
@@ -133,7 +115,7 @@ def test_while_loop(platform_device):
         body = lambda c: (c[0] * 3 + 1, c[1] + 1)
         return lax.while_loop(lambda c: c[0] < limit, body, (x, np.int32(0)))
 
-    value, steps = _on(platform_device, steps_to_exceed, np.int32(2), np.int32(1000))
+    value, steps = on_device(platform_device, steps_to_exceed, np.int32(2), np.int32(1000))
     assert (int(value), int(steps)) == (1822, 6)  # 2, 7, 22, 67, 202, 607, 1822
 
 
@@ -148,12 +130,12 @@ def test_fori_loop_values_and_grad(platform_device):
         return c
 
     x = np.array([0.5, -1.25, 2.0], np.float32)
-    np.testing.assert_allclose(np.asarray(_on(platform_device, horner, x)), horner_numpy(x))
-    grad = _on(platform_device, ember.grad(lambda v: horner(v).sum()), x)
-    want = _central_difference(horner_numpy, x)
+    np.testing.assert_allclose(np.asarray(on_device(platform_device, horner, x)), horner_numpy(x))
+    grad = on_device(platform_device, ember.grad(lambda v: horner(v).sum()), x)
+    want = central_difference(horner_numpy, x)
     np.testing.assert_allclose(np.asarray(grad), want, rtol=1e-4)
     # traced bounds make a while loop: values only
-    dynamic = _on(
+    dynamic = on_device(
         platform_device,
         lambda n, v: lax.fori_loop(0, n, lambda i, c: c * v + i.astype(v.dtype), enp.ones_like(v)),
         np.int32(5),
@@ -179,7 +161,7 @@ def test_scan_values_and_grad(platform_device, reverse):
 
     carry = np.array([1.0, -2.0], np.float32)
     xs = np.linspace(-1.0, 1.0, 10, dtype=np.float32).reshape(5, 2)
-    final, ys = _on(platform_device, run, carry, xs)
+    final, ys = on_device(platform_device, run, carry, xs)
     want_final, want_ys = run_numpy(carry, xs)
     np.testing.assert_allclose(np.asarray(final), want_final, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.asarray(ys), want_ys, rtol=1e-5, atol=1e-6)
@@ -192,13 +174,13 @@ def test_scan_values_and_grad(platform_device, reverse):
         final, ys = run_numpy(c, x)
         return final.sum() + (ys**2).sum()
 
-    d_carry, d_xs = _on(platform_device, ember.grad(loss, argnums=(0, 1)), carry, xs)
+    d_carry, d_xs = on_device(platform_device, ember.grad(loss, argnums=(0, 1)), carry, xs)
     np.testing.assert_allclose(
-        np.asarray(d_carry), _central_difference(lambda c: loss_numpy(c, xs), carry), rtol=1e-3
+        np.asarray(d_carry), central_difference(lambda c: loss_numpy(c, xs), carry), rtol=1e-3
     )
     np.testing.assert_allclose(
         np.asarray(d_xs),
-        _central_difference(lambda x: loss_numpy(carry, x), xs),
+        central_difference(lambda x: loss_numpy(carry, x), xs),
         rtol=1e-3,
         atol=1e-4,
     )
@@ -211,7 +193,7 @@ UNSORTED = np.array([3.0, 1.0, np.nan, 2.0, 1.0, -0.5, -np.inf, 2.0], np.float32
 
 def test_sort_and_argsort(platform_device):
     x = UNSORTED
-    got = _on(
+    got = on_device(
         platform_device,
         lambda v: (
             enp.sort(v),
@@ -229,7 +211,7 @@ def test_sort_and_argsort(platform_device):
 def test_sort_along_axes_and_integers(platform_device):
     rng = np.random.default_rng(5)
     x = rng.integers(-50, 50, size=(4, 7)).astype(np.int32)
-    got = _on(platform_device, lambda v: (enp.sort(v, axis=0), enp.sort(v, axis=1)), x)
+    got = on_device(platform_device, lambda v: (enp.sort(v, axis=0), enp.sort(v, axis=1)), x)
     np.testing.assert_array_equal(np.asarray(got[0]), np.sort(x, axis=0))
     np.testing.assert_array_equal(np.asarray(got[1]), np.sort(x, axis=1))
 
@@ -237,7 +219,7 @@ def test_sort_along_axes_and_integers(platform_device):
 def test_lax_sort_several_operands(platform_device):
     keys = np.array([2, 1, 2, 0], np.int32)
     values = np.arange(4, dtype=np.float32)
-    got = _on(platform_device, lambda k, v: lax.sort((k, v), num_keys=1), keys, values)
+    got = on_device(platform_device, lambda k, v: lax.sort((k, v), num_keys=1), keys, values)
     np.testing.assert_array_equal(np.asarray(got[0]), [0, 1, 2, 2])
     np.testing.assert_array_equal(np.asarray(got[1]), [3.0, 1.0, 0.0, 2.0])
 
@@ -245,7 +227,7 @@ def test_lax_sort_several_operands(platform_device):
 def test_sort_grad(platform_device):
     x = np.array([0.3, -1.0, 2.5, 0.7], np.float32)
     weights = np.arange(1, 5, dtype=np.float32)
-    grad = _on(platform_device, ember.grad(lambda v: (enp.sort(v) * weights).sum()), x)
+    grad = on_device(platform_device, ember.grad(lambda v: (enp.sort(v) * weights).sum()), x)
     want = np.empty_like(x)
     want[np.argsort(x)] = weights  # each element gets the weight of the place it sorts to
     np.testing.assert_array_equal(np.asarray(grad), want)
@@ -258,7 +240,7 @@ def test_gather_by_indexing(platform_device):
     x = np.arange(24, dtype=np.float32).reshape(4, 6)
     rows = np.array([3, 0, -1, 3], np.int32)
     cols = np.array([[5, 0], [2, 2]], np.int32)
-    got = _on(
+    got = on_device(
         platform_device,
         lambda v, r, c: (
             v[r],
@@ -283,7 +265,7 @@ def test_scatter_through_at(platform_device):
     x = np.arange(6, dtype=np.float32)
     idx = np.array([0, 4, 0, 2], np.int32)  # 0 twice: the updates combine
     upd = np.array([10.0, 20.0, 30.0, -5.0], np.float32)
-    got = _on(
+    got = on_device(
         platform_device,
         lambda v, i, u: (
             v.at[np.array([1, 3])].set(u[:2]),
@@ -316,11 +298,11 @@ def test_gather_and_scatter_grads(platform_device):
     x = np.linspace(-1.0, 1.0, 5, dtype=np.float32)
     idx = np.array([1, 3, 1, 4], np.int32)
     w = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
-    grad_gather = _on(platform_device, ember.grad(lambda v: (v[idx] * w).sum()), x)
+    grad_gather = on_device(platform_device, ember.grad(lambda v: (v[idx] * w).sum()), x)
     want = np.zeros(5, np.float32)
     np.add.at(want, idx, w)  # gather's transpose adds up repeated indices
     np.testing.assert_array_equal(np.asarray(grad_gather), want)
-    grad_scatter = _on(
+    grad_scatter = on_device(
         platform_device, ember.grad(lambda u: (enp.asarray(x).at[idx].add(u) ** 2).sum()), w
     )
     after = x.copy()
@@ -332,7 +314,7 @@ def test_gather_and_scatter_grads(platform_device):
 def test_dynamic_slice_and_update(platform_device, start):
     x = np.arange(20, dtype=np.float32).reshape(10, 2)
     patch = -np.ones((4, 2), np.float32)
-    got = _on(
+    got = on_device(
         platform_device,
         lambda v, s, p: (
             lax.dynamic_slice(v, (s, 0), (4, 2)),
@@ -356,7 +338,7 @@ def test_dynamic_slice_and_update(platform_device, start):
 
 def test_dynamic_slice_grad(platform_device):
     x = np.arange(8, dtype=np.float32)
-    grad = _on(
+    grad = on_device(
         platform_device,
         ember.grad(lambda v, s: (lax.dynamic_slice(v, (s,), (3,)) ** 2).sum()),
         x,
@@ -376,6 +358,6 @@ def test_programs_match_the_reference_backend(platform_device, numpy_device):
         return lax.cond(carry > 0, lambda: bumped * 2, lambda: bumped - 1) + ys.sum()
 
     x = np.linspace(-2.0, 3.0, 9, dtype=np.float32)
-    got = _on(platform_device, program, random.key(3), x)
+    got = on_device(platform_device, program, random.key(3), x)
     ref = ember.jit(program, device=numpy_device)(random.key(3), x)
     np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-5, atol=1e-6)
