@@ -152,3 +152,19 @@ def test_all_gather_and_psum_scatter_over_several_axes(mesh):
     np.testing.assert_array_equal(np.asarray(scatter(y)), 8 * y)
     parts = smap(lambda a: lax.psum_scatter(a, both), mesh, P(), P(both), check_rep=False)
     np.testing.assert_array_equal(np.asarray(parts(y)), 8 * y.reshape(16))
+
+
+def test_without_in_specs_each_argument_is_split_as_its_type_says(explicit_mesh):
+    # JAX's shard_map tutorial (FSDP): params put with P('X') go in as their blocks
+    with ember.sharding.use_mesh(explicit_mesh):
+        x = ember.device_put(enp.arange(16.0).reshape(8, 2), P("X", None))
+        y = enp.arange(2.0)  # not split: every block sees all of it
+
+        @ember.shard_map(out_specs=P("X", None))
+        def f(x_block, y):
+            assert x_block.shape == (2, 2) and y.shape == (2,)
+            return x_block * lax.axis_size("X") + y
+
+        np.testing.assert_allclose(f(x, y), np.arange(16.0).reshape(8, 2) * 4 + np.arange(2.0))
+        gathered = ember.shard_map(lambda b: lax.all_gather(b, "X", tiled=True), out_specs=P())(x)
+        np.testing.assert_allclose(gathered, np.arange(16.0).reshape(8, 2))

@@ -37,27 +37,3 @@ def test_numpy_composites_are_cleared_too(capsys):
         out = enp.mean(x, axis=0)
     assert _compiles(capsys)
     np.testing.assert_allclose(np.asarray(out), [1.5, 2.5, 3.5])
-
-
-def test_custom_derivative_traces_are_cleared():
-    traced = []
-
-    @ember.custom_jvp
-    def f(x):
-        traced.append(x)
-        return x * 2.0
-
-    f.defjvp(lambda primals, tangents: (f(*primals), tangents[0] * 2.0))
-
-    @ember.custom_vjp
-    def g(x):
-        traced.append(x)
-        return x * 3.0
-
-    g.defvjp(lambda x: (g(x), None), lambda _, ct: (ct * 3.0,))
-    x = np.float32(1.0)
-    f(x), g(x), f(x), g(x)
-    assert len(traced) == 2  # each traced once
-    ember.clear_caches()
-    assert float(f(x)) == 2.0 and float(g(x)) == 3.0
-    assert len(traced) == 4  # both traced again

@@ -136,3 +136,83 @@ def test_custom_vjp_bwd_must_return_one_cotangent_per_argument():
     f.defvjp(lambda x, y: (x * y, (x, y)), lambda res, ct: (ct * res[1],))
     with pytest.raises(ember.errors.EmberTypeError, match="tuple of 2 cotangents"):
         ember.grad(f)(np.float32(1.0), np.float32(2.0))
+
+
+def test_custom_jvp_python_control_flow_on_concrete_values_under_grad():
+    # As JAX's: under grad the rule runs at once on the concrete primals (the function is not
+    # traced first), and the rule's call of the function runs it eagerly.
+    @ember.custom_jvp
+    def f(x):
+        return enp.sin(x) if x > 0 else enp.cos(x)
+
+    @f.defjvp
+    def _f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(x), (2 * t if x > 0 else 3 * t)
+
+    assert float(ember.grad(f)(1.0)) == 2.0
+    assert float(ember.grad(f)(-1.0)) == 3.0
+    assert float(f(-1.0)) == pytest.approx(np.cos(-1.0))
+    with pytest.raises(ember.errors.TracerBoolConversionError):
+        ember.jit(f)(1.0)  # traced: the value is not known, as in JAX
+
+
+def test_custom_functions_run_python_when_and_as_often_as_jax_does():
+    calls = []
+
+    @ember.custom_jvp
+    def f(x):
+        calls.append("f")
+        return enp.sin(x)
+
+    @f.defjvp
+    def _f_jvp(primals, tangents):
+        calls.append("f_jvp")
+        (x,), (t,) = primals, tangents
+        return f(x), enp.cos(x) * t
+
+    def run(fn, *args):
+        calls.clear()
+        fn(*args)
+        return list(calls)
+
+    # JAX 0.10.2's calls, from its custom-derivatives tutorial
+    assert run(f, 3.0) == run(f, 3.0) == ["f"]  # every eager call runs the function
+    assert run(ember.vmap(f), enp.arange(3.0)) == ["f"]
+    assert run(ember.jit(f), 3.0) == ["f"]
+    assert run(ember.jvp, f, (3.0,), (1.0,)) == ["f_jvp", "f"]
+    assert run(ember.grad(f), 3.0) == ["f_jvp", "f"]
+    assert run(ember.grad(ember.grad(f)), 3.0) == ["f_jvp", "f_jvp", "f"]
+
+    @ember.custom_vjp
+    def g(x):
+        calls.append("g")
+        return enp.sin(x)
+
+    def g_fwd(x):
+        calls.append("g_fwd")
+        return g(x), enp.cos(x)
+
+    def g_bwd(cos_x, ct):
+        calls.append("g_bwd")
+        return (cos_x * ct,)
+
+    g.defvjp(g_fwd, g_bwd)
+    assert run(g, 3.0) == ["g"]
+    assert run(ember.grad(g), 3.0) == ["g_fwd", "g", "g_bwd"]
+    assert run(ember.vjp, g, 3.0) == ["g_fwd", "g"]
+    assert float(ember.grad(g)(3.0)) == pytest.approx(np.cos(3.0))
+
+
+def test_custom_jvp_closing_over_a_differentiated_value_is_an_error():
+    def outer(y):
+        @ember.custom_jvp
+        def f(x):
+            return x * y
+
+        f.defjvp(lambda primals, tangents: (f(*primals), 100.0 * tangents[0]))
+        return f(2.0)  # an argument no trace carries, a closure over y that grad carries
+
+    with pytest.raises(ember.errors.CustomDerivativeError, match="closes over a value"):
+        ember.grad(outer)(3.0)
+    assert float(ember.jit(outer)(3.0)) == 6.0

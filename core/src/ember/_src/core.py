@@ -357,7 +357,7 @@ class set_current_trace:  # noqa: N801 - used like a function: `with set_current
 
 
 def eval_trace_is_current() -> bool:
-    return type(_context.trace) is EvalTrace
+    return isinstance(_context.trace, EvalTrace)
 
 
 # --------------------------------------------------------------------------------------------

@@ -75,7 +75,13 @@ def _custom_jvp_lowering(ctx, *args, call_jaxpr, jvp, num_consts):
 
 def _custom_jvp_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts):
     _check_const_tangents(f"custom_jvp function {jvp.owner.__name__}", tangents[:num_consts])
-    outs, tangent_outs = jvp(primals[num_consts:], _materialize(tangents[num_consts:]))
+    return apply_jvp_rule(jvp, primals[num_consts:], tangents[num_consts:])
+
+
+def apply_jvp_rule(jvp, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[list, list]:
+    """A custom_jvp function's outputs and their tangents, from its flat rule ``jvp``
+    (symbolic zero tangents in, integer outputs' float0 tangents out as symbolic zeros)."""
+    outs, tangent_outs = jvp(list(primals), _materialize(tangents))
     fixed = []
     for y, t in zip(outs, tangent_outs):
         aval = tangent_aval(get_aval(y))
@@ -180,11 +186,17 @@ def _custom_vjp_lowering(ctx, *args, call_jaxpr, fwd, bwd, num_consts):
 
 def _custom_vjp_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts):
     _check_const_tangents(f"custom_vjp function {fwd.owner.__name__}", tangents[:num_consts])
-    outs, residuals, res_tree = fwd(primals[num_consts:])
+    return apply_vjp_rules(fwd, bwd, primals[num_consts:], tangents[num_consts:])
+
+
+def apply_vjp_rules(fwd, bwd, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[list, list]:
+    """A custom_vjp function's outputs (its flat ``fwd`` run now) and their tangents: a
+    ``custom_lin`` of the tangents, whose transpose runs ``bwd`` on the saved residuals."""
+    outs, residuals, res_tree = fwd(list(primals))
     out_avals = tuple(tangent_aval(get_aval(y)) for y in outs)
     tangent_outs = custom_lin_p.bind(
         *residuals,
-        *_materialize(tangents[num_consts:]),
+        *_materialize(tangents),
         num_res=len(residuals),
         bwd=bwd,
         res_tree=res_tree,

@@ -319,18 +319,20 @@ def make_mesh(
     axis_shapes: Sequence[int], axis_names: Sequence[str], *, devices: Sequence[Device] | None
     = None, axis_types: Any = None,
 ) -> Mesh:  # fmt: skip
-    """A mesh of ``axis_shapes`` over ``devices`` (default: all devices of the default
-    backend, in order), its axes ``Explicit`` unless ``axis_types`` says otherwise (as
-    ``jax.make_mesh``; ``Mesh(...)`` itself defaults to ``Auto``)."""
+    """A mesh of ``axis_shapes`` over the first of ``devices`` (default: all devices of the
+    default backend, in order), its axes ``Explicit`` unless ``axis_types`` says otherwise (as
+    ``jax.make_mesh``; ``Mesh(...)`` itself defaults to ``Auto``). A mesh smaller than the
+    devices given takes the first ones, as JAX's does."""
     from_devices = list(devices) if devices is not None else None
     if from_devices is None:
         raise ValueError("make_mesh needs devices (ember.make_mesh passes the default backend's)")
     count = math.prod(axis_shapes)
-    if count != len(from_devices):
+    if count > len(from_devices):
         raise ValueError(
             f"make_mesh: a mesh of shape {tuple(axis_shapes)} needs {count} devices, "
             f"{len(from_devices)} are available{errors.where()}"
         )
+    from_devices = from_devices[:count]
     grid = np.empty(count, dtype=object)
     for i, d in enumerate(from_devices):
         grid[i] = d

@@ -8,12 +8,10 @@ programs hold, or to measure compilation. A persistent compilation cache on disk
 from __future__ import annotations
 
 from ember._src.execution import eager
-from ember._src.transforms.custom_derivatives import clear_custom_derivative_caches
 from ember._src.transforms.jit import clear_jit_caches
 
 
 def clear_caches() -> None:
     """Clear every in-memory cache of traced jaxprs and compiled programs."""
     clear_jit_caches()
-    clear_custom_derivative_caches()  # the traces of custom_jvp/custom_vjp functions
     eager.clear_caches()  # the eager programs, and placement's scalars and reshard programs

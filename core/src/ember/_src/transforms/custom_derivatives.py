@@ -1,60 +1,117 @@
 """``custom_jvp`` and ``custom_vjp``: functions that bring their own derivative rules.
 
-Each decorated function is traced to a jaxpr and bound as one primitive call
-(``custom_jvp_call`` / ``custom_vjp_call``, in ``primitives/custom_derivatives.py``) whose
-ordinary evaluation, lowering and batching use that jaxpr, and whose differentiation calls the
-user's rules, which these classes hand to the primitive as parameters: ``custom_jvp``'s
-``jvp(primals, tangents)``, ``custom_vjp``'s ``fwd`` and ``bwd``.
+A call runs where its arguments live, as JAX's does:
+
+- arguments that no transformation carries (an eager call, or one inside a rule whose values
+  are known) run the Python function itself, every time: its Python control flow sees
+  concrete values and its side effects happen on each call;
+- arguments being differentiated (grad, jvp) run the user's rule at once on the primal
+  values: ``custom_jvp``'s ``jvp(primals, tangents)``, or ``custom_vjp``'s ``fwd`` with
+  ``bwd`` kept for the transpose; the function itself is not traced;
+- under any other transformation (jit, vmap, ...) the function is traced to a jaxpr and bound
+  as one primitive call (``custom_jvp_call`` / ``custom_vjp_call``, in
+  ``primitives/custom_derivatives.py``) whose ordinary evaluation, lowering and batching use
+  that jaxpr, and whose differentiation calls the same rules, which it carries as parameters.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ember._src import errors
-from ember._src.core import Tracer, get_aval, tangent_aval
+from ember._src.core import (
+    EvalTrace,
+    ShapedArray,
+    Trace,
+    Tracer,
+    current_trace,
+    get_aval,
+    set_current_trace,
+    tangent_aval,
+)
+from ember._src.interpreters.ad import JVPTrace
 from ember._src.interpreters.ad_util import add_tangents, zeros
-from ember._src.primitives.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
+from ember._src.interpreters.partial_eval import PartialEvalTrace
+from ember._src.primitives.custom_derivatives import (
+    apply_jvp_rule,
+    apply_vjp_rules,
+    custom_jvp_call_p,
+    custom_vjp_call_p,
+)
 from ember._src.primitives.jaxpr_transforms import trace_const_free
-from ember._src.transforms.trace_context import trace_context
 from ember._src.tree.util import PyTreeDef, flatten_fun, tree_flatten, tree_map, tree_unflatten
 
 CustomDerivativeError = errors.CustomDerivativeError  # defined with the other public errors
 
 
 # --------------------------------------------------------------------------------------------
-# Shared by both decorators: argument handling and tracing of the primal function
+# Shared by both decorators: argument handling, where a call runs, tracing
 
 
 class _Traced:
-    """One signature's trace of a decorated function."""
+    """One call's signature: its differentiable arguments' tree and types, its nondiff
+    arguments, and its outputs' tree and types. A traced call also has its jaxpr and consts;
+    a call whose rule runs at once (under differentiation) learns its outputs from the rule."""
 
-    __slots__ = ("consts", "jaxpr", "in_tree", "out_tree", "nondiff")
+    __slots__ = ("consts", "jaxpr", "in_tree", "in_avals", "out_tree", "out_avals", "nondiff")
 
-    def __init__(self, consts, jaxpr, in_tree, out_tree, nondiff):
-        self.consts = consts
-        self.jaxpr = jaxpr
+    def __init__(self, in_tree, in_avals, nondiff, consts=(), jaxpr=None, out_tree=None):
         self.in_tree = in_tree
-        self.out_tree = out_tree
+        self.in_avals: list[ShapedArray] = list(in_avals)
         self.nondiff = nondiff
+        self.consts = list(consts)
+        self.jaxpr = jaxpr
+        self.out_tree: PyTreeDef | None = out_tree
+        self.out_avals: list[ShapedArray] | None = None if jaxpr is None else jaxpr.out_avals
+
+    def learn_outputs(self, out_tree: PyTreeDef, out_leaves: Sequence[Any]) -> None:
+        """An untraced call's outputs are what its rule returned first."""
+        if self.out_tree is None:
+            self.out_tree = out_tree
+            self.out_avals = [get_aval(x) for x in out_leaves]
 
 
-# Every decorated function alive, so that ``clear_caches`` can empty their trace caches.
-_alive: weakref.WeakSet[_CustomFunction] = weakref.WeakSet()
+def _where_it_runs(leaves: Sequence[Any]) -> Trace:
+    """The trace that decides how a call on ``leaves`` runs: the current one, or below it
+    while the current one is a differentiation trace (jvp, linearize's partial evaluation)
+    that carries none of them, since such a trace hands what it does not carry to its parent.
+    An ``EvalTrace`` means the arguments are concrete and no transformation needs the call."""
+    trace = current_trace()
+    while isinstance(trace, JVPTrace | PartialEvalTrace) and not any(
+        isinstance(x, Tracer) and x._trace is trace for x in leaves
+    ):
+        trace = trace.parent
+    return trace
 
 
-def clear_custom_derivative_caches() -> None:
-    """Forget every custom_jvp/custom_vjp function's traces (``ember.clear_caches``)."""
-    for fn in list(_alive):
-        fn._cache.clear()
+class _EagerUnderDifferentiation(EvalTrace):
+    """Runs a custom function eagerly on arguments that the differentiation traces around the
+    call do not carry (its rule calling it on known primals). Every tracer alive belongs to
+    those traces, so a tracer reaching an operation here is one the function closes over."""
+
+    __slots__ = ("function",)
+
+    def __init__(self, function: _CustomFunction):
+        super().__init__(None)
+        self.function = function
+
+    def process_primitive(self, primitive, args, params):
+        if any(isinstance(x, Tracer) for x in args):
+            name = getattr(self.function, "__name__", "")
+            raise CustomDerivativeError(
+                f"{self.function.kind} function {name} closes over a value that is being "
+                f"differentiated; pass that value as an argument instead, so that its rule "
+                f"sees it{errors.where()}"
+            )
+        return super().process_primitive(primitive, args, params)
 
 
 class _CustomFunction:
-    """What custom_jvp and custom_vjp share: binding kwargs, nondiff args, tracing, caching."""
+    """What custom_jvp and custom_vjp share: binding kwargs, nondiff args, where a call runs,
+    tracing."""
 
     kind = "custom function"
 
@@ -65,8 +122,6 @@ class _CustomFunction:
         self.fun = fun
         self.nondiff_argnums = tuple(sorted(nondiff_argnums))
         self._signature = _signature(fun)
-        self._cache: dict[tuple, tuple[_Traced, Any]] = {}
-        _alive.add(self)
 
     def _positional(self, args: tuple, kwargs: dict) -> tuple:
         if not kwargs:
@@ -77,36 +132,51 @@ class _CustomFunction:
         bound.apply_defaults()
         return bound.args
 
-    def _trace(self, args: tuple) -> tuple[_Traced, list[Any]]:
+    def _split(self, args: tuple) -> tuple[tuple, list[Any], PyTreeDef]:
+        """(nondiff (position, value) pairs, differentiable leaves, their tree)."""
         nondiff = tuple((i, args[i]) for i in self.nondiff_argnums if i < len(args))
         nondiff_positions = {i for i, _ in nondiff}
         diff_args = tuple(a for i, a in enumerate(args) if i not in nondiff_positions)
         leaves, in_tree = tree_flatten(diff_args)
+        return nondiff, leaves, in_tree
+
+    def _call(self, args: tuple) -> Any:
+        """Runs the call where its arguments live (the module's docstring says how)."""
+        nondiff, leaves, in_tree = self._split(args)
+        trace = _where_it_runs(leaves)
+        if isinstance(trace, EvalTrace):
+            if trace is current_trace():  # an eager call
+                return self.fun(*args)
+            with set_current_trace(_EagerUnderDifferentiation(self)):
+                return self.fun(*args)
+        if isinstance(trace, JVPTrace):
+            signature = _Traced(in_tree, [get_aval(x) for x in leaves], nondiff)
+            primals, tangents = zip(*(trace.unpack(x) for x in leaves))
+            with set_current_trace(trace.parent):
+                outs, tangent_outs = self._differentiate(signature, len(args), primals, tangents)
+            wrapped = [trace.wrap(p, t) for p, t in zip(outs, tangent_outs)]
+            return tree_unflatten(signature.out_tree, wrapped)
+        traced = self._trace(args, nondiff, leaves, in_tree)
+        outs = self._bind(traced, len(args), leaves)
+        return tree_unflatten(traced.out_tree, outs)
+
+    def _trace(self, args: tuple, nondiff: tuple, leaves: list[Any], in_tree) -> _Traced:
         avals = tuple(get_aval(x) for x in leaves)
-        key = _cache_key(in_tree, avals, nondiff)
-        if key is not None and key in self._cache:
-            return self._cache[key][0], leaves
         flat = flatten_fun(lambda *xs: self.fun(*_merge_args(len(args), nondiff, xs)), in_tree)
         consts, jaxpr = trace_const_free(flat, avals, getattr(self, "__name__", self.kind))
-        traced = _Traced(consts, jaxpr, in_tree, flat.out_tree, nondiff)
-        if key is not None and not any(isinstance(c, Tracer) for c in consts):
-            self._cache[key] = (traced, None)
-        return traced, leaves
+        return _Traced(in_tree, avals, nondiff, consts, jaxpr, flat.out_tree)
+
+    def _differentiate(self, signature: _Traced, n_args: int, primals, tangents):
+        raise NotImplementedError
+
+    def _bind(self, traced: _Traced, n_args: int, leaves: list[Any]) -> list[Any]:
+        raise NotImplementedError
 
 
 def _signature(fun: Callable[..., Any]) -> inspect.Signature | None:
     try:
         return inspect.signature(fun)
     except (TypeError, ValueError):
-        return None
-
-
-def _cache_key(in_tree, avals, nondiff) -> tuple | None:
-    try:
-        key = (in_tree, avals, nondiff, trace_context())
-        hash(key)
-        return key
-    except TypeError:  # an unhashable nondiff argument: trace every time
         return None
 
 
@@ -149,7 +219,6 @@ class custom_jvp(_CustomFunction):  # noqa: N801 - JAX's name
     def defjvp(self, jvp: Callable[..., Any], symbolic_zeros: bool = False) -> Callable[..., Any]:
         """``jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)``."""
         self.jvp = jvp
-        self._cache.clear()
         return jvp
 
     def defjvps(self, *jvps: Callable[..., Any] | None) -> None:
@@ -176,17 +245,19 @@ class custom_jvp(_CustomFunction):  # noqa: N801 - JAX's name
             raise AttributeError(
                 f"no JVP rule defined for custom_jvp function {self.__name__}; use defjvp"
             )
-        args = self._positional(args, kwargs)
-        traced, leaves = self._trace(args)
-        rule = _JvpRule(self, traced, len(args))
-        outs = custom_jvp_call_p.bind(
+        return self._call(self._positional(args, kwargs))
+
+    def _differentiate(self, signature: _Traced, n_args: int, primals, tangents):
+        return apply_jvp_rule(_JvpRule(self, signature, n_args), primals, tangents)
+
+    def _bind(self, traced: _Traced, n_args: int, leaves: list[Any]) -> list[Any]:
+        return custom_jvp_call_p.bind(
             *traced.consts,
             *leaves,
             call_jaxpr=traced.jaxpr,
-            jvp=rule,
+            jvp=_JvpRule(self, traced, n_args),
             num_consts=len(traced.consts),
         )
-        return tree_unflatten(traced.out_tree, outs)
 
 
 class _JvpRule:
@@ -210,7 +281,8 @@ class _JvpRule:
             )
         out_leaves, out_tree = tree_flatten(result[0])
         tangent_leaves, tangent_tree = tree_flatten(result[1])
-        expected = t.jaxpr.out_avals
+        t.learn_outputs(out_tree, out_leaves)
+        expected = t.out_avals
         _check_outputs(name, "primal output", out_tree, t.out_tree, out_leaves, expected)
         _check_outputs(name, "tangent output", tangent_tree, t.out_tree, tangent_leaves, expected)
         return out_leaves, tangent_leaves
@@ -239,25 +311,27 @@ class custom_vjp(_CustomFunction):  # noqa: N801 - JAX's name
         a zero cotangent).
         """
         self.fwd, self.bwd = fwd, bwd
-        self._cache.clear()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.fwd is None:
             raise AttributeError(
                 f"no VJP rule defined for custom_vjp function {self.__name__}; use defvjp"
             )
-        args = self._positional(args, kwargs)
-        traced, leaves = self._trace(args)
-        fwd = _FwdRule(self, traced, len(args))
-        outs = custom_vjp_call_p.bind(
+        return self._call(self._positional(args, kwargs))
+
+    def _differentiate(self, signature: _Traced, n_args: int, primals, tangents):
+        fwd, bwd = _FwdRule(self, signature, n_args), _BwdRule(self, signature)
+        return apply_vjp_rules(fwd, bwd, primals, tangents)
+
+    def _bind(self, traced: _Traced, n_args: int, leaves: list[Any]) -> list[Any]:
+        return custom_vjp_call_p.bind(
             *traced.consts,
             *leaves,
             call_jaxpr=traced.jaxpr,
-            fwd=fwd,
+            fwd=_FwdRule(self, traced, n_args),
             bwd=_BwdRule(self, traced),
             num_consts=len(traced.consts),
         )
-        return tree_unflatten(traced.out_tree, outs)
 
 
 class _FwdRule:
@@ -278,7 +352,8 @@ class _FwdRule:
                 f"the {name} must return a pair (output, residuals){errors.where()}"
             )
         out_leaves, out_tree = tree_flatten(result[0])
-        _check_outputs(name, "output", out_tree, t.out_tree, out_leaves, t.jaxpr.out_avals)
+        t.learn_outputs(out_tree, out_leaves)
+        _check_outputs(name, "output", out_tree, t.out_tree, out_leaves, t.out_avals)
         res_leaves, res_tree = tree_flatten(result[1])
         return out_leaves, res_leaves, res_tree
 
@@ -306,7 +381,7 @@ class _BwdRule:
                 f"{errors.where()}"
             )
         leaves_out = []
-        in_avals = iter(t.jaxpr.in_avals[len(t.consts) :])
+        in_avals = iter(t.in_avals)
         for i, (ct, tree) in enumerate(zip(result, diff_trees)):
             avals = [next(in_avals) for _ in range(tree.num_leaves)]
             if ct is None:

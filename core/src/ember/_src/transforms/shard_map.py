@@ -40,7 +40,9 @@ def shard_map(
     check_vma: bool | None = None,
 ) -> Callable[..., Any]:
     """Map ``f`` over the blocks of its arguments on ``mesh`` (default: the mesh in scope).
-    Without ``f``, a decorator: ``@shard_map(mesh=..., in_specs=..., out_specs=...)``."""
+    Without ``f``, a decorator: ``@shard_map(mesh=..., in_specs=..., out_specs=...)``.
+    Without ``in_specs``, each argument is split as its type says (its sharding over the
+    mesh's Explicit axes), as JAX's."""
     if f is None:
         return functools.partial(
             shard_map,
@@ -59,8 +61,11 @@ def shard_map(
         if the_mesh is None:
             raise ValueError(f"shard_map needs mesh= or an enclosing `with mesh:`{errors.where()}")
         leaves, in_tree = tree_flatten(args)
-        specs = _spec_leaves(in_specs, args, len(leaves), the_mesh, "shard_map in_specs")
         avals = [get_aval(x) for x in leaves]
+        if in_specs is None:  # as JAX: each argument is split as its type says
+            specs = [_check_spec(the_mesh, _typed_spec(a), "shard_map in_specs") for a in avals]
+        else:
+            specs = _spec_leaves(in_specs, args, len(leaves), the_mesh, "shard_map in_specs")
         name = getattr(f, "__name__", "f")
         per_device = [
             shard_aval(the_mesh, s, a, f"shard_map({name}) argument #{i}")
@@ -98,6 +103,13 @@ def shard_map(
 
     wrapped.__name__ = f"shard_map_{getattr(f, '__name__', 'f')}"
     return wrapped
+
+
+def _typed_spec(aval: Any) -> PartitionSpec:
+    """How an argument's type splits it over the mesh's Explicit axes (P() when it does not:
+    an array over Auto axes, or one that is not split)."""
+    typed = aval.typed_sharding
+    return PartitionSpec() if typed is None else PartitionSpec(*typed.spec)
 
 
 def _check_spec(mesh: Mesh, spec: Any, what: str) -> PartitionSpec:

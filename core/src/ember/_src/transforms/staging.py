@@ -64,6 +64,14 @@ class ShapeDtypeStruct:
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
+    @classmethod
+    def like(cls, x: Any) -> ShapeDtypeStruct:
+        """The shape, dtype and weak type of ``x`` (an array, a traced value, a Python scalar
+        or another ShapeDtypeStruct, whose sharding is kept), as JAX's."""
+        aval = get_aval(x)
+        sharding = x.sharding if isinstance(x, ShapeDtypeStruct) else None
+        return cls(aval.shape, aval.dtype, aval.weak_type, sharding=sharding)
+
     def __repr__(self) -> str:
         laid_out = f", sharding={self.sharding!r}" if self.sharding is not None else ""
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{laid_out})"

@@ -1,6 +1,6 @@
 """What besides a function's arguments decides how it traces: part of every trace cache key.
 
-``jit`` and ``custom_jvp``/``custom_vjp`` cache what they trace. A trace depends on x64, on the
+``jit`` caches what it traces. A trace depends on x64, on the
 mesh in scope (it resolves PartitionSpecs and sets the axis types) and on the transformations
 that change what tracing stages (``checkify`` lets a ``check`` be staged, which it otherwise
 refuses), so each of these gets its own traces: a function first traced inside ``checkify``
