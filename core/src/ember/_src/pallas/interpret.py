@@ -101,6 +101,9 @@ def interpret(call: PallasCall, args: Sequence[Any], *, batch_parallel: bool = T
     written = _written_refs(kernel, len(call.block_mappings))
     axes = parallel_axes(call, kernel, written) if batch_parallel else ()
     scratch = [uninitialized_value(aval) for aval in call.scratch_avals]
+    # Resident operands (see parallel_grid.py) are carried as blocks and written back into
+    # the outputs' starting values after the loop.
+    starting_outs = arrays[call.num_inputs :]
     resident = [False] * len(arrays)
     if axes:
         scratch = [batched_scratch(x, axes, call.grid) for x in scratch]
@@ -146,10 +149,11 @@ def interpret(call: PallasCall, args: Sequence[Any], *, batch_parallel: bool = T
 
         carry = while_loop(cond, body, [np.int32(0), *carry])[1:]
     results = carry[call.num_inputs : len(call.block_mappings)]
-    outs = [_padded(x, m) for x, m in zip(outs, call.out_block_mappings)]
     results = [
-        from_blocks(out, x, m, axes, call.grid) if r else x
-        for out, x, m, r in zip(outs, results, call.out_block_mappings, resident[call.num_inputs :])
+        from_blocks(start, x, m, axes, call.grid) if r else x
+        for start, x, m, r in zip(
+            starting_outs, results, call.out_block_mappings, resident[call.num_inputs :]
+        )
     ]
     return [_unpadded(x, m) for x, m in zip(results, call.out_block_mappings)]
 
