@@ -11,7 +11,7 @@ import ember.experimental.pallas as pl
 import ember.numpy as enp
 from ember._src.interpreters.discharge import discharge_state
 from ember._src.pallas.interpret import _written_refs, interpret
-from ember._src.pallas.parallel_grid import parallel_axes
+from ember._src.pallas.parallel_grid import parallel_axes, resident_operands
 
 F32 = np.dtype(np.float32)
 
@@ -70,6 +70,49 @@ def test_a_reduction_axis_stays_sequential_and_the_others_batch(rng):
     assert _axes(call) == (0, 1)
     (out,) = _assert_same(call, x, y)
     np.testing.assert_allclose(out, x @ y, rtol=1e-5, atol=1e-5)
+
+
+def _primitive_names(jaxpr):
+    return [e.primitive.name for e in jaxpr.eqns]
+
+
+def test_a_revisited_output_stays_blocks_for_the_whole_loop(rng):
+    # The output ignores the reduction axis: it is cut into blocks once, before the loop, and
+    # written back once after it; the loop body moves no output block in or out of the array.
+    x = rng.standard_normal((16, 24)).astype(F32)
+    y = rng.standard_normal((24, 16)).astype(F32)
+    call = _call_of(_matmul(16, 16, 24, 8), x, y)
+    assert resident_operands(call, (0, 1)) == [False, False, True]
+    jaxpr = ember.make_jaxpr(lambda x, y: interpret(call, (x, y)))(x, y).jaxpr
+    (loop,) = [e for e in jaxpr.eqns if e.primitive.name == "while"]
+    body = loop.params["body_jaxpr"].jaxpr
+    assert "dynamic_update_slice" not in _primitive_names(body)
+    assert _primitive_names(jaxpr).count("dynamic_update_slice") == 1
+
+
+def test_a_resident_output_covering_part_of_its_array_keeps_the_rest_uninitialised(rng):
+    # 12 elements, of which the (2,) parallel axis writes blocks 0 and 1 only; the second grid
+    # axis sums into them. The last block is never written: it reads as uninitialised (NaN).
+    def kernel(x_ref, o_ref):
+        @pl.when(pl.program_id(1) == 0)
+        def _():
+            o_ref[...] = enp.zeros(o_ref.shape, o_ref.dtype)
+
+        o_ref[...] += x_ref[...]
+
+    call = pl.pallas_call(
+        kernel,
+        out_shape=ember.ShapeDtypeStruct((12,), F32),
+        grid=(2, 3),
+        in_specs=[pl.BlockSpec((4,), lambda i, k: (i + 2 * k,))],
+        out_specs=pl.BlockSpec((4,), lambda i, k: (i,)),
+    )
+    x = rng.standard_normal(24).astype(F32)
+    pc = _call_of(call, x)
+    assert _axes(pc) == (0,) and resident_operands(pc, (0,)) == [False, True]
+    (out,) = _assert_same(pc, x)
+    np.testing.assert_allclose(out[:8], x.reshape(3, 8).sum(0), rtol=1e-5)
+    assert np.isnan(out[8:]).all()
 
 
 def test_ragged_blocks_read_padding_and_drop_writes_past_the_edge(rng):

@@ -42,7 +42,14 @@ from ember._src.ir import ClosedJaxpr
 from ember._src.lax.slicing import dynamic_slice, dynamic_update_slice, full
 from ember._src.pallas.core import BlockMapping, PallasCall
 from ember._src.pallas.kernel_eval import block_starts, evaluate_kernel
-from ember._src.pallas.parallel_grid import batched_scratch, parallel_axes, run_batched_step
+from ember._src.pallas.parallel_grid import (
+    batched_scratch,
+    from_blocks,
+    parallel_axes,
+    resident_operands,
+    run_batched_step,
+    to_blocks,
+)
 from ember._src.primitives.control_flow.loops import while_loop
 from ember._src.primitives.shape import reshape
 from ember._src.primitives.slicing import pad, slice_op
@@ -94,15 +101,24 @@ def interpret(call: PallasCall, args: Sequence[Any], *, batch_parallel: bool = T
     written = _written_refs(kernel, len(call.block_mappings))
     axes = parallel_axes(call, kernel, written) if batch_parallel else ()
     scratch = [uninitialized_value(aval) for aval in call.scratch_avals]
+    # Resident operands (see parallel_grid.py) are carried as blocks and written back into
+    # the outputs' starting values after the loop.
+    starting_outs = arrays[call.num_inputs :]
+    resident = [False] * len(arrays)
     if axes:
         scratch = [batched_scratch(x, axes, call.grid) for x in scratch]
+        resident = resident_operands(call, axes)
+        arrays = [
+            to_blocks(x, m, axes, call.grid) if r else x
+            for x, m, r in zip(arrays, call.block_mappings, resident)
+        ]
     loop_axes = [a for a in range(len(call.grid)) if a not in axes]
 
     def step(loop_indices: Sequence[Any], arrays: list[Any], scratch: list[Any]) -> list[Any]:
         if axes:
             at = dict(zip(loop_axes, loop_indices))
             new_arrays, new_scratch = run_batched_step(
-                call, kernel, axes, written, at, arrays, scratch
+                call, kernel, axes, written, at, arrays, scratch, resident
             )
             return [*new_arrays, *new_scratch]
         starts = [block_starts(m, loop_indices) for m in call.block_mappings]
@@ -133,6 +149,12 @@ def interpret(call: PallasCall, args: Sequence[Any], *, batch_parallel: bool = T
 
         carry = while_loop(cond, body, [np.int32(0), *carry])[1:]
     results = carry[call.num_inputs : len(call.block_mappings)]
+    results = [
+        from_blocks(start, x, m, axes, call.grid) if r else x
+        for start, x, m, r in zip(
+            starting_outs, results, call.out_block_mappings, resident[call.num_inputs :]
+        )
+    ]
     return [_unpadded(x, m) for x, m in zip(results, call.out_block_mappings)]
 
 

@@ -16,6 +16,12 @@ parallel axes lead (outputs are written back the same way, with one ``dynamic_up
 An input whose index map mixes a parallel axis into a computed index is sliced per grid point
 inside the batched step (a gather).
 
+An operand whose blocks are the same at every step of the sequential loop (its index map
+depends on the parallel axes only: matmul's output, which ignores ``k``) is *resident*: it is
+cut into blocks once before the loop, carried as blocks, and written back once after it
+(``resident_operands``, ``to_blocks``, ``from_blocks``). Moving a revisited output between
+the array and its blocks at every step would cost a transposed copy in and out per step.
+
 Scratch buffers get one copy per parallel point, carried along the sequential axes. A kernel
 that reads scratch before writing it at a grid point sees uninitialised values, as on
 hardware that runs parallel points on different cores, where the sequential loop would have
@@ -130,6 +136,33 @@ def _tiled_dim(mapping: BlockMapping, axis: int, grid: tuple[int, ...]) -> int |
     return dim
 
 
+def resident_operands(call: PallasCall, axes: Sequence[int]) -> list[bool]:
+    """For each operand of ``call`` (inputs then outputs), whether it is resident (see the
+    module doc): its blocks tile the array along the parallel ``axes`` it varies with, and
+    its index map depends on no other grid axis."""
+    parallel = set(axes)
+    resident = []
+    for mapping in call.block_mappings:
+        used = set().union(*_dependencies(mapping.index_map))
+        tiled = _Layout(mapping, axes, call.grid).tiled is not None
+        resident.append(tiled and used <= parallel)
+    return resident
+
+
+def to_blocks(array: Any, mapping: BlockMapping, axes: Sequence[int], grid: tuple) -> Any:
+    """The blocks of a resident operand, as the batched step takes them: shape (grid sizes
+    of the parallel axes it varies along..., *block)."""
+    return _Layout(mapping, axes, grid).read(array, [np.int32(0)] * len(grid))
+
+
+def from_blocks(
+    array: Any, blocks: Any, mapping: BlockMapping, axes: Sequence[int], grid: tuple
+) -> Any:
+    """``array`` with the blocks of a resident operand (as ``to_blocks`` gives them) written
+    back in place."""
+    return _Layout(mapping, axes, grid).write(array, blocks, [np.int32(0)] * len(grid))
+
+
 class _Layout:
     """How one operand's blocks reach the batched step. ``tiled``: (grid axis, array dim)
     for each parallel axis the blocks vary along, in grid-axis order; None when the blocks
@@ -198,19 +231,25 @@ def run_batched_step(
     seq_indices: dict[int, Any],
     arrays: list[Any],
     scratch: list[Any],
+    resident: Sequence[bool],
 ) -> tuple[list[Any], list[Any]]:
     """One step of the sequential axes (their indices ``seq_indices``) with every point of
-    the parallel ``axes`` run at once. ``arrays``: the padded inputs then outputs;
-    ``scratch``: one copy per parallel point (shape (grid sizes of ``axes``..., *buffer)).
-    Returns the new arrays and scratch."""
+    the parallel ``axes`` run at once. ``arrays``: the padded inputs then outputs, those
+    marked ``resident`` as their blocks (``to_blocks``); ``scratch``: one copy per parallel
+    point (shape (grid sizes of ``axes``..., *buffer)). Returns the new arrays (resident
+    ones as blocks) and scratch."""
     layouts = [_Layout(m, axes, call.grid) for m in call.block_mappings]
     args, uses = [], []
     for axis in axes:
         args.append(np.arange(call.grid[axis], dtype=_INT32))
         uses.append({axis})
     operands = []
-    for array, layout in zip(arrays, layouts):
-        if layout.tiled is not None:
+    for array, layout, is_resident in zip(arrays, layouts, resident):
+        if is_resident:
+            args.append(array)
+            uses.append(set(layout.axes))
+            operands.append(None)
+        elif layout.tiled is not None:
             at = [seq_indices.get(a, np.int32(0)) for a in range(len(call.grid))]
             args.append(layout.read(array, at))
             uses.append(set(layout.axes))
@@ -243,7 +282,9 @@ def run_batched_step(
     out_written = iter(results[: sum(written[call.num_inputs :])])
     for k in range(num_outputs):
         i = call.num_inputs + k
-        if written[i]:
+        if written[i] and resident[i]:
+            new_arrays[i] = next(out_written)
+        elif written[i]:
             at = [seq_indices.get(a, np.int32(0)) for a in range(len(call.grid))]
             new_arrays[i] = layouts[i].write(arrays[i], next(out_written), at)
     return new_arrays, results[sum(written[call.num_inputs :]) :]

@@ -14,7 +14,7 @@ from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import add_tangents
 from ember._src.interpreters.batching import not_mapped
 from ember._src.primitives import sharding_rules
-from ember._src.primitives.shape import convert_element_type, move_axis, transpose, typed_like
+from ember._src.primitives.shape import convert_element_type, transpose, typed_like
 from ember._src.primitives.sharding_constraint import laid_out, typed_out_sharding
 from ember._src.runtime.sharding import NamedSharding, PartitionSpec
 
@@ -175,32 +175,41 @@ def _dot_general_transpose(
 def _dot_general_batch(
     vals, dims, *, dimension_numbers, precision, preferred_element_type, out_sharding
 ):
+    """The mapped axis stays where it is in each operand (moving it would be a transpose of
+    a whole operand): mapped on both sides it becomes the contraction's first batch
+    dimension, on one side a free dimension of that side. The result's mapped axis is where
+    the contraction puts it: batch dimensions first, then lhs's free dimensions in order,
+    then rhs's."""
     (lhs, rhs), (ld, rd) = vals, dims
     (lc, rc), (lb, rb) = dimension_numbers
     params = {"precision": precision, "preferred_element_type": preferred_element_type}
 
-    def shift(axes: Sequence[int]) -> tuple[int, ...]:
-        return tuple(a + 1 for a in axes)
-
-    def bind(lhs: Any, rhs: Any, numbers: DimensionNumbers, out_dim: int) -> tuple[Any, int]:
+    def bind(numbers: DimensionNumbers, out_dim: int) -> tuple[Any, int]:
         # A chosen result sharding leaves the batch dimension (at out_dim) whole.
         chosen = _with_whole_dim(out_sharding, out_dim)
         out = dot_general_p.bind(lhs, rhs, dimension_numbers=numbers, out_sharding=chosen, **params)
         return out, out_dim
 
     if ld is not not_mapped and rd is not not_mapped:
-        lhs, rhs = move_axis(lhs, ld, 0), move_axis(rhs, rd, 0)
-        numbers = ((shift(lc), shift(rc)), ((0,) + shift(lb), (0,) + shift(rb)))
-        return bind(lhs, rhs, numbers, 0)
+        numbers = (
+            (_past(lc, ld), _past(rc, rd)),
+            ((ld, *_past(lb, ld)), (rd, *_past(rb, rd))),
+        )
+        return bind(numbers, 0)
     if ld is not not_mapped:
-        # The batch axis becomes lhs's first free axis: it follows the batch axes in the output.
-        lhs = move_axis(lhs, ld, 0)
-        numbers = ((shift(lc), rc), (shift(lb), rb))
-        return bind(lhs, rhs, numbers, len(lb))
-    rhs = move_axis(rhs, rd, 0)
-    numbers = ((lc, shift(rc)), (lb, shift(rb)))
+        numbers = ((_past(lc, ld), rc), (_past(lb, ld), rb))
+        free_before = len(_free_dims(ld, [d for d in lc if d < ld], [d for d in lb if d < ld]))
+        return bind(numbers, len(lb) + free_before)
+    numbers = ((lc, _past(rc, rd)), (lb, _past(rb, rd)))
     lhs_free = len(_free_dims(get_aval(lhs).ndim, lc, lb))
-    return bind(lhs, rhs, numbers, len(lb) + lhs_free)
+    free_before = len(_free_dims(rd, [d for d in rc if d < rd], [d for d in rb if d < rd]))
+    return bind(numbers, len(lb) + lhs_free + free_before)
+
+
+def _past(axes: Sequence[int], inserted: int) -> tuple[int, ...]:
+    """``axes`` of an operand numbered again after a (mapped) axis is inserted at
+    ``inserted``."""
+    return tuple(a + 1 if a >= inserted else a for a in axes)
 
 
 def _with_whole_dim(chosen: Any, dim: int) -> Any:
