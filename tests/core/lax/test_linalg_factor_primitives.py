@@ -14,7 +14,12 @@ import scipy.linalg.lapack as lapack
 
 import ember
 import ember.numpy as enp
+from ember._src import rules
+from ember._src.core import ShapedArray
 from ember._src.lax import linalg_factor_primitives as prims
+from ember._src.runtime.mesh import AbstractMesh, AxisType
+from ember._src.runtime.sharding import NamedSharding, PartitionSpec as P
+from ember.errors import ShardingTypeError
 from ember.scipy import linalg
 from ember.test_util import check_grads
 from tests.core.util import assert_close
@@ -340,6 +345,49 @@ def test_qr_binds_geqrf_and_householder_product_when_lowered(rng):
     assert "stablehlo" in text  # lowered; the packed factorisation runs inside it
     q, r = qr(x)
     np.testing.assert_allclose(np.asarray(q) @ np.asarray(r), x, atol=1e-5)
+
+
+def test_half_precision_is_computed_in_float32(rng):
+    x = positive_definite(rng, (2, 3, 3), np.float32)
+    out = cholesky(x.astype(np.float16))
+    assert np.asarray(out).dtype == np.float16
+    np.testing.assert_allclose(np.asarray(out), np.linalg.cholesky(x), rtol=5e-3, atol=5e-3)
+    q, r = qr(x.astype(np.float16))
+    np.testing.assert_allclose(np.asarray(q) @ np.asarray(r), x, rtol=1e-2, atol=1e-2)
+
+
+# --------------------------------------------------------------------------------------------
+# Sharding: batch dimensions may be split, matrix dimensions must be whole
+
+MESH = AbstractMesh((4, 2), ("X", "Y"), (AxisType.Explicit,) * 2)
+
+
+def typed(shape, *spec, dtype=np.float32):
+    sharding = NamedSharding(MESH, P(*spec)) if any(e is not None for e in spec) else None
+    return ShapedArray(shape, np.dtype(dtype), sharding=sharding)
+
+
+def test_a_split_batch_dimension_stays_split():
+    out = rules.abstract_eval(prims.cholesky_p, [typed((8, 3, 3), "X")], {})
+    assert tuple(out.typed_sharding.spec) == ("X", None, None)
+    lu, pivots, permutation = rules.abstract_eval(prims.lu_p, [typed((8, 4, 3), "X")], {})
+    assert tuple(lu.typed_sharding.spec) == ("X", None, None)
+    assert tuple(pivots.typed_sharding.spec) == ("X", None)
+    assert tuple(permutation.typed_sharding.spec) == ("X", None)
+
+
+def test_a_split_matrix_dimension_is_refused():
+    with pytest.raises(ShardingTypeError, match="reshard"):
+        rules.abstract_eval(prims.cholesky_p, [typed((8, 4, 4), None, "Y")], {})
+
+
+def test_operands_split_differently_along_the_batch_are_refused():
+    params = dict(
+        left_side=True, lower=True, transpose_a=False, conjugate_a=False, unit_diagonal=False
+    )
+    avals = [typed((8, 3, 3), "X"), typed((8, 3, 2), "Y")]
+    with pytest.raises(ShardingTypeError):
+        rules.abstract_eval(prims.triangular_solve_p, avals, params)
 
 
 # --------------------------------------------------------------------------------------------

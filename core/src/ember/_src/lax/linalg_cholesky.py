@@ -1,47 +1,14 @@
-"""Cholesky factorisation: a loop over columns with static bounds (one compiled program),
-written for one matrix and vmapped over stacks."""
+"""The rank-one update of a Cholesky factor (``lax.linalg.cholesky_update``): one Givens
+rotation per row, a loop with static bounds written for one matrix and vmapped over stacks.
+The factorisation itself is the ``cholesky`` primitive (``linalg_factor_primitives``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ember._src.core import get_aval
-from ember._src.lax.linalg_operands import (
-    batched,
-    conj_if_complex,
-    positions,
-    static_fori,
-    symmetrized,
-    where_broadcast,
-)
-from ember._src.lax.slicing import full_like
+from ember._src.lax.linalg_operands import static_fori, where_broadcast
 from ember._src.primitives.math_functions import sqrt
-
-
-def cholesky_lower(a: Any, symmetrize_input: bool = True) -> Any:
-    """The lower-triangular ``L`` with ``L @ L^H = a`` for a matrix or a stack, in the dtype
-    linear algebra works in (NaN where ``a`` is not positive definite). ``symmetrize_input``
-    factorises ``(a + a^H) / 2``, as JAX does by default; without it only the lower triangle
-    of ``a`` is read."""
-    if symmetrize_input:
-        a = symmetrized(a)
-
-    def single(a1):
-        n = get_aval(a1).shape[0]
-        rows = positions(n)
-        dtype = get_aval(a1).dtype
-
-        def step(j, lower):
-            left = where_broadcast(rows < j, lower[j], 0.0).astype(dtype)
-            d = sqrt(a1[j, j] - (left * conj_if_complex(left)).sum())
-            column = (a1[:, j] - lower @ conj_if_complex(left)) / d
-            column = where_broadcast(rows > j, column, 0.0).astype(dtype)
-            column = where_broadcast(rows == j, d, column).astype(dtype)
-            return lower.at[:, j].set(column)
-
-        return static_fori(0, n, step, full_like(a1, 0))
-
-    return batched(single, a)
 
 
 def _givens(x: Any, y: Any) -> tuple[Any, Any]:
