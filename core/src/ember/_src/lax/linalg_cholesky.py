@@ -1,14 +1,44 @@
-"""The rank-one update of a Cholesky factor (``lax.linalg.cholesky_update``): one Givens
-rotation per row, a loop with static bounds written for one matrix and vmapped over stacks.
-The factorisation itself is the ``cholesky`` primitive (``linalg_factor_primitives``)."""
+"""Cholesky factorisation (the generic lowering of the ``cholesky`` primitive on CPU) and the
+rank-one update of a factor (``lax.linalg.cholesky_update``): loops with static bounds (one
+compiled program each), written for one matrix and vmapped over stacks."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ember._src.core import get_aval
-from ember._src.lax.linalg_operands import static_fori, where_broadcast
+from ember._src.lax.linalg_operands import (
+    conj_if_complex,
+    positions,
+    real_part,
+    static_fori,
+    where_broadcast,
+)
+from ember._src.lax.slicing import full_like
 from ember._src.primitives.math_functions import sqrt
+from ember._src.primitives.shape import convert_element_type
+
+
+def cholesky_single(a: Any) -> Any:
+    """The lower-triangular ``L`` with ``L @ L^H = a`` for one (n, n) matrix, column by column
+    (Cholesky-Banachiewicz), reading only a's lower triangle and the real part of its
+    diagonal. A pivot that is not positive gives NaN from there on (the caller turns that into
+    NaN for the whole matrix)."""
+    n = get_aval(a).shape[0]
+    rows = positions(n)
+    dtype = get_aval(a).dtype
+
+    def step(j, lower):
+        left = where_broadcast(rows < j, lower[j], 0.0).astype(dtype)
+        pivot = real_part(a[j, j]) - real_part(left * conj_if_complex(left)).sum()
+        d = convert_element_type(sqrt(pivot), dtype)  # NaN when the pivot is negative
+        column = (a[:, j] - lower @ conj_if_complex(left)) / d
+        column = where_broadcast(rows > j, column, 0.0).astype(dtype)
+        column = where_broadcast(rows == j, d, column).astype(dtype)
+        # one elementwise select, not an update of column j: XLA would copy the whole matrix
+        return where_broadcast((rows == j)[None, :], column[:, None], lower).astype(dtype)
+
+    return static_fori(0, n, step, full_like(a, 0))
 
 
 def _givens(x: Any, y: Any) -> tuple[Any, Any]:
