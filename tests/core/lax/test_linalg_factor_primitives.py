@@ -311,12 +311,20 @@ def test_vmap_is_a_loop(rng, name):
             np.testing.assert_allclose(got[i], want, rtol=1e-5, atol=1e-5)
 
 
-def test_vmap_with_an_unbatched_operand(rng):
+@pytest.mark.parametrize("left_side", [True, False])
+@pytest.mark.parametrize("axis", [0, 2])
+def test_vmap_over_b_alone_folds_the_batch_into_b(rng, left_side, axis):
     a = random(rng, (4, 4), np.float32) + 4 * np.eye(4, dtype=np.float32)
-    b = random(rng, (3, 4, 2), np.float32)
-    out = ember.vmap(lambda b: triangular_solve(a, b, left_side=True, lower=True))(b)
-    expected = np.linalg.solve(np.tril(a), b)
-    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-4, atol=1e-5)
+    b = random(rng, (3, 4, 2) if left_side else (3, 2, 4), np.float32)
+    fn = lambda b: triangular_solve(a, b, left_side=left_side, lower=True)
+    out = np.asarray(ember.vmap(fn, in_axes=axis)(np.moveaxis(b, 0, axis)))
+    if left_side:
+        expected = np.linalg.solve(np.tril(a), b)
+    else:
+        expected = np.swapaxes(np.linalg.solve(np.tril(a).T, np.swapaxes(b, -1, -2)), -1, -2)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
+    text = str(ember.make_jaxpr(ember.vmap(fn))(b))
+    assert "broadcast_in_dim" not in text  # a is not copied for each b
 
 
 @pytest.mark.skipif(ON_REFERENCE_ONLY, reason="needs a second backend to compare with")

@@ -25,6 +25,7 @@ from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import add_tangents, instantiate
+from ember._src.interpreters.batching import not_mapped
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.lax import linalg_factor_reference as numpy_rules
@@ -54,6 +55,8 @@ from ember._src.primitives.shape import (
     bdim_to_front,
     broadcast_to_shape,
     convert_element_type,
+    move_axis,
+    reshape,
 )
 from ember._src.primitives.slicing import concatenate
 
@@ -435,12 +438,31 @@ def _triangular_solve_transpose(ct, a, b, **params):
     return [None, triangular_solve_p.bind(a, ct, **params)]
 
 
+def _triangular_solve_batch(vals, dims, **params):
+    """An unbatched ``a`` solves for every batched ``b`` at once: b's batch axis folds into
+    its columns (left side) or rows (right side), as JAX does, instead of copying ``a``."""
+    a, b = vals
+    a_dim, b_dim = dims
+    if a_dim is not not_mapped or get_aval(b).ndim != get_aval(a).ndim + 1:
+        return _batch_at_front(triangular_solve_p)(vals, dims, **params)
+    side = -1 if params["left_side"] else -2
+    ndim = get_aval(b).ndim
+    b = move_axis(b, b_dim, ndim + side)
+    shape = get_aval(b).shape
+    if params["left_side"]:
+        folded = (*shape[:-2], shape[-2] * shape[-1])
+    else:
+        folded = (*shape[:-3], shape[-3] * shape[-2], shape[-1])
+    x = triangular_solve_p.bind(a, reshape(b, folded), **params)
+    return reshape(x, shape), ndim + side
+
+
 triangular_solve_p = rules.define_primitive(
     "triangular_solve",
     abstract_eval=_triangular_solve_abstract_eval,
     jvp=_triangular_solve_jvp,
     transpose=_triangular_solve_transpose,
-    batch=rules.per_primitive(_batch_at_front),
+    batch=_triangular_solve_batch,
     lowering=_triangular_solve_lowering,
     reference=_triangular_solve_reference,
     sharding=_batch_dims_split((2, 2), lambda **_: 2),
