@@ -246,6 +246,44 @@ def test_qr_of_empty_matrices(shape, pivoting):
         np.testing.assert_array_equal(p[0], np.broadcast_to(np.arange(n), (2, n)))
 
 
+EMPTY_CASES = {
+    "lu": (lambda x: prims.lu_p.bind(x), [(0, 3), (3, 0), (2, 0, 0), (0, 2, 2)]),
+    "geqrf": (lambda x: prims.geqrf_p.bind(x), [(0, 3), (3, 0), (0, 2, 2)]),
+    "geqp3": (
+        lambda x: prims.geqp3_p.bind(x, np.zeros(x.shape[:-2] + x.shape[-1:], np.int32)),
+        [(0, 3), (3, 0), (0, 2, 2)],
+    ),
+    "triangular_solve": (
+        lambda x: triangular_solve(x[..., :0, :0], x[..., :0, :], left_side=True),
+        [(0, 3), (2, 0, 3)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(EMPTY_CASES))
+def test_empty_shapes(name):
+    fn, shapes = EMPTY_CASES[name]
+    for shape in shapes:
+        x = np.zeros(shape, np.float32)
+        expected = [tuple(o.shape) for o in _flat_list(ember.eval_shape(fn, x))]
+        got = _flat_list(fn(x))
+        assert [np.asarray(g).shape for g in got] == expected
+        if name == "lu":  # no rows to swap: the identity permutation
+            permutation = np.asarray(got[2])
+            np.testing.assert_array_equal(
+                permutation, np.broadcast_to(np.arange(shape[-2]), permutation.shape)
+            )
+        if name == "geqp3":  # no rows to pivot on: the columns stay in order
+            pivots = np.asarray(got[1])
+            np.testing.assert_array_equal(
+                pivots, np.broadcast_to(np.arange(shape[-1]), pivots.shape)
+            )
+
+
+def _flat_list(outs):
+    return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_tridiagonal_solve_matches_a_dense_solve(rng, dtype):
     dl, d, du = (random(rng, (3, 5), dtype) for _ in range(3))

@@ -270,6 +270,8 @@ def _cholesky_half(x: Any) -> Any:
 
 @_in_float32
 def _cholesky_loop(x: Any) -> Any:
+    if get_aval(x).size == 0:  # nothing to factorise (nor to slice a loop's column from)
+        return x
     return _cholesky_checked(batched(cholesky_single, x))
 
 
