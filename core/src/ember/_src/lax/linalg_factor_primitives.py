@@ -120,10 +120,6 @@ def _in_float32(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
-def _is(x: Any, dtype: np.dtype) -> bool:
-    return get_aval(x).dtype == dtype
-
-
 def _is_float32(x: Any) -> bool:
     return get_aval(x).dtype == np.dtype(np.float32)
 
@@ -184,29 +180,34 @@ def _batch_at_front(primitive):
     return rule
 
 
-def _batch_dims_split(core_in: Sequence[int], core_out: Callable[..., Sequence[int]]):
+def _batch_dims_split(
+    core_in: Sequence[int], core_out: Callable[..., int | Sequence[int]]
+) -> rules.per_primitive:
     """A sharding rule for primitives over stacks: the batch dimensions (the same in every
     operand) may be split, each the same way in every operand; the matrix (or vector)
     dimensions, ``core_in`` trailing ones of each operand, must be whole. ``core_out(**params)``
     gives the number of trailing core dimensions of each result (an int: the one result)."""
 
-    def rule(*avals, **params):
-        what = "a linear algebra primitive"
-        mesh = sharding_rules.common_mesh(what, avals)
-        for aval, core in zip(avals, core_in):
-            dims = range(aval.ndim - core, aval.ndim)
-            sharding_rules.require_unsplit(
-                what, avals, aval, dims, "a factorisation needs whole matrices"
-            )
-        batch = avals[0].ndim - core_in[0]
-        columns = zip(*(sharding_rules.entries(a)[:batch] for a in avals))
-        split = [sharding_rules.consensus(what, avals, c) for c in columns]
-        cores = core_out(**params)
-        if isinstance(cores, int):
-            return sharding_rules.build(what, avals, mesh, [*split, *(None,) * cores])
-        return [sharding_rules.build(what, avals, mesh, [*split, *(None,) * c]) for c in cores]
+    def build(primitive):
+        def rule(*avals, **params):
+            what = primitive.name
+            mesh = sharding_rules.common_mesh(what, avals)
+            for aval, core in zip(avals, core_in):
+                dims = range(aval.ndim - core, aval.ndim)
+                sharding_rules.require_unsplit(
+                    what, avals, aval, dims, "a factorisation needs whole matrices"
+                )
+            batch = avals[0].ndim - core_in[0]
+            columns = zip(*(sharding_rules.entries(a)[:batch] for a in avals))
+            split = [sharding_rules.consensus(what, avals, c) for c in columns]
+            cores = core_out(**params)
+            if isinstance(cores, int):
+                return sharding_rules.build(what, avals, mesh, [*split, *(None,) * cores])
+            return [sharding_rules.build(what, avals, mesh, [*split, *(None,) * c]) for c in cores]
 
-    return rule
+        return rule
+
+    return rules.per_primitive(build)
 
 
 def _tril(x: Any, k: int = 0) -> Any:
