@@ -35,8 +35,7 @@ def cholesky_single(a: Any) -> Any:
         column = (a[:, j] - lower @ conj_if_complex(left)) / d
         column = where_broadcast(rows > j, column, 0.0).astype(dtype)
         column = where_broadcast(rows == j, d, column).astype(dtype)
-        # one elementwise select, not an update of column j: XLA would copy the whole matrix
-        return where_broadcast((rows == j)[None, :], column[:, None], lower).astype(dtype)
+        return lower.at[:, j].set(column)
 
     return static_fori(0, n, step, full_like(a, 0))
 
