@@ -15,10 +15,10 @@ import numpy as np
 from ember._src import core, dtypes, errors, rules
 from ember._src.core import Primitive, ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.lax.log_add_exp import log_add_exp
+from ember._src.lowering.expressions import lower_via
 from ember._src.primitives import sharding_rules
 from ember._src.primitives.arithmetic import add, max as max_, min as min_, mul
 from ember._src.primitives.control_flow.associative_scan import associative_scan
-from ember._src.primitives.elementwise import lower_via
 from ember._src.primitives.shape import convert_element_type, linear_jvp, move_axis, reshape
 from ember._src.transforms import autodiff
 

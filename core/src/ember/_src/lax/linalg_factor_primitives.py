@@ -26,8 +26,6 @@ from ember._src.core import ShapedArray, Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.ad_util import add_tangents, instantiate
 from ember._src.interpreters.batching import not_mapped
-from ember._src.interpreters.reference import evaluate_jaxpr
-from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.lax import linalg_factor_reference as numpy_rules
 from ember._src.lax.linalg_cholesky import cholesky_single
 from ember._src.lax.linalg_householder import householder_q
@@ -45,7 +43,7 @@ from ember._src.lax.linalg_operands import (
 from ember._src.lax.linalg_packed_qr import geqp3_packed, geqrf_packed
 from ember._src.lax.linalg_tridiagonal import thomas
 from ember._src.lax.slicing import full
-from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src.lowering.expressions import lower_expression, lower_via, reference_via
 from ember._src.primitives import sharding_rules
 from ember._src.primitives.arithmetic import imag, real
 from ember._src.primitives.comparisons import is_finite
@@ -122,47 +120,6 @@ def _in_float32(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _is_float32(x: Any) -> bool:
     return get_aval(x).dtype == np.dtype(np.float32)
-
-
-@functools.lru_cache(maxsize=256)
-def _traced(expression: Callable[..., Any], avals: tuple[ShapedArray, ...], params: tuple):
-    def flat(*xs: Any) -> list[Any]:
-        outs = expression(*xs, **dict(params))
-        return list(outs) if isinstance(outs, (list, tuple)) else [outs]
-
-    return trace_to_jaxpr(flat, list(avals), name="linear algebra")
-
-
-def _lower_expression(ctx, expression, operands, avals, params) -> list[Any]:
-    # Traced untyped: the result is laid out as the primitive's type says.
-    avals = tuple(a.update(sharding=None) for a in avals)
-    closed = _traced(expression, avals, tuple(sorted(params.items())))
-    consts = [ctx.constant(c, get_aval(c)) for c in closed.consts]
-    return lower_jaxpr_inline(ctx, closed.jaxpr, consts, list(operands))
-
-
-def lowering_via(expression: Callable[..., Any], multiple_results: bool):
-    """The lowering of a primitive by the jaxpr of ``expression`` (of the primitive's operands
-    and parameters), lowered in place."""
-
-    def lowering(ctx, *operands, **params):
-        outs = _lower_expression(ctx, expression, operands, ctx.avals_in, params)
-        return outs if multiple_results else outs[0]
-
-    return lowering
-
-
-def reference_via(expression: Callable[..., Any], multiple_results: bool):
-    """The NumPy evaluation of a primitive by ``expression``'s jaxpr, evaluated with the
-    reference rules."""
-
-    def reference(*args, **params):
-        avals = tuple(ShapedArray(np.shape(a), np.asarray(a).dtype) for a in args)
-        closed = _traced(expression, avals, tuple(sorted(params.items())))
-        outs = evaluate_jaxpr(closed, [np.asarray(a) for a in args])
-        return outs if multiple_results else outs[0]
-
-    return reference
 
 
 def _batch_at_front(primitive):
@@ -281,10 +238,10 @@ def _cholesky_lowering(ctx, x):
     if aval.size == 0:
         return _zeros_results(ctx)[0]
     if aval.dtype in _HALF:
-        return _lower_expression(ctx, _cholesky_half, [x], ctx.avals_in, {})[0]
+        return lower_expression(ctx, _cholesky_half, [x], {})[0]
     out = ctx.avals_out[0].update(sharding=None)
     raw = ctx.op("stablehlo.cholesky", [x], out, {"lower": "true"})
-    return _lower_expression(ctx, _cholesky_checked, [raw], ctx.avals_in, {})[0]
+    return lower_expression(ctx, _cholesky_checked, [raw], {})[0]
 
 
 def _cholesky_reference(x):
@@ -318,7 +275,7 @@ cholesky_p = rules.define_primitive(
     # 55 ms against 2 ms); elsewhere it is the platform's (cuSOLVER's on GPU)
     lowering={
         None: _cholesky_lowering,
-        "cpu": lowering_via(_cholesky_loop, multiple_results=False),
+        "cpu": lower_via(_cholesky_loop, multiple_results=False),
     },
     reference=_cholesky_reference,
     sharding=_batch_dims_split((2,), lambda: 2),
@@ -379,7 +336,7 @@ def _triangular_solve_lowering(
         return _zeros_results(ctx)[0]
     dtype = ctx.avals_in[0].dtype
     if dtype in _HALF or (conjugate_a and not transpose_a and dtype.kind == "c"):
-        return _lower_expression(ctx, _triangular_solve_rewritten, [a, b], ctx.avals_in, params)[0]
+        return lower_expression(ctx, _triangular_solve_rewritten, [a, b], params)[0]
 
     def flag(value: bool) -> str:
         return "true" if value else "false"
@@ -546,7 +503,7 @@ lu_p = rules.define_primitive(
     abstract_eval=_lu_abstract_eval,
     jvp=_lu_jvp,
     batch=rules.per_primitive(_batch_at_front),
-    lowering=lowering_via(_lu_expression, multiple_results=True),
+    lowering=lower_via(_lu_expression, multiple_results=True),
     reference=reference_via(_lu_expression, multiple_results=True),
     sharding=_batch_dims_split((2,), lambda: (2, 1, 1)),
     multiple_results=True,
@@ -577,7 +534,7 @@ lu_pivots_to_permutation_p = rules.define_primitive(
     "lu_pivots_to_permutation",
     abstract_eval=_lu_pivots_to_permutation_abstract_eval,
     batch=rules.per_primitive(_batch_at_front),
-    lowering=lowering_via(_lu_pivots_to_permutation_expression, multiple_results=False),
+    lowering=lower_via(_lu_pivots_to_permutation_expression, multiple_results=False),
     reference=reference_via(_lu_pivots_to_permutation_expression, multiple_results=False),
     sharding=_batch_dims_split((1,), lambda **_: 1),
 )
@@ -602,7 +559,7 @@ geqrf_p = rules.define_primitive(
     "geqrf",
     abstract_eval=_geqrf_abstract_eval,
     batch=rules.per_primitive(_batch_at_front),
-    lowering=lowering_via(_geqrf_expression, multiple_results=True),
+    lowering=lower_via(_geqrf_expression, multiple_results=True),
     reference=reference_via(_geqrf_expression, multiple_results=True),
     sharding=_batch_dims_split((2,), lambda: (2, 1)),
     multiple_results=True,
@@ -634,7 +591,7 @@ geqp3_p = rules.define_primitive(
     "geqp3",
     abstract_eval=_geqp3_abstract_eval,
     batch=rules.per_primitive(_batch_at_front),
-    lowering=lowering_via(_geqp3_expression, multiple_results=True),
+    lowering=lower_via(_geqp3_expression, multiple_results=True),
     reference=reference_via(_geqp3_expression, multiple_results=True),
     sharding=_batch_dims_split((2, 1), lambda: (2, 1, 1)),
     multiple_results=True,
@@ -666,7 +623,7 @@ householder_product_p = rules.define_primitive(
     "householder_product",
     abstract_eval=_householder_product_abstract_eval,
     batch=rules.per_primitive(_batch_at_front),
-    lowering=lowering_via(_householder_product_expression, multiple_results=False),
+    lowering=lower_via(_householder_product_expression, multiple_results=False),
     reference=reference_via(_householder_product_expression, multiple_results=False),
     sharding=_batch_dims_split((2, 1), lambda: 2),
 )
@@ -807,7 +764,7 @@ qr_p = rules.define_primitive(
     abstract_eval=_qr_abstract_eval,
     jvp=_qr_jvp,
     batch=rules.per_primitive(_batch_at_front),
-    lowering=lowering_via(_qr_expression, multiple_results=True),
+    lowering=lower_via(_qr_expression, multiple_results=True),
     reference=reference_via(_qr_expression, multiple_results=True),
     sharding=_batch_dims_split((2,), _qr_out_cores),
     multiple_results=True,
@@ -900,7 +857,7 @@ tridiagonal_solve_p = rules.define_primitive(
     jvp=_tridiagonal_solve_jvp,
     transpose=_tridiagonal_solve_transpose,
     batch=rules.per_primitive(_batch_at_front),
-    lowering=lowering_via(_tridiagonal_solve_expression, multiple_results=False),
+    lowering=lower_via(_tridiagonal_solve_expression, multiple_results=False),
     reference=reference_via(_tridiagonal_solve_expression, multiple_results=False),
     sharding=_batch_dims_split((1, 1, 1, 2), lambda **_: 2),
 )

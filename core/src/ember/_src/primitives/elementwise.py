@@ -34,8 +34,7 @@ from ember._src.core import (
     tangent_aval,
 )
 from ember._src.interpreters.batching import not_mapped
-from ember._src.interpreters.staging import trace_to_jaxpr
-from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src.lowering.expressions import lower_via
 from ember._src.primitives import sharding_rules
 from ember._src.primitives.shape import (
     batch_size,
@@ -170,27 +169,6 @@ def hlo_lowering(hlo_op: str):
     def lowering(ctx, *operands, **params):
         return ctx.op(hlo_op, broadcast_operands(ctx, operands), ctx.avals_out[0])
 
-    return lowering
-
-
-def lower_via(expression: Callable[..., Any], *, multiple_results: bool = False):
-    """Lower a primitive by lowering the jaxpr of ``expression(*operands, **params)``, an
-    expression of other primitives (a list of results when ``multiple_results``).
-
-    The rule keeps the expression as ``rule.expansion``: its structure may depend on the
-    operands' sizes (a scan of log2(n) rounds), which shape-polymorphic export checks."""
-
-    def lowering(ctx, *operands, **params):
-        def flat(*xs):
-            out = expression(*xs, **params)
-            return list(out) if multiple_results else [out]
-
-        closed = trace_to_jaxpr(flat, ctx.avals_in)
-        consts = [ctx.constant(c, get_aval(c)) for c in closed.consts]
-        outs = lower_jaxpr_inline(ctx, closed.jaxpr, consts, operands)
-        return outs if multiple_results else outs[0]
-
-    lowering.expansion = expression
     return lowering
 
 

@@ -21,12 +21,13 @@ import numpy as np
 
 from ember._src import dtypes, rules
 from ember._src.core import Zero, get_aval, tangent_aval
+from ember._src.lowering.expressions import lower_via
 from ember._src.primitives import special_numpy
 from ember._src.primitives.arithmetic import abs, add, div, mul, neg, sub
 from ember._src.primitives.bits import bitwise_and, bitwise_not, bitwise_or
 from ember._src.primitives.comparisons import eq, ge, gt, le, lt, ne
 from ember._src.primitives.control_flow.loops import while_loop
-from ember._src.primitives.elementwise import _FLOAT, coerce_scalars, elementwise_rules, lower_via
+from ember._src.primitives.elementwise import _FLOAT, coerce_scalars, elementwise_rules
 from ember._src.primitives.math_functions import exp, log
 from ember._src.primitives.reduce import reduce_or
 from ember._src.primitives.selection import select_n
