@@ -135,6 +135,21 @@ def register_lowering(primitive: Primitive, rule: Rule, platform: str | None = N
     _lowering.setdefault(primitive, {})[platform] = rule
 
 
+def generic_lowering_rule(primitive: Primitive) -> Rule:
+    """The primitive's own lowering, for every platform: what a platform override falls back
+    to for the cases it does not handle (a dtype its library lacks)."""
+    rule = _lowering.get(primitive, {}).get(None)
+    if rule is None:
+        raise _missing(primitive, "generic StableHLO lowering", "jit or eager execution")
+    return rule
+
+
+def remove_lowering(primitive: Primitive, platform: str) -> Rule | None:
+    """Drop ``platform``'s override of ``primitive``'s lowering (the generic rule applies there
+    again); returns the removed rule, if there was one, for ``register_lowering`` to restore."""
+    return _lowering.get(primitive, {}).pop(platform, None)
+
+
 def _missing(primitive: Primitive, what: str, transformation: str) -> NotImplementedError:
     return NotImplementedError(
         f"ember has no {what} rule for the primitive '{primitive.name}', so it cannot be used "

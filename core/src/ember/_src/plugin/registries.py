@@ -60,6 +60,12 @@ class LoweringRegistry:
         rules.register_lowering(prim, rule, platform)
         self.registered.append((prim.name, platform))
 
+    def generic(self, primitive: Primitive | str) -> rules.Rule:
+        """``primitive``'s own lowering (the one every platform gets without an override): an
+        override calls it, ``generic(name)(ctx, *operands, **params)``, for the cases it leaves
+        alone, e.g. dtypes its platform's library lacks."""
+        return rules.generic_lowering_rule(_lookup(primitive, self.plugin_name))
+
     def register_kernel_compiler(self, compiler: KernelCompiler, *, platform: str) -> None:
         """Compile Pallas kernels natively on ``platform``: ``compiler(ctx, call, *operands)``
         gets the lowering context (``RuleContext``), the ``PallasCall`` and the operands' SSA
