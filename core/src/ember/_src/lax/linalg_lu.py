@@ -18,6 +18,7 @@ from ember._src.lax.linalg_operands import (
     where_broadcast,
 )
 from ember._src.lax.slicing import full, full_like
+from ember._src.primitives.arithmetic import imag, real
 from ember._src.primitives.control_flow.loops import fori_loop
 from ember._src.transforms.jit import jit
 from ember._src.transforms.vmap import vmap
@@ -85,7 +86,7 @@ def lu_pivoted(a: Any) -> tuple[Any, Any, Any]:
 
     def step(j, state):
         lu, piv, perm = state
-        column = where_broadcast(rows >= j, abs(lu[:, j]), -1.0)
+        column = where_broadcast(rows >= j, _pivot_size(lu[:, j]), -1.0)
         p = column.argmax().astype(np.int32)
         row_j, row_p = lu[j], lu[p]
         lu = lu.at[j].set(row_p).at[p].set(row_j)
@@ -102,7 +103,15 @@ def lu_pivoted(a: Any) -> tuple[Any, Any, Any]:
         return lu, piv, perm
 
     start = (a, full((k,), 0, np.int32), rows)
-    return fori_loop(0, k, step, start)
+    return static_fori(0, k, step, start)
+
+
+def _pivot_size(column: Any) -> Any:
+    """How large a pivot candidate is, as LAPACK's ``i?amax`` measures it (|re| + |im| for
+    complex entries), so that the same rows are chosen as by ``getrf``."""
+    if get_aval(column).dtype.kind == "c":
+        return abs(real(column)) + abs(imag(column))
+    return abs(column)
 
 
 def _lu_pivoted_stack(a: Any) -> tuple[Any, Any, Any]:

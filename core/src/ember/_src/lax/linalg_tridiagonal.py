@@ -17,7 +17,7 @@ from ember._src.transforms.jit import jit
 from ember._src.transforms.vmap import vmap
 
 
-def _thomas(dl: Any, d: Any, du: Any, b: Any) -> Any:
+def thomas(dl: Any, d: Any, du: Any, b: Any) -> Any:
     """Tridiagonal solve by forward elimination and back substitution (no pivoting)."""
     n = get_aval(d).shape[0]
     if n == 0:
@@ -41,7 +41,7 @@ def _thomas(dl: Any, d: Any, du: Any, b: Any) -> Any:
 
 
 def _tridiagonal_impl(dl: Any, d: Any, du: Any, b: Any) -> Any:
-    fn = _thomas
+    fn = thomas
     for _ in range(get_aval(d).ndim - 1):
         fn = vmap(fn)
     return fn(dl, d, du, b)
