@@ -497,7 +497,7 @@ def register(registry: LoweringRegistry, platform: str = "cpu") -> list[str]:
             lapack_rule = functools.partial(
                 lu_rule, pivots_to_permutation=registry.generic("lu_pivots_to_permutation")
             )
-        registry.register(
+        registry.register_by_name(
             name, _override(name, lapack_rule, supports, registry.generic(name)), platform=platform
         )
         registered.append(name)

@@ -341,7 +341,7 @@ def register(registry: LoweringRegistry, platform: str, prefix: str = PREFIX) ->
     for name, (solver_rule, supports) in RULES.items():
         rule = functools.partial(solver_rule, prefix=prefix)
         functools.update_wrapper(rule, solver_rule)
-        registry.register(
+        registry.register_by_name(
             name, _override(name, rule, supports, registry.generic(name)), platform=platform
         )
         registered.append(name)
