@@ -19,6 +19,8 @@ def cholesky(x: np.ndarray) -> np.ndarray:
     NaN in every entry of a matrix that is not positive definite, as LAPACK's ``potrf`` with
     its ``info`` turned into NaN."""
     x = np.asarray(x)
+    if x.size == 0:
+        return np.zeros(x.shape, x.dtype)
     work = _working(x)
     n = x.shape[-1]
     # np.linalg.cholesky reads the lower triangle too, but only after the Hermitian check
