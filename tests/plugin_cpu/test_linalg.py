@@ -13,6 +13,9 @@ Run with ``EMBER_PLATFORMS=cpu,reference EMBER_CPU_DEVICE_COUNT=1``.
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -726,3 +729,38 @@ def test_gradients_match_finite_differences(case):
     grad = np.asarray(ember.jit(ember.grad(f))(a))
     expected = numerical_gradient(lambda x: float(ember.jit(f)(x)), a)
     np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-6)
+
+
+# -- a batch split over devices --------------------------------------------------------------------
+
+SPLIT_BATCH_SCRIPT = """
+import numpy as np, ember
+from ember.sharding import NamedSharding, PartitionSpec as P
+from ember._src.lax import linalg_factor_primitives as factor
+mesh = ember.make_mesh((2,), ("data",))
+x = np.random.default_rng(0).normal(size=(4, 5, 5)).astype(np.float32)
+a = x @ x.transpose(0, 2, 1) + 5 * np.eye(5, dtype=np.float32)
+f = ember.jit(lambda v: factor.cholesky_p.bind(v))
+xs = ember.device_put(a, NamedSharding(mesh, P("data")))
+compiled = f.lower(xs).compile().as_text()
+out = f(xs)
+np.testing.assert_allclose(np.asarray(out), np.linalg.cholesky(a), rtol=1e-4, atol=1e-5)
+assert "all-gather" not in compiled
+assert "f32[2,5,5]" in compiled and "lapack_spotrf_ffi" in compiled
+print(out.sharding.spec)
+"""
+
+
+def test_a_batch_split_over_devices_stays_split():
+    """Each device factors its own matrices (Shardy's rule for the call keeps the batch split)."""
+    env = dict(os.environ, EMBER_PLATFORMS="cpu", EMBER_CPU_DEVICE_COUNT="2")
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    done = subprocess.run(
+        [sys.executable, "-c", SPLIT_BATCH_SCRIPT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PartitionSpec('data', None, None)" in done.stdout

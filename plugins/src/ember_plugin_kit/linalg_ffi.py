@@ -22,8 +22,8 @@ ROCm). What every such rule needs lives here, once:
 
 from __future__ import annotations
 
-import string
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -125,13 +125,19 @@ def output_operand_aliases(aliases: dict[int, int], num_results: int) -> str:
     return "[" + ", ".join(entries) + "]"
 
 
+def _factor_names() -> Iterator[str]:
+    """Shardy's names for a rule's factors: i, j, ..., z, then z_1, z_2, ..."""
+    yield from (chr(c) for c in range(ord("i"), ord("z") + 1))
+    yield from (f"z_{n}" for n in itertools.count(1))
+
+
 def _sharding_rule(
     num_batch_dims: int, avals_in: Sequence[ShapedArray], avals_out: Sequence[ShapedArray]
 ) -> str:
     """Shardy's rule for the call: the batch dimensions are shared by every operand and result
     (a split batch stays split), every other dimension is the call's own (it must not be split:
     Shardy gathers it)."""
-    letters = iter(string.ascii_letters)
+    letters = _factor_names()
     batch = [next(letters) for _ in range(num_batch_dims)]
     sizes: dict[str, int] = {}
 
