@@ -764,3 +764,20 @@ def test_a_batch_split_over_devices_stays_split():
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PartitionSpec('data', None, None)" in done.stdout
+
+
+def test_the_cpu_lapack_option_turns_the_overrides_off():
+    script = (
+        "import numpy as np, ember\n"
+        "from ember._src.lax import linalg_factor_primitives as factor\n"
+        "f = ember.jit(lambda v: factor.cholesky_p.bind(v))\n"
+        "text = f.lower(np.eye(3, dtype=np.float32)).as_text()\n"
+        "print('lapack' in text, np.asarray(f(4 * np.eye(3, dtype=np.float32)))[0, 0])\n"
+    )
+    env = dict(os.environ, EMBER_PLATFORMS="cpu", EMBER_CPU_LAPACK="0")
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split() == ["False", "2.0"]
