@@ -14,7 +14,12 @@ import scipy.linalg.lapack as lapack
 
 import ember
 import ember.numpy as enp
+from ember._src import rules
+from ember._src.core import ShapedArray
 from ember._src.lax import linalg_factor_primitives as prims
+from ember._src.runtime.mesh import AbstractMesh, AxisType
+from ember._src.runtime.sharding import NamedSharding, PartitionSpec as P
+from ember.errors import ShardingTypeError
 from ember.scipy import linalg
 from ember.test_util import check_grads
 from tests.core.util import assert_close
@@ -241,6 +246,44 @@ def test_qr_of_empty_matrices(shape, pivoting):
         np.testing.assert_array_equal(p[0], np.broadcast_to(np.arange(n), (2, n)))
 
 
+EMPTY_CASES = {
+    "lu": (lambda x: prims.lu_p.bind(x), [(0, 3), (3, 0), (2, 0, 0), (0, 2, 2)]),
+    "geqrf": (lambda x: prims.geqrf_p.bind(x), [(0, 3), (3, 0), (0, 2, 2)]),
+    "geqp3": (
+        lambda x: prims.geqp3_p.bind(x, np.zeros(x.shape[:-2] + x.shape[-1:], np.int32)),
+        [(0, 3), (3, 0), (0, 2, 2)],
+    ),
+    "triangular_solve": (
+        lambda x: triangular_solve(x[..., :0, :0], x[..., :0, :], left_side=True),
+        [(0, 3), (2, 0, 3)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(EMPTY_CASES))
+def test_empty_shapes(name):
+    fn, shapes = EMPTY_CASES[name]
+    for shape in shapes:
+        x = np.zeros(shape, np.float32)
+        expected = [tuple(o.shape) for o in _flat_list(ember.eval_shape(fn, x))]
+        got = _flat_list(fn(x))
+        assert [np.asarray(g).shape for g in got] == expected
+        if name == "lu":  # no rows to swap: the identity permutation
+            permutation = np.asarray(got[2])
+            np.testing.assert_array_equal(
+                permutation, np.broadcast_to(np.arange(shape[-2]), permutation.shape)
+            )
+        if name == "geqp3":  # no rows to pivot on: the columns stay in order
+            pivots = np.asarray(got[1])
+            np.testing.assert_array_equal(
+                pivots, np.broadcast_to(np.arange(shape[-1]), pivots.shape)
+            )
+
+
+def _flat_list(outs):
+    return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_tridiagonal_solve_matches_a_dense_solve(rng, dtype):
     dl, d, du = (random(rng, (3, 5), dtype) for _ in range(3))
@@ -306,12 +349,20 @@ def test_vmap_is_a_loop(rng, name):
             np.testing.assert_allclose(got[i], want, rtol=1e-5, atol=1e-5)
 
 
-def test_vmap_with_an_unbatched_operand(rng):
+@pytest.mark.parametrize("left_side", [True, False])
+@pytest.mark.parametrize("axis", [0, 2])
+def test_vmap_over_b_alone_folds_the_batch_into_b(rng, left_side, axis):
     a = random(rng, (4, 4), np.float32) + 4 * np.eye(4, dtype=np.float32)
-    b = random(rng, (3, 4, 2), np.float32)
-    out = ember.vmap(lambda b: triangular_solve(a, b, left_side=True, lower=True))(b)
-    expected = np.linalg.solve(np.tril(a), b)
-    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-4, atol=1e-5)
+    b = random(rng, (3, 4, 2) if left_side else (3, 2, 4), np.float32)
+    fn = lambda b: triangular_solve(a, b, left_side=left_side, lower=True)
+    out = np.asarray(ember.vmap(fn, in_axes=axis)(np.moveaxis(b, 0, axis)))
+    if left_side:
+        expected = np.linalg.solve(np.tril(a), b)
+    else:
+        expected = np.swapaxes(np.linalg.solve(np.tril(a).T, np.swapaxes(b, -1, -2)), -1, -2)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
+    text = str(ember.make_jaxpr(ember.vmap(fn))(b))
+    assert "broadcast_in_dim" not in text  # a is not copied for each b
 
 
 @pytest.mark.skipif(ON_REFERENCE_ONLY, reason="needs a second backend to compare with")
@@ -334,12 +385,49 @@ def test_jaxpr_shows_the_primitives_and_their_parameters(rng):
     assert "qr[" in text and "pivoting=True" in text and "full_matrices=False" in text
 
 
-def test_qr_binds_geqrf_and_householder_product_when_lowered(rng):
+@pytest.mark.parametrize("pivoting, packed", [(False, "geqrf"), (True, "geqp3")])
+def test_qr_lowers_through_the_packed_primitives(rng, pivoting, packed):
+    # a platform that overrides geqrf/geqp3 and householder_product gets a fast qr
     x = random(rng, (5, 3), np.float32)
-    text = ember.jit(lambda a: qr(a)).lower(x).as_text()
-    assert "stablehlo" in text  # lowered; the packed factorisation runs inside it
-    q, r = qr(x)
-    np.testing.assert_allclose(np.asarray(q) @ np.asarray(r), x, atol=1e-5)
+    expression = lambda a: prims._qr_expression(
+        a, pivoting=pivoting, full_matrices=True, use_magma=None
+    )
+    text = str(ember.make_jaxpr(expression)(x))
+    assert f"= {packed} " in text and "householder_product" in text
+
+
+# --------------------------------------------------------------------------------------------
+# Sharding: batch dimensions may be split, matrix dimensions must be whole
+
+MESH = AbstractMesh((4, 2), ("X", "Y"), (AxisType.Explicit,) * 2)
+
+
+def typed(shape, *spec, dtype=np.float32):
+    sharding = NamedSharding(MESH, P(*spec)) if any(e is not None for e in spec) else None
+    return ShapedArray(shape, np.dtype(dtype), sharding=sharding)
+
+
+def test_a_split_batch_dimension_stays_split():
+    out = rules.abstract_eval(prims.cholesky_p, [typed((8, 3, 3), "X")], {})
+    assert tuple(out.typed_sharding.spec) == ("X", None, None)
+    lu, pivots, permutation = rules.abstract_eval(prims.lu_p, [typed((8, 4, 3), "X")], {})
+    assert tuple(lu.typed_sharding.spec) == ("X", None, None)
+    assert tuple(pivots.typed_sharding.spec) == ("X", None)
+    assert tuple(permutation.typed_sharding.spec) == ("X", None)
+
+
+def test_a_split_matrix_dimension_is_refused():
+    with pytest.raises(ShardingTypeError, match="reshard"):
+        rules.abstract_eval(prims.cholesky_p, [typed((8, 4, 4), None, "Y")], {})
+
+
+def test_operands_split_differently_along_the_batch_are_refused():
+    params = dict(
+        left_side=True, lower=True, transpose_a=False, conjugate_a=False, unit_diagonal=False
+    )
+    avals = [typed((8, 3, 3), "X"), typed((8, 3, 2), "Y")]
+    with pytest.raises(ShardingTypeError):
+        rules.abstract_eval(prims.triangular_solve_p, avals, params)
 
 
 # --------------------------------------------------------------------------------------------

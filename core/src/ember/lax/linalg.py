@@ -4,8 +4,6 @@ from ember._src.lax.linalg import (
     cholesky as cholesky,
     cholesky_update as cholesky_update,
     eigh as eigh,
-    geqp3 as geqp3,
-    geqrf as geqrf,
     hessenberg as hessenberg,
     householder_product as householder_product,
     lu as lu,

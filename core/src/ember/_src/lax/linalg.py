@@ -1,8 +1,8 @@
 """``ember.lax.linalg``: JAX's lower-level linear algebra names. The factorisations bind the
-primitives of ``lax.linalg_factor_primitives`` (cholesky, triangular_solve, lu, qr, geqrf,
-geqp3, householder_product, tridiagonal_solve), which platforms may override; the others run
-ember's loops (``lax.linalg_*``). Called eagerly, each runs as one program compiled once per
-shape."""
+primitives of ``lax.linalg_factor_primitives`` (cholesky, triangular_solve, lu, qr,
+householder_product, tridiagonal_solve; qr binds geqrf or geqp3, which JAX does not export
+either), which platforms may override; the others run ember's loops (``lax.linalg_*``).
+Called eagerly, each runs as one program compiled once per shape."""
 
 from __future__ import annotations
 
@@ -15,8 +15,6 @@ from ember._src.core import get_aval
 from ember._src.lax.linalg_cholesky import cholesky_rank_one_update
 from ember._src.lax.linalg_factor_primitives import (
     cholesky_p,
-    geqp3_p,
-    geqrf_p,
     householder_product_p,
     lu_p,
     lu_pivots_to_permutation_p,
@@ -92,22 +90,6 @@ def qr(
         x, pivoting=bool(pivoting), full_matrices=bool(full_matrices), use_magma=use_magma
     )
     return tuple(outs) if pivoting else QRResult(*outs)
-
-
-def geqrf(a: Any) -> tuple[Any, Any]:
-    """(a_out, taus): LAPACK ``geqrf``'s packed QR, R on and above the diagonal, the
-    Householder reflectors below it."""
-    return tuple(geqrf_p.bind(float_matrix(a, "geqrf", square=False)))
-
-
-def geqp3(a: Any, jpvt: Any, *, use_magma: Any = None) -> tuple[Any, Any, Any]:
-    """(a_out, jpvt, taus): LAPACK ``geqp3``'s column-pivoted packed QR, with zero-based
-    pivots (``a[..., :, jpvt] = Q R``); columns whose ``jpvt`` entry is nonzero on input are
-    factorised first."""
-    del use_magma
-    a = float_matrix(a, "geqp3", square=False)
-    jpvt = convert_element_type(np.asarray(jpvt) if isinstance(jpvt, list) else jpvt, np.int32)
-    return tuple(geqp3_p.bind(a, jpvt))
 
 
 _svd = jit(jacobi_svd, inline=True, static_argnums=(1, 2))

@@ -33,10 +33,13 @@ def _reflect_column(a: Any, taus: Any, j: Any) -> tuple[Any, Any]:
     v, tau, beta = reflector(a[:, j], j, rows > j)
     # H^H = I - conj(tau) v v^H, on the columns right of j only (column j becomes beta e_j)
     right = where_broadcast(cols > j, conj_if_complex(v) @ a, 0.0).astype(dtype)
-    a = a - (conj_if_complex(tau) * v)[:, None] * right[None, :]
+    updated = a - (conj_if_complex(tau) * v)[:, None] * right[None, :]
     column = where_broadcast(rows > j, v, a[:, j]).astype(dtype)
     column = where_broadcast(rows == j, convert_element_type(beta, dtype), column)
-    return a.at[:, j].set(column.astype(dtype)), taus.at[j].set(tau)
+    # one elementwise select, not an update of column j: XLA would copy the whole matrix
+    a = where_broadcast((cols == j)[None, :], column[:, None], updated).astype(dtype)
+    k = get_aval(taus).shape[0]
+    return a, where_broadcast(positions(k) == j, tau, taus).astype(dtype)
 
 
 def _scaled(a: Any) -> tuple[Any, Any]:
@@ -95,9 +98,12 @@ def geqp3_packed(a: Any, jpvt: Any) -> tuple[Any, Any, Any]:
         norms = real_part(below * conj_if_complex(below)).sum(axis=0)
         norms = where_broadcast(cols < j, -1.0, norms)
         pivot = where_broadcast(j < leading, j, norms.argmax().astype(np.int32))
-        swap = where_broadcast(cols == j, pivot, where_broadcast(cols == pivot, j, cols))
-        swap = swap.astype(np.int32)
-        a, perm = a[:, swap], perm[swap]
+        at_j, at_pivot = (cols == j)[None, :], (cols == pivot)[None, :]
+        a_j, a_pivot = a[:, j][:, None], a[:, pivot][:, None]
+        a = where_broadcast(at_j, a_pivot, where_broadcast(at_pivot, a_j, a)).astype(dtype)
+        perm_j, perm_pivot = perm[j], perm[pivot]
+        perm = where_broadcast(cols == j, perm_pivot, where_broadcast(cols == pivot, perm_j, perm))
+        perm = perm.astype(np.int32)
         a, taus = _reflect_column(a, taus, j)
         return a, perm, taus
 
