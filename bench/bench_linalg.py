@@ -24,9 +24,13 @@ import ember
 import ember.numpy as enp
 
 SIZES = (64, 256, 512)
-# Seconds one repeat aims at, and the repeats (the generic eig of 512 x 512 takes seconds).
+# Seconds one repeat aims at, and the repeats.
 REPEAT_SECONDS = 0.3
 REPEATS = 5
+# The generic eigensolvers take seconds a call at n = 256 (Jacobi sweeps): a call slower than
+# SLOW_CALL_SECONDS is timed once, and a case slower than GIVE_UP_SECONDS skips its larger sizes.
+SLOW_CALL_SECONDS = 1.0
+GIVE_UP_SECONDS = 10.0
 GENERIC_FLAG = "--generic"
 
 
@@ -62,11 +66,10 @@ def _operands(kind: str, general, spd, symmetric, rhs):
     }[kind]
 
 
-def _number(fn) -> int:
+def _seconds(fn) -> float:
     start = time.perf_counter()
     fn()
-    once = time.perf_counter() - start
-    return max(1, int(REPEAT_SECONDS / max(once, 1e-6)))
+    return time.perf_counter() - start
 
 
 def run(have_jax: bool, label: str | None = None):
@@ -80,7 +83,15 @@ def run(have_jax: bool, label: str | None = None):
     for name, (fn, kind) in _cases(enp).items():
         ember_fn = ember.jit(fn)
         jax_fn = jax.jit(jax_cases[name][0]) if have_jax else None
+        slowest = 0.0
         for n in SIZES:
+            if slowest > GIVE_UP_SECONDS:
+                print(
+                    f"linalg.{name} [{label}], f32[{n},{n}]: skipped (a smaller size took "
+                    f"{slowest:.0f} s a call)",
+                    flush=True,
+                )
+                continue
             host = _operands(kind, *_inputs(n))
             e_args = [enp.asarray(x) for x in host]
 
@@ -97,15 +108,16 @@ def run(have_jax: bool, label: str | None = None):
             e_call()  # compile before sizing the repeats
             if j_call is not None:
                 j_call()
-            number = _number(e_call)
+            once = slowest = _seconds(e_call)
+            slow = once > SLOW_CALL_SECONDS
             yield compare(
                 f"linalg.{name} [{label}], f32[{n},{n}]",
                 e_call,
                 j_call,
-                number=number,
-                repeats=REPEATS,
+                number=max(1, int(REPEAT_SECONDS / max(once, 1e-6))),
+                repeats=1 if slow else REPEATS,
                 unit="ms",
-                warmup=1,
+                warmup=0 if slow else 1,
             )
 
 
