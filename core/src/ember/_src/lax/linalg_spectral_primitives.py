@@ -98,10 +98,19 @@ def _generic_lowering(algorithm: Callable[..., list[Any]]):
 
     def lowering(ctx, *operands, **params):
         closed = trace_to_jaxpr(lambda *xs: algorithm(*xs, **params), ctx.avals_in)
-        consts = [ctx.constant(c, get_aval(c)) for c in closed.consts]
+        consts = [_constant(ctx, c) for c in closed.consts]
         return lower_jaxpr_inline(ctx, closed.jaxpr, consts, operands)
 
     return lowering
+
+
+def _constant(ctx, value: Any) -> str:
+    """An algorithm's constant; an empty one (a 0 x 0 mask) as a splat, since a nested
+    literal of no elements cannot say its shape."""
+    aval = get_aval(value)
+    if aval.size == 0:
+        return ctx.full(np.zeros((), aval.dtype), aval)
+    return ctx.constant(value, aval)
 
 
 def _reference_by_algorithm(algorithm: Callable[..., list[Any]]):

@@ -7,9 +7,11 @@ each and differentiate through reverse-mode like any ``scan``):
 
 - LU with partial pivoting backs ``solve``, ``inv``, ``det`` and ``slogdet``;
 - ``cholesky`` is the column-by-column Cholesky–Banachiewicz recurrence;
-- ``qr`` is Householder's; ``eigh`` is cyclic Jacobi (a fixed number of sweeps, far past
-  convergence) with the analytic derivative (a custom_jvp); ``svd`` is one-sided (Hestenes)
-  Jacobi, so small singular values stay accurate.
+- ``qr`` is Householder's;
+- ``eigh`` and ``svd`` (and everything built on the SVD: ``pinv``, ``matrix_rank``,
+  ``norm(ord=2|-2|'nuc')``, ``cond``, ``lstsq``) bind the ``eigh`` and ``svd`` primitives
+  (``lax.linalg``): cyclic and one-sided Jacobi generically, LAPACK where a platform
+  overrides them, with JAX's analytic derivatives.
 
 Stacks of matrices (leading batch axes) are handled by ``vmap``. These are exact algorithms,
 not approximations, but not LAPACK: the CPU plugin may later override them with LAPACK
@@ -24,18 +26,17 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
+from ember._src.lax import linalg as lax_linalg
 from ember._src.lax.linalg_cholesky import cholesky_lower
-from ember._src.lax.linalg_jacobi import eigh_differentiable, jacobi_svd
+from ember._src.lax.linalg_jacobi import SVDResult
 from ember._src.lax.linalg_lu import lu_solve_square, lu_square
 from ember._src.lax.linalg_operands import (
     batched,
     check_matrix,
     conj_transpose,
     float_matrix,
-    hermitian_from_triangle,
     identity_matrix,
     inexact_dtype,
-    symmetrized,
 )
 from ember._src.lax.linalg_qr import QRResult, householder_qr
 from ember._src.numpy import creation, diagonals, elementwise as enp, manipulation, reductions
@@ -388,9 +389,10 @@ def eigh(a: Any, UPLO: str | None = None, symmetrize_input: bool = True) -> Eigh
     is read, as LAPACK does."""
     if UPLO not in (None, "L", "U"):
         raise ValueError(f"UPLO must be one of None, 'L', or 'U', got {UPLO!r}{errors.where()}")
-    a = _float_matrix(a, "eigh")
-    a = symmetrized(a) if symmetrize_input else hermitian_from_triangle(a, UPLO != "U")
-    return EighResult(*batched(eigh_differentiable, a))
+    v, w = lax_linalg.eigh(
+        _float_matrix(a, "eigh"), lower=UPLO != "U", symmetrize_input=symmetrize_input
+    )
+    return EighResult(w, v)
 
 
 def eigvalsh(a: Any, UPLO: str | None = None, *, symmetrize_input: bool = True) -> Any:
@@ -404,11 +406,16 @@ def svd(
     hermitian: bool = False,
     subset_by_index: tuple[int, int] | None = None,
 ):
-    """Singular values (descending, real) and vectors (``a = u * s @ vh``, u and vh unitary) by
-    one-sided Jacobi rotations. ``subset_by_index`` is TPU-only in JAX and not supported."""
-    if subset_by_index is not None:
-        raise NotImplementedError(f"svd: subset_by_index= is not supported{errors.where()}")
-    return jacobi_svd(_float_matrix(a, "svd", square=False), full_matrices, compute_uv)
+    """Singular values (descending, real) and vectors (``a = u * s @ vh``, u and vh unitary).
+    ``subset_by_index=(lo, hi)`` keeps singular values lo..hi-1 (and their vectors, with
+    ``full_matrices=False``)."""
+    result = lax_linalg.svd(
+        _float_matrix(a, "svd", square=False),
+        full_matrices=full_matrices,
+        compute_uv=compute_uv,
+        subset_by_index=subset_by_index,
+    )
+    return SVDResult(*result) if compute_uv else result
 
 
 # --------------------------------------------------------------------------------------------
