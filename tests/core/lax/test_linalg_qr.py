@@ -23,5 +23,6 @@ def test_qr_of_a_huge_complex64_matrix_is_finite():
 def test_qr_of_an_ordinary_matrix_is_unscaled():
     x = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)
     q, r = (np.asarray(part) for part in enp.linalg.qr(x))
-    np.testing.assert_allclose(np.abs(r), np.abs(np.linalg.qr(x)[1]), rtol=1e-6)
+    # float32 rounding cancels in r[1, 1] (LAPACK's sgeqrf is 1e-6 off there too)
+    np.testing.assert_allclose(np.abs(r), np.abs(np.linalg.qr(x)[1]), rtol=5e-6)
     np.testing.assert_allclose(q @ r, x, atol=1e-5)

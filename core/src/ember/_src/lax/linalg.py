@@ -1,6 +1,8 @@
-"""``ember.lax.linalg``: JAX's lower-level linear algebra names over ember's factorisations
-(the loops in ``lax.linalg_*``, which ``ember.numpy.linalg`` and ``ember.scipy.linalg`` wrap
-too). Called eagerly, each runs as one program compiled once per shape."""
+"""``ember.lax.linalg``: JAX's lower-level linear algebra names. The factorisations bind the
+primitives of ``lax.linalg_factor_primitives`` (cholesky, triangular_solve, lu, qr,
+householder_product, tridiagonal_solve; qr binds geqrf or geqp3, which JAX does not export
+either), which platforms may override; the others run ember's loops (``lax.linalg_*``).
+Called eagerly, each runs as one program compiled once per shape."""
 
 from __future__ import annotations
 
@@ -9,19 +11,25 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import errors
+from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.lax.linalg_algorithms import (
     EighImplementation,
     EigImplementation,
     SvdAlgorithm,
 )
-from ember._src.lax.linalg_cholesky import cholesky_lower, cholesky_rank_one_update
-from ember._src.lax.linalg_householder import householder_q
-from ember._src.lax.linalg_lu import lu_pivoted_stack, pivots_to_permutation, solve_triangular
+from ember._src.lax.linalg_cholesky import cholesky_rank_one_update
+from ember._src.lax.linalg_factor_primitives import (
+    cholesky_p,
+    householder_product_p,
+    lu_p,
+    lu_pivots_to_permutation_p,
+    qr_p,
+    triangular_solve_p,
+    tridiagonal_solve_p,
+)
 from ember._src.lax.linalg_operands import (
     batched,
-    conj_if_complex,
     conj_transpose,
     float_matrix,
     right_hand_side,
@@ -30,7 +38,7 @@ from ember._src.lax.linalg_operands import (
     where_broadcast,
 )
 from ember._src.lax.linalg_qdwh import qdwh_polar
-from ember._src.lax.linalg_qr import QRResult, householder_qr
+from ember._src.lax.linalg_qr import QRResult
 from ember._src.lax.linalg_spectral_primitives import (
     eig_p,
     eigh_p,
@@ -39,16 +47,17 @@ from ember._src.lax.linalg_spectral_primitives import (
     svd_p,
     tridiagonal_p,
 )
-from ember._src.lax.linalg_tridiagonal import tridiagonal_solve as tridiagonal_solve
+from ember._src.lax.slicing import full
 from ember._src.primitives.shape import convert_element_type
+from ember._src.primitives.slicing import concatenate
 from ember._src.transforms.jit import jit
-
-_cholesky = jit(cholesky_lower, inline=True, static_argnums=1)
 
 
 def cholesky(x: Any, *, symmetrize_input: bool = True) -> Any:
-    """The lower Cholesky factor (NaN where ``x`` is not positive definite)."""
-    return _cholesky(float_matrix(x, "cholesky"), bool(symmetrize_input))
+    """The lower Cholesky factor (NaN for each matrix that is not positive definite);
+    ``symmetrize_input`` factorises ``(x + x^H) / 2``, else only the lower triangle is read."""
+    x = float_matrix(x, "cholesky")
+    return cholesky_p.bind(symmetrized(x) if symmetrize_input else x)
 
 
 def _eigh_impl(
@@ -103,24 +112,21 @@ def eigh(
 
 
 def lu(x: Any) -> tuple[Any, Any, Any]:
-    """(lu, pivots, permutation) with ``x[permutation] = L @ U``."""
-    return lu_pivoted_stack(float_matrix(x, "lu", square=False))
-
-
-def _qr_impl(x: Any, full_matrices: bool) -> QRResult:
-    return QRResult(*batched(lambda m: householder_qr(m, complete=full_matrices), x))
-
-
-_qr = jit(_qr_impl, inline=True, static_argnums=1)
+    """(lu, pivots, permutation) with ``x[permutation] = L @ U``: LAPACK's packed factors
+    and zero-based int32 pivots."""
+    return tuple(lu_p.bind(float_matrix(x, "lu", square=False)))
 
 
 def qr(
     x: Any, *, pivoting: bool = False, full_matrices: bool = True, use_magma: Any = None
-) -> tuple[Any, Any]:
-    del use_magma
-    if pivoting:
-        raise NotImplementedError(f"qr: pivoting=True is not supported{errors.where()}")
-    return _qr(float_matrix(x, "qr", square=False), bool(full_matrices))
+) -> tuple[Any, ...]:
+    """(q, r), and the column permutation p (``x[..., :, p] = q r``) with ``pivoting``; q
+    has m columns with ``full_matrices``, else min(m, n)."""
+    x = float_matrix(x, "qr", square=False)
+    outs = qr_p.bind(
+        x, pivoting=bool(pivoting), full_matrices=bool(full_matrices), use_magma=use_magma
+    )
+    return tuple(outs) if pivoting else QRResult(*outs)
 
 
 def svd(
@@ -209,18 +215,20 @@ def triangular_solve(
     unit_diagonal: bool = False,
 ) -> Any:
     """x with ``op(a) @ x = b`` (left_side) or ``x @ op(a) = b``; op transposes and/or
-    conjugates as asked. b is a matrix (or a stack matching a's)."""
+    conjugates as asked, and only a's ``lower`` (or upper) triangle is read. b is a matrix
+    (or a stack matching a's)."""
     a = float_matrix(a, "triangular_solve")
     b = right_hand_side(b, get_aval(a).dtype)
     a = convert_element_type(a, get_aval(b).dtype)
-    op = transpose_last_axes(a) if transpose_a else a
-    op = conj_if_complex(op) if conjugate_a else op
-    op_lower = lower != transpose_a
-    if left_side:
-        return solve_triangular(op, b, 0, op_lower, bool(unit_diagonal))
-    # x op(a) = b  <=>  op(a)^T x^T = b^T
-    x_t = solve_triangular(op, transpose_last_axes(b), 1, op_lower, bool(unit_diagonal))
-    return transpose_last_axes(x_t)
+    return triangular_solve_p.bind(
+        a,
+        b,
+        left_side=bool(left_side),
+        lower=bool(lower),
+        transpose_a=bool(transpose_a),
+        conjugate_a=bool(conjugate_a),
+        unit_diagonal=bool(unit_diagonal),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -258,14 +266,6 @@ def _householder_operands(a: Any, taus: Any, what: str) -> tuple[Any, Any]:
     return a, taus
 
 
-_householder_product = jit(
-    lambda a, taus: batched(
-        lambda m, t: householder_q(m, t, get_aval(m).shape[1]), a, taus, core_ndims=(2, 1)
-    ),
-    inline=True,
-)
-
-
 def householder_product(a: Any, taus: Any) -> Any:
     """The first n columns of ``Q = H_0 ... H_{k-1}`` for reflectors stored in (m, n) ``a``
     as ``geqrf`` leaves them (LAPACK ``orgqr``), m >= n; k = taus.shape[-1]."""
@@ -276,15 +276,17 @@ def householder_product(a: Any, taus: Any) -> Any:
             f"householder_product: a must have at least as many rows as columns, got "
             f"{get_aval(a).shape}{errors.where()}"
         )
-    return _householder_product(a, taus)
+    return householder_product_p.bind(a, taus)
 
 
-_full_q = jit(
-    lambda a, taus: batched(
-        lambda m, t: householder_q(m, t, get_aval(m).shape[0]), a, taus, core_ndims=(2, 1)
-    ),
-    inline=True,
-)
+def _full_q(a: Any, taus: Any) -> Any:
+    """The (m, m) Q of reflectors stored in (m, n) ``a``: a padded to m columns (or cut to
+    them) for ``householder_product``."""
+    m, n = get_aval(a).shape[-2:]
+    if n < m:
+        batch = get_aval(a).shape[:-2]
+        a = concatenate([a, full((*batch, m, m - n), 0, get_aval(a).dtype)], len(batch) + 1)
+    return householder_product_p.bind(a[..., :, :m], taus)
 
 
 def ormqr(a: Any, taus: Any, c: Any, *, left: bool = True, transpose: bool = False) -> Any:
@@ -351,13 +353,6 @@ def symmetric_product(
     return result
 
 
-def _lu_pivots_to_permutation_impl(pivots: Any, size: int) -> Any:
-    return batched(lambda p: pivots_to_permutation(p, size), pivots, core_ndims=(1,))
-
-
-_lu_pivots_to_permutation = jit(_lu_pivots_to_permutation_impl, inline=True, static_argnums=1)
-
-
 def lu_pivots_to_permutation(pivots: Any, permutation_size: int) -> Any:
     """The permutation (int32, shape (..., permutation_size)) that swapping row ``j`` with
     ``pivots[..., j]`` in turn makes, as ``lu`` returns it next to its pivots."""
@@ -370,7 +365,7 @@ def lu_pivots_to_permutation(pivots: Any, permutation_size: int) -> Any:
             f"lu_pivots_to_permutation: pivots must have shape (..., k) with k <= "
             f"permutation_size = {size}, got {get_aval(pivots).shape}{errors.where()}"
         )
-    return _lu_pivots_to_permutation(pivots, size)
+    return lu_pivots_to_permutation_p.bind(pivots, permutation_size=size)
 
 
 _qdwh = jit(qdwh_polar, inline=True, static_argnums=(1, 2))
@@ -398,3 +393,20 @@ def qdwh(
         )
     iterations = 10 if max_iterations is None else int(max_iterations)
     return _qdwh(x, iterations, None if eps is None else float(eps))
+
+
+def _as_operand(x: Any) -> Any:
+    return np.asarray(x) if isinstance(x, (list, tuple)) else x
+
+
+def tridiagonal_solve(dl: Any, d: Any, du: Any, b: Any, *, perturb_singular: bool = False):
+    """x with ``T @ x = b`` for the tridiagonal T of sub-, main and superdiagonals dl, d, du
+    (shape (..., m); dl[0] and du[-1] lie outside T and are not read) and b of shape
+    (..., m, n). ``perturb_singular`` (perturbing tiny pivots of a singular T) needs a
+    platform's own solver (the CPU plugin's LAPACK)."""
+    d = _as_operand(d)
+    if not dtypes.is_inexact(get_aval(d).dtype):
+        d = convert_element_type(d, dtypes.default_float())
+    dtype = get_aval(d).dtype
+    dl, du, b = (convert_element_type(_as_operand(v), dtype) for v in (dl, du, b))
+    return tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=bool(perturb_singular))

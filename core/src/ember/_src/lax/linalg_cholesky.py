@@ -1,5 +1,6 @@
-"""Cholesky factorisation: a loop over columns with static bounds (one compiled program),
-written for one matrix and vmapped over stacks."""
+"""Cholesky factorisation (the generic lowering of the ``cholesky`` primitive on CPU) and the
+rank-one update of a factor (``lax.linalg.cholesky_update``): loops with static bounds (one
+compiled program each), written for one matrix and vmapped over stacks."""
 
 from __future__ import annotations
 
@@ -7,41 +8,36 @@ from typing import Any
 
 from ember._src.core import get_aval
 from ember._src.lax.linalg_operands import (
-    batched,
     conj_if_complex,
     positions,
+    real_part,
     static_fori,
-    symmetrized,
     where_broadcast,
 )
 from ember._src.lax.slicing import full_like
 from ember._src.primitives.math_functions import sqrt
+from ember._src.primitives.shape import convert_element_type
 
 
-def cholesky_lower(a: Any, symmetrize_input: bool = True) -> Any:
-    """The lower-triangular ``L`` with ``L @ L^H = a`` for a matrix or a stack, in the dtype
-    linear algebra works in (NaN where ``a`` is not positive definite). ``symmetrize_input``
-    factorises ``(a + a^H) / 2``, as JAX does by default; without it only the lower triangle
-    of ``a`` is read."""
-    if symmetrize_input:
-        a = symmetrized(a)
+def cholesky_single(a: Any) -> Any:
+    """The lower-triangular ``L`` with ``L @ L^H = a`` for one (n, n) matrix, column by column
+    (Cholesky-Banachiewicz), reading only a's lower triangle and the real part of its
+    diagonal. A pivot that is not positive gives NaN from there on (the caller turns that into
+    NaN for the whole matrix)."""
+    n = get_aval(a).shape[0]
+    rows = positions(n)
+    dtype = get_aval(a).dtype
 
-    def single(a1):
-        n = get_aval(a1).shape[0]
-        rows = positions(n)
-        dtype = get_aval(a1).dtype
+    def step(j, lower):
+        left = where_broadcast(rows < j, lower[j], 0.0).astype(dtype)
+        pivot = real_part(a[j, j]) - real_part(left * conj_if_complex(left)).sum()
+        d = convert_element_type(sqrt(pivot), dtype)  # NaN when the pivot is negative
+        column = (a[:, j] - lower @ conj_if_complex(left)) / d
+        column = where_broadcast(rows > j, column, 0.0).astype(dtype)
+        column = where_broadcast(rows == j, d, column).astype(dtype)
+        return lower.at[:, j].set(column)
 
-        def step(j, lower):
-            left = where_broadcast(rows < j, lower[j], 0.0).astype(dtype)
-            d = sqrt(a1[j, j] - (left * conj_if_complex(left)).sum())
-            column = (a1[:, j] - lower @ conj_if_complex(left)) / d
-            column = where_broadcast(rows > j, column, 0.0).astype(dtype)
-            column = where_broadcast(rows == j, d, column).astype(dtype)
-            return lower.at[:, j].set(column)
-
-        return static_fori(0, n, step, full_like(a1, 0))
-
-    return batched(single, a)
+    return static_fori(0, n, step, full_like(a, 0))
 
 
 def _givens(x: Any, y: Any) -> tuple[Any, Any]:

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from ember._src.core import get_aval
-from ember._src.lax.linalg_cholesky import cholesky_lower
-from ember._src.lax.linalg_lu import solve_triangular
+from ember._src.lax import linalg_factor_solves as factor_solves
+from ember._src.lax.linalg_factor_primitives import cholesky_p, qr_p
 from ember._src.lax.linalg_operands import (
     conj_transpose,
     identity_matrix,
@@ -22,7 +22,6 @@ from ember._src.lax.linalg_operands import (
     static_fori,
     where_broadcast,
 )
-from ember._src.lax.linalg_qr import householder_qr
 from ember._src.primitives.control_flow.loops import while_loop
 from ember._src.primitives.math_functions import rsqrt, sqrt
 from ember._src.primitives.selection import select_n
@@ -48,7 +47,8 @@ def _qr_step(u: Any, a: float, b: float, c: float) -> Any:
     dtype = get_aval(u).dtype
     e = b / c
     stacked = _concat_rows(u * np.asarray(c**0.5, dtype), identity_matrix(n, dtype))
-    q, _ = householder_qr(stacked)
+    # q1 q2^H does not depend on the phases of Q's columns, so any QR convention serves
+    q, _ = qr_p.bind(stacked, pivoting=False, full_matrices=False, use_magma=None)
     q1, q2 = q[:m], q[m:]
     return u * np.asarray(e, dtype) + np.asarray((a - e) / c**0.5, dtype) * (
         q1 @ conj_transpose(q2)
@@ -68,10 +68,9 @@ def _cholesky_step(u: Any, a: Any, b: Any, c: Any) -> Any:
     dtype = get_aval(u).dtype
     e = b / c
     gram = c * (conj_transpose(u) @ u) + identity_matrix(n, dtype)
-    y = cholesky_lower(gram, symmetrize_input=False)
+    y = cholesky_p.bind(gram)
     # (gram^-1 u^H)^H = u gram^-1, with gram = y y^H
-    w = solve_triangular(y, conj_transpose(u), 0, True, False)
-    v = solve_triangular(y, w, 2, True, False)
+    v = factor_solves.cholesky_solve(y, conj_transpose(u), lower=True)
     return e * u + (a - e) * conj_transpose(v)
 
 

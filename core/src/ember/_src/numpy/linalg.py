@@ -1,21 +1,17 @@
 """``ember.numpy.linalg``, written over ember's own operations.
 
-The factorisations live one layer down, in ``lax.linalg_*`` (``lax.linalg`` exposes them
-under JAX's lower-level names); this module gives them NumPy's signatures and results. They
-are loops over columns (``fori_loop`` with static bounds, so they compile into one XLA loop
-each and differentiate through reverse-mode like any ``scan``):
+The factorisations live one layer down, in ``lax``; this module gives them NumPy's signatures
+and results:
 
-- LU with partial pivoting backs ``solve``, ``inv``, ``det`` and ``slogdet``;
-- ``cholesky`` is the column-by-column Cholesky–Banachiewicz recurrence;
-- ``qr`` is Householder's;
+- the ``lu`` primitive (partial pivoting) and ``triangular_solve`` back ``solve``, ``inv``,
+  ``det`` and ``slogdet``; ``cholesky`` and ``qr`` bind their primitives. Platforms override
+  these primitives (the CPU plugin with LAPACK); their generic lowerings are ember's loops.
 - ``eigh`` and ``svd`` (and everything built on the SVD: ``pinv``, ``matrix_rank``,
   ``norm(ord=2|-2|'nuc')``, ``cond``, ``lstsq``) bind the ``eigh`` and ``svd`` primitives
   (``lax.linalg``): cyclic and one-sided Jacobi generically, LAPACK where a platform
   overrides them, with JAX's analytic derivatives.
 
-Stacks of matrices (leading batch axes) are handled by ``vmap``. These are exact algorithms,
-not approximations, but not LAPACK: the CPU plugin may later override them with LAPACK
-kernels through its lowering hook.
+Stacks of matrices (leading batch axes) are handled by the primitives or by ``vmap``.
 """
 
 from __future__ import annotations
@@ -26,19 +22,18 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.lax import linalg as lax_linalg
-from ember._src.lax.linalg_cholesky import cholesky_lower
+from ember._src.lax import linalg as lax_linalg, linalg_factor_solves as factor_solves
+from ember._src.lax.linalg_factor_primitives import cholesky_p, lu_p, qr_p
 from ember._src.lax.linalg_jacobi import SVDResult
-from ember._src.lax.linalg_lu import lu_solve_square, lu_square
 from ember._src.lax.linalg_operands import (
-    batched,
     check_matrix,
     conj_transpose,
     float_matrix,
     identity_matrix,
     inexact_dtype,
+    symmetrized,
 )
-from ember._src.lax.linalg_qr import QRResult, householder_qr
+from ember._src.lax.linalg_qr import QRResult
 from ember._src.numpy import creation, diagonals, elementwise as enp, manipulation, reductions
 from ember._src.numpy.contractions import matmul
 from ember._src.transforms.jit import jit
@@ -72,19 +67,16 @@ def _float_matrix(a: Any, what: str, square: bool = True) -> Any:
 def lu_factor(a: Any) -> tuple[Any, Any]:
     """(packed LU, pivots as a permutation) with ``a[perm] = L @ U``."""
     a = _float_matrix(a, "lu_factor")
-    lu, perm, _ = batched(lu_square, a)
-    return lu, perm
+    lu, _, permutation = lu_p.bind(a)
+    return lu, permutation
 
 
 def solve(a: Any, b: Any) -> Any:
     """The solution ``x`` of ``a @ x = b`` (``b`` a vector or a matrix of columns)."""
     a, b = _solve_operands(a, b)
-
-    def single(a1, b1):
-        lu, perm, _ = lu_square(a1)
-        return lu_solve_square(lu, perm, b1)
-
-    return batched(single, a, b)
+    vector = get_aval(b).ndim == get_aval(a).ndim - 1
+    x = factor_solves.solve(a, b[..., None] if vector else b)
+    return x[..., 0] if vector else x
 
 
 def _solve_operands(a: Any, b: Any) -> tuple[Any, Any]:
@@ -118,13 +110,9 @@ def _dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
 
 def inv(a: Any) -> Any:
     a = _float_matrix(a, "inv")
-    n = get_aval(a).shape[-1]
-
-    def single(a1):
-        lu, perm, _ = lu_square(a1)
-        return lu_solve_square(lu, perm, identity_matrix(n, get_aval(a1).dtype))
-
-    return batched(single, a)
+    shape = get_aval(a).shape
+    identity = identity_matrix(shape[-1], get_aval(a).dtype)
+    return factor_solves.solve(a, manipulation.broadcast_to(identity, shape))
 
 
 def slogdet(a: Any, *, method: str | None = None) -> tuple[Any, Any]:
@@ -136,24 +124,17 @@ def slogdet(a: Any, *, method: str | None = None) -> tuple[Any, Any]:
             f"{errors.where()}"
         )
     a = _float_matrix(a, "slogdet")
-
-    def single(a1):
-        lu, _, parity = lu_square(a1)
-        diagonal = diagonals.diagonal(lu, 0, -2, -1)
-        sign = parity * reductions.prod(enp.sign(diagonal))
-        return sign, reductions.sum(enp.log(enp.abs(diagonal)))
-
-    return SlogdetResult(*batched(single, a))
+    diagonal, parity = factor_solves.lu_det_parts(a)
+    parity = manipulation.astype(parity, get_aval(diagonal).dtype)
+    sign = parity * reductions.prod(enp.sign(diagonal), axis=-1)
+    return SlogdetResult(sign, reductions.sum(enp.log(enp.abs(diagonal)), axis=-1))
 
 
 def det(a: Any) -> Any:
     a = _float_matrix(a, "det")
-
-    def single(a1):
-        lu, _, parity = lu_square(a1)
-        return parity * reductions.prod(diagonals.diagonal(lu, 0, -2, -1))
-
-    return batched(single, a)
+    diagonal, parity = factor_solves.lu_det_parts(a)
+    parity = manipulation.astype(parity, get_aval(diagonal).dtype)
+    return parity * reductions.prod(diagonal, axis=-1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -164,7 +145,8 @@ def cholesky(a: Any, *, upper: bool = False, symmetrize_input: bool = True) -> A
     """The lower-triangular ``L`` with ``L @ L^H = a`` (``upper=True``: its transpose).
     ``symmetrize_input`` factorises ``(a + a^H) / 2``, as JAX does by default; without it
     only the lower triangle of ``a`` is read."""
-    lower = cholesky_lower(_float_matrix(a, "cholesky"), symmetrize_input)
+    a = _float_matrix(a, "cholesky")
+    lower = cholesky_p.bind(symmetrized(a) if symmetrize_input else a)
     return manipulation.swapaxes(enp.conjugate(lower), -1, -2) if upper else lower
 
 
@@ -374,7 +356,7 @@ def qr(a: Any, mode: str = "reduced") -> Any:
         raise ValueError(
             f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}{errors.where()}"
         )
-    q, r = batched(lambda x: householder_qr(x, complete=mode == "complete"), a)
+    q, r = qr_p.bind(a, pivoting=False, full_matrices=mode == "complete", use_magma=None)
     return r if mode == "r" else QRResult(q, r)
 
 

@@ -1,9 +1,7 @@
 """``ember.scipy.linalg``: SciPy's dense linear algebra, written over ``ember.numpy.linalg``
-and the factorisations of ``lax.linalg_*`` (pivoted LU and triangular solves).
-
-Factorisations are loops with static bounds (``fori_loop``), so they compile into one XLA
-loop each and differentiate in both modes. LU records LAPACK-style pivots (row ``j`` swapped
-with row ``piv[j]``, 0-based, as JAX returns them).
+and the factorisation primitives of ``lax`` (``lu``, ``cholesky``, ``triangular_solve``,
+``qr``), which platforms override (the CPU plugin with LAPACK). LU records LAPACK-style pivots
+(row ``j`` swapped with row ``piv[j]``, 0-based, as JAX returns them).
 """
 
 from __future__ import annotations
@@ -14,11 +12,11 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.lax import linalg as lax_linalg
-from ember._src.lax.linalg_lu import (
-    lu_pivoted_solve,
-    lu_pivoted_stack,
-    solve_triangular as solve_triangular_stack,
+from ember._src.lax import linalg as lax_linalg, linalg_factor_solves as factor_solves
+from ember._src.lax.linalg_factor_primitives import (
+    lu_p,
+    lu_pivots_to_permutation_p,
+    qr_p,
 )
 from ember._src.lax.linalg_operands import (
     float_matrix,
@@ -40,7 +38,6 @@ from ember._src.numpy.contractions import matmul
 from ember._src.numpy.nonzero import where
 from ember._src.numpy.operands import promote_to_inexact
 from ember._src.primitives.control_flow.loops import fori_loop
-from ember._src.scipy.linalg_pivoted_qr import pivoted_qr
 from ember._src.scipy.linalg_schur import complex_schur_from_real
 from ember._src.transforms.autodiff import jvp
 from ember._src.transforms.jit import jit
@@ -77,6 +74,21 @@ def _check_rhs(a: Any, b: Any, what: str) -> None:
             f"{what}: the right-hand side of shape {bshape} does not match the matrix of shape "
             f"{_shape(a)}{errors.where()}"
         )
+
+
+def _as_columns(a: Any, b: Any) -> tuple[Any, Any, bool]:
+    """(a, b) with b a stack of matrices of columns and both stacks broadcast to one batch
+    shape, and whether b was a vector (the solution is made one again)."""
+    vector = len(_shape(b)) == len(_shape(a)) - 1
+    if vector:
+        b = b[..., None]
+    batch = np.broadcast_shapes(_shape(a)[:-2], _shape(b)[:-2])
+    a = manipulation.broadcast_to(a, batch + _shape(a)[-2:])
+    return a, manipulation.broadcast_to(b, batch + _shape(b)[-2:]), vector
+
+
+def _vector_again(x: Any, vector: bool) -> Any:
+    return x[..., 0] if vector else x
 
 
 def _per_matrix(single, a: Any) -> Any:
@@ -123,8 +135,16 @@ def solve_triangular(
     b = right_hand_side(b, _dtype(a))
     a = manipulation.astype(a, _dtype(b))
     _check_rhs(a, b, "solve_triangular")
-    # op(a) of a lower-triangular a is upper-triangular when transposed
-    return solve_triangular_stack(a, b, code, bool(lower), bool(unit_diagonal))
+    a, b, vector = _as_columns(a, b)
+    x = factor_solves.triangular(
+        a,
+        b,
+        lower=bool(lower),
+        transpose_a=code != 0,
+        conjugate_a=code == 2,
+        unit_diagonal=bool(unit_diagonal),
+    )
+    return _vector_again(x, vector)
 
 
 # --------------------------------------------------------------------------------------------
@@ -135,7 +155,7 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> t
     """(lu, piv): L below the diagonal (unit diagonal implied), U on and above it; row ``i``
     was swapped with row ``piv[i]``."""
     del overwrite_a, check_finite
-    lu, piv, _ = lu_pivoted_stack(_matrix(a, "lu_factor", square=False))
+    lu, piv, _ = lu_p.bind(_matrix(a, "lu_factor", square=False))
     return lu, piv
 
 
@@ -155,7 +175,7 @@ def lu(
     """(p, l, u) with ``a = p @ l @ u``; ``permute_l=True`` gives (p @ l, u)."""
     del overwrite_a, check_finite
     a = _matrix(a, "lu", square=False)
-    packed, _, perm = lu_pivoted_stack(a)
+    packed, _, perm = lu_p.bind(a)
     l_factor, u_factor = _split_lu(packed)
     m = _shape(a)[-2]
     # a[perm] = l @ u, so a = P^T l u with P's row i the unit vector e_perm[i]
@@ -165,16 +185,6 @@ def lu(
     if permute_l:
         return matmul(p, l_factor), u_factor
     return p, l_factor, u_factor
-
-
-def _lu_solve_impl(packed: Any, piv: Any, b: Any, code: int) -> Any:
-    single = lambda p1, v1, b1: lu_pivoted_solve(p1, v1, b1, code)
-    for _ in range(len(_shape(packed)) - 2):
-        single = vmap(single)
-    return single(packed, piv, b)
-
-
-_lu_solve = jit(_lu_solve_impl, static_argnums=3, inline=True)
 
 
 def lu_solve(
@@ -193,7 +203,18 @@ def lu_solve(
     b = right_hand_side(b, _dtype(packed))
     _check_rhs(packed, b, "lu_solve")
     packed = manipulation.astype(packed, _dtype(b))
-    return _lu_solve(packed, creation.asarray(piv).astype(np.int32), b, int(trans))
+    n = _shape(packed)[-1]
+    permutation = lu_pivots_to_permutation_p.bind(
+        creation.asarray(piv).astype(np.int32), permutation_size=n
+    )
+    vector = len(_shape(b)) == len(_shape(packed)) - 1
+    b = b[..., None] if vector else b
+    batch = np.broadcast_shapes(_shape(packed)[:-2], _shape(b)[:-2])
+    packed = manipulation.broadcast_to(packed, batch + (n, n))
+    permutation = manipulation.broadcast_to(permutation, batch + (n,))
+    b = manipulation.broadcast_to(b, batch + _shape(b)[-2:])
+    x = factor_solves.lu_solve(packed, permutation, b, int(trans))
+    return _vector_again(x, vector)
 
 
 # --------------------------------------------------------------------------------------------
@@ -226,9 +247,8 @@ def cho_solve(
     _check_rhs(c, b, "cho_solve")
     c = manipulation.astype(c, _dtype(b))
     lower = bool(lower)
-    # a = L L^H: solve L y = b, then L^H x = y (a = U^H U: U^H y = b, then U x = y)
-    y = solve_triangular_stack(c, b, 0 if lower else 2, lower, False)
-    return solve_triangular_stack(c, y, 2 if lower else 0, lower, False)
+    c, b, vector = _as_columns(c, b)
+    return _vector_again(factor_solves.cholesky_solve(c, b, bool(lower)), vector)
 
 
 _ASSUME_A = ("gen", "general", "sym", "symmetric", "her", "hermitian", "pos", "positive definite")
@@ -316,13 +336,10 @@ def qr(
     if mode not in _QR_MODES:
         raise ValueError(f"qr: mode must be one of {_QR_MODES}, got {mode!r}{errors.where()}")
     if pivoting:
-        q, r, perm = pivoted_qr(_matrix(a, "qr", square=False))
-        k = min(_shape(r)[-2:])
-        if mode == "r":
-            return r, perm
-        if mode == "economic":
-            return q[..., :k], r[..., :k, :], perm
-        return q, r, perm
+        full = mode != "economic"
+        a = _matrix(a, "qr", square=False)
+        q, r, perm = qr_p.bind(a, pivoting=True, full_matrices=full, use_magma=None)
+        return (r, perm) if mode == "r" else (q, r, perm)
     if mode == "r":
         return (nla.qr(a, mode="complete")[1],)
     q, r = nla.qr(a, mode="complete" if mode == "full" else "reduced")
