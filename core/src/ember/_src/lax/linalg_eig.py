@@ -18,9 +18,8 @@ import numpy as np
 
 from ember._src import dtypes
 from ember._src.core import get_aval
-from ember._src.lax.linalg_lu import lu_solve_square, lu_square
+from ember._src.lax import linalg_factor_solves as factor_solves
 from ember._src.lax.linalg_operands import (
-    batched,
     conj_if_complex,
     identity_matrix,
     main_diagonal,
@@ -321,10 +320,8 @@ def normalize_columns(v: Any) -> Any:
 
 
 def inverse(v: Any) -> Any:
-    """v^-1 of one square matrix (partially pivoted LU)."""
-    n = shape_of(v)[0]
-    lu, perm, _ = lu_square(v)
-    return lu_solve_square(lu, perm, identity_matrix(n, dtype_of(v)))
+    """v^-1 of one square matrix (through the ``lu`` and ``triangular_solve`` primitives)."""
+    return factor_solves.solve(v, identity_matrix(shape_of(v)[0], dtype_of(v)))
 
 
 def eig_single(a: Any, left: bool, right: bool) -> list[Any]:
@@ -376,10 +373,6 @@ def eigenvalue_tangents(v: Any, da: Any) -> Any:
 
 
 def solve_stack(a: Any, b: Any) -> Any:
-    """x with ``a x = b`` for square matrices (or stacks of them, batch axes alike)."""
-    return batched(_solve_one, a, b)
-
-
-def _solve_one(a: Any, b: Any) -> Any:
-    lu, perm, _ = lu_square(a)
-    return lu_solve_square(lu, perm, b)
+    """x with ``a x = b`` for square matrices (or stacks of them, batch axes alike), through
+    the ``lu`` and ``triangular_solve`` primitives."""
+    return factor_solves.solve(a, b)

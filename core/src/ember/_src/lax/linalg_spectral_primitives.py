@@ -44,6 +44,8 @@ from ember._src.lax.linalg_operands import (
 from ember._src.lax.linalg_schur import real_schur_single
 from ember._src.lowering.module import lower_jaxpr_inline
 from ember._src.primitives import sharding_rules
+from ember._src.primitives.arithmetic import imag
+from ember._src.primitives.comparisons import is_finite
 from ember._src.primitives.shape import convert_element_type, move_axis
 from ember._src.primitives.slicing import concatenate
 from ember._src.reference.evaluation import evaluate_jaxpr
@@ -98,10 +100,19 @@ def _generic_lowering(algorithm: Callable[..., list[Any]]):
 
     def lowering(ctx, *operands, **params):
         closed = trace_to_jaxpr(lambda *xs: algorithm(*xs, **params), ctx.avals_in)
-        consts = [ctx.constant(c, get_aval(c)) for c in closed.consts]
+        consts = [_constant(ctx, c) for c in closed.consts]
         return lower_jaxpr_inline(ctx, closed.jaxpr, consts, operands)
 
     return lowering
+
+
+def _constant(ctx, value: Any) -> str:
+    """An algorithm's constant; an empty one (a 0 x 0 mask) as a splat, since a nested
+    literal of no elements cannot say its shape."""
+    aval = get_aval(value)
+    if aval.size == 0:
+        return ctx.full(np.zeros((), aval.dtype), aval)
+    return ctx.constant(value, aval)
 
 
 def _reference_by_algorithm(algorithm: Callable[..., list[Any]]):
@@ -201,6 +212,23 @@ def _subset_size(what: str, subset_by_index: Any, size: int) -> int:
     return hi - lo
 
 
+def _nan_unless_finite(x: Any, outs: list[Any]) -> list[Any]:
+    """``outs`` with NaN for each matrix of ``x`` that has a NaN or infinite entry (a fixed
+    number of Jacobi sweeps would otherwise give an arbitrary answer): LAPACK's ``info``."""
+    batch = get_aval(x).ndim - 2
+    if get_aval(x).dtype.kind == "c":
+        finite = is_finite(real_part(x)) & is_finite(imag(x))
+    else:
+        finite = is_finite(x)
+    finite = finite.all(axis=(-2, -1))
+    masked = []
+    for out in outs:
+        aval = get_aval(out)
+        ok = finite.reshape(finite.shape + (1,) * (aval.ndim - batch))
+        masked.append(where_broadcast(ok, out, np.asarray(np.nan, aval.dtype)).astype(aval.dtype))
+    return masked
+
+
 def _tangent_of(t: Any) -> Any:
     return instantiate(t) if type(t) is Zero else t
 
@@ -224,7 +252,7 @@ def _eigh_algorithm(x, *, lower, sort_eigenvalues, subset_by_index, algorithm):
     if subset_by_index is not None:
         lo, hi = subset_by_index
         v, w = v[..., lo:hi], w[..., lo:hi]
-    return [v, w]
+    return _nan_unless_finite(x, [v, w])
 
 
 def _eigh_reference(x, *, lower, sort_eigenvalues, subset_by_index, algorithm):
@@ -304,12 +332,14 @@ def _svd_algorithm(x, *, full_matrices, compute_uv, subset_by_index, algorithm):
     result = jacobi_svd(x, full_matrices, compute_uv)
     if not compute_uv:
         s = result
-        return [s if subset_by_index is None else s[..., slice(*subset_by_index)]]
+        return _nan_unless_finite(
+            x, [s if subset_by_index is None else s[..., slice(*subset_by_index)]]
+        )
     u, s, vt = result
     if subset_by_index is not None and not full_matrices:
         lo, hi = subset_by_index
         s, u, vt = s[..., lo:hi], u[..., lo:hi], vt[..., lo:hi, :]
-    return [s, u, vt]
+    return _nan_unless_finite(x, [s, u, vt])
 
 
 def _svd_reference(x, *, full_matrices, compute_uv, subset_by_index, algorithm):
