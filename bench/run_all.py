@@ -36,6 +36,7 @@ MODULES = [
     "bench_training",
     "bench_transforms",
     "bench_numpy",
+    "bench_linalg",
     "bench_callbacks",
     "bench_export",
     "bench_sharding",
@@ -53,6 +54,7 @@ SEPARATE = {
     "bench_explicit_sharding",
     "bench_multiprocess",
     "bench_compilation_cache",
+    "bench_linalg",  # its generic figures come from a process without the LAPACK lowerings
 }
 
 

@@ -39,6 +39,8 @@ ELSEWHERE = {
     "multiple_of", "max_contiguous", "pallas_call",  # Pallas kernels: tests/core/pallas
     "get", "swap", "addupdate", "run_scoped",  # Refs: primitives/test_state.py, test_discharge.py
     "named_kernel",  # plugin kernels by name: primitives/test_named_kernels.py
+    "eigh", "svd", "eig", "schur", "hessenberg",  # lax/test_linalg_spectral_primitives.py
+    "tridiagonal",  # lax/test_linalg_spectral_primitives.py
     "cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "geqrf", "geqp3",
     "householder_product", "qr", "tridiagonal_solve",  # lax/test_linalg_factor_primitives.py
 }  # fmt: skip

@@ -16,12 +16,14 @@ from ember.extend import (
     Backend,
     CollectiveRegistry,
     Job,
+    LoweringRegistry,
     PlatformSpec,
     collective_registry,
     current_job,
     define_config_option,
     hookimpl,
 )
+from ember_plugin_cpu import linalg
 
 PLATFORM = "cpu"
 OPTION = "cpu_device_count"
@@ -67,6 +69,15 @@ define_config_option(
 )
 
 
+LAPACK_OPTION = "cpu_lapack"
+define_config_option(
+    LAPACK_OPTION,
+    True,
+    help="Lower the linear algebra primitives (cholesky, lu, qr, eigh, svd, ...) on the CPU to "
+    "LAPACK's routines (read when the plugin loads; off: ember's generic lowerings).",
+)
+
+
 def device_count() -> int:
     """ember's option when it was set, else the count in ``XLA_FLAGS``, else 1."""
     if config.is_set(OPTION):
@@ -88,10 +99,16 @@ def device_count() -> int:
 
 def make_backend() -> Backend:
     # Imported here, not at the top, so that loading the plugin never imports jaxlib.
-    from ember_plugin_kit.pjrt import PjrtBackend, make_cpu_client  # noqa: PLC0415
+    from ember_plugin_kit.pjrt import (  # noqa: PLC0415
+        PjrtBackend,
+        make_cpu_client,
+        register_lapack_handlers,
+    )
 
     global _started_with
     count = device_count()
+    # The handlers the LAPACK lowerings (linalg.py) call, before the first program compiles.
+    register_lapack_handlers()
     job = current_job()
     if job is None:
         client = make_cpu_client(count)
@@ -121,6 +138,12 @@ def ember_platforms() -> list[PlatformSpec]:
             description="XLA's CPU compiler and runtime (jaxlib PJRT CPU client)",
         )
     ]
+
+
+@hookimpl
+def ember_register_lowerings(registry: LoweringRegistry) -> None:
+    if config.read(LAPACK_OPTION):
+        linalg.register(registry, PLATFORM)
 
 
 @hookimpl

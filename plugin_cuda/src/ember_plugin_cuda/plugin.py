@@ -25,7 +25,7 @@ from ember.extend import (
     current_job,
     hookimpl,
 )
-from ember_plugin_cuda import driver, libraries, options
+from ember_plugin_cuda import driver, libraries, linalg, options
 from ember_plugin_kit import gpu
 
 PLATFORM = "cuda"
@@ -134,6 +134,8 @@ def ember_register_collectives(registry: CollectiveRegistry) -> None:
 
 @hookimpl
 def ember_register_lowerings(registry: LoweringRegistry) -> None:
+    # cuSOLVER for the linear algebra primitives (linalg.py).
+    linalg.register(registry, PLATFORM)
     if importlib.util.find_spec(TRITON_MODULE) is not None:
         importlib.import_module(TRITON_MODULE).register(registry, PLATFORM)
     if importlib.util.find_spec(CUPY_MODULE) is not None:

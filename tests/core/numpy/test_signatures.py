@@ -385,8 +385,11 @@ def test_pinv_rcond_and_matrix_rank_hermitian():
     assert int(enp.linalg.matrix_rank(a, tol=1e-3)) == 1
 
 
-def test_svd_subset_by_index_unsupported():
-    with pytest.raises(NotImplementedError, match="subset_by_index"):
+def test_svd_subset_by_index_with_reduced_matrices():
+    u, s, vh = enp.linalg.svd(SPD, full_matrices=False, subset_by_index=(0, 1))
+    assert (u.shape, s.shape, vh.shape) == ((3, 1), (1,), (1, 3))
+    assert_close(s, np.linalg.svd(SPD, compute_uv=False)[:1], rtol=1e-5)
+    with pytest.raises(ValueError, match="full_matrices and subset_by_index"):
         enp.linalg.svd(SPD, subset_by_index=(0, 1))
 
 

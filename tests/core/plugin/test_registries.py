@@ -9,6 +9,7 @@ import pytest
 import ember
 import ember.experimental.pallas as pl
 from ember import errors
+from ember._src import rules
 from ember._src.lowering.module import lower_module
 from ember._src.plugin import registries
 from ember._src.plugin.manager import PluginManager, PluginSource
@@ -107,3 +108,51 @@ def test_a_kernel_compiler_must_name_its_platform():
         registry.register_kernel_compiler(lambda ctx, call, *ops: [], platform="")
     with pytest.raises(TypeError, match="must be callable"):
         registry.register_kernel_compiler(3, platform="fakegpu")
+
+
+def test_an_override_calls_the_generic_lowering_by_name():
+    registry = LoweringRegistry("test-plugin")
+    exp_p = rules.all_primitives()["exp"]
+    calls = []
+    generic = registry.generic("exp")
+
+    def override(ctx, x):
+        calls.append(ctx.platform)
+        return generic(ctx, x)
+
+    registry.register("exp", override, platform="test-platform")
+    try:
+        text = lower_module(
+            ember.make_jaxpr(ember.numpy.exp)(np.float32(1.0)),
+            platform="test-platform",
+            name="f",
+        )
+        assert calls == ["test-platform"]
+        assert "stablehlo.exponential" in text
+    finally:
+        assert rules.remove_lowering(exp_p, "test-platform") is override
+    assert rules.remove_lowering(exp_p, "test-platform") is None
+    assert rules.lowering_rule(exp_p, "test-platform") is rules.generic_lowering_rule(exp_p)
+
+
+def test_an_override_by_name_waits_for_its_primitive():
+    registry = LoweringRegistry("test-plugin")
+
+    def rule(ctx, x):
+        return x
+
+    # defined already: installed at once
+    registry.register_by_name("exp", rule, platform="test-platform")
+    exp_p = rules.all_primitives()["exp"]
+    assert rules.remove_lowering(exp_p, "test-platform") is rule
+    # not (yet) defined: kept until define_primitive defines it
+    registry.register_by_name("defined_later", rule, platform="test-platform")
+    try:
+        assert rules._pending_lowerings["defined_later"] == {"test-platform": rule}
+        assert registry.registered[-1] == ("defined_later", "test-platform")
+        with pytest.raises(ValueError, match="unknown primitive 'defined_later'"):
+            registry.generic("defined_later")(None)
+    finally:
+        rules._pending_lowerings.pop("defined_later")
+    with pytest.raises(ValueError, match="name its platform"):
+        registry.register_by_name("exp", rule, platform="")

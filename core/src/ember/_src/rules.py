@@ -65,6 +65,10 @@ _eager: dict[Primitive, Rule] = {}
 _sharding: dict[Primitive, Rule | None] = {}
 _discharge: dict[Primitive, Rule] = {}
 _primitives: dict[str, Primitive] = {}
+# Platform overrides registered by name before their primitive was defined (a plugin loads
+# before ember imports the module that defines, e.g., the linear algebra primitives): applied
+# by ``define_primitive``.
+_pending_lowerings: dict[str, dict[str, Rule]] = {}
 
 # ``define_primitive(..., sharding=NOT_SHARDABLE)``: the primitive has no sharding rule.
 NOT_SHARDABLE: Any = object()
@@ -126,6 +130,8 @@ def define_primitive(
     if lowering is not None:
         per_platform = lowering if isinstance(lowering, dict) else {None: lowering}
         _lowering[primitive] = {platform: built(r) for platform, r in per_platform.items()}
+    for platform, rule in _pending_lowerings.pop(name, {}).items():
+        _lowering.setdefault(primitive, {})[platform] = rule
     return primitive
 
 
@@ -133,6 +139,31 @@ def register_lowering(primitive: Primitive, rule: Rule, platform: str | None = N
     """A plugin's lowering for ``platform`` (through the ``ember_register_lowerings`` hook),
     used there instead of the primitive's own."""
     _lowering.setdefault(primitive, {})[platform] = rule
+
+
+def register_lowering_by_name(name: str, rule: Rule, platform: str) -> None:
+    """``register_lowering`` for the primitive named ``name``, now if it is defined, else as
+    soon as ``define_primitive`` defines it."""
+    primitive = _primitives.get(name)
+    if primitive is None:
+        _pending_lowerings.setdefault(name, {})[platform] = rule
+    else:
+        register_lowering(primitive, rule, platform)
+
+
+def generic_lowering_rule(primitive: Primitive) -> Rule:
+    """The primitive's own lowering, for every platform: what a platform override falls back
+    to for the cases it does not handle (a dtype its library lacks)."""
+    rule = _lowering.get(primitive, {}).get(None)
+    if rule is None:
+        raise _missing(primitive, "generic StableHLO lowering", "jit or eager execution")
+    return rule
+
+
+def remove_lowering(primitive: Primitive, platform: str) -> Rule | None:
+    """Drop ``platform``'s override of ``primitive``'s lowering (the generic rule applies there
+    again); returns the removed rule, if there was one, for ``register_lowering`` to restore."""
+    return _lowering.get(primitive, {}).pop(platform, None)
 
 
 def _missing(primitive: Primitive, what: str, transformation: str) -> NotImplementedError:

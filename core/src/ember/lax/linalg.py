@@ -3,6 +3,7 @@
 from ember._src.lax.linalg import (
     cholesky as cholesky,
     cholesky_update as cholesky_update,
+    eig as eig,
     eigh as eigh,
     hessenberg as hessenberg,
     householder_product as householder_product,
@@ -11,6 +12,7 @@ from ember._src.lax.linalg import (
     ormqr as ormqr,
     qdwh as qdwh,
     qr as qr,
+    schur as schur,
     svd as svd,
     symmetric_product as symmetric_product,
     triangular_solve as triangular_solve,

@@ -14,8 +14,10 @@ from ember_plugin_kit.pjrt._jaxlib import (
     JAXLIB_VERSION as JAXLIB_VERSION,
     XlaRuntimeError as XlaRuntimeError,
     gloo_collectives as gloo_collectives,
+    lapack_enum_values as lapack_enum_values,
     make_cpu_client as make_cpu_client,
     make_plugin_client as make_plugin_client,
+    register_lapack_handlers as register_lapack_handlers,
     register_plugin_extension as register_plugin_extension,
 )
 from ember_plugin_kit.pjrt.coordination import (
@@ -33,8 +35,10 @@ __all__ = [
     "PjrtExecutable",
     "describe_compile_error",
     "gloo_collectives",
+    "lapack_enum_values",
     "make_cpu_client",
     "make_plugin_client",
+    "register_lapack_handlers",
     "register_plugin_extension",
 ]
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 from jaxlib import _jax, _profiler, xla_client
+from jaxlib.cpu import _lapack
 from jaxlib.version import __version__ as jaxlib_version
 
 from ember_plugin_kit.pjrt.xla_flags import check_xla_flags
@@ -242,6 +243,45 @@ def plugin_c_api(name: str, library_path: str) -> Any:
             f"{library_path!r} as well in one process"
         )
     return _plugin_c_apis[name]
+
+
+_lapack_lock = threading.Lock()
+_lapack_targets: list[str] = []
+
+
+def register_lapack_handlers() -> list[str]:
+    """Register jaxlib's LAPACK handlers (``lapack_spotrf_ffi``, ...) with XLA's CPU client, as
+    JAX does for its own CPU backend; returns their names. Once per process (later calls return
+    the same names), before the first CPU program that calls them compiles.
+
+    ``initialize`` first points the handlers at SciPy's LAPACK (SciPy is a jaxlib dependency);
+    each typed-FFI handler is then registered for platform ``cpu`` and declared batch
+    partitionable (XLA may split its leading batch dimensions across devices)."""
+    with _lapack_lock:
+        if _lapack_targets:
+            return list(_lapack_targets)
+        _lapack.initialize()
+        for name, handler in _lapack.registrations().items():
+            # "_ffi" names are typed-FFI handlers (api_version 1 here); jaxlib 0.10 has no other
+            api_version = 1 if name.endswith("_ffi") else 0
+            xla_client.register_custom_call_target(name, handler, "cpu", api_version)
+            if api_version == 1:
+                xla_client.register_custom_call_as_batch_partitionable(name)
+            _lapack_targets.append(name)
+        return list(_lapack_targets)
+
+
+def lapack_enum_values() -> dict[str, int]:
+    """The values of the enums jaxlib's LAPACK handlers take as attributes, by
+    ``module.Enum.member`` (``"eig.ComputationMode.kComputeEigenvectors"``): what a plugin that
+    pins them as constants checks them against."""
+    values = {}
+    for module in ("eig", "schur", "svd"):
+        for enum_name in dir(getattr(_lapack, module)):
+            enum = getattr(getattr(_lapack, module), enum_name)
+            for member, value in getattr(enum, "__members__", {}).items():
+                values[f"{module}.{enum_name}.{member}"] = int(value.value)
+    return values
 
 
 _registered_extensions: dict[tuple[str, str], list[str]] = {}

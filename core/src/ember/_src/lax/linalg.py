@@ -6,12 +6,18 @@ Called eagerly, each runs as one program compiled once per shape."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
+from ember._src.lax.linalg_algorithms import (
+    EighImplementation,
+    EigImplementation,
+    SvdAlgorithm,
+)
 from ember._src.lax.linalg_cholesky import cholesky_rank_one_update
 from ember._src.lax.linalg_factor_primitives import (
     cholesky_p,
@@ -22,13 +28,10 @@ from ember._src.lax.linalg_factor_primitives import (
     triangular_solve_p,
     tridiagonal_solve_p,
 )
-from ember._src.lax.linalg_householder import hessenberg_packed, tridiagonal_packed
-from ember._src.lax.linalg_jacobi import eigh_differentiable, jacobi_svd
 from ember._src.lax.linalg_operands import (
     batched,
     conj_transpose,
     float_matrix,
-    hermitian_from_triangle,
     right_hand_side,
     symmetrized,
     transpose_last_axes,
@@ -36,6 +39,14 @@ from ember._src.lax.linalg_operands import (
 )
 from ember._src.lax.linalg_qdwh import qdwh_polar
 from ember._src.lax.linalg_qr import QRResult
+from ember._src.lax.linalg_spectral_primitives import (
+    eig_p,
+    eigh_p,
+    hessenberg_p,
+    schur_p,
+    svd_p,
+    tridiagonal_p,
+)
 from ember._src.lax.slicing import full
 from ember._src.primitives.shape import convert_element_type
 from ember._src.primitives.slicing import concatenate
@@ -49,13 +60,32 @@ def cholesky(x: Any, *, symmetrize_input: bool = True) -> Any:
     return cholesky_p.bind(symmetrized(x) if symmetrize_input else x)
 
 
-def _eigh_impl(x: Any, lower: bool, symmetrize_input: bool) -> tuple[Any, Any]:
-    x = symmetrized(x) if symmetrize_input else hermitian_from_triangle(x, lower)
-    w, v = batched(eigh_differentiable, x)
+def _eigh_impl(
+    x: Any,
+    lower: bool,
+    symmetrize_input: bool,
+    sort_eigenvalues: bool,
+    subset_by_index: tuple[int, int] | None,
+    implementation: Any,
+) -> tuple[Any, Any]:
+    v, w = eigh_p.bind(
+        symmetrized(x) if symmetrize_input else x,
+        lower=lower,
+        sort_eigenvalues=sort_eigenvalues,
+        subset_by_index=subset_by_index,
+        algorithm=implementation,
+    )
     return v, w
 
 
-_eigh = jit(_eigh_impl, inline=True, static_argnums=(1, 2))
+_eigh = jit(_eigh_impl, inline=True, static_argnums=(1, 2, 3, 4, 5))
+
+
+def _index_range(subset_by_index: Any) -> tuple[int, int] | None:
+    if subset_by_index is None:
+        return None
+    lo, hi = subset_by_index
+    return int(lo), int(hi)
 
 
 def eigh(
@@ -65,13 +95,20 @@ def eigh(
     symmetrize_input: bool = True,
     sort_eigenvalues: bool = True,
     subset_by_index: tuple[int, int] | None = None,
-    implementation: Any = None,
+    implementation: EighImplementation | None = None,
 ) -> tuple[Any, Any]:
-    """(v, w): eigenvectors then eigenvalues (ascending), JAX's order for ``lax.linalg``."""
-    del sort_eigenvalues, implementation  # ember's eigenvalues always come sorted
-    if subset_by_index is not None:
-        raise NotImplementedError(f"eigh: subset_by_index= is not supported{errors.where()}")
-    return _eigh(float_matrix(x, "eigh"), bool(lower), bool(symmetrize_input))
+    """(v, w): eigenvectors then eigenvalues (ascending), JAX's order for ``lax.linalg``.
+    With ``symmetrize_input`` the Hermitian part ``(x + x^H) / 2`` is factorised, else only
+    the ``lower`` (or upper) triangle is read. ``subset_by_index=(lo, hi)`` keeps the
+    eigenvalues lo..hi-1 (ascending) and their vectors."""
+    return _eigh(
+        float_matrix(x, "eigh"),
+        bool(lower),
+        bool(symmetrize_input),
+        bool(sort_eigenvalues),
+        _index_range(subset_by_index),
+        implementation,
+    )
 
 
 def lu(x: Any) -> tuple[Any, Any, Any]:
@@ -92,21 +129,79 @@ def qr(
     return tuple(outs) if pivoting else QRResult(*outs)
 
 
-_svd = jit(jacobi_svd, inline=True, static_argnums=(1, 2))
-
-
 def svd(
     x: Any,
     *,
     full_matrices: bool = True,
     compute_uv: bool = True,
     subset_by_index: tuple[int, int] | None = None,
-    algorithm: Any = None,
+    algorithm: SvdAlgorithm | None = None,
 ) -> Any:
-    del algorithm
-    if subset_by_index is not None:
-        raise NotImplementedError(f"svd: subset_by_index= is not supported{errors.where()}")
-    return _svd(float_matrix(x, "svd", square=False), bool(full_matrices), bool(compute_uv))
+    """(u, s, vh) with ``x = u * s @ vh`` (s real, descending), or only s when not
+    ``compute_uv``. ``subset_by_index=(lo, hi)`` keeps singular values lo..hi-1 and their
+    vectors (with ``full_matrices=False``)."""
+    result = svd_p.bind(
+        float_matrix(x, "svd", square=False),
+        full_matrices=bool(full_matrices),
+        compute_uv=bool(compute_uv),
+        subset_by_index=_index_range(subset_by_index),
+        algorithm=algorithm,
+    )
+    if not compute_uv:
+        return result[0]
+    s, u, vh = result
+    return u, s, vh
+
+
+def eig(
+    x: Any,
+    *,
+    compute_left_eigenvectors: bool = True,
+    compute_right_eigenvectors: bool = True,
+    enable_eigvec_derivs: bool = False,
+    implementation: EigImplementation | None = None,
+    use_magma: bool | None = None,
+) -> list[Any]:
+    """[w, vl, vr] of general square matrices (complex): eigenvalues, then the left
+    eigenvectors (``vl^H x = w vl^H``) and the right ones (``x vr = vr w``) as asked for,
+    each column of unit 2-norm with its largest entry real (LAPACK geev's normalisation).
+    Eigenvector derivatives (which assume distinct eigenvalues) need
+    ``enable_eigvec_derivs=True``; ``use_magma`` is JAX's deprecated GPU switch."""
+    if use_magma is not None:
+        warnings.warn(
+            "use_magma is deprecated, please use implementation=EigImplementation.MAGMA instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        implementation = EigImplementation.MAGMA if use_magma else EigImplementation.LAPACK
+    return eig_p.bind(
+        float_matrix(x, "eig"),
+        compute_left_eigenvectors=bool(compute_left_eigenvectors),
+        compute_right_eigenvectors=bool(compute_right_eigenvectors),
+        enable_eigvec_derivs=bool(enable_eigvec_derivs),
+        implementation=implementation,
+    )
+
+
+def schur(
+    x: Any,
+    *,
+    compute_schur_vectors: bool = True,
+    sort_eig_vals: bool = False,
+    select_callable: Any = None,
+) -> Any:
+    """(T, Z) with ``x = Z T Z^H``, Z unitary, or (T,) without ``compute_schur_vectors``. T is
+    upper triangular for complex x and quasi upper triangular for real x (LAPACK gees's real
+    form: a 2 x 2 block with equal diagonal entries for each complex conjugate pair).
+    ``sort_eig_vals`` is not supported (as in JAX, where it is unused)."""
+    return tuple(
+        schur_p.bind(
+            float_matrix(x, "schur"),
+            compute_schur_vectors=bool(compute_schur_vectors),
+            sort_eig_vals=bool(sort_eig_vals),
+            select_callable=select_callable,
+        )
+    )
 
 
 def triangular_solve(
@@ -139,28 +234,21 @@ def triangular_solve(
 # --------------------------------------------------------------------------------------------
 # LAPACK's packed Householder forms: gehrd, sytrd, orgqr, ormqr
 
-_hessenberg = jit(lambda a: batched(hessenberg_packed, a), inline=True)
-
 
 def hessenberg(a: Any) -> tuple[Any, Any]:
     """(a_out, taus) in LAPACK ``gehrd``'s packed form: the upper Hessenberg ``Q^H a Q`` on
     and above the first subdiagonal, the reflectors of ``Q = H_0 ... H_{n-2}`` below it;
     taus has shape (..., n - 1)."""
-    return _hessenberg(float_matrix(a, "hessenberg"))
-
-
-def _tridiagonal_impl(a: Any, lower: bool) -> tuple[Any, Any, Any, Any]:
-    return batched(lambda m: tridiagonal_packed(m, lower), a)
-
-
-_tridiagonal = jit(_tridiagonal_impl, inline=True, static_argnums=1)
+    a_out, taus = hessenberg_p.bind(float_matrix(a, "hessenberg"))
+    return a_out, taus
 
 
 def tridiagonal(a: Any, *, lower: bool = True) -> tuple[Any, Any, Any, Any]:
     """(arr, d, e, taus) in LAPACK ``sytrd``'s packed form for Hermitian ``a`` given by its
     ``lower`` (or upper) triangle: d and e the real diagonal and off-diagonal of the
     tridiagonal ``Q^H a Q``, the reflectors stored outside it in that triangle of arr."""
-    return _tridiagonal(float_matrix(a, "tridiagonal"), bool(lower))
+    arr, d, e, taus = tridiagonal_p.bind(float_matrix(a, "tridiagonal"), lower=bool(lower))
+    return arr, d, e, taus
 
 
 def _householder_operands(a: Any, taus: Any, what: str) -> tuple[Any, Any]:

@@ -31,7 +31,6 @@ from ember._src.primitives.math_functions import sqrt
 from ember._src.primitives.shape import reshape
 from ember._src.primitives.slicing import concatenate
 from ember._src.primitives.stop_gradient import stop_gradient
-from ember._src.transforms.custom_derivatives import custom_jvp
 
 _JACOBI_SWEEPS = 12  # quadratic convergence: float32 is converged well before this
 
@@ -109,31 +108,6 @@ def eigh_single(a: Any) -> tuple[Any, Any]:
     values = real_part(main_diagonal(m))
     order = _argsort(values)
     return values[order], v[:, order]
-
-
-@custom_jvp
-def eigh_differentiable(a: Any) -> tuple[Any, Any]:
-    """``eigh_single`` with JAX's derivative rule rather than one through the rotations."""
-    return eigh_single(a)
-
-
-@eigh_differentiable.defjvp
-def _eigh_jvp(primals, tangents):
-    """dw_i = Re(v_i^H dA v_i); dV = V (F * V^H dA V), F_ij = 1 / (w_j - w_i) off the diagonal
-    (JAX's rule; for complex input the eigenvectors' phases are a gauge this fixes by
-    v_i^H dv_i = 0). Differentiating through the Jacobi rotations instead would divide by
-    vanishing off-diagonal entries."""
-    (a,), (da,) = primals, tangents
-    w, v = eigh_single(a)
-    dtype = get_aval(da).dtype
-    da = (da + conj_transpose(da)) * np.asarray(0.5, dtype)
-    vdv = conj_transpose(v) @ (da @ v)
-    gaps = w[None, :] - w[:, None]
-    same = gaps == 0
-    f = where_broadcast(same, 0.0, 1.0 / where_broadcast(same, 1.0, gaps)).astype(get_aval(w).dtype)
-    dw = real_part(main_diagonal(vdv))
-    dv = v @ (f.astype(dtype) * vdv)
-    return (w, v), (dw, dv)
 
 
 def _svd_single(a: Any) -> tuple[Any, Any]:

@@ -6,9 +6,10 @@ and results:
 - the ``lu`` primitive (partial pivoting) and ``triangular_solve`` back ``solve``, ``inv``,
   ``det`` and ``slogdet``; ``cholesky`` and ``qr`` bind their primitives. Platforms override
   these primitives (the CPU plugin with LAPACK); their generic lowerings are ember's loops.
-- ``eigh`` is cyclic Jacobi (a fixed number of sweeps, far past convergence) with the
-  analytic derivative (a custom_jvp); ``svd`` is one-sided (Hestenes) Jacobi, so small
-  singular values stay accurate.
+- ``eigh`` and ``svd`` (and everything built on the SVD: ``pinv``, ``matrix_rank``,
+  ``norm(ord=2|-2|'nuc')``, ``cond``, ``lstsq``) bind the ``eigh`` and ``svd`` primitives
+  (``lax.linalg``): cyclic and one-sided Jacobi generically, LAPACK where a platform
+  overrides them, with JAX's analytic derivatives.
 
 Stacks of matrices (leading batch axes) are handled by the primitives or by ``vmap``.
 """
@@ -21,15 +22,13 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.lax import linalg_factor_solves as factor_solves
+from ember._src.lax import linalg as lax_linalg, linalg_factor_solves as factor_solves
 from ember._src.lax.linalg_factor_primitives import cholesky_p, lu_p, qr_p
-from ember._src.lax.linalg_jacobi import eigh_differentiable, jacobi_svd
+from ember._src.lax.linalg_jacobi import SVDResult
 from ember._src.lax.linalg_operands import (
-    batched,
     check_matrix,
     conj_transpose,
     float_matrix,
-    hermitian_from_triangle,
     identity_matrix,
     inexact_dtype,
     symmetrized,
@@ -372,9 +371,10 @@ def eigh(a: Any, UPLO: str | None = None, symmetrize_input: bool = True) -> Eigh
     is read, as LAPACK does."""
     if UPLO not in (None, "L", "U"):
         raise ValueError(f"UPLO must be one of None, 'L', or 'U', got {UPLO!r}{errors.where()}")
-    a = _float_matrix(a, "eigh")
-    a = symmetrized(a) if symmetrize_input else hermitian_from_triangle(a, UPLO != "U")
-    return EighResult(*batched(eigh_differentiable, a))
+    v, w = lax_linalg.eigh(
+        _float_matrix(a, "eigh"), lower=UPLO != "U", symmetrize_input=symmetrize_input
+    )
+    return EighResult(w, v)
 
 
 def eigvalsh(a: Any, UPLO: str | None = None, *, symmetrize_input: bool = True) -> Any:
@@ -388,11 +388,16 @@ def svd(
     hermitian: bool = False,
     subset_by_index: tuple[int, int] | None = None,
 ):
-    """Singular values (descending, real) and vectors (``a = u * s @ vh``, u and vh unitary) by
-    one-sided Jacobi rotations. ``subset_by_index`` is TPU-only in JAX and not supported."""
-    if subset_by_index is not None:
-        raise NotImplementedError(f"svd: subset_by_index= is not supported{errors.where()}")
-    return jacobi_svd(_float_matrix(a, "svd", square=False), full_matrices, compute_uv)
+    """Singular values (descending, real) and vectors (``a = u * s @ vh``, u and vh unitary).
+    ``subset_by_index=(lo, hi)`` keeps singular values lo..hi-1 (and their vectors, with
+    ``full_matrices=False``)."""
+    result = lax_linalg.svd(
+        _float_matrix(a, "svd", square=False),
+        full_matrices=full_matrices,
+        compute_uv=compute_uv,
+        subset_by_index=subset_by_index,
+    )
+    return SVDResult(*result) if compute_uv else result
 
 
 # --------------------------------------------------------------------------------------------

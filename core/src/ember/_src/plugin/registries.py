@@ -60,6 +60,32 @@ class LoweringRegistry:
         rules.register_lowering(prim, rule, platform)
         self.registered.append((prim.name, platform))
 
+    def register_by_name(self, name: str, rule: rules.Rule, *, platform: str) -> None:
+        """``register`` for a primitive ember may define only later, when the module that
+        defines it is first imported (the linear algebra primitives: ``ember.lax.linalg``): the
+        override is installed now if the primitive exists, else when it is defined. A name ember
+        never defines is never used."""
+        if not platform:
+            raise ValueError(
+                f"plugin {self.plugin_name!r}: a lowering override must name its platform"
+            )
+        rules.register_lowering_by_name(name, rule, platform)
+        self.registered.append((name, platform))
+
+    def generic(self, name: str) -> rules.Rule:
+        """The lowering of the primitive named ``name`` that every platform gets without an
+        override, looked up when called (the primitive may be defined later, see
+        ``register_by_name``): an override calls ``generic(name)(ctx, *operands, **params)``
+        for the cases it leaves alone, e.g. dtypes its platform's library lacks."""
+        plugin_name = self.plugin_name
+
+        def generic_rule(ctx: Any, *operands: Any, **params: Any) -> Any:
+            primitive = _lookup(name, plugin_name)
+            return rules.generic_lowering_rule(primitive)(ctx, *operands, **params)
+
+        generic_rule.__name__ = f"generic_{name}_lowering"
+        return generic_rule
+
     def register_kernel_compiler(self, compiler: KernelCompiler, *, platform: str) -> None:
         """Compile Pallas kernels natively on ``platform``: ``compiler(ctx, call, *operands)``
         gets the lowering context (``RuleContext``), the ``PallasCall`` and the operands' SSA

@@ -12,7 +12,7 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
-from ember._src.lax import linalg_factor_solves as factor_solves
+from ember._src.lax import linalg as lax_linalg, linalg_factor_solves as factor_solves
 from ember._src.lax.linalg_factor_primitives import (
     lu_p,
     lu_pivots_to_permutation_p,
@@ -27,6 +27,7 @@ from ember._src.lax.linalg_operands import (
 )
 from ember._src.numpy import (
     creation,
+    diagonals,
     dtype_functions,
     elementwise as enp,
     linalg as nla,
@@ -34,11 +35,10 @@ from ember._src.numpy import (
     reductions,
 )
 from ember._src.numpy.contractions import matmul
-from ember._src.numpy.linalg_eig import hessenberg_householder, schur_complex, unit_scaled
 from ember._src.numpy.nonzero import where
 from ember._src.numpy.operands import promote_to_inexact
 from ember._src.primitives.control_flow.loops import fori_loop
-from ember._src.scipy.linalg_schur import complex_schur_from_real, real_schur_form
+from ember._src.scipy.linalg_schur import complex_schur_from_real
 from ember._src.transforms.autodiff import jvp
 from ember._src.transforms.jit import jit
 from ember._src.transforms.vmap import vmap
@@ -434,7 +434,8 @@ def polar(
 def hessenberg(
     a: Any, *, calc_q: bool = False, overwrite_a: bool = False, check_finite: bool = True
 ) -> Any:
-    """h (and q with ``a = q @ h @ q^H`` when ``calc_q``), h upper Hessenberg."""
+    """h (and q with ``a = q @ h @ q^H`` when ``calc_q``), h upper Hessenberg: LAPACK's
+    ``gehrd`` (the ``hessenberg`` primitive) and ``orghr`` from its reflectors."""
     del overwrite_a, check_finite
     a = _matrix(a, "hessenberg")
     if len(_shape(a)) != 2:
@@ -443,7 +444,20 @@ def hessenberg(
     return (h, q) if calc_q else h
 
 
-_hessenberg_compiled = jit(hessenberg_householder, inline=True)
+def _hessenberg_and_q(a: Any) -> tuple[Any, Any]:
+    packed, taus = lax_linalg.hessenberg(a)
+    n = _shape(a)[0]
+    h = diagonals.triu(packed, -1) if n else packed
+    if n <= 1:
+        return h, creation.eye(n, dtype=_dtype(a))
+    # Q = H_0 ... H_{n-2}, reflector j stored below the subdiagonal of column j: the
+    # orthogonal factor of the (n-1) x (n-1) lower-right block, bordered by e_0
+    q_block = lax_linalg.householder_product(packed[1:, :-1], taus)
+    q = creation.eye(n, dtype=_dtype(a))
+    return h, q.at[1:, 1:].set(q_block)
+
+
+_hessenberg_compiled = jit(_hessenberg_and_q, inline=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -668,19 +682,15 @@ def _triangular_sqrt(t: Any) -> Any:
 def _sqrtm_single(a: Any) -> Any:
     if _shape(a)[0] == 1:
         return enp.sqrt(a.astype(dtypes.complex_dtype(_dtype(a))))
-    scaled, scale = unit_scaled(a)
-    if dtypes.issubdtype(_dtype(a), np.complexfloating):
-        t, z = schur_complex(scaled)
-    else:
+    t, z = lax_linalg.schur(a)
+    if not dtypes.issubdtype(_dtype(a), np.complexfloating):
         # as SciPy (and JAX's answers) for real input: the real Schur form keeps real
         # eigenvalues exactly real, so a negative one takes the principal root +i sqrt(|x|)
         # instead of whichever side of the branch cut rounding puts it on
         complex_dtype = dtypes.complex_dtype(_dtype(a))
-        t, z = real_schur_form(scaled)
         t, z = complex_schur_from_real(t.astype(complex_dtype), z.astype(complex_dtype))
-        scale = scale.astype(complex_dtype)
     r = _triangular_sqrt(t)
-    return matmul(matmul(z, r), _h(z)) * enp.sqrt(scale)
+    return matmul(matmul(z, r), _h(z))
 
 
 _sqrtm = jit(lambda a: _per_matrix(_sqrtm_single, a), inline=True)
@@ -750,4 +760,4 @@ def funm(A: Any, func: Any, disp: bool = True) -> Any:
     return result if disp else (result, _funm_error(t))
 
 
-_schur_compiled = jit(schur_complex, inline=True)
+_schur_compiled = jit(lambda a: tuple(lax_linalg.schur(a)), inline=True)

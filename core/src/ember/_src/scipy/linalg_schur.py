@@ -1,12 +1,9 @@
 """``ember.scipy.linalg``'s Schur forms: ``schur``, ``rsf2csf`` and ``solve_sylvester``.
 
-JAX computes Schur forms through LAPACK; ember has no LAPACK, so both forms are iterations
-written over primitives. The complex form is ``ember.numpy.linalg``'s shifted QR algorithm.
-The real form is the Francis double-shift QR algorithm on the real Hessenberg form: each step
-chases a bulge down the active window with Givens rotations, so conjugate eigenvalue pairs
-converge as 2 x 2 diagonal blocks without complex arithmetic. A bottom 2 x 2 block with real
-eigenvalues is split by one rotation; one with complex eigenvalues is final, rotated to
-LAPACK's standard form (equal diagonal entries).
+The Schur forms come from the ``schur`` primitive (``lax.linalg.schur``: LAPACK's ``gees``
+where a platform overrides it, else ember's shifted QR iterations): the complex form for
+complex input, LAPACK's real quasi-triangular form for real input. ``rsf2csf`` turns the real
+form into the complex one as SciPy does.
 """
 
 from __future__ import annotations
@@ -17,34 +14,22 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
+from ember._src.lax import linalg as lax_linalg
 from ember._src.lax.linalg_lu import substitute
 from ember._src.lax.linalg_operands import (
     float_matrix,
-    identity_matrix,
     main_diagonal,
     positions,
-    static_fori,
 )
 from ember._src.numpy import creation, elementwise as enp, linalg as nla, manipulation, reductions
 from ember._src.numpy.contractions import matmul
-from ember._src.numpy.linalg_eig import (
-    _givens,
-    _rotate_columns,
-    _rotate_rows,
-    eig,
-    hessenberg_householder,
-    schur_complex,
-    unit_scaled,
-)
+from ember._src.numpy.linalg_eig import eig
 from ember._src.numpy.nonzero import where
 from ember._src.numpy.operands import promote_to_inexact
-from ember._src.primitives.control_flow.loops import fori_loop, while_loop
+from ember._src.primitives.control_flow.loops import fori_loop
 from ember._src.primitives.indexing import dynamic_slice_op, dynamic_update_slice_op
 from ember._src.transforms.jit import jit
 from ember._src.transforms.vmap import vmap
-
-_ITERATIONS_PER_EIGENVALUE = 30  # LAPACK's budget; a double step usually needs 2-4
-_EXCEPTIONAL_SHIFT_EVERY = 10  # LAPACK's ad-hoc shift breaks the rare cycles of Francis steps
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -84,182 +69,12 @@ def _per_matrix(single, *arrays: Any) -> Any:
 
 
 # --------------------------------------------------------------------------------------------
-# The real Schur form
-
-
-def _similarity(h: Any, z: Any, row: Any, c: Any, s: Any) -> tuple[Any, Any]:
-    """h <- G h G^T with G rotating rows ``row``, ``row + 1``; z <- z G^T."""
-    h = _rotate_columns(_rotate_rows(h, row, c, s), row, c, s)
-    return h, _rotate_columns(z, row, c, s)
-
-
-def _masked_givens(active: Any, x: Any, y: Any) -> tuple[Any, Any]:
-    c, s = _givens(x, y)
-    dtype = _dtype(x)
-    return where(active, c, _const(1, dtype)), where(active, s, _const(0, dtype))
-
-
-def _window(h: Any, finished: Any) -> tuple[Any, Any, Any]:
-    """Zero negligible subdiagonal entries; return (h, lo, hi) of the bottom unreduced block
-    not yet final (hi = 0 when none is left). ``finished[i]`` marks row i's subdiagonal entry
-    as the inside of a final 2 x 2 block."""
-    n = _shape(h)[0]
-    dtype = _dtype(h)
-    on_subdiagonal = np.eye(n, k=-1, dtype=bool)
-    subdiagonal = reductions.sum(where(on_subdiagonal, h, _const(0, dtype)), axis=1)
-    diagonal = enp.abs(main_diagonal(h))
-    above = manipulation.concatenate([creation.zeros((1,), dtype), diagonal[:-1]])
-    eps, tiny = dtypes.finfo(dtype).eps, dtypes.finfo(dtype).tiny
-    threshold = enp.maximum((diagonal + above) * _const(eps, dtype), _const(tiny, dtype))
-    negligible = enp.less_equal(enp.abs(subdiagonal), threshold)  # row i: h[i, i - 1]
-    h = where(enp.logical_and(on_subdiagonal, negligible[:, None]), _const(0, dtype), h)
-    row = positions(n)
-    open_rows = enp.logical_not(enp.logical_or(negligible, finished))
-    hi = reductions.max(where(open_rows, row, np.int32(0)))
-    lo = reductions.max(where(enp.logical_and(negligible, enp.less_equal(row, hi)), row, 0))
-    return h, lo.astype(np.int32), hi.astype(np.int32)
-
-
-def _francis_step(h: Any, z: Any, lo: Any, hi: Any, trace: Any, det: Any) -> tuple[Any, Any]:
-    """One implicit double-shift step on the window h[lo:hi+1, lo:hi+1] (at least 3 x 3) with
-    the shifts that are the roots of ``x^2 - trace x + det``."""
-    n = _shape(h)[0]
-    h00, h01 = _entry(h, lo, lo), _entry(h, lo, lo + 1)
-    h10, h11, h21 = _entry(h, lo + 1, lo), _entry(h, lo + 1, lo + 1), _entry(h, lo + 2, lo + 1)
-    # the first column of (h - s1)(h - s2): the step makes it a multiple of e_lo
-    x = h00 * h00 + h01 * h10 - trace * h00 + det
-    y = h10 * (h00 + h11 - trace)
-    w = h10 * h21
-    always = enp.greater_equal(hi, lo)
-    c, s = _masked_givens(always, y, w)
-    h, z = _similarity(h, z, lo + 1, c, s)
-    y = c * y + s * w
-    c, s = _masked_givens(always, x, y)
-    h, z = _similarity(h, z, lo, c, s)
-
-    def chase(k, state):
-        # the bulge sits in column j: h[j + 2, j] and h[j + 3, j]
-        h, z = state
-        j = _index(lo + k)
-        active = enp.less_equal(j, hi - 2)
-        deep = enp.logical_and(active, enp.less_equal(j + 3, hi))
-        row = enp.minimum(j + 2, n - 2)
-        column = enp.minimum(j, n - 1)
-        c, s = _masked_givens(deep, _entry(h, row, column), _entry(h, row + 1, column))
-        h, z = _similarity(h, z, row, c, s)
-        row = enp.minimum(j + 1, n - 2)
-        c, s = _masked_givens(active, _entry(h, row, column), _entry(h, row + 1, column))
-        return _similarity(h, z, row, c, s)
-
-    return static_fori(0, n - 2, chase, (h, z))
-
-
-def _equal_diagonal_rotation(a: Any, b: Any, c: Any, d: Any) -> tuple[Any, Any]:
-    """(cos, sin) of the rotation that gives a 2 x 2 block with complex eigenvalues equal
-    diagonal entries: LAPACK's standard form (dlanv2), so T's blocks look like SciPy's."""
-    dtype = _dtype(a)
-    sigma = b + c
-    tau = enp.sqrt(sigma * sigma + (a - d) * (a - d))
-    usable = enp.greater(tau, 0)
-    safe_tau = where(usable, tau, _const(1, dtype))
-    cos = enp.sqrt(_const(0.5, dtype) * (1 + enp.abs(sigma) / safe_tau))
-    sign = where(enp.greater_equal(sigma, 0), _const(1, dtype), _const(-1, dtype))
-    sin = -((a - d) * _const(0.5, dtype) / (safe_tau * cos)) * sign
-    return where(usable, cos, _const(1, dtype)), where(usable, sin, _const(0, dtype))
-
-
-def _finish_pair(h: Any, z: Any, lo: Any) -> tuple[Any, Any, Any]:
-    """The bottom 2 x 2 block at (lo, lo) is final: with real eigenvalues, triangularise it;
-    with complex ones, bring it to equal diagonal entries. Returns (h, z, complex_pair)."""
-    dtype = _dtype(h)
-    a, b = _entry(h, lo, lo), _entry(h, lo, lo + 1)
-    c, d = _entry(h, lo + 1, lo), _entry(h, lo + 1, lo + 1)
-    p = (a - d) * _const(0.5, dtype)
-    discriminant = p * p + b * c
-    real_pair = enp.greater_equal(discriminant, 0)
-    root = enp.sqrt(enp.maximum(discriminant, _const(0, dtype)))
-    # (mu - d, c) with mu the eigenvalue farther from d is an eigenvector without cancellation
-    far = p + where(enp.greater_equal(p, 0), root, -root)
-    split_cos, split_sin = _givens(far, c)
-    equal_cos, equal_sin = _equal_diagonal_rotation(a, b, c, d)
-    cos = where(real_pair, split_cos, equal_cos)
-    sin = where(real_pair, split_sin, equal_sin)
-    h, z = _similarity(h, z, lo, cos, sin)
-    # rounding the rotations leave: below the diagonal of a split block, and between the
-    # diagonal entries of a complex one
-    block = dynamic_slice_op(h, (lo, lo), (2, 2))
-    mean = (block[0, 0] + block[1, 1]) * _const(0.5, dtype)
-    diagonal = where(real_pair, main_diagonal(block), manipulation.stack([mean, mean]))
-    below = where(real_pair, _const(0, dtype), block[1, 0])
-    block = manipulation.stack(
-        [manipulation.stack([diagonal[0], block[0, 1]]), manipulation.stack([below, diagonal[1]])]
-    )
-    h = dynamic_update_slice_op(h, block, (lo, lo))
-    return h, z, enp.logical_not(real_pair)
-
-
-def _schur_real_single(a: Any) -> tuple[Any, Any]:
-    n = _shape(a)[0]
-    dtype = _dtype(a)
-    if n == 1:
-        return a, identity_matrix(1, dtype)
-    h, z = hessenberg_householder(a)
-    budget = _ITERATIONS_PER_EIGENVALUE * max(n, 10)
-    finished = creation.zeros((n,), bool)
-
-    def unfinished(state):
-        _, _, _, iteration, _, hi = state
-        return enp.logical_and(enp.greater(hi, 0), enp.less(iteration, budget))
-
-    def iterate(state):
-        h, z, finished, iteration, lo, hi = state
-        top = enp.maximum(hi - 1, 0)
-        corner = dynamic_slice_op(h, (top, top), (2, 2))
-        trace = corner[0, 0] + corner[1, 1]
-        det = corner[0, 0] * corner[1, 1] - corner[0, 1] * corner[1, 0]
-        # LAPACK's exceptional shift (dlahqr) from the last two subdiagonal entries
-        spread = enp.abs(corner[1, 0]) + enp.abs(_entry(h, hi - 1, enp.maximum(hi - 2, 0)))
-        centre = corner[1, 1] + _const(0.75, dtype) * spread
-        exceptional = enp.equal(iteration % _EXCEPTIONAL_SHIFT_EVERY, _EXCEPTIONAL_SHIFT_EVERY - 1)
-        trace = where(exceptional, 2 * centre, trace)
-        det = where(exceptional, centre * centre + _const(0.4375, dtype) * spread * spread, det)
-        pair = enp.equal(hi - lo, 1)
-        stepped_h, stepped_z = _francis_step(h, z, lo, hi, trace, det)
-        split_h, split_z, complex_pair = _finish_pair(h, z, lo)
-        h = where(pair, split_h, stepped_h)
-        z = where(pair, split_z, stepped_z)
-        finished = enp.logical_or(
-            finished, enp.logical_and(pair & complex_pair, enp.equal(positions(n), hi))
-        )
-        h, lo, hi = _window(h, finished)
-        return h, z, finished, iteration + 1, lo, hi
-
-    h, lo, hi = _window(h, finished)
-    state = (h, z, finished, np.int32(0), lo, hi)
-    h, z, finished, _, _, _ = while_loop(unfinished, iterate, state)
-    kept = np.triu(np.ones((n, n), bool)) | (np.eye(n, k=-1, dtype=bool) & finished[:, None])
-    return where(kept, h, _const(0, dtype)), z
-
-
-def _schur_complex_single(a: Any) -> tuple[Any, Any]:
-    if _shape(a)[0] == 1:
-        return a, identity_matrix(1, _dtype(a))
-    scaled, scale = unit_scaled(a)
-    t, z = schur_complex(scaled)
-    return t * scale, z
-
-
-def real_schur_form(a: Any) -> tuple[Any, Any]:
-    """(t, z) for one real square matrix: t quasi upper triangular, ``a = z t z^T``."""
-    scaled, scale = unit_scaled(a)
-    t, z = _schur_real_single(scaled)
-    return t * scale, z
+# The Schur forms, through the ``schur`` primitive
 
 
 def _schur_impl(a: Any) -> tuple[Any, Any]:
-    if dtypes.issubdtype(_dtype(a), np.complexfloating):
-        return _per_matrix(_schur_complex_single, a)
-    return _per_matrix(real_schur_form, a)
+    t, z = lax_linalg.schur(a)
+    return t, z
 
 
 _schur = jit(_schur_impl, inline=True)
@@ -268,7 +83,8 @@ _schur = jit(_schur_impl, inline=True)
 def schur(a: Any, output: str = "real") -> tuple[Any, Any]:
     """(T, Z) with ``a = Z T Z^H``, Z unitary. ``output='complex'`` (or a complex ``a``): T
     upper triangular. ``output='real'`` on a real ``a``: T quasi upper triangular, with a
-    2 x 2 diagonal block for each pair of complex conjugate eigenvalues."""
+    2 x 2 diagonal block for each pair of complex conjugate eigenvalues (LAPACK gees's
+    form)."""
     if output not in ("real", "complex"):
         raise ValueError(
             f"Expected 'output' to be either 'real' or 'complex', got output={output!r}."
@@ -277,8 +93,6 @@ def schur(a: Any, output: str = "real") -> tuple[Any, Any]:
     a = float_matrix(creation.asarray(a), "schur")
     if output == "complex":
         a = a.astype(dtypes.complex_dtype(_dtype(a)))
-    if _shape(a)[-1] == 0:
-        return a, a
     return _schur(a)
 
 
@@ -373,8 +187,8 @@ def _triangular_sylvester(r: Any, lower: Any, f: Any) -> Any:
 
 def _sylvester_schur(a: Any, b: Any, c: Any) -> tuple[Any, Any, Any]:
     """Bartels-Stewart: with A = U R U^H and B^H = V S V^H, ``R Y + Y S^H = U^H C V``."""
-    r, u = _schur_complex_single(a)
-    s, v = _schur_complex_single(_h(b))
+    r, u = lax_linalg.schur(a)
+    s, v = lax_linalg.schur(_h(b))
     y = _triangular_sylvester(r, _h(s), matmul(matmul(_h(u), c), v))
     return matmul(matmul(u, y), _h(v)), main_diagonal(r), enp.conjugate(main_diagonal(s))
 
