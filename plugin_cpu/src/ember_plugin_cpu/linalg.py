@@ -27,10 +27,12 @@ from ember_plugin_kit.linalg_ffi import (
     TYPE_LETTER,
     add_scalar,
     batch_of,
+    both,
     call_rule,
     complex_from_parts,
     conjugate,
     ffi_call,
+    finite_or_zero,
     info_ok,
     is_complex,
     is_empty,
@@ -205,6 +207,7 @@ def eigh_rule(
     n = aval.shape[-1]
     w_aval = ShapedArray((*batch, n), real_dtype(aval.dtype))
     routine = "heevd" if is_complex(aval.dtype) else "syevd"
+    x, finite = finite_or_zero(ctx, x, aval, batch)
     v, w, info = ffi_call(
         ctx,
         lapack_target(routine, aval.dtype),
@@ -215,7 +218,7 @@ def eigh_rule(
         mode=COMPUTE_VECTORS,
         uplo=letter("L" if lower else "U"),
     )
-    ok = info_ok(ctx, info, batch)
+    ok = both(ctx, info_ok(ctx, info, batch), finite, batch)
     v = nan_where_failed(ctx, ok, v, aval, batch)
     w = nan_where_failed(ctx, ok, w, w_aval, batch)
     if subset_by_index is not None:
@@ -257,6 +260,7 @@ def svd_rule(
     s_aval = ShapedArray((*batch, k), real_dtype(aval.dtype))
     u_aval = ShapedArray((*batch, m, m if full else k), aval.dtype)
     vt_aval = ShapedArray((*batch, n if full else k, n), aval.dtype)
+    x, finite = finite_or_zero(ctx, x, aval, batch)
     _, s, u, vt, info = ffi_call(
         ctx,
         lapack_target(routine, aval.dtype),
@@ -266,7 +270,7 @@ def svd_rule(
         aliases={0: 0},
         mode=mode,
     )
-    ok = info_ok(ctx, info, batch)
+    ok = both(ctx, info_ok(ctx, info, batch), finite, batch)
     s = nan_where_failed(ctx, ok, s, s_aval, batch)
     zeros = [0] * len(batch)
     lo, hi = subset_by_index if subset_by_index is not None else (0, k)
@@ -305,6 +309,7 @@ def eig_rule(
     vectors_aval = ShapedArray(aval.shape, complex_dtype)
     info_aval = ShapedArray(batch, INT32)
     real = not is_complex(aval.dtype)
+    x, finite = finite_or_zero(ctx, x, aval, batch)
     outs = ffi_call(
         ctx,
         lapack_target("geev", aval.dtype),
@@ -316,7 +321,7 @@ def eig_rule(
     )
     *w_parts, vl, vr, info = outs
     w = complex_from_parts(ctx, *w_parts, w_aval) if real else w_parts[0]
-    ok = info_ok(ctx, info, batch)
+    ok = both(ctx, info_ok(ctx, info, batch), finite, batch)
     results = [nan_where_failed(ctx, ok, w, ShapedArray((*batch, n), complex_dtype), batch)]
     if compute_left_eigenvectors:
         results.append(nan_where_failed(ctx, ok, vl, vectors_aval, batch))
@@ -345,6 +350,7 @@ def schur_rule(
     eigvals_aval = ShapedArray(aval.shape[:-1], aval.dtype)
     info_aval = ShapedArray(batch, INT32)
     eigvals = [eigvals_aval] * (1 if is_complex(aval.dtype) else 2)  # w, or wr and wi
+    x, finite = finite_or_zero(ctx, x, aval, batch)
     # results: T, Z, the eigenvalues, the count of selected eigenvalues (sdim), info
     t, z, *_, info = ffi_call(
         ctx,
@@ -356,7 +362,7 @@ def schur_rule(
         mode=COMPUTE_VECTORS if compute_schur_vectors else NO_VECTORS,
         sort=NO_SORT,
     )
-    ok = info_ok(ctx, info, batch)
+    ok = both(ctx, info_ok(ctx, info, batch), finite, batch)
     results = [nan_where_failed(ctx, ok, t, aval, batch)]
     if compute_schur_vectors:
         results.append(nan_where_failed(ctx, ok, z, aval, batch))

@@ -238,6 +238,45 @@ def nan_where_failed(
     return ctx.op("stablehlo.select", [mask, x, ctx.full(nan, aval)], aval)
 
 
+def finite_or_zero(
+    ctx: RuleContext, x: str, aval: ShapedArray, batch: Sequence[int]
+) -> tuple[str, str]:
+    """``(x', ok)``: ``ok`` whether each matrix of the stack is all finite, and ``x`` with the
+    others replaced by zeros. LAPACK's iterative routines (syevd, gesdd, geev, gees) may
+    never return on an infinite or NaN entry; they get zeros instead, and ``ok`` turns their
+    results into NaN (``nan_where_failed``)."""
+    bool_aval = ShapedArray(aval.shape, np.dtype(np.bool_))
+    if is_complex(aval.dtype):
+        part = ShapedArray(aval.shape, real_dtype(aval.dtype))
+        finite = ctx.op(
+            "stablehlo.and",
+            [
+                ctx.op("stablehlo.is_finite", [ctx.op("stablehlo.real", [x], part)], bool_aval),
+                ctx.op("stablehlo.is_finite", [ctx.op("stablehlo.imag", [x], part)], bool_aval),
+            ],
+            bool_aval,
+        )
+    else:
+        finite = ctx.op("stablehlo.is_finite", [x], bool_aval)
+    scalar = ShapedArray((), np.dtype(np.bool_))
+    region = ctx.region([scalar, scalar], lambda c, a, b: [c.op("stablehlo.and", [a, b], scalar)])
+    rank = len(aval.shape)
+    ok = ctx.op(
+        "stablehlo.reduce",
+        [finite, ctx.constant(True, scalar)],
+        ShapedArray(tuple(batch), np.dtype(np.bool_)),
+        {"dimensions": _i64s([rank - 2, rank - 1])},
+        regions=[region],
+    )
+    mask = ctx.broadcast_in_dim(ok, bool_aval, list(range(len(batch))))
+    return ctx.op("stablehlo.select", [mask, x, ctx.full(0, aval)], aval), ok
+
+
+def both(ctx: RuleContext, ok: str, other: str, batch: Sequence[int]) -> str:
+    """Two per-matrix success flags combined."""
+    return ctx.op("stablehlo.and", [ok, other], ShapedArray(tuple(batch), np.dtype(np.bool_)))
+
+
 # --------------------------------------------------------------------------------------------
 # Small StableHLO helpers
 
