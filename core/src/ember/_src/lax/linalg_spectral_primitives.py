@@ -21,7 +21,6 @@ from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray, Zero, get_aval
 from ember._src.interpreters.ad_util import instantiate
 from ember._src.interpreters.batching import not_mapped
-from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.lax.linalg_eig import (
     complex_schur_single,
     eig_single,
@@ -42,13 +41,12 @@ from ember._src.lax.linalg_operands import (
     where_broadcast,
 )
 from ember._src.lax.linalg_schur import real_schur_single
-from ember._src.lowering.module import lower_jaxpr_inline
+from ember._src.lowering.expressions import lower_via, reference_via
 from ember._src.primitives import sharding_rules
 from ember._src.primitives.arithmetic import imag
 from ember._src.primitives.comparisons import is_finite
 from ember._src.primitives.shape import convert_element_type, move_axis
 from ember._src.primitives.slicing import concatenate
-from ember._src.reference.evaluation import evaluate_jaxpr
 
 _FLOATING = {np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)}
 _HALF = {np.dtype(np.float16), np.dtype(dtypes.bfloat16)}
@@ -91,40 +89,6 @@ def _in_float32_if_half(algorithm: Callable[..., list[Any]]) -> Callable[..., li
         ]
 
     return run
-
-
-def _generic_lowering(algorithm: Callable[..., list[Any]]):
-    """The lowering of a primitive by ember's own algorithm, traced for the operands' avals
-    and emitted inline (``lower_via`` for a primitive with parameters and several results)."""
-    algorithm = _in_float32_if_half(algorithm)
-
-    def lowering(ctx, *operands, **params):
-        closed = trace_to_jaxpr(lambda *xs: algorithm(*xs, **params), ctx.avals_in)
-        consts = [_constant(ctx, c) for c in closed.consts]
-        return lower_jaxpr_inline(ctx, closed.jaxpr, consts, operands)
-
-    return lowering
-
-
-def _constant(ctx, value: Any) -> str:
-    """An algorithm's constant; an empty one (a 0 x 0 mask) as a splat, since a nested
-    literal of no elements cannot say its shape."""
-    aval = get_aval(value)
-    if aval.size == 0:
-        return ctx.full(np.zeros((), aval.dtype), aval)
-    return ctx.constant(value, aval)
-
-
-def _reference_by_algorithm(algorithm: Callable[..., list[Any]]):
-    """The NumPy evaluation of ember's own algorithm (where NumPy has no such routine)."""
-    algorithm = _in_float32_if_half(algorithm)
-
-    def rule(*operands, **params):
-        avals = [ShapedArray(np.shape(x), np.asarray(x).dtype) for x in operands]
-        closed = trace_to_jaxpr(lambda *xs: algorithm(*xs, **params), avals)
-        return evaluate_jaxpr(closed, [np.asarray(x) for x in operands])
-
-    return rule
 
 
 def _numpy_per_matrix(
@@ -193,8 +157,8 @@ def _define(name: str, abstract_eval, algorithm, *, reference=None, jvp=None):
         abstract_eval=abstract_eval,
         jvp=jvp,
         batch=rules.per_primitive(_batch_rule),
-        lowering=_generic_lowering(algorithm),
-        reference=reference or _reference_by_algorithm(algorithm),
+        lowering=lower_via(_in_float32_if_half(algorithm), multiple_results=True),
+        reference=reference or reference_via(_in_float32_if_half(algorithm), multiple_results=True),
         sharding=rules.per_primitive(_sharding_rule),
         multiple_results=True,
     )
