@@ -29,6 +29,10 @@ uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.u
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
+# The floats narrower than float32, which algorithms compute in float32 (bfloat16 only where
+# ml_dtypes is installed: without it, ``np.dtype(None)`` would be float64).
+HALF_FLOATS = frozenset({float16} | ({np.dtype(bfloat16)} if bfloat16 is not None else set()))
+
 # The three weak "types" of Python scalars, as lattice nodes.
 _WEAK_INT, _WEAK_FLOAT, _WEAK_COMPLEX = "int*", "float*", "complex*"
 

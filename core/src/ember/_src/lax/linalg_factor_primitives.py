@@ -58,7 +58,7 @@ from ember._src.primitives.shape import (
 )
 from ember._src.primitives.slicing import concatenate
 
-_HALF = (np.dtype(np.float16), dtypes.bfloat16)
+_HALF = dtypes.HALF_FLOATS
 _INT32 = np.dtype(np.int32)
 
 

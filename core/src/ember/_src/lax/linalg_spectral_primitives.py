@@ -49,7 +49,7 @@ from ember._src.primitives.shape import convert_element_type, move_axis
 from ember._src.primitives.slicing import concatenate
 
 _FLOATING = {np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)}
-_HALF = {np.dtype(np.float16), np.dtype(dtypes.bfloat16)}
+_HALF = dtypes.HALF_FLOATS
 
 # --------------------------------------------------------------------------------------------
 # What every spectral primitive shares: operand checks, the generic lowering and reference

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ember._src.config import config
 from ember._src.core import ShapedArray, get_aval
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
@@ -35,8 +36,14 @@ def _flat(expression: Expression, params: dict[str, Any]) -> Callable[..., list[
     return flat
 
 
+# Besides the operand types and parameters, x64 decides what a trace makes (the dtype of
+# every Python-scalar constant): part of the cache key.
+_enable_x64 = config.reader("enable_x64")
+
+
 @functools.lru_cache(maxsize=512)
-def _traced_cached(expression: Expression, avals: tuple, params: tuple) -> ClosedJaxpr:
+def _traced_cached(expression: Expression, avals: tuple, params: tuple, x64: bool) -> ClosedJaxpr:
+    del x64  # a key only
     return trace_to_jaxpr(_flat(expression, dict(params)), list(avals), name="expression")
 
 
@@ -48,7 +55,7 @@ def traced(
     avals = tuple(a.update(sharding=None) if a.typed_sharding is not None else a for a in avals)
     key = tuple(sorted(params.items()))
     try:
-        return _traced_cached(expression, avals, key)
+        return _traced_cached(expression, avals, key, bool(_enable_x64()))
     except TypeError:  # a parameter that cannot be hashed: trace it every time
         return trace_to_jaxpr(_flat(expression, params), list(avals), name="expression")
 
