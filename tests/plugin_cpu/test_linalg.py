@@ -30,6 +30,7 @@ from ember._src.lax import (
     linalg_spectral_primitives as spectral,
 )
 from ember._src.lax.linalg_algorithms import EighImplementation, SvdAlgorithm
+from ember.export import export
 from ember_plugin_cpu import linalg
 from ember_plugin_kit.pjrt import lapack_enum_values
 
@@ -818,3 +819,33 @@ def test_an_infinite_entry_gives_nan_instead_of_a_hang():
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip() == "ok"
+
+
+LAZY_LAPACK_SCRIPT = """
+import sys, numpy as np, ember, ember.numpy as enp
+from ember.export import deserialize
+np.asarray(enp.ones(3) + 1)
+assert "scipy.linalg" not in sys.modules, "a program without linear algebra loaded LAPACK"
+exported = deserialize(open(sys.argv[1], "rb").read())
+print(np.asarray(exported.call(4 * np.eye(3, dtype=np.float32)))[2, 2])
+"""
+
+
+def test_lapack_loads_at_first_use_even_for_a_program_lowered_elsewhere(tmp_path):
+    """SciPy's LAPACK loads with the first program that calls it — also one deserialized in a
+    fresh process, which never lowers a linear algebra rule there (uninitialised handlers
+    would crash it)."""
+    exported = export(ember.jit(enp.linalg.cholesky))(ember.ShapeDtypeStruct((3, 3), np.float32))
+    path = tmp_path / "cholesky.bin"
+    path.write_bytes(exported.serialize())
+    env = dict(os.environ, EMBER_PLATFORMS="cpu")
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    done = subprocess.run(
+        [sys.executable, "-c", LAZY_LAPACK_SCRIPT, str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "2.0"

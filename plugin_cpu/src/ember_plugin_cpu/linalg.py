@@ -60,7 +60,13 @@ PERTURBED_TRIDIAGONAL_SOLVE = "tridiagonal_solve_perturbed_ffi"
 
 
 def lapack_target(routine: str, dtype: Any) -> str:
-    """The handler's name: ``lapack_spotrf_ffi`` for routine ``potrf`` in float32."""
+    """The handler's name: ``lapack_spotrf_ffi`` for routine ``potrf`` in float32. Its first
+    use (lowering the first program with linear algebra) loads SciPy's LAPACK into the
+    handlers."""
+    # Imported here, as in plugin.make_backend: loading the plugin never imports jaxlib.
+    from ember_plugin_kit.pjrt import initialize_lapack  # noqa: PLC0415
+
+    initialize_lapack()
     return f"lapack_{TYPE_LETTER[np.dtype(dtype)]}{routine}_ffi"
 
 

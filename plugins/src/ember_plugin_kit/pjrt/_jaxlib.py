@@ -252,15 +252,13 @@ _lapack_targets: list[str] = []
 def register_lapack_handlers() -> list[str]:
     """Register jaxlib's LAPACK handlers (``lapack_spotrf_ffi``, ...) with XLA's CPU client, as
     JAX does for its own CPU backend; returns their names. Once per process (later calls return
-    the same names), before the first CPU program that calls them compiles.
-
-    ``initialize`` first points the handlers at SciPy's LAPACK (SciPy is a jaxlib dependency);
-    each typed-FFI handler is then registered for platform ``cpu`` and declared batch
-    partitionable (XLA may split its leading batch dimensions across devices)."""
+    the same names), before the first CPU program that calls them compiles. Each typed-FFI
+    handler is registered for platform ``cpu`` and declared batch partitionable (XLA may split
+    its leading batch dimensions across devices); ``initialize_lapack`` points them at the
+    routines, when the first program that calls one is lowered."""
     with _lapack_lock:
         if _lapack_targets:
             return list(_lapack_targets)
-        _lapack.initialize()
         for name, handler in _lapack.registrations().items():
             # "_ffi" names are typed-FFI handlers (api_version 1 here); jaxlib 0.10 has no other
             api_version = 1 if name.endswith("_ffi") else 0
@@ -269,6 +267,31 @@ def register_lapack_handlers() -> list[str]:
                 xla_client.register_custom_call_as_batch_partitionable(name)
             _lapack_targets.append(name)
         return list(_lapack_targets)
+
+
+_lapack_initialized: list[bool] = []
+
+
+def initialize_lapack() -> None:
+    """Point the LAPACK handlers at SciPy's routines (SciPy is a jaxlib dependency), once per
+    process. Deferred to the first program that calls one, as JAX defers it: importing SciPy's
+    LAPACK costs a few tenths of a second that a program without linear algebra need not pay."""
+    if _lapack_initialized:
+        return
+    with _lapack_lock:
+        if not _lapack_initialized:
+            _lapack.initialize()
+            _lapack_initialized.append(True)
+
+
+def _initialize_lapack_if_called(program: str | bytes) -> None:
+    """Load the LAPACK routines before compiling or loading a program that calls a handler
+    (one exported elsewhere, or an executable from the persistent cache, was lowered in
+    another process): a handler called uninitialized would crash the interpreter."""
+    if _lapack_targets and not _lapack_initialized:
+        marker = "lapack_" if isinstance(program, str) else b"lapack_"
+        if marker in program:
+            initialize_lapack()
 
 
 def lapack_enum_values() -> dict[str, int]:
@@ -477,6 +500,7 @@ def compile_text(
     custom calls name by index (jaxlib takes them only with a parsed module).
     ``debug_options``: fields of XLA's ``DebugOptions`` the platform compiles with (see
     ``compile_options``)."""
+    _initialize_lapack_if_called(text)
     options = compile_options(devices, debug_options)
     device_list = _jax.DeviceList(tuple(devices))
     if host_callbacks:
@@ -613,6 +637,7 @@ def serialize(client: RawClient, executable: Any) -> bytes:
 
 
 def deserialize(client: RawClient, blob: bytes, devices: Sequence[RawDevice]) -> Any:
+    _initialize_lapack_if_called(blob)
     return client.deserialize_executable(blob, _jax.DeviceList(tuple(devices)), None)
 
 
