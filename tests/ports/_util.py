@@ -5,6 +5,8 @@ call inside the program records its arguments instead, and the test compares the
 numbers with the ones JAX printed for the same code (pinned below each port as literals).
 """
 
+import contextlib
+import io
 import re
 
 import numpy as np
@@ -31,6 +33,27 @@ class Recorder:
     def shows_error(self, e):
         self.print(type(e).__name__)
         self.messages.append(str(e))
+
+
+class _StdoutLines(io.TextIOBase):
+    """What the library itself prints (``debug.print``, ``visualize_array_sharding``),
+    recorded line by line, in order, as ``stdout: ...``."""
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+
+    def write(self, text):
+        for line in text.splitlines():
+            self.recorder.print(f"stdout: {line}")
+        return len(text)
+
+
+def record_program(run_cells):
+    """The record of ``run_cells(print, shows_error)``, what the library prints included."""
+    recorder = Recorder()
+    with contextlib.redirect_stdout(_StdoutLines(recorder)):
+        run_cells(recorder.print, recorder.shows_error)
+    return recorder
 
 
 def plain(value):

@@ -9,30 +9,11 @@ raise on purpose (tagged ``raises-exception`` on the page) record the exception'
 and their messages are checked apart. JAX 0.10.2's records for the same cells are pinned below.
 """
 
-import contextlib
-import io
-
-from tests.ports._util import Recorder, assert_same
+from tests.ports._util import assert_same, record_program
 
 
 def program():
-    recorder = Recorder()
-    print, shows_error = recorder.print, recorder.shows_error
-    with contextlib.redirect_stdout(StdoutLines(recorder)):
-        run_cells(print, shows_error)
-    return recorder
-
-
-class StdoutLines(io.TextIOBase):
-    """What the library itself prints (ember.debug.print), recorded line by line in order."""
-
-    def __init__(self, recorder):
-        self.recorder = recorder
-
-    def write(self, text):
-        for line in text.splitlines():
-            self.recorder.print(f"stdout: {line}")
-        return len(text)
+    return record_program(run_cells)
 
 
 def run_cells(print, shows_error):

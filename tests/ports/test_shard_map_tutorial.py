@@ -21,8 +21,6 @@ Where ember differs on purpose the test says how:
   (compared), in boxes of other widths.
 """
 
-import contextlib
-import io
 import json
 import pathlib
 import re
@@ -30,7 +28,7 @@ import re
 import pytest
 
 from tests.core.util import run_ok
-from tests.ports._util import Recorder, assert_same
+from tests.ports._util import assert_same, record_program
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 pytest.importorskip("ember_plugin_cpu", reason="the tutorial runs on 8 CPU devices")
@@ -38,23 +36,7 @@ RECORD_MARK = "record: "
 
 
 def program():
-    recorder = Recorder()
-    print, shows_error = recorder.print, recorder.shows_error
-    with contextlib.redirect_stdout(StdoutLines(recorder)):
-        run_cells(print, shows_error)
-    return recorder
-
-
-class StdoutLines(io.TextIOBase):
-    """What the library itself prints (ember.debug.visualize_array_sharding), line by line."""
-
-    def __init__(self, recorder):
-        self.recorder = recorder
-
-    def write(self, text):
-        for line in text.splitlines():
-            self.recorder.print(f"stdout: {line}")
-        return len(text)
+    return record_program(run_cells)
 
 
 def run_cells(print, shows_error):
