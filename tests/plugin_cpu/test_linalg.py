@@ -27,6 +27,7 @@ import ember.numpy as enp
 from ember._src import rules
 from ember._src.lax import (
     linalg_factor_primitives as factor,
+    linalg_qr_primitives as qr_prims,
     linalg_spectral_primitives as spectral,
 )
 from ember._src.lax.linalg_algorithms import EighImplementation, SvdAlgorithm
@@ -298,7 +299,7 @@ def test_lu_of_a_singular_matrix_factors():
 
 
 def geqrf(x):
-    return factor.geqrf_p.bind(x)
+    return qr_prims.geqrf_p.bind(x)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -323,7 +324,7 @@ def test_geqp3(dtype, shape):
     jpvt = np.zeros(shape[:-2] + shape[-1:], np.int32)
 
     def geqp3(x, j):
-        return factor.geqp3_p.bind(x, j)
+        return qr_prims.geqp3_p.bind(x, j)
 
     assert targets(geqp3, a, jpvt) == {f"lapack_{letter(dtype)}geqp3_ffi"}
     packed, perm, taus = run(geqp3, a, jpvt)
@@ -343,7 +344,7 @@ def test_householder_product(dtype):
     packed, taus = run(geqrf, a)
 
     def product(a, t):
-        return factor.householder_product_p.bind(a, t)
+        return qr_prims.householder_product_p.bind(a, t)
 
     routine = "ungqr" if np.issubdtype(dtype, np.complexfloating) else "orgqr"
     assert targets(product, packed, taus) == {f"lapack_{letter(dtype)}{routine}_ffi"}
@@ -362,7 +363,7 @@ def test_qr_binds_the_lapack_routines(dtype, full_matrices, pivoting, shape):
     a = rng_matrix(shape, dtype)
 
     def qr(x):
-        return factor.qr_p.bind(x, pivoting=pivoting, full_matrices=full_matrices, use_magma=None)
+        return qr_prims.qr_p.bind(x, pivoting=pivoting, full_matrices=full_matrices, use_magma=None)
 
     if 0 not in shape:
         first = "geqp3" if pivoting else "geqrf"

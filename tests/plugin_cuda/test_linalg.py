@@ -17,6 +17,7 @@ import ember
 from ember._src import rules
 from ember._src.lax import (
     linalg_factor_primitives as factor,
+    linalg_qr_primitives as qr_prims,
     linalg_spectral_primitives as spectral,
 )
 from ember._src.lax.linalg_algorithms import EighImplementation
@@ -129,7 +130,7 @@ def test_lu_calls_getrf_then_builds_the_permutation(dtype, shape):
 @pytest.mark.parametrize("full_matrices", [True, False])
 def test_qr_calls_geqrf_and_orgqr_through_its_generic_lowering(dtype, shape, full_matrices):
     def qr(x):
-        return factor.qr_p.bind(x, pivoting=False, full_matrices=full_matrices, use_magma=None)
+        return qr_prims.qr_p.bind(x, pivoting=False, full_matrices=full_matrices, use_magma=None)
 
     module = lowered(qr, zeros(shape, dtype))
     text = str(module)

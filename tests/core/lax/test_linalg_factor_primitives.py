@@ -16,7 +16,7 @@ import ember
 import ember.numpy as enp
 from ember._src import rules
 from ember._src.core import ShapedArray
-from ember._src.lax import linalg_factor_primitives as prims
+from ember._src.lax import linalg_factor_primitives as prims, linalg_qr_primitives as qr_prims
 from ember._src.runtime.mesh import AbstractMesh, AxisType
 from ember._src.runtime.sharding import NamedSharding, PartitionSpec as P
 from ember.errors import ShardingTypeError
@@ -74,7 +74,7 @@ def triangular_solve(a, b, **params):
 
 
 def qr(x, pivoting=False, full_matrices=True):
-    return prims.qr_p.bind(x, pivoting=pivoting, full_matrices=full_matrices, use_magma=None)
+    return qr_prims.qr_p.bind(x, pivoting=pivoting, full_matrices=full_matrices, use_magma=None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -178,7 +178,7 @@ def test_lu_pivots_to_permutation():
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 4, 3)])
 def test_geqrf_and_householder_product_are_lapacks(rng, dtype, shape):
     x = random(rng, shape, dtype)
-    packed, taus = (np.asarray(v) for v in prims.geqrf_p.bind(x))
+    packed, taus = (np.asarray(v) for v in qr_prims.geqrf_p.bind(x))
     geqrf = lapack_routine("geqrf", dtype)
     orgqr = lapack_routine("ungqr" if np.dtype(dtype).kind == "c" else "orgqr", dtype)
     m, n = shape[-2:]
@@ -191,7 +191,7 @@ def test_geqrf_and_householder_product_are_lapacks(rng, dtype, shape):
         close(flat_packed[i], expected_packed, dtype, 5)
         close(flat_taus[i], expected_taus, dtype)
         if m >= n:
-            q = prims.householder_product_p.bind(flat_packed[i], flat_taus[i])
+            q = qr_prims.householder_product_p.bind(flat_packed[i], flat_taus[i])
             expected_q, info = orgqr(expected_packed, expected_taus)[:2]
             close(q, expected_q, dtype, 5)
 
@@ -201,7 +201,7 @@ def test_geqrf_and_householder_product_are_lapacks(rng, dtype, shape):
 def test_geqp3_is_lapacks_with_zero_based_pivots(rng, dtype, shape):
     x = random(rng, shape, dtype)
     jpvt = np.zeros(shape[-1], np.int32)
-    packed, pivots, taus = (np.asarray(v) for v in prims.geqp3_p.bind(x, jpvt))
+    packed, pivots, taus = (np.asarray(v) for v in qr_prims.geqp3_p.bind(x, jpvt))
     geqp3 = lapack_routine("geqp3", dtype)
     expected_packed, expected_pivots, expected_taus = geqp3(x)[:3]
     np.testing.assert_array_equal(pivots, expected_pivots - 1)
@@ -213,7 +213,7 @@ def test_geqp3_keeps_the_leading_columns_first(rng):
     x = random(rng, (5, 4), np.float64)
     x[:, 3] *= 100  # the column that would be chosen first
     jpvt = np.array([0, 1, 0, 0], np.int32)
-    _, pivots, _ = prims.geqp3_p.bind(x, jpvt)
+    _, pivots, _ = qr_prims.geqp3_p.bind(x, jpvt)
     assert np.asarray(pivots)[0] == 1
     assert np.asarray(pivots)[1] == 3
 
@@ -248,9 +248,9 @@ def test_qr_of_empty_matrices(shape, pivoting):
 
 EMPTY_CASES = {
     "lu": (lambda x: prims.lu_p.bind(x), [(0, 3), (3, 0), (2, 0, 0), (0, 2, 2)]),
-    "geqrf": (lambda x: prims.geqrf_p.bind(x), [(0, 3), (3, 0), (0, 2, 2)]),
+    "geqrf": (lambda x: qr_prims.geqrf_p.bind(x), [(0, 3), (3, 0), (0, 2, 2)]),
     "geqp3": (
-        lambda x: prims.geqp3_p.bind(x, np.zeros(x.shape[:-2] + x.shape[-1:], np.int32)),
+        lambda x: qr_prims.geqp3_p.bind(x, np.zeros(x.shape[:-2] + x.shape[-1:], np.int32)),
         [(0, 3), (3, 0), (0, 2, 2)],
     ),
     "triangular_solve": (
@@ -316,10 +316,10 @@ def _cases(rng):
             lambda p: prims.lu_pivots_to_permutation_p.bind(p, permutation_size=4),
             (pivots,),
         ),
-        "geqrf": (lambda a: prims.geqrf_p.bind(a), (x,)),
-        "geqp3": (lambda a, j: prims.geqp3_p.bind(a, j), (x, np.zeros((3, 4), np.int32))),
+        "geqrf": (lambda a: qr_prims.geqrf_p.bind(a), (x,)),
+        "geqp3": (lambda a, j: qr_prims.geqp3_p.bind(a, j), (x, np.zeros((3, 4), np.int32))),
         "householder_product": (
-            lambda a, t: prims.householder_product_p.bind(a, t),
+            lambda a, t: qr_prims.householder_product_p.bind(a, t),
             (x, random(rng, (3, 3), np.float32)),
         ),
         "qr": (lambda a: qr(a, True, False), (x,)),
@@ -389,7 +389,7 @@ def test_jaxpr_shows_the_primitives_and_their_parameters(rng):
 def test_qr_lowers_through_the_packed_primitives(rng, pivoting, packed):
     # a platform that overrides geqrf/geqp3 and householder_product gets a fast qr
     x = random(rng, (5, 3), np.float32)
-    expression = lambda a: prims._qr_expression(
+    expression = lambda a: qr_prims._qr_expression(
         a, pivoting=pivoting, full_matrices=True, use_magma=None
     )
     text = str(ember.make_jaxpr(expression)(x))
@@ -507,7 +507,7 @@ def test_cholesky_of_a_non_square_matrix_is_a_shape_error():
 
 def test_integer_operands_are_refused():
     with pytest.raises(TypeError, match="floating-point"):
-        prims.geqrf_p.bind(np.zeros((3, 3), np.int32))
+        qr_prims.geqrf_p.bind(np.zeros((3, 3), np.int32))
 
 
 def test_triangular_solve_checks_the_shared_dimension():

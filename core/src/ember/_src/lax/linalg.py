@@ -21,10 +21,8 @@ from ember._src.lax.linalg_algorithms import (
 from ember._src.lax.linalg_cholesky import cholesky_rank_one_update
 from ember._src.lax.linalg_factor_primitives import (
     cholesky_p,
-    householder_product_p,
     lu_p,
     lu_pivots_to_permutation_p,
-    qr_p,
     triangular_solve_p,
     tridiagonal_solve_p,
 )
@@ -39,6 +37,7 @@ from ember._src.lax.linalg_operands import (
 )
 from ember._src.lax.linalg_qdwh import qdwh_polar
 from ember._src.lax.linalg_qr import QRResult
+from ember._src.lax.linalg_qr_primitives import householder_product_p, qr_p
 from ember._src.lax.linalg_spectral_primitives import (
     eig_p,
     eigh_p,

@@ -1,22 +1,19 @@
 """The factorisation primitives, named and parametrised as JAX's ``lax.linalg`` ones so that
 plugins override them per platform by name: ``cholesky``, ``triangular_solve``, ``lu``,
-``lu_pivots_to_permutation``, ``geqrf``, ``geqp3``, ``householder_product``, ``qr`` and
-``tridiagonal_solve``.
+``lu_pivots_to_permutation`` and ``tridiagonal_solve`` (the QR family is in
+``linalg_qr_primitives``, what they share in ``linalg_primitive_rules``).
 
 Operands are stacks of matrices (any leading batch axes). Results follow LAPACK's conventions
 on every path (packed factors, zero-based int32 pivots, larfg's reflector signs), and a
 factorisation that fails (cholesky of a matrix that is not positive definite) gives NaN in
 every entry of *that* matrix. The generic lowerings are StableHLO's own ``cholesky`` and
-``triangular_solve``, and ember's loops (``lax.linalg_*``) lowered through their jaxprs;
-``qr`` binds ``geqrf``/``geqp3`` and ``householder_product``, so a platform that overrides
-those gets a fast ``qr``. The reference rules are NumPy (``linalg_factor_reference``) or the
+``triangular_solve``, and ember's loops (``lax.linalg_*``) lowered through their jaxprs. The
+reference rules are NumPy (``linalg_factor_reference``) or the
 same loops evaluated with the reference rules. Half-precision matrices are computed in
 float32."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,29 +25,35 @@ from ember._src.interpreters.ad_util import add_tangents, instantiate
 from ember._src.interpreters.batching import not_mapped
 from ember._src.lax import linalg_factor_reference as numpy_rules
 from ember._src.lax.linalg_cholesky import cholesky_single
-from ember._src.lax.linalg_householder import householder_q
 from ember._src.lax.linalg_lu import lu_pivoted, pivots_to_permutation
 from ember._src.lax.linalg_operands import (
     batched,
     conj_if_complex,
-    conj_transpose,
     identity_matrix,
     main_diagonal,
     real_part,
     transpose_last_axes,
     where_broadcast,
 )
-from ember._src.lax.linalg_packed_qr import geqp3_packed, geqrf_packed
+from ember._src.lax.linalg_primitive_rules import (
+    batch_at_front,
+    batch_dims_split,
+    check_batch,
+    check_matrix,
+    check_same_dtype,
+    fail_shape,
+    in_float32,
+    tril,
+    triu,
+    zeros_results,
+)
 from ember._src.lax.linalg_tridiagonal import thomas
 from ember._src.lax.slicing import full
 from ember._src.lowering.expressions import lower_expression, lower_via, reference_via
-from ember._src.primitives import sharding_rules
 from ember._src.primitives.arithmetic import imag, real
 from ember._src.primitives.comparisons import is_finite
 from ember._src.primitives.reduce import reduce_and
 from ember._src.primitives.shape import (
-    batch_size,
-    bdim_to_front,
     broadcast_to_shape,
     convert_element_type,
     move_axis,
@@ -63,136 +66,11 @@ _INT32 = np.dtype(np.int32)
 
 
 # --------------------------------------------------------------------------------------------
-# What every primitive shares: checks, lowering and evaluating an expression, batching,
-# sharding
-
-
-def _fail_shape(what: str, message: str) -> errors.ShapeMismatchError:
-    return errors.ShapeMismatchError(f"{what}: {message}{errors.where()}")
-
-
-def _check_matrix(what: str, x: ShapedArray, square: bool = False) -> None:
-    if x.ndim < 2:
-        raise _fail_shape(what, f"expected a matrix or a stack of them, got {x.str_short()}")
-    if square and x.shape[-1] != x.shape[-2]:
-        raise _fail_shape(what, f"expected square matrices, got {x.str_short()}")
-    if not dtypes.is_inexact(x.dtype):
-        raise errors.EmberTypeError(
-            f"{what}: expected a floating-point or complex operand, got {x.str_short()}"
-            f"{errors.where()}"
-        )
-
-
-def _check_same_dtype(what: str, *avals: ShapedArray) -> None:
-    if len({a.dtype for a in avals}) != 1:
-        operands = ", ".join(a.str_short() for a in avals)
-        raise errors.EmberTypeError(
-            f"{what}: the operands must share a dtype, got {operands}{errors.where()}"
-        )
-
-
-def _check_batch(what: str, x: ShapedArray, other: ShapedArray, core: int, name: str) -> None:
-    batch = x.shape[:-2]
-    if other.ndim != len(batch) + core or other.shape[: len(batch)] != batch:
-        raise _fail_shape(
-            what, f"{name} ({other.str_short()}) must have the batch dimensions {batch}"
-        )
-
-
-def _in_float32(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` computed in float32 for half-precision operands, its results converted back."""
-
-    @functools.wraps(fn)
-    def wrapped(*args: Any, **params: Any) -> Any:
-        dtype = get_aval(args[0]).dtype
-        if dtype not in _HALF:
-            return fn(*args, **params)
-        up = [
-            convert_element_type(a, np.float32) if get_aval(a).dtype == dtype else a for a in args
-        ]
-        outs = fn(*up, **params)
-        if isinstance(outs, (list, tuple)):
-            return [convert_element_type(o, dtype) if _is_float32(o) else o for o in outs]
-        return convert_element_type(outs, dtype)
-
-    return wrapped
-
-
-def _is_float32(x: Any) -> bool:
-    return get_aval(x).dtype == np.dtype(np.float32)
-
-
-def _batch_at_front(primitive):
-    """Batching: every operand's batch axis moves to the front (unbatched ones are broadcast)
-    and the primitive is bound once."""
-
-    def rule(vals, dims, **params):
-        size = batch_size(vals, dims)
-        fronts = [bdim_to_front(v, d, size) for v, d in zip(vals, dims)]
-        outs = primitive.bind(*fronts, **params)
-        if primitive.multiple_results:
-            return outs, [0] * len(outs)
-        return outs, 0
-
-    return rule
-
-
-def _batch_dims_split(
-    core_in: Sequence[int], core_out: Callable[..., int | Sequence[int]]
-) -> rules.per_primitive:
-    """A sharding rule for primitives over stacks: the batch dimensions (the same in every
-    operand) may be split, each the same way in every operand; the matrix (or vector)
-    dimensions, ``core_in`` trailing ones of each operand, must be whole. ``core_out(**params)``
-    gives the number of trailing core dimensions of each result (an int: the one result)."""
-
-    def build(primitive):
-        def rule(*avals, **params):
-            what = primitive.name
-            mesh = sharding_rules.common_mesh(what, avals)
-            for aval, core in zip(avals, core_in):
-                dims = range(aval.ndim - core, aval.ndim)
-                sharding_rules.require_unsplit(
-                    what, avals, aval, dims, "a factorisation needs whole matrices"
-                )
-            batch = avals[0].ndim - core_in[0]
-            columns = zip(*(sharding_rules.entries(a)[:batch] for a in avals))
-            split = [sharding_rules.consensus(what, avals, c) for c in columns]
-            cores = core_out(**params)
-            if isinstance(cores, int):
-                return sharding_rules.build(what, avals, mesh, [*split, *(None,) * cores])
-            return [sharding_rules.build(what, avals, mesh, [*split, *(None,) * c]) for c in cores]
-
-        return rule
-
-    return rules.per_primitive(build)
-
-
-def _tril(x: Any, k: int = 0) -> Any:
-    m, n = get_aval(x).shape[-2:]
-    return where_broadcast(np.tril(np.ones((m, n), bool), k), x, 0).astype(get_aval(x).dtype)
-
-
-def _triu(x: Any, k: int = 0) -> Any:
-    m, n = get_aval(x).shape[-2:]
-    return where_broadcast(np.triu(np.ones((m, n), bool), k), x, 0).astype(get_aval(x).dtype)
-
-
-def _eye_like(x: Any, rows: int, columns: int) -> Any:
-    batch = get_aval(x).shape[:-2]
-    eye = identity_matrix(rows, get_aval(x).dtype, columns)
-    return broadcast_to_shape(eye, (*batch, rows, columns))
-
-
-def _zeros_results(ctx) -> list[Any]:
-    return [ctx.constant(np.zeros(a.shape, a.dtype), a) for a in ctx.avals_out]
-
-
-# --------------------------------------------------------------------------------------------
 # cholesky
 
 
 def _cholesky_abstract_eval(x):
-    _check_matrix("cholesky", x, square=True)
+    check_matrix("cholesky", x, square=True)
     return ShapedArray(x.shape, x.dtype)
 
 
@@ -214,7 +92,7 @@ def _cholesky_checked(raw: Any) -> Any:
     """StableHLO's Cholesky result made LAPACK's: the strictly upper part (left undefined)
     zeroed, and NaN for each matrix that is not positive definite (a diagonal entry that is
     not positive, or any entry not finite)."""
-    lower = _tril(raw)
+    lower = tril(raw)
     positive = reduce_and(real_part(main_diagonal(lower)) > 0, axes=(get_aval(lower).ndim - 2,))
     ndim = get_aval(lower).ndim
     finite = reduce_and(_finite(lower), axes=(ndim - 2, ndim - 1))
@@ -226,7 +104,7 @@ def _cholesky_half(x: Any) -> Any:
     return convert_element_type(factor, get_aval(x).dtype)
 
 
-@_in_float32
+@in_float32
 def _cholesky_loop(x: Any) -> Any:
     if get_aval(x).size == 0:  # nothing to factorise (nor to slice a loop's column from)
         return x
@@ -236,7 +114,7 @@ def _cholesky_loop(x: Any) -> Any:
 def _cholesky_lowering(ctx, x):
     (aval,) = ctx.avals_in
     if aval.size == 0:
-        return _zeros_results(ctx)[0]
+        return zeros_results(ctx)[0]
     if aval.dtype in _HALF:
         return lower_expression(ctx, _cholesky_half, [x], {})[0]
     out = ctx.avals_out[0].update(sharding=None)
@@ -270,7 +148,7 @@ cholesky_p = rules.define_primitive(
     "cholesky",
     abstract_eval=_cholesky_abstract_eval,
     jvp=_cholesky_jvp,
-    batch=rules.per_primitive(_batch_at_front),
+    batch=rules.per_primitive(batch_at_front),
     # XLA's own Cholesky is slower on CPU than the column loop (a 128 x 128 float32 stack of 8:
     # 55 ms against 2 ms); elsewhere it is the platform's (cuSOLVER's on GPU)
     lowering={
@@ -278,7 +156,7 @@ cholesky_p = rules.define_primitive(
         "cpu": lower_via(_cholesky_loop, multiple_results=False),
     },
     reference=_cholesky_reference,
-    sharding=_batch_dims_split((2,), lambda: 2),
+    sharding=batch_dims_split((2,), lambda: 2),
 )
 
 
@@ -290,14 +168,14 @@ def _triangular_solve_abstract_eval(
     a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal
 ):
     what = "triangular_solve"
-    _check_matrix(what, a, square=True)
-    _check_matrix(what, b)
-    _check_same_dtype(what, a, b)
-    _check_batch(what, a, b, 2, "b")
+    check_matrix(what, a, square=True)
+    check_matrix(what, b)
+    check_same_dtype(what, a, b)
+    check_batch(what, a, b, 2, "b")
     common = b.shape[-2] if left_side else b.shape[-1]
     if common != a.shape[-1]:
         side = "rows" if left_side else "columns"
-        raise _fail_shape(
+        raise fail_shape(
             what, f"b ({b.str_short()}) must have {a.shape[-1]} {side} to meet a ({a.str_short()})"
         )
     return ShapedArray(b.shape, b.dtype)
@@ -333,7 +211,7 @@ def _triangular_solve_lowering(
     )
     out = ctx.avals_out[0]
     if out.size == 0:
-        return _zeros_results(ctx)[0]
+        return zeros_results(ctx)[0]
     dtype = ctx.avals_in[0].dtype
     if dtype in _HALF or (conjugate_a and not transpose_a and dtype.kind == "c"):
         return lower_expression(ctx, _triangular_solve_rewritten, [a, b], params)[0]
@@ -359,7 +237,7 @@ def _solve_tangent_in_a(g_a, ans, a, *, left_side, lower, transpose_a, conjugate
     ``-op(a)^-1 op(g_a) x`` (left) or ``-x op(g_a) op(a)^-1``, g_a restricted to the triangle
     that is read, the products ordered to be cheapest."""
     m, n = get_aval(ans).shape[-2:]
-    g_a = _tril(g_a, -1 if unit_diagonal else 0) if lower else _triu(g_a, 1 if unit_diagonal else 0)
+    g_a = tril(g_a, -1 if unit_diagonal else 0) if lower else triu(g_a, 1 if unit_diagonal else 0)
     g_a = -g_a
     g_a = transpose_last_axes(g_a) if transpose_a else g_a
     g_a = conj_if_complex(g_a) if conjugate_a else g_a
@@ -404,7 +282,7 @@ def _triangular_solve_batch(vals, dims, **params):
     a, b = vals
     a_dim, b_dim = dims
     if a_dim is not not_mapped or get_aval(b).ndim != get_aval(a).ndim + 1:
-        return _batch_at_front(triangular_solve_p)(vals, dims, **params)
+        return batch_at_front(triangular_solve_p)(vals, dims, **params)
     side = -1 if params["left_side"] else -2
     ndim = get_aval(b).ndim
     b = move_axis(b, b_dim, ndim + side)
@@ -425,7 +303,7 @@ triangular_solve_p = rules.define_primitive(
     batch=_triangular_solve_batch,
     lowering=_triangular_solve_lowering,
     reference=_triangular_solve_reference,
-    sharding=_batch_dims_split((2, 2), lambda **_: 2),
+    sharding=batch_dims_split((2, 2), lambda **_: 2),
 )
 
 
@@ -434,7 +312,7 @@ triangular_solve_p = rules.define_primitive(
 
 
 def _lu_abstract_eval(x):
-    _check_matrix("lu", x)
+    check_matrix("lu", x)
     *batch, m, n = x.shape
     batch = tuple(batch)
     return [
@@ -444,7 +322,7 @@ def _lu_abstract_eval(x):
     ]
 
 
-@_in_float32
+@in_float32
 def _lu_expression(x):
     return batched(lu_pivoted, x)
 
@@ -456,11 +334,11 @@ def _lu_jvp_single(lu, a_dot, permutation):
     m, n = get_aval(lu).shape
     k = min(m, n)
     dtype = get_aval(lu).dtype
-    lower = _tril(lu[:, :k], -1)
+    lower = tril(lu[:, :k], -1)
     if m > k:
         lower = _pad_columns(lower, m - k)
     lower = lower + identity_matrix(m, dtype)
-    upper = _triu(lu[:k, :])
+    upper = triu(lu[:k, :])
     if n > k:
         upper = _pad_rows(upper, n - k) + _corner_identity(n, k, dtype)
     solve = dict(lower=True, transpose_a=False, conjugate_a=False)
@@ -470,7 +348,7 @@ def _lu_jvp_single(lu, a_dot, permutation):
     lau = triangular_solve_p.bind(
         upper, la, left_side=False, **{**solve, "lower": False}, unit_diagonal=False
     )
-    return lower @ _tril(lau, -1) + _triu(lau) @ upper
+    return lower @ tril(lau, -1) + triu(lau) @ upper
 
 
 def _pad_columns(x: Any, count: int) -> Any:
@@ -502,10 +380,10 @@ lu_p = rules.define_primitive(
     "lu",
     abstract_eval=_lu_abstract_eval,
     jvp=_lu_jvp,
-    batch=rules.per_primitive(_batch_at_front),
+    batch=rules.per_primitive(batch_at_front),
     lowering=lower_via(_lu_expression, multiple_results=True),
     reference=reference_via(_lu_expression, multiple_results=True),
-    sharding=_batch_dims_split((2,), lambda: (2, 1, 1)),
+    sharding=batch_dims_split((2,), lambda: (2, 1, 1)),
     multiple_results=True,
 )
 
@@ -518,7 +396,7 @@ def _lu_pivots_to_permutation_abstract_eval(pivots, *, permutation_size):
             f"{errors.where()}"
         )
     if pivots.shape[-1] > permutation_size:
-        raise _fail_shape(
+        raise fail_shape(
             what, f"pivots ({pivots.str_short()}) longer than permutation_size={permutation_size}"
         )
     return ShapedArray((*pivots.shape[:-1], permutation_size), _INT32)
@@ -533,243 +411,11 @@ def _lu_pivots_to_permutation_expression(pivots, *, permutation_size):
 lu_pivots_to_permutation_p = rules.define_primitive(
     "lu_pivots_to_permutation",
     abstract_eval=_lu_pivots_to_permutation_abstract_eval,
-    batch=rules.per_primitive(_batch_at_front),
+    batch=rules.per_primitive(batch_at_front),
     lowering=lower_via(_lu_pivots_to_permutation_expression, multiple_results=False),
     reference=reference_via(_lu_pivots_to_permutation_expression, multiple_results=False),
-    sharding=_batch_dims_split((1,), lambda **_: 1),
+    sharding=batch_dims_split((1,), lambda **_: 1),
 )
-
-
-# --------------------------------------------------------------------------------------------
-# geqrf, geqp3, householder_product
-
-
-def _geqrf_abstract_eval(x):
-    _check_matrix("geqrf", x)
-    *batch, m, n = x.shape
-    return [ShapedArray(x.shape, x.dtype), ShapedArray((*batch, min(m, n)), x.dtype)]
-
-
-@_in_float32
-def _geqrf_expression(x):
-    return batched(geqrf_packed, x)
-
-
-geqrf_p = rules.define_primitive(
-    "geqrf",
-    abstract_eval=_geqrf_abstract_eval,
-    batch=rules.per_primitive(_batch_at_front),
-    lowering=lower_via(_geqrf_expression, multiple_results=True),
-    reference=reference_via(_geqrf_expression, multiple_results=True),
-    sharding=_batch_dims_split((2,), lambda: (2, 1)),
-    multiple_results=True,
-)
-
-
-def _geqp3_abstract_eval(x, jpvt):
-    what = "geqp3"
-    _check_matrix(what, x)
-    *batch, m, n = x.shape
-    if jpvt.dtype != _INT32 or jpvt.shape != (*batch, n):
-        raise errors.EmberTypeError(
-            f"{what}: jpvt must be int32 of shape {(*batch, n)}, got {jpvt.str_short()}"
-            f"{errors.where()}"
-        )
-    return [
-        ShapedArray(x.shape, x.dtype),
-        ShapedArray(jpvt.shape, _INT32),
-        ShapedArray((*batch, min(m, n)), x.dtype),
-    ]
-
-
-@_in_float32
-def _geqp3_expression(x, jpvt):
-    return batched(geqp3_packed, x, jpvt, core_ndims=(2, 1))
-
-
-geqp3_p = rules.define_primitive(
-    "geqp3",
-    abstract_eval=_geqp3_abstract_eval,
-    batch=rules.per_primitive(_batch_at_front),
-    lowering=lower_via(_geqp3_expression, multiple_results=True),
-    reference=reference_via(_geqp3_expression, multiple_results=True),
-    sharding=_batch_dims_split((2, 1), lambda: (2, 1, 1)),
-    multiple_results=True,
-)
-
-
-def _householder_product_abstract_eval(a, taus):
-    what = "householder_product"
-    _check_matrix(what, a)
-    _check_same_dtype(what, a, taus)
-    _check_batch(what, a, taus, 1, "taus")
-    m, n = a.shape[-2:]
-    if m < n:
-        raise _fail_shape(
-            what, f"a must have at least as many rows as columns, got {a.str_short()}"
-        )
-    if taus.shape[-1] > n:
-        raise _fail_shape(what, f"taus ({taus.str_short()}) has more than {n} reflectors")
-    return ShapedArray(a.shape, a.dtype)
-
-
-@_in_float32
-def _householder_product_expression(a, taus):
-    n = get_aval(a).shape[-1]
-    return batched(lambda m, t: householder_q(m, t, n), a, taus, core_ndims=(2, 1))
-
-
-householder_product_p = rules.define_primitive(
-    "householder_product",
-    abstract_eval=_householder_product_abstract_eval,
-    batch=rules.per_primitive(_batch_at_front),
-    lowering=lower_via(_householder_product_expression, multiple_results=False),
-    reference=reference_via(_householder_product_expression, multiple_results=False),
-    sharding=_batch_dims_split((2, 1), lambda: 2),
-)
-
-
-# --------------------------------------------------------------------------------------------
-# qr
-
-
-def _qr_abstract_eval(x, *, pivoting, full_matrices, use_magma):
-    _check_matrix("qr", x)
-    *batch, m, n = x.shape
-    k = m if full_matrices else min(m, n)
-    outs = [ShapedArray((*batch, m, k), x.dtype), ShapedArray((*batch, k, n), x.dtype)]
-    if pivoting:
-        outs.append(ShapedArray((*batch, n), _INT32))
-    return outs
-
-
-def _qr_expression(x, *, pivoting, full_matrices, use_magma):
-    """JAX's construction: the packed factorisation, then Q from its reflectors (x padded to
-    (m, m) when Q is the full one), R its upper triangle."""
-    *batch, m, n = get_aval(x).shape
-    dtype = get_aval(x).dtype
-    k = m if full_matrices else min(m, n)
-    if m == 0 or n == 0:
-        q = _eye_like(full((*batch, m, n), 0, dtype), m, k)
-        outs = [q, full((*batch, k, n), 0, dtype)]
-        if pivoting:
-            outs.append(broadcast_to_shape(np.arange(n, dtype=np.int32), (*batch, n)))
-        return outs
-    if pivoting:
-        r, p, taus = geqp3_p.bind(x, full((*batch, n), 0, _INT32))
-    else:
-        r, taus = geqrf_p.bind(x)
-    if m < n:
-        q = householder_product_p.bind(r[..., :m, :m], taus)
-    elif full_matrices and m > n:
-        padded = concatenate([r, full((*batch, m, m - n), 0, dtype)], len(batch) + 1)
-        q = householder_product_p.bind(padded, taus)
-    else:
-        q = householder_product_p.bind(r, taus)
-        r = r[..., :n, :n]
-    r = _triu(r)
-    return [q, r, p] if pivoting else [q, r]
-
-
-def _thin_qr_tangent(q: Any, r: Any, dx: Any) -> tuple[Any, Any]:
-    """JAX's rule for (m, n) matrices with m >= n (Townsend's derivation)."""
-    dx_rinv = triangular_solve_p.bind(
-        r,
-        dx,
-        left_side=False,
-        lower=False,
-        transpose_a=False,
-        conjugate_a=False,
-        unit_diagonal=False,
-    )
-    qt_dx_rinv = conj_transpose(q) @ dx_rinv
-    below = _tril(qt_dx_rinv, -1)
-    skew = below - conj_transpose(below)
-    if get_aval(skew).dtype.kind == "c":  # the correction complex inputs need
-        n = get_aval(r).shape[-1]
-        imaginary = qt_dx_rinv - convert_element_type(real(qt_dx_rinv), get_aval(skew).dtype)
-        skew = skew + _eye_like(skew, n, n) * imaginary
-    dq = q @ (skew - qt_dx_rinv) + dx_rinv
-    dr = (qt_dx_rinv - skew) @ r
-    return dq, dr
-
-
-def _solve_adjoint(a: Any, b: Any) -> Any:
-    """x with ``a^H x = b`` (one square matrix), through ``lu``: ``a = P^T L U``."""
-    lu, _, permutation = lu_p.bind(a)
-    solve = dict(left_side=True, transpose_a=True, conjugate_a=True)
-    y = triangular_solve_p.bind(lu, b, lower=False, unit_diagonal=False, **solve)
-    w = triangular_solve_p.bind(lu, y, lower=True, unit_diagonal=True, **solve)
-    return full(get_aval(w).shape, 0, get_aval(w).dtype).at[permutation].set(w)
-
-
-def _qr_jvp(primals, tangents, *, pivoting, full_matrices, use_magma):
-    (x,), (dx,) = primals, tangents
-    params = dict(pivoting=pivoting, full_matrices=full_matrices, use_magma=use_magma)
-    q, r, *p = qr_p.bind(x, **params)
-    outs = [q, r, *p]
-    if type(dx) is Zero:
-        return outs, [Zero(tangent_aval(get_aval(o))) for o in outs]
-    *batch, m, n = get_aval(x).shape
-    if pivoting:  # x[..., :, p] = q r
-        x, dx = _permute_columns(x, p[0]), _permute_columns(dx, p[0])
-    axis = len(batch)
-    if m < n:  # X = [X1 X2] = Q [R1 R2]: X1 is a square QR, R2 = Q^H X2
-        dq, dr1 = _thin_qr_tangent(q, r[..., :, :m], dx[..., :, :m])
-        x2 = (
-            x[..., :, m:]
-            if not pivoting
-            else batched(lambda a, perm: a[:, perm], x, p[0], core_ndims=(2, 1))[..., :, m:]
-        )
-        dr2 = conj_transpose(dq) @ x2 + conj_transpose(q) @ dx[..., :, m:]
-        dr = concatenate([dr1, dr2], axis + 1)
-    else:
-        q_mn = q[..., :, :n] if full_matrices else q
-        r_nn = r[..., :n, :n] if full_matrices else r
-        dq, dr = _thin_qr_tangent(q_mn, r_nn, dx)
-        if full_matrices and m > n:
-            dq, dr = _full_qr_tangent(q, q_mn, dq, dr, n)
-    tangents_out = [dq, dr]
-    if pivoting:
-        tangents_out.append(Zero(tangent_aval(get_aval(p[0]))))
-    return outs, tangents_out
-
-
-def _permute_columns(x: Any, permutation: Any) -> Any:
-    return batched(lambda a, p: a[:, p], x, permutation, core_ndims=(2, 1))
-
-
-def _full_qr_tangent(q: Any, q_mn: Any, dq_mn: Any, dr_nn: Any, n: int) -> tuple[Any, Any]:
-    """The tangent of the full Q's last m - n columns (JAX's rule, arXiv:2409.13374, eqs. 32
-    and 33) and R's zero rows."""
-    batch = get_aval(q).shape[:-2]
-    m = get_aval(q).shape[-1]
-    q_nn, q_pn, q_mp = q_mn[..., :n, :], q_mn[..., n:, :], q[..., :, n:]
-    dq_nn, dq_pn = dq_mn[..., :n, :], dq_mn[..., n:, :]
-    shifted = q_nn - _eye_like(q_nn, n, n)
-    z_pn_h = batched(_solve_adjoint, shifted, conj_transpose(q_pn), core_ndims=(2, 2))
-    z_pn = conj_transpose(z_pn_h)
-    dq_mp = dq_mn @ z_pn_h - (q_mn + q_mp @ z_pn) @ conj_transpose(dq_pn - z_pn @ dq_nn)
-    dq = concatenate([dq_mn, dq_mp], len(batch) + 1)
-    zeros = full((*batch, m - n, n), 0, get_aval(dr_nn).dtype)
-    return dq, concatenate([dr_nn, zeros], len(batch))
-
-
-def _qr_out_cores(*, pivoting, full_matrices, use_magma):
-    return (2, 2, 1) if pivoting else (2, 2)
-
-
-qr_p = rules.define_primitive(
-    "qr",
-    abstract_eval=_qr_abstract_eval,
-    jvp=_qr_jvp,
-    batch=rules.per_primitive(_batch_at_front),
-    lowering=lower_via(_qr_expression, multiple_results=True),
-    reference=reference_via(_qr_expression, multiple_results=True),
-    sharding=_batch_dims_split((2,), _qr_out_cores),
-    multiple_results=True,
-)
-
 
 # --------------------------------------------------------------------------------------------
 # tridiagonal_solve
@@ -778,14 +424,14 @@ qr_p = rules.define_primitive(
 def _tridiagonal_solve_abstract_eval(dl, d, du, b, *, perturb_singular):
     what = "tridiagonal_solve"
     if d.ndim < 1 or dl.shape != d.shape or du.shape != d.shape:
-        raise _fail_shape(
+        raise fail_shape(
             what,
             f"dl, d and du must have one shape (..., m), got {dl.str_short()}, "
             f"{d.str_short()} and {du.str_short()}",
         )
     if b.ndim != d.ndim + 1 or b.shape[:-1] != d.shape:
-        raise _fail_shape(what, f"b must have shape {d.shape} + (n,), got {b.str_short()}")
-    _check_same_dtype(what, dl, d, du, b)
+        raise fail_shape(what, f"b must have shape {d.shape} + (n,), got {b.str_short()}")
+    check_same_dtype(what, dl, d, du, b)
     if not dtypes.is_inexact(b.dtype):
         raise errors.EmberTypeError(
             f"{what}: expected floating-point or complex operands, got {b.str_short()}"
@@ -794,7 +440,7 @@ def _tridiagonal_solve_abstract_eval(dl, d, du, b, *, perturb_singular):
     return ShapedArray(b.shape, b.dtype)
 
 
-@_in_float32
+@in_float32
 def _tridiagonal_solve_expression(dl, d, du, b, *, perturb_singular):
     """The Thomas algorithm; dl[0] and du[-1] lie outside the matrix and are not read."""
     m = get_aval(d).shape[-1]
@@ -856,8 +502,8 @@ tridiagonal_solve_p = rules.define_primitive(
     abstract_eval=_tridiagonal_solve_abstract_eval,
     jvp=_tridiagonal_solve_jvp,
     transpose=_tridiagonal_solve_transpose,
-    batch=rules.per_primitive(_batch_at_front),
+    batch=rules.per_primitive(batch_at_front),
     lowering=lower_via(_tridiagonal_solve_expression, multiple_results=False),
     reference=reference_via(_tridiagonal_solve_expression, multiple_results=False),
-    sharding=_batch_dims_split((1, 1, 1, 2), lambda **_: 2),
+    sharding=batch_dims_split((1, 1, 1, 2), lambda **_: 2),
 )

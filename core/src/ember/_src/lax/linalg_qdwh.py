@@ -13,7 +13,7 @@ import numpy as np
 
 from ember._src.core import get_aval
 from ember._src.lax import linalg_factor_solves as factor_solves
-from ember._src.lax.linalg_factor_primitives import cholesky_p, qr_p
+from ember._src.lax.linalg_factor_primitives import cholesky_p
 from ember._src.lax.linalg_operands import (
     conj_transpose,
     identity_matrix,
@@ -22,6 +22,7 @@ from ember._src.lax.linalg_operands import (
     static_fori,
     where_broadcast,
 )
+from ember._src.lax.linalg_qr_primitives import qr_p
 from ember._src.primitives.control_flow.loops import while_loop
 from ember._src.primitives.math_functions import rsqrt, sqrt
 from ember._src.primitives.selection import select_n

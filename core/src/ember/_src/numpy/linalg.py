@@ -23,7 +23,7 @@ import numpy as np
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.lax import linalg as lax_linalg, linalg_factor_solves as factor_solves
-from ember._src.lax.linalg_factor_primitives import cholesky_p, lu_p, qr_p
+from ember._src.lax.linalg_factor_primitives import cholesky_p, lu_p
 from ember._src.lax.linalg_jacobi import SVDResult
 from ember._src.lax.linalg_operands import (
     check_matrix,
@@ -34,6 +34,7 @@ from ember._src.lax.linalg_operands import (
     symmetrized,
 )
 from ember._src.lax.linalg_qr import QRResult
+from ember._src.lax.linalg_qr_primitives import qr_p
 from ember._src.numpy import creation, diagonals, elementwise as enp, manipulation, reductions
 from ember._src.numpy.contractions import matmul
 from ember._src.transforms.jit import jit

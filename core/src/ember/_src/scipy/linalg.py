@@ -13,11 +13,7 @@ import numpy as np
 from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.lax import linalg as lax_linalg, linalg_factor_solves as factor_solves
-from ember._src.lax.linalg_factor_primitives import (
-    lu_p,
-    lu_pivots_to_permutation_p,
-    qr_p,
-)
+from ember._src.lax.linalg_factor_primitives import lu_p, lu_pivots_to_permutation_p
 from ember._src.lax.linalg_operands import (
     float_matrix,
     hermitian_from_triangle,
@@ -25,6 +21,7 @@ from ember._src.lax.linalg_operands import (
     positions,
     right_hand_side,
 )
+from ember._src.lax.linalg_qr_primitives import qr_p
 from ember._src.numpy import (
     creation,
     diagonals,
