@@ -20,7 +20,6 @@ import numpy as np
 from ember._src import dtypes, errors, rules
 from ember._src.core import ShapedArray, Zero, get_aval
 from ember._src.interpreters.ad_util import instantiate
-from ember._src.interpreters.batching import not_mapped
 from ember._src.lax.linalg_eig import (
     complex_schur_single,
     eig_single,
@@ -40,12 +39,13 @@ from ember._src.lax.linalg_operands import (
     transpose_last_axes,
     where_broadcast,
 )
+from ember._src.lax.linalg_primitive_rules import batch_at_front
 from ember._src.lax.linalg_schur import real_schur_single
 from ember._src.lowering.expressions import lower_via, reference_via
 from ember._src.primitives import sharding_rules
 from ember._src.primitives.arithmetic import imag
 from ember._src.primitives.comparisons import is_finite
-from ember._src.primitives.shape import convert_element_type, move_axis
+from ember._src.primitives.shape import convert_element_type
 from ember._src.primitives.slicing import concatenate
 
 _FLOATING = {np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)}
@@ -117,20 +117,6 @@ def _numpy_per_matrix(
     return [o.reshape(a.shape) for o, a in zip(outs, out_avals)]
 
 
-def _batch_rule(primitive):
-    """Move the batch dimension to the front and bind once: the primitives take stacks."""
-
-    def rule(vals, dims, **params):
-        (x,), (d,) = vals, dims
-        if d is not_mapped:
-            outs = primitive.bind(x, **params)
-            return outs, [not_mapped] * len(outs)
-        outs = primitive.bind(move_axis(x, d, 0), **params)
-        return outs, [0] * len(outs)
-
-    return rule
-
-
 def _sharding_rule(primitive):
     """Batch dimensions may be split (each matrix is factorised where it lives); the matrix
     dimensions must be whole."""
@@ -156,7 +142,7 @@ def _define(name: str, abstract_eval, algorithm, *, reference=None, jvp=None):
         name,
         abstract_eval=abstract_eval,
         jvp=jvp,
-        batch=rules.per_primitive(_batch_rule),
+        batch=rules.per_primitive(batch_at_front),
         lowering=lower_via(_in_float32_if_half(algorithm), multiple_results=True),
         reference=reference or reference_via(_in_float32_if_half(algorithm), multiple_results=True),
         sharding=rules.per_primitive(_sharding_rule),
