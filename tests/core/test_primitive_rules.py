@@ -22,6 +22,7 @@ from ember import lax
 from ember._src import rules
 from ember._src.interpreters.ad_util import add_any_p
 from ember._src.random.gamma import random_gamma_p
+from ember.ad_checkpoint import checkpoint_name
 from ember.test_util import check_grads
 from tests.core.util import assert_close
 
@@ -207,6 +208,7 @@ CASES = {
     "select_n": (lambda p, x, y: lax.select_n(p, x, y), [bools, ANY, ANY], True),
     "convert_element_type": (lambda x: lax.convert_element_type(x, np.float16), [ANY], False),
     "stop_gradient": (lax.stop_gradient, [ANY], False),
+    "name": (lambda x: checkpoint_name(x, "x") * x, [ANY], True),
     "real": (lax.real, [c64], True),
     "imag": (lax.imag, [c64], True),
     "conj": (lax.conj, [c64], True),

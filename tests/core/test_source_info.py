@@ -57,3 +57,28 @@ def test_a_traced_function_starts_with_no_scope():
 def test_name_must_be_a_string():
     with pytest.raises(TypeError, match="must be a string"), ember.named_scope(3):
         pass
+
+
+def test_equations_know_the_column_of_the_expression_that_made_them():
+    def f(x):
+        return x + ember.numpy.sin(x)  # add at column 15, sin at 19
+
+    eqns = ember.make_jaxpr(f)(1.0).jaxpr.eqns
+    by_name = {e.primitive.name: e.source_info for e in eqns}
+    assert by_name["sin"].column == 19 and by_name["add"].column == 15
+    where, function = by_name["sin"].summary().rsplit(" ", 1)
+    assert where.endswith(f":{by_name['sin'].lineno}:19")
+    assert function == f"({f.__qualname__})"
+
+
+def test_a_jaxpr_evaluated_again_keeps_the_lines_that_made_its_equations():
+    def inner(x):
+        return ember.numpy.sin(x) * 2.0
+
+    line = inner.__code__.co_firstlineno + 1
+    # jvp of a jit call traces the body again from its jaxpr: sin and its cos keep inner's line
+    jaxpr = ember.make_jaxpr(lambda x: ember.jvp(ember.jit(inner), (x,), (x,)))(1.0)
+    body = next(e for e in jaxpr.jaxpr.eqns if e.primitive.name == "jit").params["jaxpr"].jaxpr
+    made = {e.primitive.name: e.source_info for e in body.eqns}
+    assert made["sin"].lineno == line and made["cos"].lineno == line
+    assert made["sin"].function == "inner"

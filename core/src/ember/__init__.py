@@ -7,6 +7,7 @@ Backends come from independently installed plugins (``pip install ember-plugin-c
 import importlib as _importlib
 
 from ember import (
+    ad_checkpoint as ad_checkpoint,
     debug as debug,
     dtypes as dtypes,
     errors as errors,
@@ -45,7 +46,6 @@ from ember._src.runtime.backend import Device as Device
 from ember._src.runtime.mesh import set_mesh as set_mesh
 from ember._src.runtime.sharding import PartitionSpec as P
 from ember._src.source_info import named_scope as named_scope
-from ember._src.transforms import checkpoint as checkpoint_policies
 from ember._src.transforms.autodiff import (
     grad as grad,
     jvp as jvp,
@@ -54,7 +54,11 @@ from ember._src.transforms.autodiff import (
     vjp as vjp,
 )
 from ember._src.transforms.caches import clear_caches as clear_caches
-from ember._src.transforms.checkpoint import checkpoint as checkpoint, remat as remat
+from ember._src.transforms.checkpoint import (
+    checkpoint as checkpoint,
+    checkpoint_policies as checkpoint_policies,
+    remat as remat,
+)
 from ember._src.transforms.custom_derivatives import (
     custom_jvp as custom_jvp,
     custom_vjp as custom_vjp,

@@ -8,6 +8,13 @@ import pytest
 import ember
 import ember.numpy as enp
 from ember import checkpoint_policies as policies, lax
+from ember.ad_checkpoint import (
+    Offloadable,
+    Recompute,
+    Saveable,
+    checkpoint_name,
+    saved_residuals,
+)
 from ember.test_util import check_grads
 from tests.core.util import assert_close
 
@@ -37,7 +44,10 @@ POLICIES = [
 ]
 
 
-@pytest.mark.parametrize("policy", POLICIES, ids=lambda p: p.__name__)
+POLICY_IDS = ["nothing", "everything", "dots", "dots_without_batch_dims"]
+
+
+@pytest.mark.parametrize("policy", POLICIES, ids=POLICY_IDS)
 def test_gradients_are_unchanged(problem, policy):
     Ws, x = problem
     plain = ember.grad(lambda Ws: loss(Ws, x, remat=False))(Ws)
@@ -120,7 +130,7 @@ BODIES = {
 }
 
 
-@pytest.mark.parametrize("policy", POLICIES[:3], ids=lambda p: p.__name__)
+@pytest.mark.parametrize("policy", POLICIES[:3], ids=POLICY_IDS[:3])
 @pytest.mark.parametrize("name", sorted(BODIES))
 def test_checkpoint_around_control_flow(name, policy):
     f = BODIES[name]
@@ -186,3 +196,176 @@ def test_checkpoint_around_a_loop_recomputes_its_forward_part():
     # nothing saved: the backward part reruns the loop's forward half, then its transpose
     assert backward_scans(policies.nothing_saveable) == 2
     assert backward_scans(policies.everything_saveable) == 1
+
+
+# --------------------------------------------------------------------------------------------
+# Names and the policies that select by name
+
+
+def _named_layers(x):
+    a = checkpoint_name(enp.sin(x), "a")
+    b = checkpoint_name(enp.sin(a), "b")
+    c = checkpoint_name(enp.sin(b), "c")
+    return enp.sum(c * c)
+
+
+def _saved(policy, x):
+    """What grad of the checkpointed function saves, as print_saved_residuals says."""
+    return [
+        source for _, source in saved_residuals(ember.checkpoint(_named_layers, policy=policy), x)
+    ]
+
+
+def _named(sources):
+    return sorted(s.split("'")[1] for s in sources if s.startswith("named"))
+
+
+NAME_POLICIES = {
+    "only_a": (policies.save_only_these_names("a"), ["a"]),
+    "only_a_c": (policies.save_only_these_names("a", "c"), ["a", "c"]),
+    "names_but_b": (policies.save_any_names_but_these("b"), ["a", "c"]),
+    "anything_but_b": (policies.save_anything_except_these_names("b"), ["c"]),  # a: not needed
+    "both": (
+        policies.save_from_both_policies(
+            policies.save_only_these_names("a"), policies.save_only_these_names("b")
+        ),
+        ["a", "b"],
+    ),
+    "offload_names": (
+        policies.save_and_offload_only_these_names(
+            names_which_can_be_saved=["a"],
+            names_which_can_be_offloaded=["c"],
+            offload_src="device",
+            offload_dst="pinned_host",
+        ),
+        ["a", "c"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", NAME_POLICIES)
+def test_name_policies_save_the_named_values_and_keep_the_gradient(case):
+    policy, names = NAME_POLICIES[case]
+    x = np.linspace(-1.0, 1.0, 5).astype(np.float32)
+    assert _named(_saved(policy, x)) == names
+    expected = ember.grad(_named_layers)(x)
+    assert_close(ember.grad(ember.checkpoint(_named_layers, policy=policy))(x), expected)
+    assert_close(ember.jit(ember.grad(ember.checkpoint(_named_layers, policy=policy)))(x), expected)
+
+
+def test_save_anything_except_these_names_saves_the_excluded_array_under_no_name():
+    def f(x):
+        b = checkpoint_name(enp.sin(x), "b")
+        return enp.sum(b * b)  # the backward pass needs b
+
+    x = np.linspace(-1.0, 1.0, 5).astype(np.float32)
+    saved = lambda policy: [s for _, s in saved_residuals(ember.checkpoint(f, policy=policy), x)]
+    assert any(s.startswith("named 'b'") for s in saved(policies.everything_saveable))
+    # sin's output is the same array as b: it is recomputed too, not saved in b's place
+    excluding = saved(policies.save_anything_except_these_names("b"))
+    assert not any(s.startswith(("named 'b'", "output of sin")) for s in excluding)
+    assert any(s.startswith("output of cos") for s in excluding)
+    policy = policies.save_anything_except_these_names("b")
+    assert_close(ember.grad(ember.checkpoint(f, policy=policy))(x), ember.grad(f)(x))
+
+
+def test_checkpoint_name_is_the_identity_on_every_leaf_and_under_transformations():
+    tree = {"w": np.arange(3.0, dtype=np.float32), "b": np.float32(2.0)}
+    named = checkpoint_name(tree, "p")
+    assert_close(named["w"], tree["w"])
+    assert_close(named["b"], tree["b"])
+    jaxpr = ember.make_jaxpr(lambda x: checkpoint_name(x, "p"))(tree["w"])
+    assert [e.primitive.name for e in jaxpr.jaxpr.eqns] == ["name"]
+    assert jaxpr.jaxpr.eqns[0].params == {"name": "p"}
+    f = lambda x: enp.sum(checkpoint_name(enp.sin(x), "s") ** 2)
+    x = np.linspace(0.0, 1.0, 4).astype(np.float32)
+    assert_close(ember.grad(f)(x), 2 * np.sin(x) * np.cos(x), rtol=1e-5)
+    xs = np.stack([x, x + 1])
+    assert_close(ember.vmap(ember.grad(f))(xs), 2 * np.sin(xs) * np.cos(xs), rtol=1e-5)
+    check_grads(lambda x: checkpoint_name(x * x, "sq"), (x,), order=2)
+
+
+def test_dots_saveable_saves_convolutions_too():
+    def f(x, k):
+        y = lax.conv_general_dilated(x, k, (1, 1), "SAME")
+        return enp.sum(enp.sin(y))
+
+    x = np.ones((1, 2, 5, 5), np.float32)
+    k = np.ones((3, 2, 3, 3), np.float32) * 0.1
+    sources = [
+        s for _, s in saved_residuals(ember.checkpoint(f, policy=policies.dots_saveable), x, k)
+    ]
+    assert any(s.startswith("output of conv_general_dilated") for s in sources)
+    sources = [
+        s
+        for _, s in saved_residuals(
+            ember.checkpoint(f, policy=policies.dots_with_no_batch_dims_saveable), x, k
+        )
+    ]
+    assert not any(s.startswith("output of conv_general_dilated") for s in sources)
+
+
+def test_policies_may_answer_saveable_recompute_or_offloadable():
+    x = np.linspace(-1.0, 1.0, 5).astype(np.float32)
+    by_name = {"a": Saveable, "b": Recompute, "c": Offloadable("device", "pinned_host")}
+
+    def policy(prim, *avals, **params):
+        return by_name[params["name"]] if prim.name == "name" else Recompute
+
+    assert _named(_saved(policy, x)) == ["a", "c"]
+
+
+def test_offload_dot_with_no_batch_dims_saves_those_dots_in_place():
+    def f(w, x):
+        return enp.sum(enp.sin(enp.sin(x @ w) @ w))
+
+    w = np.full((3, 3), 0.5, np.float32)
+    x = np.ones((2, 3), np.float32)
+    policy = policies.offload_dot_with_no_batch_dims("device", "pinned_host")
+    sources = [s for _, s in saved_residuals(ember.checkpoint(f, policy=policy), w, x)]
+    assert sum(s.startswith("output of dot_general") for s in sources) == 2
+    assert not any(s.startswith("output of sin") for s in sources)
+    assert_close(ember.grad(ember.checkpoint(f, policy=policy))(w, x), ember.grad(f)(w, x))
+    batched = lambda w, x: enp.sum(enp.sin(enp.einsum("bij,bjk->bik", x, w)))
+    ws, xs = np.ones((2, 3, 3), np.float32), np.ones((2, 2, 3), np.float32)
+    sources = [s for _, s in saved_residuals(ember.checkpoint(batched, policy=policy), ws, xs)]
+    assert not any(s.startswith("output of dot_general") for s in sources)
+
+
+def test_bad_policies_and_names_are_refused_clearly():
+    x = np.ones(3, np.float32)
+    with pytest.raises(TypeError, match="Offloadable\\(src, dst\\), not the class"):
+        ember.grad(ember.checkpoint(_named_layers, policy=lambda *a, **k: Offloadable))(x)
+    with pytest.raises(TypeError, match="answered 'yes'"):
+        ember.grad(ember.checkpoint(_named_layers, policy=lambda *a, **k: "yes"))(x)
+    with pytest.raises(TypeError, match="name must be a string"):
+        checkpoint_name(x, 3)
+    with pytest.raises(TypeError, match="names must be strings"):
+        policies.save_only_these_names("a", 1)
+    with pytest.raises(ValueError, match="must not share names"):
+        policies.save_and_offload_only_these_names(
+            names_which_can_be_saved=["a"],
+            names_which_can_be_offloaded=["a"],
+            offload_src="device",
+            offload_dst="pinned_host",
+        )
+    with pytest.raises(ValueError, match="memory kind 'disk'"):
+        policies.offload_dot_with_no_batch_dims("device", "disk")
+    both = policies.save_from_both_policies(
+        policies.offload_dot_with_no_batch_dims("device", "pinned_host"),
+        policies.nothing_saveable,
+    )
+    with pytest.raises(ValueError, match="True or False"):
+        ember.grad(ember.checkpoint(_named_layers, policy=both))(x)
+
+
+def test_the_policies_namespace_has_jax_names():
+    names = {
+        "everything_saveable", "nothing_saveable", "dots_saveable", "checkpoint_dots",
+        "dots_with_no_batch_dims_saveable", "checkpoint_dots_with_no_batch_dims",
+        "offload_dot_with_no_batch_dims", "save_anything_except_these_names",
+        "save_any_names_but_these", "save_only_these_names", "save_from_both_policies",
+        "save_and_offload_only_these_names",
+    }  # fmt: skip
+    assert set(vars(policies)) == names
+    assert ember.ad_checkpoint.checkpoint_policies is policies

@@ -17,7 +17,7 @@ import contextlib
 import contextvars
 import sys
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ember._src.errors import is_internal_file
 
@@ -27,16 +27,50 @@ class SourceInfo(NamedTuple):
     lineno: int
     function: str
     name_stack: str = ""  # the named_scope names, outermost first, joined by "/"
+    code: Any = None  # the frame's code object and instruction offset, which give the column
+    lasti: int = -1
 
     def __str__(self) -> str:
         return f"{self.filename}:{self.lineno} ({self.function})"
 
+    @property
+    def column(self) -> int | None:
+        """The 0-based column where the expression that made this equation starts (found from
+        the instruction offset only when asked: most equations are never printed)."""
+        if self.code is None or self.lasti < 0:
+            return None
+        for i, position in enumerate(self.code.co_positions()):
+            if i == self.lasti // 2:
+                return position[2]
+        return None
+
+    def summary(self) -> str:
+        """``file:line:column (qualified function name)``, as JAX summarises a location."""
+        column = self.column
+        where = f"{self.filename}:{self.lineno}" + ("" if column is None else f":{column}")
+        function = getattr(self.code, "co_qualname", self.function)
+        return f"{where} ({function})"
+
 
 _internal_code: dict[object, bool] = {}
 _name_stack: contextvars.ContextVar[str] = contextvars.ContextVar("ember_name_stack", default="")
+# Set while a jaxpr's equation is evaluated again (``eval_jaxpr`` re-binding it under a
+# transformation): the equations made then come from the user's line that made the original
+# one (its name stack inside the scopes in force now), not from whatever user frame is on
+# the stack at the time. Set and reset directly (no context manager): it runs per equation.
+replayed_source_info: contextvars.ContextVar[SourceInfo | None] = contextvars.ContextVar(
+    "ember_replayed_source_info", default=None
+)
 
 
 def current_source_info() -> SourceInfo | None:
+    replayed = replayed_source_info.get()
+    if replayed is not None:
+        outer = _name_stack.get()
+        if not outer:
+            return replayed
+        inner = replayed.name_stack
+        return replayed._replace(name_stack=f"{outer}/{inner}" if inner else outer)
     frame = sys._getframe(1)
     cache = _internal_code
     while frame is not None:
@@ -45,7 +79,14 @@ def current_source_info() -> SourceInfo | None:
         if internal is None:
             internal = cache[code] = is_internal_file(code.co_filename)
         if not internal:
-            return SourceInfo(code.co_filename, frame.f_lineno, code.co_name, _name_stack.get())
+            return SourceInfo(
+                code.co_filename,
+                frame.f_lineno,
+                code.co_name,
+                _name_stack.get(),
+                code,
+                frame.f_lasti,
+            )
         frame = frame.f_back
     return None
 

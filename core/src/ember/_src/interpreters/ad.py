@@ -131,11 +131,15 @@ class LinearFunction:
             for zero, aval in zip(self.out_zero, self.out_avals)
         ]
 
-    def transpose(self, cotangents: Sequence[Any]) -> list[Any]:
-        """The VJP: cotangents of the outputs to cotangents of the inputs."""
+    def transpose(
+        self, cotangents: Sequence[Any], residuals: Sequence[Any] | None = None
+    ) -> list[Any]:
+        """The VJP: cotangents of the outputs to cotangents of the inputs. ``residuals``
+        replace the jaxpr's constants (the same values, passed through a trace)."""
         live = [ct for ct, zero in zip(cotangents, self.out_zero) if not zero]
         args = [UndefinedPrimal(aval) for aval in self.in_avals]
-        return backward_pass(self.jaxpr.jaxpr, self.jaxpr.consts, args, live)
+        consts = self.jaxpr.consts if residuals is None else residuals
+        return backward_pass(self.jaxpr.jaxpr, consts, args, live)
 
 
 def linearize_flat(

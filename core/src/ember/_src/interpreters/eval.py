@@ -12,6 +12,7 @@ from typing import Any
 from ember._src import errors, rules
 from ember._src.core import ShapedArray
 from ember._src.ir import ClosedJaxpr, Jaxpr, Literal, Var
+from ember._src.source_info import replayed_source_info
 
 
 def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
@@ -27,7 +28,12 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
     for var, value in zip(jaxpr.invars, args):
         env[var] = value
     for eqn in jaxpr.eqns:
-        outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+        # What this equation makes comes from the user's line that made it.
+        token = replayed_source_info.set(eqn.source_info)
+        try:
+            outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+        finally:
+            replayed_source_info.reset(token)
         if eqn.primitive.multiple_results:
             for var, value in zip(eqn.outvars, outs):
                 env[var] = value

@@ -8,13 +8,17 @@ point of it: instead of saving every intermediate value the backward pass needs,
 part recomputes the rest from the saved values and the inputs. The staged backward part is
 itself a ``remat`` call, lowered behind an optimisation barrier so XLA cannot merge the
 recomputation back into the forward pass. A policy, the call's ``policy`` parameter, is
-``(primitive, *input avals, **params) -> bool``: may this equation's output be saved?
+``(primitive, *input avals, **params) -> bool``: may this equation's output be saved? It may
+answer with ``Saveable``, ``Recompute`` or ``Offloadable(src, dst)`` instead, as JAX's do.
+
+``name`` (``checkpoint_name``) is the identity on a value, with a name that policies can
+select it by.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ember._src import rules
 from ember._src.core import Zero, get_aval, set_current_trace, tangent_aval
@@ -154,16 +158,63 @@ def _remat_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: di
     return merge(split.out_unknowns, known_results, staged)
 
 
+class RecomputeType:
+    """A policy's answer: recompute this value in the backward pass."""
+
+    def __repr__(self) -> str:
+        return "Recompute"
+
+
+class SaveableType:
+    """A policy's answer: this value may be saved for the backward pass."""
+
+    def __repr__(self) -> str:
+        return "Saveable"
+
+
+Recompute = RecomputeType()
+Saveable = SaveableType()
+
+
+class Offloadable(NamedTuple):
+    """A policy's answer: save this value in memory ``dst`` (moved from ``src``). ember has
+    no memory spaces to move it to, so an offloadable value is saved where it is."""
+
+    src: str
+    dst: str
+
+
+def _may_save(policy: Callable[..., Any], eqn: Eqn) -> bool:
+    answer = policy(eqn.primitive, *[v.aval for v in eqn.invars], **eqn.params)
+    if isinstance(answer, bool):
+        return answer
+    if isinstance(answer, (SaveableType, Offloadable)):
+        return True
+    if isinstance(answer, RecomputeType):
+        return False
+    hint = ""
+    if answer is Offloadable:
+        hint = " (return an instance, Offloadable(src, dst), not the class)"
+    raise TypeError(
+        f"checkpoint: a policy must answer True/False, Saveable, Recompute or "
+        f"Offloadable(src, dst); {policy!r} answered {answer!r} for {eqn.primitive.name}{hint}"
+    )
+
+
 def _choose_saved(
-    needed: Sequence[Any], eqns: Sequence[Eqn], policy: Callable[..., bool]
+    needed: Sequence[Any], eqns: Sequence[Eqn], policy: Callable[..., Any]
 ) -> tuple[list[Var], set[int]]:
     """Which forward values to save (policy permitting) and which equations to recompute.
 
     Walks back from the values the backward part ``needed``: a value the policy lets us save
     is saved; otherwise its equation is recomputed, and what that equation reads is
-    considered in turn. Inputs of the function need neither.
+    considered in turn. Inputs of the function need neither. A policy with
+    ``excluded_names`` (``save_anything_except_these_names``) refuses an array with one of
+    those names under any name: what a ``name`` equation names is the same array, so it is
+    recomputed too rather than offered to the policy again.
     """
     producer = {id(v): eqn for eqn in eqns for v in eqn.outvars}
+    never = _arrays_named(eqns, getattr(policy, "excluded_names", frozenset()))
     saved: list[Var] = []
     saved_ids: set[int] = set()
     recomputed: set[int] = set()
@@ -173,14 +224,27 @@ def _choose_saved(
         eqn = producer.get(id(var))
         if eqn is None or id(var) in saved_ids or id(eqn) in recomputed:
             continue  # an input of the function, or already handled
-        avals = [v.aval for v in eqn.invars]
-        if policy(eqn.primitive, *avals, **eqn.params):
+        if id(var) not in never and _may_save(policy, eqn):
             saved.append(var)
             saved_ids.add(id(var))
         else:
             recomputed.add(id(eqn))
             pending.extend(v for v in eqn.invars if type(v) is Var)
     return saved, recomputed
+
+
+def _arrays_named(eqns: Sequence[Eqn], names: frozenset[str]) -> set[int]:
+    """The variables holding an array named with one of ``names``: the ``name`` equations'
+    results and what they name (through chains of names)."""
+    named: set[int] = set()
+    if not names:
+        return named
+    for eqn in reversed(eqns):
+        if eqn.primitive is name_p and (eqn.params["name"] in names or id(eqn.outvars[0]) in named):
+            named.add(id(eqn.outvars[0]))
+            if type(eqn.invars[0]) is Var:
+                named.add(id(eqn.invars[0]))
+    return named
 
 
 remat_p = rules.define_primitive(
@@ -194,4 +258,28 @@ remat_p = rules.define_primitive(
     reference=_remat_reference,
     partial_eval=_remat_partial_eval,
     multiple_results=True,
+)
+
+
+# --------------------------------------------------------------------------------------------
+# name: a value policies can select by name
+
+
+def _name_jvp(primals, tangents, *, name):
+    # Only the primal value carries the name: it is what a policy may save.
+    return name_p.bind(primals[0], name=name), tangents[0]
+
+
+def _name_batch(vals, dims, *, name):
+    return name_p.bind(vals[0], name=name), dims[0]
+
+
+name_p = rules.define_primitive(
+    "name",
+    sharding=sharding_rules.same_as_operand,
+    abstract_eval=lambda x, *, name: x,
+    jvp=_name_jvp,
+    batch=_name_batch,
+    lowering=lambda ctx, x, *, name: x,
+    reference=lambda x, *, name: x,
 )

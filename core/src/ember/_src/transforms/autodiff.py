@@ -27,6 +27,7 @@ from ember._src.transforms.arguments import (
     leaf_aval,
     normalize_argnums,
 )
+from ember._src.tree.ops import Partial
 from ember._src.tree.util import flatten_fun, tree_flatten, tree_map, tree_unflatten
 
 
@@ -229,7 +230,8 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     out_tree = flat_fun.out_tree
     in_avals = [tangent_aval(get_aval(x)) for x in leaves]
 
-    def vjp_fun(cotangent: Any) -> tuple[Any, ...]:
+    def pullback(*residuals_and_cotangent: Any) -> tuple[Any, ...]:
+        *residuals, cotangent = residuals_and_cotangent
         ct_leaves, ct_tree = tree_flatten(cotangent)
         if ct_tree != out_tree:
             raise TypeError(
@@ -242,10 +244,13 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
                     f"vjp: cotangent leaf #{i} has shape {get_aval(ct).shape}, the output has "
                     f"{get_aval(out).shape}{errors.where()}"
                 )
-        cts = linear.transpose(ct_leaves)
+        cts = linear.transpose(ct_leaves, residuals)
         cts = [_materialize(ct, a, x) for ct, a, x in zip(cts, in_avals, leaves)]
         return tree_unflatten(tree, cts)
 
+    # As JAX's, the vjp function is a pytree whose leaves are the residuals: it can be passed
+    # through jit, and its residuals inspected.
+    vjp_fun = Partial(pullback, *linear.jaxpr.consts)
     result = tree_unflatten(out_tree, outs)
     if has_aux:
         return result, vjp_fun, _strip_jvp(aux_store[0], linear)

@@ -265,15 +265,23 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
     n_const_inputs = len(kconsts) + len(known_consts)
     const_values = [*kconsts, *known_consts]
     # A residual that is one of the known part's const inputs is loop-invariant: pass it
-    # through unstacked instead of saving a copy per iteration.
-    invariant, stacked = [], []
-    positions = {id(v): i for i, v in enumerate(known.jaxpr.invars[:n_const_inputs])}
+    # through unstacked instead of saving a copy per iteration. One that is one of its xs
+    # inputs is that xs, sliced the same way: pass the xs on instead of stacking a copy.
+    invariant, stacked, computed = [], [], []
+    n_inputs_before_xs = n_const_inputs + len(known_carry)
+    const_at = {id(v): i for i, v in enumerate(known.jaxpr.invars[:n_const_inputs])}
+    xs_at = {id(v): j for j, v in enumerate(known.jaxpr.invars[n_inputs_before_xs:])}
     for k, var in enumerate(known.jaxpr.outvars[n_known_out:]):
-        where = positions.get(id(var)) if type(var) is Var else None
-        (invariant if where is not None else stacked).append((k, where))
+        key = id(var) if type(var) is Var else None
+        if key in const_at:
+            invariant.append((k, const_at[key]))
+        elif key in xs_at:
+            stacked.append((k, ("xs", xs_at[key])))
+        else:
+            stacked.append((k, ("out", len(computed))))
+            computed.append(var)
     known_jaxpr = known.jaxpr
-    kept_out = [*known_jaxpr.outvars[:n_known_out]]
-    kept_out += [known_jaxpr.outvars[n_known_out + k] for k, _ in stacked]
+    kept_out = [*known_jaxpr.outvars[:n_known_out], *computed]
     known_body = ClosedJaxpr(
         Jaxpr([], known_jaxpr.invars, kept_out, known_jaxpr.eqns, known_jaxpr.debug_info), []
     )
@@ -292,7 +300,8 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
     n_kc = len(known_carry)
     known_carry_out = known_outs[:n_kc]
     known_ys = known_outs[n_kc:n_known_out]
-    stacked_res = known_outs[n_known_out:]
+    computed_res = known_outs[n_known_out:]
+    stacked_res = [known_xs[i] if kind == "xs" else computed_res[i] for _, (kind, i) in stacked]
     invariant_res = [const_values[where] for _, where in invariant]
 
     # The unknown body takes (residuals, unknown consts, unknown carry, unknown xs); reorder
