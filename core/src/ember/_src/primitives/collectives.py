@@ -7,6 +7,14 @@ collective is batched by its own rule: the part of it that names the vmap's axis
 ordinary reduction or reshuffle of the batch axis, and the rest is bound again for the
 enclosing axes. Binding a collective with no enclosing binder of its axis is an
 ``UnboundAxisError`` at the user's line.
+
+Inside a shard_map body traced with ``check_vma=True``, values are typed by the mesh axes they
+vary over (``ShapedArray.vma``). ``pvary`` (``pcast(..., to='varying')``) makes a value typed
+as the same on every device varying; the collectives first pvary an operand over the axes
+they name that it does not vary over (psum of an invariant value sums its copies), psum,
+pmax and pmin make their result invariant along their axes, and the others keep it varying.
+Transposition follows the types: pvary transposes to psum and psum of a varying value to
+pvary, so ``grad`` inside the body differentiates what each device computes exactly.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import dtypes, errors, rules
+from ember._src import core, dtypes, errors, rules
 from ember._src.core import Primitive, ShapedArray, Zero, axis_size, get_aval
 from ember._src.interpreters.batching import not_mapped
 from ember._src.primitives.arithmetic import div, mul
@@ -70,6 +78,25 @@ def axis_size_of(axis_name: Any) -> int:
 
 def _same(x: ShapedArray, **params: Any) -> ShapedArray:
     return x
+
+
+def _made_invariant(x: ShapedArray, *, axes: tuple) -> ShapedArray:
+    """psum, pmax and pmin: the result is the same along the axes reduced over."""
+    return x.update(vma=x.vma - frozenset(axes)) if x.vma else x
+
+
+def _varying_over(leaf: Any, names: tuple) -> Any:
+    """``leaf`` pvaried over the manual axes among ``names`` it is typed as the same along
+    (a collective over an axis acts on values that may differ along it, as in JAX)."""
+    checked = core.vma_axes()
+    if not checked:
+        return leaf
+    missing = [n for n in names if n in checked and n not in _vma(leaf)]
+    return pvary_p.bind(leaf, axes=core.ordered_axes(missing)) if missing else leaf
+
+
+def _vma(x: Any) -> frozenset:
+    return get_aval(x).vma
 
 
 def _linear_jvp(primitive: Primitive):
@@ -190,11 +217,104 @@ def _all_reduce_lowering(op: str):
 
 
 # --------------------------------------------------------------------------------------------
+# pvary and pcast: a value the same on every device along axes, typed as varying along them
+
+
+def _pvary_abstract_eval(x, *, axes):
+    return x.update(vma=x.vma | frozenset(axes))
+
+
+def _pvary_transpose(ct, x, *, axes):
+    # Every device's cotangent flows back to the one value they all started from: summed.
+    return [ct if type(ct) is Zero else psum_p.bind(ct, axes=axes)]
+
+
+def _pvary_batch(axis_name, size, vals, dims, *, axes):
+    (x,), (d,) = vals, dims
+    _, rest = _split_axes(axes, axis_name)  # over this vmap's axis, a cast that does nothing
+    return (pvary_p.bind(x, axes=rest) if rest else x), d
+
+
+def _identity_lowering(ctx, x, *, axes):
+    return x
+
+
+def _identity(x, *, axes):
+    return x
+
+
+pvary_p = rules.define_primitive(
+    "pvary",
+    sharding=rules.NOT_SHARDABLE,
+    abstract_eval=_pvary_abstract_eval,
+    jvp=rules.per_primitive(_linear_jvp),
+    transpose=_pvary_transpose,
+    lowering=_identity_lowering,
+    reference=_identity,
+    collective_batch=_pvary_batch,
+    own_vma=True,
+)
+core.set_pvary(lambda x, axes: pvary_p.bind(x, axes=axes))
+
+_PCAST_TO = ("varying", "reduced", "unreduced")
+
+
+def pcast(x: Any, axis_name: Any, *, to: str) -> Any:
+    """Cast ``x`` to vary over the named manual axes (``to='varying'``): a value typed as
+    the same on every device along them becomes typed as differing. It computes nothing; its
+    transpose sums over the axes. Outside a body that checks types (``check_vma=False``) it
+    returns ``x``."""
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"axis_name={axis_name!r} must be a tuple or a str. Got {axis_name}")
+    if not axis_name:
+        return x
+    names = _names(axis_name)
+    if to not in _PCAST_TO:
+        raise ValueError(
+            f"Got unexpected `to` value. Allowed `to` values are: {set(_PCAST_TO)}{errors.where()}"
+        )
+    if to != "varying":
+        raise NotImplementedError(
+            f"pcast: to={to!r} is not supported (ember has no reduced or unreduced types); "
+            f"only to='varying'{errors.where()}"
+        )
+    if not core.vma_axes():
+        return x
+
+    def cast(leaf: Any) -> Any:
+        aval = get_aval(leaf)
+        varying = [n for n in names if n in aval.vma]
+        if len(varying) == len(names):
+            raise ValueError(f"Unsupported pcast from=varying, to={to!r}{errors.where()}")
+        if varying:
+            raise ValueError(
+                f"pcast: {aval} varies over {varying} but not over the other axes of "
+                f"{names}; name only axes it is the same along{errors.where()}"
+            )
+        return pvary_p.bind(leaf, axes=core.ordered_axes(names))
+
+    return tree_map(cast, x)
+
+
+def pvary(x: Any, axis_name: Any) -> Any:
+    """``pcast(x, axis_name, to='varying')`` (JAX's older name)."""
+    return pcast(x, axis_name, to="varying")
+
+
+# --------------------------------------------------------------------------------------------
 # psum and pmean
 
 
 def _psum_transpose(ct, x, *, axes):
-    return [ct if type(ct) is Zero else psum_p.bind(ct, axes=axes)]
+    if type(ct) is Zero:
+        return [ct]
+    # Typed: psum of a varying value is psum then a copy to every device, so its transpose
+    # is a cast to varying. Untyped (check_vma=False), psum's transpose stays psum.
+    varying = tuple(a for a in axes if a in x.aval.vma)
+    rest = tuple(a for a in axes if a not in x.aval.vma)
+    if varying:
+        ct = pvary_p.bind(ct, axes=varying)
+    return [psum_p.bind(ct, axes=rest) if rest else ct]
 
 
 def _sum_unbatched(x: Any, size: int) -> Any:
@@ -204,7 +324,8 @@ def _sum_unbatched(x: Any, size: int) -> Any:
 psum_p = rules.define_primitive(
     "psum",
     sharding=rules.NOT_SHARDABLE,
-    abstract_eval=_same,
+    own_vma=True,
+    abstract_eval=_made_invariant,
     jvp=rules.per_primitive(_linear_jvp),
     transpose=_psum_transpose,
     lowering=_implemented_by_plugin("all_reduce", reduction="sum")(
@@ -221,14 +342,17 @@ def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """The sum of ``x`` over the named axis (or axes); every member gets the total."""
     _no_index_groups("psum", axis_index_groups)
     names = _names(axis_name)
-    return tree_map(lambda leaf: psum_p.bind(leaf, axes=names), x)
+    return tree_map(lambda leaf: psum_p.bind(_varying_over(leaf, names), axes=names), x)
 
 
 def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     _no_index_groups("pmean", axis_index_groups)
     names = _names(axis_name)
     size = _total_size(names)
-    return tree_map(lambda leaf: div(psum_p.bind(leaf, axes=names), _scalar(size, leaf)), x)
+    return tree_map(
+        lambda leaf: div(psum_p.bind(_varying_over(leaf, names), axes=names), _scalar(size, leaf)),
+        x,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -242,7 +366,8 @@ def _extreme_unbatched(x: Any, size: int) -> Any:
 pmax_p = rules.define_primitive(
     "pmax",
     sharding=rules.NOT_SHARDABLE,
-    abstract_eval=_same,
+    own_vma=True,
+    abstract_eval=_made_invariant,
     lowering=_implemented_by_plugin("all_reduce", reduction="max")(
         _all_reduce_lowering("stablehlo.maximum")
     ),
@@ -256,13 +381,14 @@ pmax_p = rules.define_primitive(
 def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     _no_index_groups("pmax", axis_index_groups)
     names = _names(axis_name)
-    return tree_map(lambda leaf: pmax_p.bind(leaf, axes=names), x)
+    return tree_map(lambda leaf: pmax_p.bind(_varying_over(leaf, names), axes=names), x)
 
 
 pmin_p = rules.define_primitive(
     "pmin",
     sharding=rules.NOT_SHARDABLE,
-    abstract_eval=_same,
+    own_vma=True,
+    abstract_eval=_made_invariant,
     lowering=_implemented_by_plugin("all_reduce", reduction="min")(
         _all_reduce_lowering("stablehlo.minimum")
     ),
@@ -276,7 +402,7 @@ pmin_p = rules.define_primitive(
 def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     _no_index_groups("pmin", axis_index_groups)
     names = _names(axis_name)
-    return tree_map(lambda leaf: pmin_p.bind(leaf, axes=names), x)
+    return tree_map(lambda leaf: pmin_p.bind(_varying_over(leaf, names), axes=names), x)
 
 
 # --------------------------------------------------------------------------------------------
@@ -328,6 +454,7 @@ def _all_gather_lowering(ctx, x, *, axes, axis, tiled, size):
 all_gather_p = rules.define_primitive(
     "all_gather",
     sharding=rules.NOT_SHARDABLE,
+    own_vma=True,
     abstract_eval=_all_gather_abstract_eval,
     jvp=rules.per_primitive(_linear_jvp),
     transpose=_all_gather_transpose,
@@ -365,6 +492,7 @@ def all_gather(
     def one(leaf: Any) -> Any:
         ndim = np.ndim(leaf) if not hasattr(leaf, "aval") else leaf.aval.ndim
         where = axis % (ndim + (0 if tiled else 1))
+        leaf = _varying_over(leaf, names)
         return all_gather_p.bind(leaf, axes=names, axis=where, tiled=bool(tiled), size=size)
 
     return tree_map(one, x)
@@ -432,6 +560,7 @@ def _psum_scatter_lowering(ctx, x, *, axes, dimension, tiled, size):
 psum_scatter_p = rules.define_primitive(
     "psum_scatter",
     sharding=rules.NOT_SHARDABLE,
+    own_vma=True,
     abstract_eval=_psum_scatter_abstract_eval,
     jvp=rules.per_primitive(_linear_jvp),
     transpose=_psum_scatter_transpose,
@@ -463,7 +592,11 @@ def psum_scatter(
     size = axis_size(names[0])
     return tree_map(
         lambda leaf: psum_scatter_p.bind(
-            leaf, axes=names, dimension=scatter_dimension, tiled=bool(tiled), size=size
+            _varying_over(leaf, names),
+            axes=names,
+            dimension=scatter_dimension,
+            tiled=bool(tiled),
+            size=size,
         ),
         x,
     )
@@ -474,7 +607,8 @@ def psum_scatter(
 
 
 def _axis_index_abstract_eval(*, axes):
-    return ShapedArray((), dtypes.int32)
+    # Each device's own position: varying along the axis, where types track that.
+    return ShapedArray((), dtypes.int32, vma=frozenset(axes) & core.vma_axes())
 
 
 def _axis_index_batch(axis_name, size, vals, dims, *, axes):
@@ -502,6 +636,7 @@ def _axis_index_lowering(ctx, *, axes):
 axis_index_p = rules.define_primitive(
     "axis_index",
     sharding=rules.NOT_SHARDABLE,
+    own_vma=True,
     abstract_eval=_axis_index_abstract_eval,
     lowering=_axis_index_lowering,
     reference=rules.per_primitive(_unbound),
@@ -557,6 +692,7 @@ def _ppermute_lowering(ctx, x, *, axes, perm):
 ppermute_p = rules.define_primitive(
     "ppermute",
     sharding=rules.NOT_SHARDABLE,
+    own_vma=True,
     abstract_eval=_same,
     jvp=rules.per_primitive(_linear_jvp),
     transpose=_ppermute_transpose,
@@ -580,7 +716,9 @@ def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
             )
     if len({s for s, _ in pairs}) != len(pairs) or len({d for _, d in pairs}) != len(pairs):
         raise ValueError(f"ppermute: {pairs} sends from or to a member twice{errors.where()}")
-    return tree_map(lambda leaf: ppermute_p.bind(leaf, axes=(name,), perm=pairs), x)
+    return tree_map(
+        lambda leaf: ppermute_p.bind(_varying_over(leaf, (name,)), axes=(name,), perm=pairs), x
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -670,6 +808,7 @@ def _all_to_all_lowering(ctx, x, *, axes, split_axis, concat_axis, tiled, size):
 all_to_all_p = rules.define_primitive(
     "all_to_all",
     sharding=rules.NOT_SHARDABLE,
+    own_vma=True,
     abstract_eval=_all_to_all_abstract_eval,
     jvp=rules.per_primitive(_linear_jvp),
     transpose=_all_to_all_transpose,
@@ -706,7 +845,12 @@ def all_to_all(
                 f"be {need} (the size of axis {name!r}){errors.where()}"
             )
         return all_to_all_p.bind(
-            leaf, axes=(name,), split_axis=split, concat_axis=concat, tiled=bool(tiled), size=size
+            _varying_over(leaf, (name,)),
+            axes=(name,),
+            split_axis=split,
+            concat_axis=concat,
+            tiled=bool(tiled),
+            size=size,
         )
 
     return tree_map(one, x)

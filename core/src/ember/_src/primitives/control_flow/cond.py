@@ -250,6 +250,7 @@ def _with_outputs(closed: ClosedJaxpr, kept: Sequence[int]) -> ClosedJaxpr:
 
 cond_p = rules.define_primitive(
     "cond",
+    own_vma=True,  # typed by its jaxpr
     discharge=_cond_discharge,
     sharding=_cond_sharding,
     abstract_eval=_cond_abstract_eval,

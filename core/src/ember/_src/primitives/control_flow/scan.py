@@ -77,7 +77,7 @@ def _scan_abstract_eval(*avals, jaxpr, length, reverse, num_consts, num_carry, u
         if not a.shape or a.shape[0] != length:
             raise errors.EmberTypeError(f"scan: xs leaf {a.str_short()} has no axis of {length}")
     out = jaxpr.out_avals
-    ys = [ShapedArray((length, *a.shape), a.dtype, a.weak_type) for a in out[num_carry:]]
+    ys = [ShapedArray((length, *a.shape), a.dtype, a.weak_type, vma=a.vma) for a in out[num_carry:]]
     return [*out[:num_carry], *ys]
 
 
@@ -468,6 +468,7 @@ def _scan_discharge(in_avals, out_avals, *args, jaxpr, num_consts, num_carry, **
 
 scan_p = rules.define_primitive(
     "scan",
+    own_vma=True,  # typed by its jaxpr
     discharge=_scan_discharge,
     sharding=_scan_sharding,
     abstract_eval=_scan_abstract_eval,
@@ -558,7 +559,8 @@ def scan(
 def _slice_aval(aval: ShapedArray) -> ShapedArray:
     """The body's view of one element of a scanned array: typed as the array's other
     dimensions are (the scanned one's split goes)."""
-    return ShapedArray(aval.shape[1:], aval.dtype, aval.weak_type, drop_dim(aval.typed_sharding, 0))
+    typed = drop_dim(aval.typed_sharding, 0)
+    return ShapedArray(aval.shape[1:], aval.dtype, aval.weak_type, typed, aval.vma)
 
 
 def _out_trees(out_tree):
