@@ -28,6 +28,7 @@ from ember._src import core, dtypes, errors, rules
 from ember._src.core import Primitive, ShapedArray, Zero, axis_size, get_aval
 from ember._src.interpreters.batching import not_mapped
 from ember._src.primitives.arithmetic import div, mul
+from ember._src.primitives.indexing import dynamic_slice_op
 from ember._src.primitives.reduce import reduce_max, reduce_min
 from ember._src.primitives.shape import (
     bdim_to_front,
@@ -424,13 +425,17 @@ def _all_gather_transpose(ct, x, *, axes, axis, tiled, size):
     return [psum_scatter_p.bind(ct, axes=axes, dimension=axis, tiled=tiled, size=size)]
 
 
-def _all_gather_batch(axis_name, vmap_size, vals, dims, *, axes, axis, tiled, size):
+def _all_gather_batch(primitive: Primitive):
+    return functools.partial(_gather_batch, primitive)
+
+
+def _gather_batch(primitive, axis_name, vmap_size, vals, dims, *, axes, axis, tiled, size):
     (x,), (d,) = vals, dims
     if axis_name not in axes:  # gather along the shifted axis, the batch axis in front
         if d is not_mapped:
-            return all_gather_p.bind(x, axes=axes, axis=axis, tiled=tiled, size=size), d
+            return primitive.bind(x, axes=axes, axis=axis, tiled=tiled, size=size), d
         x = move_axis(x, d, 0)
-        return all_gather_p.bind(x, axes=axes, axis=axis + 1, tiled=tiled, size=size), 0
+        return primitive.bind(x, axes=axes, axis=axis + 1, tiled=tiled, size=size), 0
     x = bdim_to_front(x, d, vmap_size)  # (members, *shape): every member sees all of them
     gathered = move_axis(x, 0, axis)
     if tiled:  # merge the members' axis into the one after it
@@ -460,8 +465,40 @@ all_gather_p = rules.define_primitive(
     transpose=_all_gather_transpose,
     lowering=_implemented_by_plugin("all_gather")(_all_gather_lowering),
     reference=rules.per_primitive(_unbound),
-    collective_batch=_all_gather_batch,
+    collective_batch=rules.per_primitive(_all_gather_batch),
 )
+
+
+def _all_gather_invariant_abstract_eval(x, *, axes, axis, tiled, size):
+    gathered = _all_gather_abstract_eval(x, axes=axes, axis=axis, tiled=tiled, size=size)
+    return _made_invariant(gathered, axes=axes)
+
+
+def _all_gather_invariant_transpose(ct, x, *, axes, axis, tiled, size):
+    """Every device holds the whole: the cotangent of a device's piece is its own slice."""
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    shape = list(get_aval(ct).shape)
+    part = shape[axis] // size if tiled else 1
+    start = mul(axis_index_p.bind(axes=axes), np.asarray(part, np.int32))
+    starts = [start if d == axis else np.int32(0) for d in range(len(shape))]
+    sizes = [part if d == axis else n for d, n in enumerate(shape)]
+    piece = dynamic_slice_op(ct, starts, sizes)
+    return [piece if tiled else squeeze(piece, (axis,))]
+
+
+all_gather_invariant_p = rules.define_primitive(
+    "all_gather_invariant",
+    sharding=rules.NOT_SHARDABLE,
+    own_vma=True,
+    abstract_eval=_all_gather_invariant_abstract_eval,
+    jvp=rules.per_primitive(_linear_jvp),
+    transpose=_all_gather_invariant_transpose,
+    lowering=_implemented_by_plugin("all_gather")(_all_gather_lowering),
+    reference=rules.per_primitive(_unbound),
+    collective_batch=rules.per_primitive(_all_gather_batch),
+)
+_GATHER_TO = {"varying": all_gather_p, "invarying": all_gather_invariant_p}
 
 
 def all_gather(
@@ -473,11 +510,20 @@ def all_gather(
     tiled: bool = False,
     to: str = "varying",
 ) -> Any:
-    """Every member's ``x``, stacked along a new axis ``axis`` (concatenated if ``tiled``)."""
+    """Every member's ``x``, stacked along a new axis ``axis`` (concatenated if ``tiled``).
+    Typed inside shard_map, the result varies over the axes (``to='varying'``), or is the
+    same on every member of them (``to='invarying'``: its transpose slices instead of
+    summing)."""
     _no_index_groups("all_gather", axis_index_groups)
-    if to != "varying":
+    if to == "reduced":
         raise NotImplementedError(
-            f"all_gather: to={to!r} is not supported; only to='varying'{errors.where()}"
+            f"all_gather: to={to!r} is not supported (ember has no reduced types); "
+            f"to='varying' or 'invarying'{errors.where()}"
+        )
+    if to not in _GATHER_TO:
+        raise ValueError(
+            f"Got unexpected `to` value for `all_gather`. Allowed `to` values are: "
+            f"{{'varying', 'reduced', 'invarying'}}{errors.where()}"
         )
     names = _names(axis_name)
     if len(names) > 1:
@@ -485,15 +531,16 @@ def all_gather(
         # then the rest around it (tiled, so the pieces stay in that order), then stack.
         if not tiled:  # stacked: a new axis of size one, then gathered as tiles
             x = tree_map(lambda leaf: expand_dims(leaf, (axis % (get_aval(leaf).ndim + 1),)), x)
-        gathered = all_gather(x, names[-1], axis=axis, tiled=True)
-        return all_gather(gathered, names[:-1], axis=axis, tiled=True)
+        gathered = all_gather(x, names[-1], axis=axis, tiled=True, to=to)
+        return all_gather(gathered, names[:-1], axis=axis, tiled=True, to=to)
     size = axis_size(names[0])
+    primitive = _GATHER_TO[to]
 
     def one(leaf: Any) -> Any:
         ndim = np.ndim(leaf) if not hasattr(leaf, "aval") else leaf.aval.ndim
         where = axis % (ndim + (0 if tiled else 1))
         leaf = _varying_over(leaf, names)
-        return all_gather_p.bind(leaf, axes=names, axis=where, tiled=bool(tiled), size=size)
+        return primitive.bind(leaf, axes=names, axis=where, tiled=bool(tiled), size=size)
 
     return tree_map(one, x)
 

@@ -27,8 +27,15 @@ from typing import Any
 from ember._src import core, errors
 from ember._src.core import get_aval
 from ember._src.interpreters.staging import trace_to_jaxpr
+from ember._src.primitives import collectives
 from ember._src.primitives.jaxpr_transforms import hoist_consts
-from ember._src.primitives.shard_map import mesh_axes, shard_aval, shard_map_p, unmentioned
+from ember._src.primitives.shard_map import (
+    mentioned,
+    mesh_axes,
+    shard_aval,
+    shard_map_p,
+    unmentioned,
+)
 from ember._src.runtime.mesh import AxisType, Mesh, current_mesh, use_mesh
 from ember._src.runtime.sharding import NamedSharding, PartitionSpec
 from ember._src.transforms.jit import jit
@@ -76,17 +83,24 @@ def shard_map(
             for i, (s, a) in enumerate(zip(specs, avals))
         ]
         body = flatten_fun(f, in_tree, keep_output=True)
+        o_specs: list[PartitionSpec] = []
+
+        def typed_body(*blocks: Any) -> list[Any]:
+            outs = body(*blocks)
+            o_specs.extend(
+                _spec_leaves(out_specs, body.output, len(outs), the_mesh, "shard_map out_specs")
+            )
+            if not check:
+                return outs
+            _check_out_specs([get_aval(o) for o in outs], the_mesh, o_specs)
+            return [_varying_as_spec(o, s, the_mesh) for o, s in zip(outs, o_specs)]
+
         # Inside, every mesh axis is Manual: get_abstract_mesh() says so, types split nothing.
         manual = the_mesh.update_axis_types(dict.fromkeys(the_mesh.axis_names, AxisType.Manual))
         with mesh_axes(the_mesh, check), use_mesh(manual):
-            closed = trace_to_jaxpr(body, per_device, name=f"shard_map_{name}")
+            closed = trace_to_jaxpr(typed_body, per_device, name=f"shard_map_{name}")
         consts, jaxpr = hoist_consts(closed)
-        out_value, out_tree = body.output, body.out_tree
-        o_specs = _spec_leaves(
-            out_specs, out_value, out_tree.num_leaves, the_mesh, "shard_map out_specs"
-        )
-        if check:
-            _check_out_specs(jaxpr.out_avals, the_mesh, o_specs)
+        out_tree = body.out_tree
         outs = shard_map_p.bind(
             *consts,
             *leaves,
@@ -149,6 +163,15 @@ def _spec_leaves(specs: Any, values: Any, count: int, mesh: Mesh, what: str) -> 
 
 # --------------------------------------------------------------------------------------------
 # check_vma: an output may leave out of its spec only the axes it is the same along
+
+
+def _varying_as_spec(out: Any, spec: PartitionSpec, mesh: Mesh) -> Any:
+    """``out`` typed as varying over the axes its spec splits it over (as JAX does): the
+    cotangent that comes back through that output differs from device to device."""
+    missing = mentioned(mesh, spec) - get_aval(out).vma
+    if not missing:
+        return out
+    return collectives.pvary_p.bind(out, axes=core.ordered_axes(missing))
 
 
 def _check_out_specs(out_avals, mesh: Mesh, out_specs) -> None:
