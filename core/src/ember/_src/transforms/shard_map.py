@@ -182,6 +182,7 @@ def _check_out_specs(out_avals, mesh: Mesh, out_specs) -> None:
             raise ValueError(
                 f"shard_map output #{i} has out_specs {spec}, which says it is the same on every "
                 f"device along mesh axes {missing}, but its type {aval} says it can differ "
-                f"along them. Reduce it over them (psum/pmean/all_gather over {names}), name "
-                f"them in out_specs, or pass check_vma=False{errors.where()}"
+                f"along them. Reduce it over them (psum or pmean over {names}, or "
+                f"all_gather(..., to='invarying')), name them in out_specs, or pass "
+                f"check_vma=False{errors.where()}"
             )

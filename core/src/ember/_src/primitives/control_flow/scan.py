@@ -37,6 +37,7 @@ from ember._src.primitives import sharding_rules
 from ember._src.primitives.control_flow import python_loops
 from ember._src.primitives.control_flow.body_jaxprs import (
     ControlFlowTypeError,
+    check_carry_vma,
     describe_avals,
     flatten_operands,
     permute_jaxpr,
@@ -602,6 +603,7 @@ def settle_weak_types(
     promoting it with that type gives that type (a Python float may become bfloat16 or
     complex64, never an integer: a body turning a float carry into an int is an error, as in
     JAX)."""
+    check_carry_vma(carry_in, carry_out, what)
     settled = []
     for i, (a, b) in enumerate(zip(carry_in, carry_out)):
         if a.weak_type and a.shape == b.shape and a.dtype != b.dtype:
