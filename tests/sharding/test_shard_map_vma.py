@@ -45,9 +45,8 @@ def test_grad_inside_the_body_matches_finite_differences(mesh):
     )(X, W)
     want = float(np.sum(X * np.cos(X * W)))  # JAX 0.10.2: -2.0982711 on every device
     np.testing.assert_allclose(np.asarray(grads), np.full(4, want), rtol=1e-5)
-    eps = 1e-6
-    x64 = X.astype(np.float64)
-    fd = (np.sin(x64 * (W + eps)).sum() - np.sin(x64 * (W - eps)).sum()) / (2 * eps)
+    eps, w64, x64 = 1e-6, float(W), X.astype(np.float64)
+    fd = (np.sin(x64 * (w64 + eps)).sum() - np.sin(x64 * (w64 - eps)).sum()) / (2 * eps)
     np.testing.assert_allclose(want, fd, rtol=1e-5)
 
 
