@@ -33,3 +33,9 @@ def test_printed_as_jax_prints_them():
     assert str(weak) == "~float32[]{V:i}"
     assert repr(one) == "ShapedArray(float32[4]{V:i})"
     assert str(ShapedArray((4,), np.float32)) == "float32[4]"
+
+
+def test_manual_axis_type_is_jaxs_spelling_of_vma():
+    varying = ShapedArray((4,), np.float32, vma=frozenset({"i"}))
+    assert varying.manual_axis_type.varying == {"i"} and varying.mat.varying == {"i"}
+    assert varying.manual_axis_type.unreduced == frozenset()

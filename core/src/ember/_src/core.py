@@ -14,7 +14,7 @@ import itertools
 import operator
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -25,6 +25,15 @@ from ember._src import dtypes, errors
 
 _KEEP: Any = object()  # ShapedArray.update: this field as it is
 NO_AXES: frozenset = frozenset()  # the varying manual axes of a value the same everywhere
+
+
+class ManualAxisType(NamedTuple):
+    """How a value relates to the manual mesh axes of the shard_map body it is in: the axes
+    it may vary over (ember has no reduced or unreduced values: those stay empty)."""
+
+    varying: frozenset
+    unreduced: frozenset = NO_AXES
+    reduced: frozenset = NO_AXES
 
 
 class ShapedArray:
@@ -62,6 +71,13 @@ class ShapedArray:
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: _prod(self.shape))
+
+    @property
+    def manual_axis_type(self) -> ManualAxisType:
+        """JAX's spelling of ``vma``: ``typeof(x).manual_axis_type.varying``."""
+        return ManualAxisType(self.vma)
+
+    mat = manual_axis_type
 
     @property
     def sharding(self) -> Any:

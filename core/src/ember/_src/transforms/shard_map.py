@@ -41,12 +41,15 @@ from ember._src.runtime.sharding import NamedSharding, PartitionSpec
 from ember._src.transforms.jit import jit
 from ember._src.tree.util import flatten_fun, flatten_up_to, tree_flatten, tree_unflatten
 
+# out_specs has no default (None is a spec: a function returning None has no outputs).
+_REQUIRED: Any = object()
+
 
 def shard_map(
     f: Callable[..., Any] | None = None,
     mesh: Mesh | None = None,
     in_specs: Any = None,
-    out_specs: Any = None,
+    out_specs: Any = _REQUIRED,
     check_rep: bool = True,
     check_vma: bool | None = None,
 ) -> Callable[..., Any]:
@@ -64,7 +67,7 @@ def shard_map(
             check_vma=check_vma,
         )
     check = check_rep if check_vma is None else check_vma
-    if out_specs is None:
+    if out_specs is _REQUIRED:
         raise TypeError("shard_map needs out_specs")
 
     def traced_call(*args: Any) -> Any:
