@@ -23,6 +23,12 @@ them into functions of values, ``rule(in_avals, out_avals, *args, **params) -> (
 each input or None, outputs)``, see ``interpreters/discharge.py``). Only primitives with a
 discharge rule accept Ref operands; any other refuses them with a TypeError.
 
+Inside a ``shard_map`` body typed by its manual axes (``check_vma=True``), results vary over
+every axis an operand varies over, and ``bind`` first pvaries the operands that vary over
+fewer (``core.Primitive.bind``): the standard rule, which ``abstract_eval`` below applies.
+``own_vma=True`` says the primitive's abstract evaluation types that itself (the
+collectives, ``pvary``, and the primitives that run a jaxpr, typed by it).
+
 ``sharding`` is the primitive's *sharding rule*, used when an operand's type is split over
 Explicit mesh axes: ``rule(*avals_in, **params)`` gives the result's typed sharding (a list
 for several results; None: split over nothing), or raises ``ShardingTypeError`` when the
