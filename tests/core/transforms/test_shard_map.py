@@ -142,3 +142,26 @@ def test_types_outside_shard_map_carry_no_axes():
     assert str(ember.typeof(ember.numpy.ones(3))) == "float32[3]"
     jaxpr = ember.make_jaxpr(lambda x: x * 2)(X)
     assert "{V:" not in str(jaxpr)
+
+
+def test_values_made_like_a_varying_one_vary_as_it_does():
+    def body(seen, x):
+        for v in (
+            ember.numpy.zeros_like(x),
+            lax.full_like(x, 3.0),
+            ember.numpy.full_like(x, 2, shape=(3,)),
+            ember.numpy.zeros_like(x[0]),
+        ):
+            seen.append(str(ember.typeof(v)))
+        return x
+
+    seen = _types_inside(body, _mesh("i"), P("i"), P("i"), X)
+    # JAX 0.10.2's: so that zeros_like(x_block) can start a scan carry
+    assert seen == ["float32[4]{V:i}", "float32[4]{V:i}", "float32[3]{V:i}", "float32[]{V:i}"]
+    total = ember.shard_map(
+        lambda x: lax.scan(lambda c, v: (c + v, None), ember.numpy.zeros_like(x[0]), x)[0][None],
+        mesh=_mesh("i"),
+        in_specs=P("i"),
+        out_specs=P("i"),
+    )(X)
+    assert float(total[0]) == 6.0

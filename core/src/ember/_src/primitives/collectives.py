@@ -297,6 +297,16 @@ def pcast(x: Any, axis_name: Any, *, to: str) -> Any:
     return tree_map(cast, x)
 
 
+def vary_like(x: Any, like: Any) -> Any:
+    """``x`` pvaried over the manual axes ``like`` varies over and it does not: a value made
+    in the image of ``like`` (``full_like``, ``zeros_like``) is typed as varying as it is,
+    as in JAX."""
+    if not core.vma_axes():
+        return x
+    missing = _vma(like) - _vma(x)
+    return pvary_p.bind(x, axes=core.ordered_axes(missing)) if missing else x
+
+
 def pvary(x: Any, axis_name: Any) -> Any:
     """``pcast(x, axis_name, to='varying')`` (JAX's older name)."""
     return pcast(x, axis_name, to="varying")
