@@ -48,7 +48,7 @@ class ShapedArray:
 
     ``vma`` ("varying manual axes") is the set of a shard_map's mesh axes along which the
     value may differ from device to device, inside a body traced with ``check_vma=True``;
-    empty everywhere else (printed ``f32[4]{V:i}`` when not).
+    empty everywhere else. A non-empty set prints after the shape: ``f32[4]{V:i}``.
     """
 
     __slots__ = ("shape", "dtype", "weak_type", "typed_sharding", "vma", "_hash")
@@ -66,8 +66,8 @@ class ShapedArray:
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self.typed_sharding = sharding
-        self.vma = vma
-        self._hash = hash((self.shape, self.dtype, self.weak_type, sharding, vma))
+        self.vma = vma if type(vma) is frozenset else frozenset(vma)
+        self._hash = hash((self.shape, self.dtype, self.weak_type, sharding, self.vma))
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: _prod(self.shape))
