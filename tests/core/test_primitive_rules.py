@@ -31,6 +31,7 @@ from tests.core.util import assert_close
 ELSEWHERE = {
     "cond", "scan", "while", "jit", "remat", "custom_jvp_call", "custom_vjp_call", "custom_lin",
     "psum", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index", "iota", "zeros",
+    "pvary", "all_gather_invariant",  # primitives/test_collectives.py, tests/sharding
     "rng_bit_generator",  # implementation-defined bits: tests/core/primitives/test_precision.py
     "ppermute", "all_to_all", "shard_map", "sharding_constraint",  # tests/sharding
     "pure_callback", "io_callback", "debug_callback",  # tests/core/test_callback.py

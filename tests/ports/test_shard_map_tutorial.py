@@ -11,9 +11,13 @@ records for the same cells are pinned below.
 
 Where ember differs on purpose the test says how:
 
-- the cells on ``pcast``, the ``pvary`` JAX inserts in a jaxpr and a scan carry's varying
-  type are left out, and ``typeof`` inside a body shows no ``{V:...}``: ember has no
-  per-value "varying axes" types yet (docs/differences.md);
+- the jaxpr with the ``pvary`` JAX inserts prints the ``shard_map`` equation's parameters
+  as ember has them (``PartitionSpec('i')``, ``Mesh(...)``, no ``newly_manual_axes``): its
+  body is compared line by line;
+- the page's scan cell passes an unsplit ``x`` with ``in_specs=P('i')`` over an Explicit
+  mesh: JAX 0.10.2 refuses that before tracing (its in_specs must match the argument's
+  type), ember splits ``x`` as ``in_specs`` say and shows the carry error the page is about,
+  in its own words;
 - a ``shard_map`` called outside ``jit`` compiles its body as one SPMD program, as under
   ``jit`` (docs/differences.md): a ``print`` in the body shows the traced block
   (``JitTracer(int32[4])``), where JAX runs the body eagerly and prints each device's block;
@@ -222,7 +226,7 @@ def run_cells(print, shows_error):
     def f(x):
         print(ember.typeof(x))  # f32[2,2]{V:(i,j)}
         y = ember.lax.psum(x, "j")
-        # (assert jax.typeof(y).manual_axis_type.varying == {'i'}: ember has no varying-axes types)
+        assert ember.typeof(y).manual_axis_type.varying == {"i"}
         print(ember.typeof(y))  # f32[2,2]{V:i}
         return y
 
@@ -238,9 +242,60 @@ def run_cells(print, shows_error):
     except Exception as e:
         print(e)
 
-    # (The page's cells on pcast, the pvary JAX inserts in a jaxpr and a scan carry's
-    # varying type are left out: they need per-value "varying axes" types, which ember does
-    # not have yet; docs/differences.md says so.)
+    @ember.shard_map(in_specs=P(), out_specs=None)
+    def f(x):
+        print(ember.typeof(x))  # f32[6]
+        y = ember.lax.pcast(x, "i", to="varying")
+        print(ember.typeof(y))  # f32[6]{i}
+
+    x = jnp.arange(6.0)
+    print(f(x))  # (the cell shows its value)
+
+    @ember.shard_map(in_specs=(P("i"), P()), out_specs=P("i"))
+    def f(x, y):
+        return x * y
+
+    x = ember.device_put(jnp.arange(6.0), P("i"))
+    y = jnp.arange(3.0)
+    print(ember.make_jaxpr(f)(x, y))
+
+    mesh = ember.make_mesh((2,), ("i",))
+    ember.set_mesh(mesh)
+
+    @ember.shard_map(in_specs=(P("i"), P()), out_specs=P("i"))
+    def f(x, y):
+        def body(carry, _):
+            c1, c2 = carry
+            return (c2, c1), ()  # swap the carry
+
+        (x_, y_), _ = ember.lax.scan(body, (x, y), (), length=2)
+        return x_, y_
+
+    x = jnp.arange(6.0)
+    y = jnp.arange(3.0)
+
+    try:
+        f(x, y)
+    except Exception as e:
+        print(e)
+
+    mesh = ember.make_mesh((2,), ("i",))
+    ember.set_mesh(mesh)
+
+    @ember.shard_map(in_specs=(P("i"), P()), out_specs=P("i"))
+    def f(x, y):
+        def body(carry, _):
+            c1, c2 = carry
+            return (c2, c1), ()  # swap the carry
+
+        y = ember.lax.pcast(y, "i", to="varying")  # apply pcast to fix the error
+        (x_, y_), _ = ember.lax.scan(body, (x, y), (), length=2)
+        return x_, y_
+
+    x = ember.device_put(jnp.arange(6.0), P("i"))
+    y = jnp.arange(3.0)
+
+    print(f(x, y))  # (the cell shows its value)
 
     import ember
     import ember.numpy as jnp
@@ -841,6 +896,28 @@ EXPECTED = [
         "revising the corresponding out_specs entries. If so, consider disabling the check by passing "
         "the check_vma=False argument to `jax.shard_map`.",
     ),
+    ("float32[6]",),
+    ("float32[6]{V:i}",),
+    (None,),
+    (
+        '{ lambda ; a:f32[6@i] b:f32[3]. let\n'
+        '    c:f32[6@i] = shard_map[\n'
+        '      check_vma=True\n'
+        "      in_specs=(P('i',), P())\n"
+        '      jaxpr={ lambda ; d:f32[3]{V:i} e:f32[3]. let\n'
+        "          f:f32[3]{V:i} = pvary[axes=('i',)] e\n"
+        '          g:f32[3]{V:i} = mul d f\n'
+        '        in (g,) }\n'
+        "      mesh=AbstractMesh('i': 2, axis_types=(Explicit,), device_kind=cpu, num_cores=None, platform=cpu)\n"
+        "      newly_manual_axes=frozenset({'i'})\n"
+        "      out_specs=(P('i',),)\n"
+        '    ] a b\n'
+        '  in (c,) }',
+    ),
+    (
+        "in_specs passed to shard_map: P('i',) does not match the specs of the input: P(None,) for arg: float32[6]. `in_specs` is an optional argument so you can omit specifying it and shard_map will infer the in_specs from the arguments. If you want to reshard your inputs, you can use `jax.reshard` on the arguments and then pass those args to shard_map.",
+    ),
+    (([0.0, 1.0, 2.0, 3.0, 4.0, 5.0], [0.0, 1.0, 2.0, 0.0, 1.0, 2.0]),),
     (
         "BEFORE:\n",
         "On cpu:0 at mesh coordinates (i,) = (0,):\n"
@@ -1156,27 +1233,27 @@ EXPECTED = [
 
 # What ember's print shows for each block JAX prints device by device, in order.
 EMBER_BLOCK_PRINTS = [
-    "JitTracer(float32[3])",
+    "JitTracer(float32[3]{V:i})",
     "JitTracer(float32[6])",
     "JitTracer(float32[3])",
+    "JitTracer(int32[4]{V:i})",
     "JitTracer(int32[4])",
-    "JitTracer(int32[4])",
+    "JitTracer(int32[2,2]{V:(i,j)})",
+    "JitTracer(int32[2,2]{V:j})",
+    "JitTracer(int32[2,2]{V:(i,j)})",
     "JitTracer(int32[2,2])",
-    "JitTracer(int32[2,2])",
-    "JitTracer(int32[2,2])",
-    "JitTracer(int32[2,2])",
-    "JitTracer(int32[1])",
-    "JitTracer(int32[4])",
-    "JitTracer(int32[1])",
-    "JitTracer(int32[4,1])",
-    "JitTracer(int32[4])",
-    "JitTracer(int32[1])",
-    "JitTracer(int32[2])",
-    "JitTracer(int32[2])",
-    "JitTracer(int32[4])",
-    "JitTracer(int32[1])",
-    "JitTracer(int32[4])",
-    "JitTracer(int32[4])",
+    "JitTracer(int32[1]{V:i})",
+    "JitTracer(int32[4]{V:i})",
+    "JitTracer(int32[1]{V:i})",
+    "JitTracer(int32[4,1]{V:i})",
+    "JitTracer(int32[4]{V:i})",
+    "JitTracer(int32[1]{V:i})",
+    "JitTracer(int32[2]{V:i})",
+    "JitTracer(int32[2]{V:i})",
+    "JitTracer(int32[4]{V:i})",
+    "JitTracer(int32[1]{V:i})",
+    "JitTracer(int32[4]{V:i})",
+    "JitTracer(int32[4]{V:i})",
 ]
 CHECK_REP_ERROR = 65  # JAX's record of the replication error the page shows on purpose
 
@@ -1190,8 +1267,6 @@ def as_ember_records(expected):
         for a in record:
             if isinstance(a, str) and a.startswith("On cpu:"):
                 a = next(blocks)
-            elif isinstance(a, str):
-                a = re.sub(r"\{V:[^}]*\}", "", a)
             fixed.append(a)
         out.append(tuple(fixed))
     assert next(blocks, None) is None
@@ -1248,4 +1323,28 @@ def test_shard_map_tutorial_gives_jax_answers():
         "shard_map output #0 has out_specs PartitionSpec(), which says it is the same on every device along mesh axes ['i']"
     ), error
     got[at] = expected[at]
+    # make_jaxpr of x * y: the body, with the pvary JAX inserts, is JAX's line for line
+    at = next(i for i, r in enumerate(expected) if str(r[0]).startswith("{ lambda ; a:f32[6@i]"))
+    (jax_jaxpr,), (jaxpr,) = expected[at], got[at]
+    assert _body_of(jaxpr) == _body_of(jax_jaxpr), jaxpr
+    got[at] = expected[at]
+    # the scan cell: ember reaches the scan and names the carry types JAX's page describes
+    at = next(i for i, r in enumerate(expected) if str(r[0]).startswith("in_specs passed to"))
+    (error,) = got[at]
+    assert error.startswith(
+        "scan body function carry input and carry output must have equal types, but they "
+        "differ:\n\n  * the input carry component #0 has type float32[3]{V:i} but the "
+        "corresponding output carry component has type float32[3], so the manual axis types "
+        "do not match;"
+    ), error
+    assert "applying `ember.lax.pcast(..., ('i',), to='varying')` to the initial carry" in error
+    got[at] = expected[at]
     assert_same(got, expected)
+
+
+def _body_of(jaxpr_text):
+    """The lines of the shard_map body in a printed jaxpr (from its ``jaxpr={`` to ``in``)."""
+    lines = jaxpr_text.splitlines()
+    start = next(i for i, line in enumerate(lines) if "jaxpr={" in line)
+    end = next(i for i in range(start, len(lines)) if lines[i].strip().startswith("in ("))
+    return [lines[start].split("jaxpr=")[1]] + [line.strip() for line in lines[start + 1 : end + 1]]

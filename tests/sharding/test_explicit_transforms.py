@@ -442,11 +442,11 @@ def test_shard_map_sees_unsplit_pieces_and_types_results_by_out_specs(xmesh):
         out_specs=P("X", "Y"),
     )
     doubled = g(a)
-    assert inside[-1] == "float32[2,2]"
+    assert inside[-1] == "float32[2,2]{V:(X,Y)}"  # varying over the axes splitting it
     assert typeof(doubled) == "float32[8@X,4@Y]" and doubled.sharding.spec == P("X", "Y")
     np.testing.assert_allclose(np.asarray(doubled), A * 2)
     total = ember.jit(lambda t: f(t)[1])(a)
-    assert inside[-1] == "float32[2,4]"
+    assert inside[-1] == "float32[2,4]{V:X}"
     assert typeof(total) == "float32[4]"
     np.testing.assert_allclose(np.asarray(total), A.sum(0), rtol=1e-5)
 

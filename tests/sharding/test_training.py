@@ -58,7 +58,10 @@ def test_shard_map_data_parallel_matches_single_device(mesh, rng):
     params, x, y = _data(rng)
 
     def per_device(p, xb, yb):
-        loss, grads = ember.value_and_grad(_loss)(p, xb, yb)
+        # Cast to varying, each device's gradient is its own batch's (of a replicated `p`
+        # the gradient would be their sum already, as in JAX).
+        mine = lax.pcast(p, "data", to="varying")
+        loss, grads = ember.value_and_grad(_loss)(mine, xb, yb)
         return _update(p, lax.pmean(grads, "data")), lax.pmean(loss, "data")
 
     data_mesh = ember.make_mesh((8,), ("data",), axis_types=(AxisType.Auto,))

@@ -312,10 +312,24 @@ def test_axis_index_groups_are_refused_by_name(name):
 
 def test_all_gather_to():
     x = _x((2, 3))
-    out = ember.vmap(lambda v: lax.all_gather(v, "i", to="varying"), axis_name="i")(x)
-    assert_close(out, np.broadcast_to(x, (2, 2, 3)))
+    for to in ("varying", "invarying"):  # the same values; they differ in type in shard_map
+        out = ember.vmap(lambda v, to=to: lax.all_gather(v, "i", to=to), axis_name="i")(x)
+        assert_close(out, np.broadcast_to(x, (2, 2, 3)))
     with pytest.raises(NotImplementedError, match="to="):
         ember.vmap(lambda v: lax.all_gather(v, "i", to="reduced"), axis_name="i")(x)
+    with pytest.raises(ValueError, match="Allowed `to` values"):
+        ember.vmap(lambda v: lax.all_gather(v, "i", to="replicated"), axis_name="i")(x)
+
+
+def test_pcast_and_pvary_signatures():
+    # JAX 0.10.2: pcast(x, axis_name, *, to); pvary(x, axis_name) is its older spelling
+    params = inspect.signature(lax.pcast).parameters
+    assert list(params) == ["x", "axis_name", "to"]
+    assert params["to"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert list(inspect.signature(lax.pvary).parameters) == ["x", "axis_name"]
+    x = _x((2, 3))
+    out = ember.vmap(lambda v: lax.pcast(x=v, axis_name="i", to="varying"), axis_name="i")(x)
+    assert_close(out, x)
 
 
 # --------------------------------------------------------------------------------------------

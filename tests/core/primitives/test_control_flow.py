@@ -516,3 +516,63 @@ def test_switch_grad_with_residuals_in_several_branches(index):
 
     x = np.array([0.3, 0.1], np.float32)
     check_grads(f, (x,), order=1, modes=("rev",))
+
+
+# --------------------------------------------------------------------------------------------
+# Inside a shard_map body typed by varying manual axes: carries keep them, branches agree
+
+ONE = ember.make_mesh((1,), ("i",))
+
+
+def _in_body(body):
+    split = ember.sharding.PartitionSpec("i")
+    return ember.shard_map(body, mesh=ONE, in_specs=split, out_specs=split)(
+        np.arange(2.0, dtype=np.float32)
+    )
+
+
+def test_a_scan_carry_must_keep_its_varying_axes():
+    with pytest.raises(ember.errors.ControlFlowTypeError) as caught:
+        _in_body(lambda x: lax.scan(lambda c, v: (c + v, None), 0.0, x)[0][None])
+    message = str(caught.value)
+    # JAX 0.10.2's wording, the component named by position
+    assert message.startswith(
+        "scan body function carry input and carry output must have equal types, but they "
+        "differ:\n\nThe input carry component #0 has type float32[] but the corresponding "
+        "output carry component has type float32[]{V:i}, so the manual axis types do not match."
+    )
+    assert "applying `ember.lax.pcast(..., ('i',), to='varying')` to the initial carry" in message
+
+    def made_varying(x):
+        init = lax.pcast(0.0, "i", to="varying")
+        return lax.scan(lambda c, v: (c + v, None), init, x)[0][None]
+
+    out = _in_body(made_varying)
+    assert float(out[0]) == 1.0
+
+
+def test_a_while_loop_carry_must_keep_its_varying_axes():
+    def made_invariant(x):
+        return lax.while_loop(lambda c: c < 100.0, lambda c: lax.psum(c, "i") + 1, x[0])[None]
+
+    with pytest.raises(ember.errors.ControlFlowTypeError, match="while_loop body function") as c:
+        _in_body(made_invariant)
+    assert "has type float32[]{V:i} but the corresponding output carry component has type " in str(
+        c.value
+    )
+    assert "pcast" not in str(c.value)  # nothing to cast: the body drops an axis
+    with pytest.raises(ember.errors.ControlFlowTypeError, match="carry component #1"):
+        _in_body(lambda x: lax.fori_loop(0, 3, lambda i, c: c + x.sum(), 0.0)[None])
+
+
+def test_cond_and_switch_branches_must_agree_on_varying_axes():
+    with pytest.raises(ember.errors.ControlFlowTypeError) as caught:
+        _in_body(lambda x: lax.cond(x[0] > 0, lambda: x.sum(), lambda: 0.0)[None])
+    assert str(caught.value).startswith(
+        "cond branches must have equal output types but they differ.\n\nThe output #0 of "
+        "false_fun has type float32[] but the corresponding output of true_fun has type "
+        "float32[]{V:i}, so the manual axis types do not match."
+    )
+    assert "pcast(..., ('i',), to='varying')` to the output #0 of false_fun" in str(caught.value)
+    with pytest.raises(ember.errors.ControlFlowTypeError, match="switch branches"):
+        _in_body(lambda x: lax.switch(1, [lambda: x.sum(), lambda: 0.0])[None])

@@ -14,7 +14,7 @@ import itertools
 import operator
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -24,6 +24,16 @@ from ember._src import dtypes, errors
 # Abstract values
 
 _KEEP: Any = object()  # ShapedArray.update: this field as it is
+NO_AXES: frozenset = frozenset()  # the varying manual axes of a value the same everywhere
+
+
+class ManualAxisType(NamedTuple):
+    """How a value relates to the manual mesh axes of the shard_map body it is in: the axes
+    it may vary over (ember has no reduced or unreduced values: those stay empty)."""
+
+    varying: frozenset
+    unreduced: frozenset = NO_AXES
+    reduced: frozenset = NO_AXES
 
 
 class ShapedArray:
@@ -35,31 +45,51 @@ class ShapedArray:
     when no dimension is split over one: the common case, which costs nothing. Auto axes are
     the partitioner's business and never appear in a type. ``sharding`` is what JAX users
     read (``typeof(x).sharding``): the typed sharding, or an unsplit one.
+
+    ``vma`` ("varying manual axes") is the set of a shard_map's mesh axes along which the
+    value may differ from device to device, inside a body traced with ``check_vma=True``;
+    empty everywhere else. A non-empty set prints after the shape: ``f32[4]{V:i}``.
     """
 
-    __slots__ = ("shape", "dtype", "weak_type", "typed_sharding", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "typed_sharding", "vma", "_hash")
     array_abstraction_level: ClassVar[int] = 1
 
     def __init__(
-        self, shape: Sequence[int], dtype: Any, weak_type: bool = False, sharding: Any = None
+        self,
+        shape: Sequence[int],
+        dtype: Any,
+        weak_type: bool = False,
+        sharding: Any = None,
+        vma: frozenset = NO_AXES,
     ):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self.typed_sharding = sharding
-        self._hash = hash((self.shape, self.dtype, self.weak_type, sharding))
+        self.vma = vma if type(vma) is frozenset else frozenset(vma)
+        self._hash = hash((self.shape, self.dtype, self.weak_type, sharding, self.vma))
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: _prod(self.shape))
+
+    @property
+    def manual_axis_type(self) -> ManualAxisType:
+        """JAX's spelling of ``vma``: ``typeof(x).manual_axis_type.varying``."""
+        return ManualAxisType(self.vma)
+
+    mat = manual_axis_type
 
     @property
     def sharding(self) -> Any:
         typed = self.typed_sharding
         return typed if typed is not None else _unsplit_sharding(len(self.shape))
 
-    def update(self, shape=None, dtype=None, weak_type=None, sharding=_KEEP) -> ShapedArray:
+    def update(
+        self, shape=None, dtype=None, weak_type=None, sharding=_KEEP, vma=None
+    ) -> ShapedArray:
         """A copy with the given fields replaced. The typed sharding is kept unless replaced,
-        or dropped when the rank changes (its spec would no longer fit)."""
+        or dropped when the rank changes (its spec would no longer fit); ``vma`` is kept
+        unless replaced."""
         if sharding is _KEEP:
             sharding = self.typed_sharding
             if shape is not None and len(shape) != len(self.shape):
@@ -69,6 +99,7 @@ class ShapedArray:
             self.dtype if dtype is None else dtype,
             self.weak_type if weak_type is None else weak_type,
             sharding,
+            self.vma if vma is None else frozenset(vma),
         )
 
     def strip_weak_type(self) -> ShapedArray:
@@ -81,6 +112,7 @@ class ShapedArray:
             and self.dtype == other.dtype
             and self.weak_type == other.weak_type
             and self.typed_sharding == other.typed_sharding
+            and self.vma == other.vma
         )
 
     def __hash__(self) -> int:
@@ -96,7 +128,7 @@ class ShapedArray:
                 for d, size in enumerate(self.shape)
             )
         name = dtypes.short_name(self.dtype) if short_dtypes else self.dtype.name
-        return f"{name}[{dims}]"
+        return f"{name}[{dims}]" + (vma_text(self.vma) if self.vma else "")
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
@@ -108,6 +140,18 @@ class ShapedArray:
     def same_type(self, other: ShapedArray) -> bool:
         """Equal shapes and dtypes (weak types and shardings may differ)."""
         return self.shape == other.shape and self.dtype == other.dtype
+
+
+def vma_text(vma: frozenset) -> str:
+    """How JAX prints varying manual axes after a type: ``{V:i}``, ``{V:(i,j)}`` (in the
+    order the mesh names them)."""
+    names = [str(n) for n in ordered_axes(vma)]
+    return "{V:" + (names[0] if len(names) == 1 else "(" + ",".join(names) + ")") + "}"
+
+
+def ordered_axes(names: Any) -> tuple:
+    """``names`` in the order their mesh (the innermost binding of each) lists them."""
+    return tuple(sorted(names, key=lambda n: (_axis_rank.get(n, len(_axis_rank)), str(n))))
 
 
 def _axes_text(entry: Any) -> str:
@@ -242,9 +286,15 @@ class Primitive:
     reference evaluation) are registered beside it through ``ember._src.rules``.
 
     ``effects``: for a primitive with side effects, the function from an equation's parameters
-    to its effects (a frozenset of ``Effect``); None for pure primitives."""
+    to its effects (a frozenset of ``Effect``); None for pure primitives.
 
-    __slots__ = ("name", "multiple_results", "effects", "__weakref__")
+    ``own_vma``: the primitive types its results' varying manual axes itself (collectives,
+    and the primitives that run a jaxpr, typed by it). Any other primitive follows the
+    standard rule: inside a shard_map body checking them, ``bind`` first casts the operands
+    that vary over fewer axes to vary over all of them (``pvary``), and results vary over
+    the operands' axes."""
+
+    __slots__ = ("name", "multiple_results", "effects", "own_vma", "__weakref__")
 
     def __init__(
         self,
@@ -252,16 +302,54 @@ class Primitive:
         *,
         multiple_results: bool = False,
         effects: Callable[..., frozenset[Effect]] | None = None,
+        own_vma: bool = False,
     ):
         self.name = name
         self.multiple_results = multiple_results
         self.effects = effects
+        self.own_vma = own_vma
 
     def __repr__(self) -> str:
         return self.name
 
     def bind(self, *args: Any, **params: Any) -> Any:
-        return _context.trace.process_primitive(self, args, params)
+        context = _context
+        if context.vma_axes and not self.own_vma and len(args) > 1:
+            args = _vary_alike(args)
+        return context.trace.process_primitive(self, args, params)
+
+
+def _vma_of(x: Any) -> frozenset:
+    # Values from outside the shard_map body (host data, outer tracers) are the same on
+    # every device.
+    return getattr(x.aval, "vma", NO_AXES) if isinstance(x, Tracer) else NO_AXES
+
+
+def _vary_alike(args: Sequence[Any]) -> Sequence[Any]:
+    """``args`` with those varying over fewer manual axes than the others pvaried to vary
+    over all of them (JAX inserts the same casts): a real equation, so that transposition
+    turns it into the psum that sums the cotangent's device-varying parts."""
+    vmas = [_vma_of(x) for x in args]
+    union = frozenset().union(*vmas)
+    if all(v == union for v in vmas):
+        return args
+    return [
+        x if v == union else _bind_pvary(x, ordered_axes(union - v)) for x, v in zip(args, vmas)
+    ]
+
+
+def _no_pvary(x: Any, axes: tuple) -> Any:
+    raise errors.BackendError("ember's runtime is not initialised; import ember first")
+
+
+_bind_pvary: Callable[[Any, tuple], Any] = _no_pvary
+
+
+def set_pvary(binder: Callable[[Any, tuple], Any]) -> None:
+    """Install the function binding ``pvary`` (defined with the collectives, above this
+    layer): set once when they are imported."""
+    global _bind_pvary
+    _bind_pvary = binder
 
 
 # --------------------------------------------------------------------------------------------
@@ -330,6 +418,9 @@ class _TraceContext(threading.local):
         self.trace: Trace = EvalTrace(None)
         # Named axes in scope (vmap's axis_name, later shard_map's mesh axes): (name, size).
         self.axis_env: list[tuple[Any, int]] = []
+        # The manual mesh axes whose variation values' types track (inside a shard_map body
+        # traced with check_vma=True); empty elsewhere, where binding costs nothing more.
+        self.vma_axes: frozenset = NO_AXES
 
 
 _context = _TraceContext()
@@ -364,6 +455,11 @@ def eval_trace_is_current() -> bool:
 # Named axes
 
 
+# Each axis name's position in the axis environment when last bound: a mesh's axes are bound
+# in the mesh's order, which is the order JAX prints varying axes in (also after tracing).
+_axis_rank: dict[Any, int] = {}
+
+
 class extend_axis_env:  # noqa: N801 - used like a function: `with extend_axis_env(name, size):`
     """``with extend_axis_env(name, size):`` puts a named axis in scope for collectives."""
 
@@ -373,10 +469,33 @@ class extend_axis_env:  # noqa: N801 - used like a function: `with extend_axis_e
         self.frame = (name, size)
 
     def __enter__(self) -> None:
+        _axis_rank[self.frame[0]] = len(_context.axis_env)
         _context.axis_env.append(self.frame)
 
     def __exit__(self, *exc: Any) -> None:
         _context.axis_env.pop()
+
+
+class checking_vma:  # noqa: N801 - used like a function: `with checking_vma(axes):`
+    """``with checking_vma(axes):`` types values inside a shard_map body by the manual axes
+    ``axes`` they vary over (empty: they are not typed so, as with ``check_vma=False``)."""
+
+    __slots__ = ("axes", "previous")
+
+    def __init__(self, axes: Any):
+        self.axes = frozenset(axes)
+
+    def __enter__(self) -> None:
+        self.previous = _context.vma_axes
+        _context.vma_axes = self.axes
+
+    def __exit__(self, *exc: Any) -> None:
+        _context.vma_axes = self.previous
+
+
+def vma_axes() -> frozenset:
+    """The manual axes values' types track here (see ``checking_vma``)."""
+    return _context.vma_axes
 
 
 def axis_size(name: Any) -> int:
@@ -485,7 +604,7 @@ def tangent_aval(aval: ShapedArray) -> ShapedArray:
     """The type of tangents of ``aval``: itself for inexact dtypes, float0 otherwise."""
     if dtypes.is_inexact(aval.dtype):
         return aval.update(weak_type=False) if aval.weak_type else aval
-    return ShapedArray(aval.shape, dtypes.float0)
+    return ShapedArray(aval.shape, dtypes.float0, vma=aval.vma)
 
 
 # --------------------------------------------------------------------------------------------

@@ -23,6 +23,12 @@ them into functions of values, ``rule(in_avals, out_avals, *args, **params) -> (
 each input or None, outputs)``, see ``interpreters/discharge.py``). Only primitives with a
 discharge rule accept Ref operands; any other refuses them with a TypeError.
 
+Inside a ``shard_map`` body typed by its manual axes (``check_vma=True``), results vary over
+every axis an operand varies over, and ``bind`` first pvaries the operands that vary over
+fewer (``core.Primitive.bind``): the standard rule, which ``abstract_eval`` below applies.
+``own_vma=True`` says the primitive's abstract evaluation types that itself (the
+collectives, ``pvary``, and the primitives that run a jaxpr, typed by it).
+
 ``sharding`` is the primitive's *sharding rule*, used when an operand's type is split over
 Explicit mesh axes: ``rule(*avals_in, **params)`` gives the result's typed sharding (a list
 for several results; None: split over nothing), or raises ``ShardingTypeError`` when the
@@ -47,7 +53,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ember._src import errors
-from ember._src.core import Primitive, ShapedArray
+from ember._src.core import NO_AXES, Primitive, ShapedArray
 from ember._src.state_types import AbstractRef
 
 Rule = Callable[..., Any]
@@ -101,11 +107,12 @@ def define_primitive(
     effects: Rule | None = None,
     discharge: Rule | per_primitive | None = None,
     multiple_results: bool = False,
+    own_vma: bool = False,
 ) -> Primitive:
     """A new primitive named ``name``, with its rules registered (see the module docstring)."""
     if name in _primitives:
         raise ValueError(f"internal error: a primitive named {name!r} is already defined")
-    primitive = Primitive(name, multiple_results=multiple_results, effects=effects)
+    primitive = Primitive(name, multiple_results=multiple_results, effects=effects, own_vma=own_vma)
     _primitives[name] = primitive
 
     def built(rule: Rule | per_primitive) -> Rule:
@@ -184,15 +191,30 @@ def abstract_eval(primitive: Primitive, avals: Sequence[ShapedArray], params: di
     """The result avals of ``primitive`` applied to ``avals``: its abstract evaluation, with
     typed shardings from its sharding rule when an operand is split over Explicit axes."""
     split = False
-    for aval in avals:  # one pass: typed shardings, and Refs given to array primitives
+    varying = NO_AXES
+    for aval in avals:  # one pass: typed shardings, varying axes, Refs given to array primitives
         if aval.typed_sharding is not None:
             split = True
-        elif type(aval) is AbstractRef and primitive not in _discharge:
-            raise _ref_operand_error(primitive, aval)
+        elif type(aval) is AbstractRef:
+            if primitive not in _discharge:
+                raise _ref_operand_error(primitive, aval)
+            continue
+        if aval.vma:
+            varying = varying | aval.vma
     out = abstract_eval_rule(primitive)(*avals, **params)
     if split or params.get("out_sharding") is not None:
-        return _with_shardings(primitive, avals, out, params)
+        out = _with_shardings(primitive, avals, out, params)
+    if varying and not primitive.own_vma:
+        out = _varying(primitive, out, varying)
     return out
+
+
+def _varying(primitive: Primitive, out: Any, vma: frozenset) -> Any:
+    """The standard rule of varying manual axes: results vary over every axis an operand
+    varies over (``bind`` has already cast the operands to vary alike)."""
+    if not primitive.multiple_results:
+        return out if out.vma == vma else out.update(vma=vma)
+    return [a if a.vma == vma else a.update(vma=vma) for a in out]
 
 
 def _with_shardings(

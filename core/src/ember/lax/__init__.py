@@ -132,12 +132,14 @@ from ember._src.primitives.collectives import (
     all_to_all as all_to_all,
     axis_index as axis_index,
     axis_size_of as axis_size,
+    pcast as pcast,
     pmax as pmax,
     pmean as pmean,
     pmin as pmin,
     ppermute as ppermute,
     psum as psum,
     psum_scatter as psum_scatter,
+    pvary as pvary,
 )
 from ember._src.primitives.comparisons import (
     eq as eq,

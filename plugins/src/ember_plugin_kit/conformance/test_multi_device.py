@@ -82,7 +82,9 @@ def _collective_program(name, mesh):
     if name == "psum":
         return run(lambda a: lax.psum(a, "x"), P("x"), P()), x, blocks.sum(0)
     if name == "all_gather":
-        return run(lambda a: lax.all_gather(a, "x", tiled=True), P("x"), P()), x, x
+        # gathered to="invarying": the same on every device, so out_specs may say P()
+        gather = run(lambda a: lax.all_gather(a, "x", tiled=True, to="invarying"), P("x"), P())
+        return gather, x, x
     if name == "psum_scatter":
         body = run(lambda a: lax.psum_scatter(a, "x", tiled=True), P(), P("x"), check_rep=False)
         return body, x, n * x

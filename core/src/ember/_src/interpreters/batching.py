@@ -62,7 +62,8 @@ class BatchTracer(Tracer):
         aval = get_aval(self.val)
         d = self.batch_dim
         shape = aval.shape[:d] + aval.shape[d + 1 :]
-        return ShapedArray(shape, aval.dtype, aval.weak_type, drop_dim(aval.typed_sharding, d))
+        typed = drop_dim(aval.typed_sharding, d)
+        return ShapedArray(shape, aval.dtype, aval.weak_type, typed, aval.vma)
 
 
 class BatchTrace(Trace):

@@ -26,6 +26,7 @@ from ember._src import dtypes, errors
 from ember._src.core import get_aval
 from ember._src.primitives.arithmetic import add, max as max_, min as min_, neg
 from ember._src.primitives.bits import bitwise_and
+from ember._src.primitives.collectives import vary_like
 from ember._src.primitives.comparisons import ge, gt, le, lt
 from ember._src.primitives.control_flow.loops import fori_loop
 from ember._src.primitives.gather_scatter import (
@@ -619,6 +620,7 @@ def full_like(
         out = broadcast_in_dim(value, out_shape, ())
     else:
         out = full(out_shape, fill_value, dtype)
+    out = vary_like(out, x)
     if sharding is None and out_shape == aval.shape:
         return retype(out, aval.typed_sharding, x)
     return laid_out(out, sharding)

@@ -20,6 +20,7 @@ from ember._src.numpy.operands import (
     shape_tuple,
 )
 from ember._src.primitives.arithmetic import add, div, mul, sub
+from ember._src.primitives.collectives import vary_like
 from ember._src.primitives.comparisons import eq
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import (
@@ -164,6 +165,8 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
     ``out_sharding`` says, else (same shape) typed as ``a`` over Explicit mesh axes."""
     dtype, new_shape = _like(a, dtype, shape)
     out = full(new_shape, fill_value, dtype, device=device, out_sharding=out_sharding)
+    if is_arraylike(a):
+        out = vary_like(out, a)
     if out_sharding is None and device is None and shape is None and is_arraylike(a):
         return retype(out, get_aval(a).typed_sharding, a)
     return out

@@ -123,6 +123,7 @@ def _jit_discharge(in_avals, out_avals, *args, jaxpr, name, donated_invars):
 
 jit_p = rules.define_primitive(
     "jit",
+    own_vma=True,  # typed by its jaxpr
     discharge=_jit_discharge,
     sharding=sharding_rules.from_jaxpr("jaxpr"),
     abstract_eval=_jit_abstract_eval,

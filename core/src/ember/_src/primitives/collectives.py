@@ -7,6 +7,14 @@ collective is batched by its own rule: the part of it that names the vmap's axis
 ordinary reduction or reshuffle of the batch axis, and the rest is bound again for the
 enclosing axes. Binding a collective with no enclosing binder of its axis is an
 ``UnboundAxisError`` at the user's line.
+
+Inside a shard_map body traced with ``check_vma=True``, values are typed by the mesh axes they
+vary over (``ShapedArray.vma``). ``pvary`` (``pcast(..., to='varying')``) makes a value typed
+as the same on every device varying; the collectives first pvary an operand over the axes
+they name that it does not vary over (psum of an invariant value sums its copies), psum,
+pmax and pmin make their result invariant along their axes, and the others keep it varying.
+Transposition follows the types: pvary transposes to psum and psum of a varying value to
+pvary, so ``grad`` inside the body differentiates what each device computes exactly.
 """
 
 from __future__ import annotations
@@ -16,10 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import dtypes, errors, rules
+from ember._src import core, dtypes, errors, rules
 from ember._src.core import Primitive, ShapedArray, Zero, axis_size, get_aval
 from ember._src.interpreters.batching import not_mapped
 from ember._src.primitives.arithmetic import div, mul
+from ember._src.primitives.indexing import dynamic_slice_op
 from ember._src.primitives.reduce import reduce_max, reduce_min
 from ember._src.primitives.shape import (
     bdim_to_front,
@@ -70,6 +79,25 @@ def axis_size_of(axis_name: Any) -> int:
 
 def _same(x: ShapedArray, **params: Any) -> ShapedArray:
     return x
+
+
+def _made_invariant(x: ShapedArray, *, axes: tuple) -> ShapedArray:
+    """psum, pmax and pmin: the result is the same along the axes reduced over."""
+    return x.update(vma=x.vma - frozenset(axes)) if x.vma else x
+
+
+def _varying_over(leaf: Any, names: tuple) -> Any:
+    """``leaf`` pvaried over the manual axes among ``names`` it is typed as the same along
+    (a collective over an axis acts on values that may differ along it, as in JAX)."""
+    checked = core.vma_axes()
+    if not checked:
+        return leaf
+    missing = [n for n in names if n in checked and n not in _vma(leaf)]
+    return pvary_p.bind(leaf, axes=core.ordered_axes(missing)) if missing else leaf
+
+
+def _vma(x: Any) -> frozenset:
+    return get_aval(x).vma
 
 
 def _linear_jvp(primitive: Primitive):
@@ -190,11 +218,114 @@ def _all_reduce_lowering(op: str):
 
 
 # --------------------------------------------------------------------------------------------
+# pvary and pcast: a value the same on every device along axes, typed as varying along them
+
+
+def _pvary_abstract_eval(x, *, axes):
+    return x.update(vma=x.vma | frozenset(axes))
+
+
+def _pvary_transpose(ct, x, *, axes):
+    # Every device's cotangent flows back to the one value they all started from: summed.
+    return [ct if type(ct) is Zero else psum_p.bind(ct, axes=axes)]
+
+
+def _pvary_batch(axis_name, size, vals, dims, *, axes):
+    (x,), (d,) = vals, dims
+    _, rest = _split_axes(axes, axis_name)  # over this vmap's axis, a cast that does nothing
+    return (pvary_p.bind(x, axes=rest) if rest else x), d
+
+
+def _identity_lowering(ctx, x, *, axes):
+    return x
+
+
+def _identity(x, *, axes):
+    return x
+
+
+pvary_p = rules.define_primitive(
+    "pvary",
+    sharding=rules.NOT_SHARDABLE,
+    abstract_eval=_pvary_abstract_eval,
+    jvp=rules.per_primitive(_linear_jvp),
+    transpose=_pvary_transpose,
+    lowering=_identity_lowering,
+    reference=_identity,
+    collective_batch=_pvary_batch,
+    own_vma=True,
+)
+core.set_pvary(lambda x, axes: pvary_p.bind(x, axes=axes))
+
+_PCAST_TO = ("varying", "reduced", "unreduced")
+
+
+def pcast(x: Any, axis_name: Any, *, to: str) -> Any:
+    """Cast ``x`` to vary over the named manual axes (``to='varying'``): a value typed as
+    the same on every device along them becomes typed as differing. It computes nothing; its
+    transpose sums over the axes. Outside a body that checks types (``check_vma=False``) it
+    returns ``x``."""
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"axis_name={axis_name!r} must be a tuple or a str. Got {axis_name}")
+    if not axis_name:
+        return x
+    names = _names(axis_name)
+    if to not in _PCAST_TO:
+        raise ValueError(
+            f"Got unexpected `to` value. Allowed `to` values are: {set(_PCAST_TO)}{errors.where()}"
+        )
+    if to != "varying":
+        raise NotImplementedError(
+            f"pcast: to={to!r} is not supported (ember has no reduced or unreduced types); "
+            f"only to='varying'{errors.where()}"
+        )
+    if not core.vma_axes():
+        return x
+
+    def cast(leaf: Any) -> Any:
+        aval = get_aval(leaf)
+        varying = [n for n in names if n in aval.vma]
+        if len(varying) == len(names):
+            raise ValueError(f"Unsupported pcast from=varying, to={to!r}{errors.where()}")
+        if varying:
+            raise ValueError(
+                f"pcast: {aval} varies over {varying} but not over the other axes of "
+                f"{names}; name only axes it is the same along{errors.where()}"
+            )
+        return pvary_p.bind(leaf, axes=core.ordered_axes(names))
+
+    return tree_map(cast, x)
+
+
+def vary_like(x: Any, like: Any) -> Any:
+    """``x`` pvaried over the manual axes ``like`` varies over and it does not: a value made
+    in the image of ``like`` (``full_like``, ``zeros_like``) is typed as varying as it is,
+    as in JAX."""
+    if not core.vma_axes():
+        return x
+    missing = _vma(like) - _vma(x)
+    return pvary_p.bind(x, axes=core.ordered_axes(missing)) if missing else x
+
+
+def pvary(x: Any, axis_name: Any) -> Any:
+    """``pcast(x, axis_name, to='varying')`` (JAX's older name)."""
+    return pcast(x, axis_name, to="varying")
+
+
+# --------------------------------------------------------------------------------------------
 # psum and pmean
 
 
 def _psum_transpose(ct, x, *, axes):
-    return [ct if type(ct) is Zero else psum_p.bind(ct, axes=axes)]
+    if type(ct) is Zero:
+        return [ct]
+    # Typed: psum of a varying value is psum then a copy to every device, so its transpose
+    # is a cast to varying. Untyped (check_vma=False), psum's transpose stays psum.
+    varying = tuple(a for a in axes if a in x.aval.vma)
+    rest = tuple(a for a in axes if a not in x.aval.vma)
+    if varying:
+        ct = pvary_p.bind(ct, axes=varying)
+    return [psum_p.bind(ct, axes=rest) if rest else ct]
 
 
 def _sum_unbatched(x: Any, size: int) -> Any:
@@ -204,7 +335,8 @@ def _sum_unbatched(x: Any, size: int) -> Any:
 psum_p = rules.define_primitive(
     "psum",
     sharding=rules.NOT_SHARDABLE,
-    abstract_eval=_same,
+    own_vma=True,
+    abstract_eval=_made_invariant,
     jvp=rules.per_primitive(_linear_jvp),
     transpose=_psum_transpose,
     lowering=_implemented_by_plugin("all_reduce", reduction="sum")(
@@ -221,14 +353,17 @@ def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """The sum of ``x`` over the named axis (or axes); every member gets the total."""
     _no_index_groups("psum", axis_index_groups)
     names = _names(axis_name)
-    return tree_map(lambda leaf: psum_p.bind(leaf, axes=names), x)
+    return tree_map(lambda leaf: psum_p.bind(_varying_over(leaf, names), axes=names), x)
 
 
 def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     _no_index_groups("pmean", axis_index_groups)
     names = _names(axis_name)
     size = _total_size(names)
-    return tree_map(lambda leaf: div(psum_p.bind(leaf, axes=names), _scalar(size, leaf)), x)
+    return tree_map(
+        lambda leaf: div(psum_p.bind(_varying_over(leaf, names), axes=names), _scalar(size, leaf)),
+        x,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -242,7 +377,8 @@ def _extreme_unbatched(x: Any, size: int) -> Any:
 pmax_p = rules.define_primitive(
     "pmax",
     sharding=rules.NOT_SHARDABLE,
-    abstract_eval=_same,
+    own_vma=True,
+    abstract_eval=_made_invariant,
     lowering=_implemented_by_plugin("all_reduce", reduction="max")(
         _all_reduce_lowering("stablehlo.maximum")
     ),
@@ -256,13 +392,14 @@ pmax_p = rules.define_primitive(
 def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     _no_index_groups("pmax", axis_index_groups)
     names = _names(axis_name)
-    return tree_map(lambda leaf: pmax_p.bind(leaf, axes=names), x)
+    return tree_map(lambda leaf: pmax_p.bind(_varying_over(leaf, names), axes=names), x)
 
 
 pmin_p = rules.define_primitive(
     "pmin",
     sharding=rules.NOT_SHARDABLE,
-    abstract_eval=_same,
+    own_vma=True,
+    abstract_eval=_made_invariant,
     lowering=_implemented_by_plugin("all_reduce", reduction="min")(
         _all_reduce_lowering("stablehlo.minimum")
     ),
@@ -276,7 +413,7 @@ pmin_p = rules.define_primitive(
 def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     _no_index_groups("pmin", axis_index_groups)
     names = _names(axis_name)
-    return tree_map(lambda leaf: pmin_p.bind(leaf, axes=names), x)
+    return tree_map(lambda leaf: pmin_p.bind(_varying_over(leaf, names), axes=names), x)
 
 
 # --------------------------------------------------------------------------------------------
@@ -298,13 +435,17 @@ def _all_gather_transpose(ct, x, *, axes, axis, tiled, size):
     return [psum_scatter_p.bind(ct, axes=axes, dimension=axis, tiled=tiled, size=size)]
 
 
-def _all_gather_batch(axis_name, vmap_size, vals, dims, *, axes, axis, tiled, size):
+def _all_gather_batch(primitive: Primitive):
+    return functools.partial(_gather_batch, primitive)
+
+
+def _gather_batch(primitive, axis_name, vmap_size, vals, dims, *, axes, axis, tiled, size):
     (x,), (d,) = vals, dims
     if axis_name not in axes:  # gather along the shifted axis, the batch axis in front
         if d is not_mapped:
-            return all_gather_p.bind(x, axes=axes, axis=axis, tiled=tiled, size=size), d
+            return primitive.bind(x, axes=axes, axis=axis, tiled=tiled, size=size), d
         x = move_axis(x, d, 0)
-        return all_gather_p.bind(x, axes=axes, axis=axis + 1, tiled=tiled, size=size), 0
+        return primitive.bind(x, axes=axes, axis=axis + 1, tiled=tiled, size=size), 0
     x = bdim_to_front(x, d, vmap_size)  # (members, *shape): every member sees all of them
     gathered = move_axis(x, 0, axis)
     if tiled:  # merge the members' axis into the one after it
@@ -328,13 +469,46 @@ def _all_gather_lowering(ctx, x, *, axes, axis, tiled, size):
 all_gather_p = rules.define_primitive(
     "all_gather",
     sharding=rules.NOT_SHARDABLE,
+    own_vma=True,
     abstract_eval=_all_gather_abstract_eval,
     jvp=rules.per_primitive(_linear_jvp),
     transpose=_all_gather_transpose,
     lowering=_implemented_by_plugin("all_gather")(_all_gather_lowering),
     reference=rules.per_primitive(_unbound),
-    collective_batch=_all_gather_batch,
+    collective_batch=rules.per_primitive(_all_gather_batch),
 )
+
+
+def _all_gather_invariant_abstract_eval(x, *, axes, axis, tiled, size):
+    gathered = _all_gather_abstract_eval(x, axes=axes, axis=axis, tiled=tiled, size=size)
+    return _made_invariant(gathered, axes=axes)
+
+
+def _all_gather_invariant_transpose(ct, x, *, axes, axis, tiled, size):
+    """Every device holds the whole: the cotangent of a device's piece is its own slice."""
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    shape = list(get_aval(ct).shape)
+    part = shape[axis] // size if tiled else 1
+    start = mul(axis_index_p.bind(axes=axes), np.asarray(part, np.int32))
+    starts = [start if d == axis else np.int32(0) for d in range(len(shape))]
+    sizes = [part if d == axis else n for d, n in enumerate(shape)]
+    piece = dynamic_slice_op(ct, starts, sizes)
+    return [piece if tiled else squeeze(piece, (axis,))]
+
+
+all_gather_invariant_p = rules.define_primitive(
+    "all_gather_invariant",
+    sharding=rules.NOT_SHARDABLE,
+    own_vma=True,
+    abstract_eval=_all_gather_invariant_abstract_eval,
+    jvp=rules.per_primitive(_linear_jvp),
+    transpose=_all_gather_invariant_transpose,
+    lowering=_implemented_by_plugin("all_gather")(_all_gather_lowering),
+    reference=rules.per_primitive(_unbound),
+    collective_batch=rules.per_primitive(_all_gather_batch),
+)
+_GATHER_TO = {"varying": all_gather_p, "invarying": all_gather_invariant_p}
 
 
 def all_gather(
@@ -346,11 +520,20 @@ def all_gather(
     tiled: bool = False,
     to: str = "varying",
 ) -> Any:
-    """Every member's ``x``, stacked along a new axis ``axis`` (concatenated if ``tiled``)."""
+    """Every member's ``x``, stacked along a new axis ``axis`` (concatenated if ``tiled``).
+    Typed inside shard_map, the result varies over the axes (``to='varying'``), or is the
+    same on every member of them (``to='invarying'``: its transpose slices instead of
+    summing)."""
     _no_index_groups("all_gather", axis_index_groups)
-    if to != "varying":
+    if to == "reduced":
         raise NotImplementedError(
-            f"all_gather: to={to!r} is not supported; only to='varying'{errors.where()}"
+            f"all_gather: to={to!r} is not supported (ember has no reduced types); "
+            f"to='varying' or 'invarying'{errors.where()}"
+        )
+    if to not in _GATHER_TO:
+        raise ValueError(
+            f"Got unexpected `to` value for `all_gather`. Allowed `to` values are: "
+            f"{{'varying', 'reduced', 'invarying'}}{errors.where()}"
         )
     names = _names(axis_name)
     if len(names) > 1:
@@ -358,14 +541,16 @@ def all_gather(
         # then the rest around it (tiled, so the pieces stay in that order), then stack.
         if not tiled:  # stacked: a new axis of size one, then gathered as tiles
             x = tree_map(lambda leaf: expand_dims(leaf, (axis % (get_aval(leaf).ndim + 1),)), x)
-        gathered = all_gather(x, names[-1], axis=axis, tiled=True)
-        return all_gather(gathered, names[:-1], axis=axis, tiled=True)
+        gathered = all_gather(x, names[-1], axis=axis, tiled=True, to=to)
+        return all_gather(gathered, names[:-1], axis=axis, tiled=True, to=to)
     size = axis_size(names[0])
+    primitive = _GATHER_TO[to]
 
     def one(leaf: Any) -> Any:
         ndim = np.ndim(leaf) if not hasattr(leaf, "aval") else leaf.aval.ndim
         where = axis % (ndim + (0 if tiled else 1))
-        return all_gather_p.bind(leaf, axes=names, axis=where, tiled=bool(tiled), size=size)
+        leaf = _varying_over(leaf, names)
+        return primitive.bind(leaf, axes=names, axis=where, tiled=bool(tiled), size=size)
 
     return tree_map(one, x)
 
@@ -432,6 +617,7 @@ def _psum_scatter_lowering(ctx, x, *, axes, dimension, tiled, size):
 psum_scatter_p = rules.define_primitive(
     "psum_scatter",
     sharding=rules.NOT_SHARDABLE,
+    own_vma=True,
     abstract_eval=_psum_scatter_abstract_eval,
     jvp=rules.per_primitive(_linear_jvp),
     transpose=_psum_scatter_transpose,
@@ -463,7 +649,11 @@ def psum_scatter(
     size = axis_size(names[0])
     return tree_map(
         lambda leaf: psum_scatter_p.bind(
-            leaf, axes=names, dimension=scatter_dimension, tiled=bool(tiled), size=size
+            _varying_over(leaf, names),
+            axes=names,
+            dimension=scatter_dimension,
+            tiled=bool(tiled),
+            size=size,
         ),
         x,
     )
@@ -474,7 +664,8 @@ def psum_scatter(
 
 
 def _axis_index_abstract_eval(*, axes):
-    return ShapedArray((), dtypes.int32)
+    # Each device's own position: varying along the axis, where types track that.
+    return ShapedArray((), dtypes.int32, vma=frozenset(axes) & core.vma_axes())
 
 
 def _axis_index_batch(axis_name, size, vals, dims, *, axes):
@@ -502,6 +693,7 @@ def _axis_index_lowering(ctx, *, axes):
 axis_index_p = rules.define_primitive(
     "axis_index",
     sharding=rules.NOT_SHARDABLE,
+    own_vma=True,
     abstract_eval=_axis_index_abstract_eval,
     lowering=_axis_index_lowering,
     reference=rules.per_primitive(_unbound),
@@ -557,6 +749,7 @@ def _ppermute_lowering(ctx, x, *, axes, perm):
 ppermute_p = rules.define_primitive(
     "ppermute",
     sharding=rules.NOT_SHARDABLE,
+    own_vma=True,
     abstract_eval=_same,
     jvp=rules.per_primitive(_linear_jvp),
     transpose=_ppermute_transpose,
@@ -580,7 +773,9 @@ def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
             )
     if len({s for s, _ in pairs}) != len(pairs) or len({d for _, d in pairs}) != len(pairs):
         raise ValueError(f"ppermute: {pairs} sends from or to a member twice{errors.where()}")
-    return tree_map(lambda leaf: ppermute_p.bind(leaf, axes=(name,), perm=pairs), x)
+    return tree_map(
+        lambda leaf: ppermute_p.bind(_varying_over(leaf, (name,)), axes=(name,), perm=pairs), x
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -670,6 +865,7 @@ def _all_to_all_lowering(ctx, x, *, axes, split_axis, concat_axis, tiled, size):
 all_to_all_p = rules.define_primitive(
     "all_to_all",
     sharding=rules.NOT_SHARDABLE,
+    own_vma=True,
     abstract_eval=_all_to_all_abstract_eval,
     jvp=rules.per_primitive(_linear_jvp),
     transpose=_all_to_all_transpose,
@@ -706,7 +902,12 @@ def all_to_all(
                 f"be {need} (the size of axis {name!r}){errors.where()}"
             )
         return all_to_all_p.bind(
-            leaf, axes=(name,), split_axis=split, concat_axis=concat, tiled=bool(tiled), size=size
+            _varying_over(leaf, (name,)),
+            axes=(name,),
+            split_axis=split,
+            concat_axis=concat,
+            tiled=bool(tiled),
+            size=size,
         )
 
     return tree_map(one, x)

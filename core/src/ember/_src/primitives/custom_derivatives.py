@@ -157,6 +157,7 @@ def _custom_call_discharge(in_avals, out_avals, *args, call_jaxpr, **params):
 
 custom_jvp_call_p = rules.define_primitive(
     "custom_jvp_call",
+    own_vma=True,  # typed by its jaxpr
     discharge=_custom_call_discharge,
     sharding=sharding_rules.from_jaxpr("call_jaxpr"),
     abstract_eval=_custom_jvp_abstract_eval,
@@ -261,6 +262,7 @@ class _BatchedBwd:
 
 custom_vjp_call_p = rules.define_primitive(
     "custom_vjp_call",
+    own_vma=True,  # typed by its jaxpr
     discharge=_custom_call_discharge,
     sharding=sharding_rules.from_jaxpr("call_jaxpr"),
     abstract_eval=_custom_vjp_abstract_eval,
@@ -319,6 +321,7 @@ def _custom_lin_sharding(*avals, out_avals, **params):
 
 custom_lin_p = rules.define_primitive(
     "custom_lin",
+    own_vma=True,  # typed by the forward pass (out_avals)
     sharding=_custom_lin_sharding,
     abstract_eval=_custom_lin_abstract_eval,
     transpose=_custom_lin_transpose,

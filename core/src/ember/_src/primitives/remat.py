@@ -249,6 +249,7 @@ def _arrays_named(eqns: Sequence[Eqn], names: frozenset[str]) -> set[int]:
 
 remat_p = rules.define_primitive(
     "remat",
+    own_vma=True,  # typed by its jaxpr
     sharding=sharding_rules.from_jaxpr("jaxpr"),
     abstract_eval=_remat_abstract_eval,
     jvp=_remat_jvp,

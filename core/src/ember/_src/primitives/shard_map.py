@@ -1,7 +1,11 @@
 """The ``shard_map`` primitive: a per-device jaxpr run on every device of a mesh.
 
-Its parameters are the per-device ``jaxpr``, the ``mesh`` and the ``in_specs``/``out_specs``
-(``PartitionSpec``s) that split operands into blocks and put result blocks together. It
+Its parameters are the per-device ``jaxpr``, the ``mesh``, the ``in_specs``/``out_specs``
+(``PartitionSpec``s) that split operands into blocks and put result blocks together, and
+``check_vma``: whether the body's values are typed by the mesh axes they vary over (then the
+body's own transposition, which follows those types, is exact, and the rules below add no
+correction of their own; without types, a replicated output's cotangent is shared out among
+its copies and an input's cotangent summed over the devices it was copied to). It
 lowers to Shardy's ``sdy.manual_computation`` (the collectives inside lower to StableHLO
 collectives over the mesh's device groups). Backends that interpret jaxprs (the reference)
 run it as nested batching over the mesh axes, which is the same computation, device by
@@ -17,7 +21,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ember._src import core, errors, rules
-from ember._src.core import ShapedArray, Zero, extend_axis_env, get_aval, tangent_aval
+from ember._src.core import (
+    NO_AXES,
+    ShapedArray,
+    Zero,
+    checking_vma,
+    extend_axis_env,
+    get_aval,
+    tangent_aval,
+)
 from ember._src.interpreters.ad import UndefinedPrimal, backward_pass, is_undefined
 from ember._src.interpreters.ad_util import instantiate
 from ember._src.interpreters.batching import batch_flat, not_mapped
@@ -49,7 +61,9 @@ def _factor(mesh: Mesh, spec: PartitionSpec, dim: int) -> int:
     return math.prod(mesh.axis_size(a) for a in spec.axes_of(dim))
 
 
-def shard_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray, what: str) -> ShapedArray:
+def shard_aval(
+    mesh: Mesh, spec: PartitionSpec, aval: ShapedArray, what: str, check_vma: bool = False
+) -> ShapedArray:
     if len(spec) > aval.ndim:
         raise ValueError(
             f"{what}: spec {spec} has {len(spec)} entries for an array {aval.str_short()} of rank "
@@ -64,27 +78,37 @@ def shard_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray, what: str) ->
                 f"mesh axes {spec.axes_of(d)} of total size {factor}{errors.where()}"
             )
         shape.append(size // factor)
-    # Inside, every mesh axis is Manual: a per-device piece is split over none in its type.
-    return aval.update(shape=tuple(shape), sharding=None)
+    # Inside, every mesh axis is Manual: a per-device piece is split over none in its type,
+    # and (typed) varies over the axes that split it.
+    vma = mentioned(mesh, spec) if check_vma else NO_AXES
+    return aval.update(shape=tuple(shape), sharding=None, vma=vma)
 
 
 def global_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray) -> ShapedArray:
     """The whole of a result whose per-device pieces are ``aval``, typed as ``spec`` says
     over the mesh's Explicit axes."""
     shape = tuple(s * _factor(mesh, spec, d) for d, s in enumerate(aval.shape))
-    return aval.update(shape=shape, sharding=NamedSharding(mesh, spec).typed(aval.ndim))
+    typed = NamedSharding(mesh, spec).typed(aval.ndim)
+    return aval.update(shape=shape, sharding=typed, vma=NO_AXES)
 
 
 def unmentioned(mesh: Mesh, spec: PartitionSpec) -> tuple[str, ...]:
-    used = {a for d in range(len(spec)) for a in spec.axes_of(d)}
+    used = mentioned(mesh, spec)
     return tuple(a for a in mesh.axis_names if a not in used)
 
 
-class mesh_axes:  # noqa: N801 - a context manager used like a function
-    """Bind every mesh axis as a named axis while tracing the per-device function."""
+def mentioned(mesh: Mesh, spec: PartitionSpec) -> frozenset:
+    """The mesh axes ``spec`` splits a dimension over."""
+    return frozenset(a for d in range(len(spec)) for a in spec.axes_of(d))
 
-    def __init__(self, mesh: Mesh):
+
+class mesh_axes:  # noqa: N801 - a context manager used like a function
+    """Bind every mesh axis as a named axis while tracing the per-device function, values
+    typed by the axes they vary over when ``check_vma``."""
+
+    def __init__(self, mesh: Mesh, check_vma: bool = False):
         self.frames = [extend_axis_env(n, s) for n, s in mesh.shape.items()]
+        self.frames.append(checking_vma(mesh.axis_names if check_vma else ()))
 
     def __enter__(self) -> None:
         for frame in self.frames:
@@ -99,7 +123,7 @@ class mesh_axes:  # noqa: N801 - a context manager used like a function
 # Rules
 
 
-def _abstract_eval(*avals, jaxpr, mesh, in_specs, out_specs):
+def _abstract_eval(*avals, jaxpr, mesh, in_specs, out_specs, check_vma):
     return [global_aval(mesh, s, a) for s, a in zip(out_specs, jaxpr.out_avals)]
 
 
@@ -111,7 +135,7 @@ def _sdy_specs(specs: Sequence[PartitionSpec], avals: Sequence[ShapedArray], mes
     return "#sdy.sharding_per_value<[" + ", ".join(parts) + "]>"
 
 
-def _lowering(ctx, *operands, jaxpr, mesh, in_specs, out_specs):
+def _lowering(ctx, *operands, jaxpr, mesh, in_specs, out_specs, check_vma):
     ctx.module.require_mesh(mesh, "shard_map")
     axes = ", ".join(f'"{a}"' for a in mesh.axis_names)
     attrs = {
@@ -210,7 +234,7 @@ def _batched_over(fun: Callable[..., list[Any]], name: str, size: int) -> Callab
     return batched
 
 
-def _reference(*args, jaxpr, mesh, in_specs, out_specs):
+def _reference(*args, jaxpr, mesh, in_specs, out_specs, check_vma):
     def build():
         avals = [get_aval(a) for a in args]
         return trace_to_jaxpr(
@@ -224,9 +248,10 @@ def _reference(*args, jaxpr, mesh, in_specs, out_specs):
 # -- differentiation ---------------------------------------------------------------------------
 
 
-def _jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs):
+def _jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, check_vma):
     nonzero = tuple(type(t) is not Zero for t in tangents)
-    consts, new_jaxpr, out_nonzero = jvp_jaxpr(jaxpr, nonzero)
+    with mesh_axes(mesh, check_vma):
+        consts, new_jaxpr, out_nonzero = jvp_jaxpr(jaxpr, nonzero)
     live = [t for t in tangents if type(t) is not Zero]
     t_specs = tuple(s for s, nz in zip(in_specs, nonzero) if nz)
     to_specs = tuple(s for s, nz in zip(out_specs, out_nonzero) if nz)
@@ -238,14 +263,17 @@ def _jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs):
         mesh=mesh,
         in_specs=(PartitionSpec(),) * len(consts) + tuple(in_specs) + t_specs,
         out_specs=tuple(out_specs) + to_specs,
+        check_vma=check_vma,
     )
     n = len(out_specs)
-    out_avals = _abstract_eval(jaxpr=jaxpr, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
+    out_avals = _abstract_eval(
+        jaxpr=jaxpr, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=check_vma
+    )
     zeros = [Zero(tangent_aval(a)) for a, nz in zip(out_avals, out_nonzero) if not nz]
     return outs[:n], merge(out_nonzero, zeros, outs[n:])
 
 
-def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs):
+def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
     undefined = [is_undefined(a) for a in args]
     residuals = [a for a in args if not is_undefined(a)]
     res_specs = tuple(s for s, u in zip(in_specs, undefined) if not u)
@@ -261,12 +289,13 @@ def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs):
 
         def fun(*res_and_cts):
             res, cts_in = res_and_cts[: len(res_avals)], res_and_cts[len(res_avals) :]
-            # A replicated output's cotangent reaches every device along the axes its spec
-            # leaves out; each device takes its share so that the sum is counted once.
+            # Untyped, a replicated output's cotangent reaches every device along the axes its
+            # spec leaves out; each device takes its share so that the sum is counted once.
+            # Typed, it is an invariant value, and the body's pvary/psum transposes sum it.
             scaled = []
             for ct, spec in zip(cts_in, ct_specs):
                 copies = math.prod(mesh.axis_size(a) for a in unmentioned(mesh, spec))
-                scaled.append(ct if copies == 1 else ct / copies)
+                scaled.append(ct if copies == 1 or check_vma else ct / copies)
             full_args = merge(undefined, res, [UndefinedPrimal(a) for a in lin_avals])
             zeros = [Zero(a) for a, nz in zip(jaxpr.out_avals, ct_nonzero) if not nz]
             full_cts = merge(ct_nonzero, zeros, scaled)
@@ -274,11 +303,13 @@ def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs):
             outs = []
             for ct, spec in zip([r for r, u in zip(result, undefined) if u], lin_specs):
                 ct = instantiate(ct)
-                axes = unmentioned(mesh, spec)  # the input was copied to these devices
+                # Untyped: the input was copied to these devices. Typed: its cotangent is
+                # already summed (the pvary that shared it out transposes to psum).
+                axes = () if check_vma else unmentioned(mesh, spec)
                 outs.append(collectives.psum_p.bind(ct, axes=axes) if axes else ct)
             return outs
 
-        with mesh_axes(mesh):
+        with mesh_axes(mesh, check_vma):
             return trace_const_free(fun, [*res_avals, *ct_avals], "transpose")
 
     key = ("transpose", tuple(undefined), ct_nonzero)
@@ -291,12 +322,13 @@ def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs):
         mesh=mesh,
         in_specs=(PartitionSpec(),) * len(consts) + res_specs + ct_specs,
         out_specs=lin_specs,
+        check_vma=check_vma,
     )
     return merge(undefined, [None] * len(residuals), outs)
 
 
 def _partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) -> list[Any]:
-    jaxpr, mesh = params["jaxpr"], params["mesh"]
+    jaxpr, mesh, check_vma = params["jaxpr"], params["mesh"], params["check_vma"]
     in_specs, out_specs = params["in_specs"], params["out_specs"]
     unknowns = tuple(trace.owns(x) for x in args)
     # Residuals are per-device values: they leave the known part stacked along a new leading
@@ -304,7 +336,8 @@ def _partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) ->
     every_axis = PartitionSpec(tuple(mesh.axis_names))
 
     def build():
-        split = partial_eval_jaxpr(jaxpr, unknowns)
+        with mesh_axes(mesh, check_vma):
+            split = partial_eval_jaxpr(jaxpr, unknowns)
         n_res = split.num_residuals
         known = split.known
         n_known_out = len(known.out_avals) - n_res
@@ -321,7 +354,7 @@ def _partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) ->
 
         res_avals = known.out_avals[n_known_out:]
         stacked = [r.update(shape=(1, *r.shape)) for r in res_avals]
-        with mesh_axes(mesh):
+        with mesh_axes(mesh, check_vma):
             known_j = trace_const_free(known_fun, known.in_avals, "known")
             unknown_in = stacked + list(unknown.in_avals[n_res:])
             unknown_j = trace_const_free(unknown_fun, unknown_in, "unknown")
@@ -343,6 +376,7 @@ def _partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) ->
             mesh=mesh,
             in_specs=(PartitionSpec(),) * len(k_consts) + known_in_specs,
             out_specs=known_out_specs + (every_axis,) * n_res,
+            check_vma=check_vma,
         )
     n_known = len(known_outs) - n_res
     residuals = known_outs[n_known:]
@@ -356,6 +390,7 @@ def _partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) ->
             + (every_axis,) * n_res
             + unknown_in_specs,
             "out_specs": unknown_out_specs,
+            "check_vma": check_vma,
         },
     )
     return merge(split.out_unknowns, known_outs[:n_known], unknown_outs)
@@ -364,11 +399,11 @@ def _partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) ->
 # -- batching ----------------------------------------------------------------------------------
 
 
-def _batch(vals, dims, *, jaxpr, mesh, in_specs, out_specs):
+def _batch(vals, dims, *, jaxpr, mesh, in_specs, out_specs, check_vma):
     size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
     fronts = [v if d is not_mapped else move_axis(v, d, 0) for v, d in zip(vals, dims)]
     batched_in = [d is not not_mapped for d in dims]
-    with mesh_axes(mesh):
+    with mesh_axes(mesh, check_vma):
         consts, batched, out_batched = batch_jaxpr(jaxpr, batched_in, size, force_out=True)
     specs = tuple(PartitionSpec(None, *s) if b else s for s, b in zip(in_specs, batched_in))
     outs = shard_map_p.bind(
@@ -378,11 +413,12 @@ def _batch(vals, dims, *, jaxpr, mesh, in_specs, out_specs):
         mesh=mesh,
         in_specs=(PartitionSpec(),) * len(consts) + specs,
         out_specs=tuple(PartitionSpec(None, *s) for s in out_specs),
+        check_vma=check_vma,
     )
     return outs, [0] * len(outs)
 
 
-def _layouts(*, jaxpr, mesh, in_specs, out_specs):
+def _layouts(*, jaxpr, mesh, in_specs, out_specs, check_vma):
     """Run eagerly: operands laid out by ``in_specs``, results by ``out_specs``."""
     return (
         [NamedSharding(mesh, s) for s in in_specs],
@@ -390,10 +426,10 @@ def _layouts(*, jaxpr, mesh, in_specs, out_specs):
     )
 
 
-def _shard_map_sharding(*avals, jaxpr, mesh, in_specs, out_specs):
+def _shard_map_sharding(*avals, jaxpr, mesh, in_specs, out_specs, check_vma):
     """The results are typed as out_specs say over the mesh's Explicit axes."""
     return [a.typed_sharding for a in _abstract_eval(*avals, jaxpr=jaxpr, mesh=mesh,
-            in_specs=in_specs, out_specs=out_specs)]  # fmt: skip
+            in_specs=in_specs, out_specs=out_specs, check_vma=check_vma)]  # fmt: skip
 
 
 shard_map_p = rules.define_primitive(
@@ -408,4 +444,5 @@ shard_map_p = rules.define_primitive(
     partial_eval=_partial_eval,
     multiple_results=True,
     eager_layouts=_layouts,
+    own_vma=True,
 )

@@ -89,7 +89,11 @@ def pmap(
 
         specs = [PartitionSpec() if d is None else PartitionSpec(name) for d in dims]
         outs = shard_map(
-            per_device, mesh=mesh, in_specs=tuple(specs), out_specs=PartitionSpec(name)
+            per_device,
+            mesh=mesh,
+            in_specs=tuple(specs),
+            out_specs=PartitionSpec(name),
+            check_vma=False,  # as JAX: pmap keeps its untyped transposition
         )(*fronts)
         out_value, out_tree = flat_fun.output, flat_fun.out_tree
         wanted = flatten_axes("pmap out_axes", out_tree, out_axes, out_value)

@@ -4,8 +4,14 @@
 ``PartitionSpec`` says, runs ``f`` on every device's blocks (mesh axes bound as named axes, so
 ``psum(x, "data")`` and friends work inside), and puts the result blocks together as
 ``out_specs`` says. An output whose spec leaves out a mesh axis is taken to be the same on
-every device along that axis; ``check_rep`` verifies this from the program (only collectives
-over an axis make a value equal across it).
+every device along that axis.
+
+With ``check_vma=True`` (the default; ``check_rep`` is its older name) every value inside is
+typed by the mesh axes it may vary over (``typeof(x)`` prints ``float32[4]{V:i}``): an
+argument varies over the axes its in_spec splits it over, collectives and ``pcast`` change
+the types as they say, and other operations vary over what their operands vary over. The
+types check out_specs (an output may leave out only axes it is the same along) and make
+``grad`` inside the body exact. With ``check_vma=False`` nothing is typed or checked.
 
 The per-device function is traced into the ``shard_map`` primitive
 (``primitives/shard_map.py``, with its rules). Called eagerly, the mapped function is
@@ -21,21 +27,29 @@ from typing import Any
 from ember._src import core, errors
 from ember._src.core import get_aval
 from ember._src.interpreters.staging import trace_to_jaxpr
-from ember._src.ir import ClosedJaxpr
 from ember._src.primitives import collectives
 from ember._src.primitives.jaxpr_transforms import hoist_consts
-from ember._src.primitives.shard_map import mesh_axes, shard_aval, shard_map_p, unmentioned
+from ember._src.primitives.shard_map import (
+    mentioned,
+    mesh_axes,
+    shard_aval,
+    shard_map_p,
+    unmentioned,
+)
 from ember._src.runtime.mesh import AxisType, Mesh, current_mesh, use_mesh
 from ember._src.runtime.sharding import NamedSharding, PartitionSpec
 from ember._src.transforms.jit import jit
 from ember._src.tree.util import flatten_fun, flatten_up_to, tree_flatten, tree_unflatten
+
+# out_specs has no default (None is a spec: a function returning None has no outputs).
+_REQUIRED: Any = object()
 
 
 def shard_map(
     f: Callable[..., Any] | None = None,
     mesh: Mesh | None = None,
     in_specs: Any = None,
-    out_specs: Any = None,
+    out_specs: Any = _REQUIRED,
     check_rep: bool = True,
     check_vma: bool | None = None,
 ) -> Callable[..., Any]:
@@ -53,7 +67,7 @@ def shard_map(
             check_vma=check_vma,
         )
     check = check_rep if check_vma is None else check_vma
-    if out_specs is None:
+    if out_specs is _REQUIRED:
         raise TypeError("shard_map needs out_specs")
 
     def traced_call(*args: Any) -> Any:
@@ -68,21 +82,28 @@ def shard_map(
             specs = _spec_leaves(in_specs, args, len(leaves), the_mesh, "shard_map in_specs")
         name = getattr(f, "__name__", "f")
         per_device = [
-            shard_aval(the_mesh, s, a, f"shard_map({name}) argument #{i}")
+            shard_aval(the_mesh, s, a, f"shard_map({name}) argument #{i}", check)
             for i, (s, a) in enumerate(zip(specs, avals))
         ]
         body = flatten_fun(f, in_tree, keep_output=True)
+        o_specs: list[PartitionSpec] = []
+
+        def typed_body(*blocks: Any) -> list[Any]:
+            outs = body(*blocks)
+            o_specs.extend(
+                _spec_leaves(out_specs, body.output, len(outs), the_mesh, "shard_map out_specs")
+            )
+            if not check:
+                return outs
+            _check_out_specs([get_aval(o) for o in outs], the_mesh, o_specs)
+            return [_varying_as_spec(o, s, the_mesh) for o, s in zip(outs, o_specs)]
+
         # Inside, every mesh axis is Manual: get_abstract_mesh() says so, types split nothing.
         manual = the_mesh.update_axis_types(dict.fromkeys(the_mesh.axis_names, AxisType.Manual))
-        with mesh_axes(the_mesh), use_mesh(manual):
-            closed = trace_to_jaxpr(body, per_device, name=f"shard_map_{name}")
+        with mesh_axes(the_mesh, check), use_mesh(manual):
+            closed = trace_to_jaxpr(typed_body, per_device, name=f"shard_map_{name}")
         consts, jaxpr = hoist_consts(closed)
-        out_value, out_tree = body.output, body.out_tree
-        o_specs = _spec_leaves(
-            out_specs, out_value, out_tree.num_leaves, the_mesh, "shard_map out_specs"
-        )
-        if check:
-            _check_replication(jaxpr, the_mesh, [PartitionSpec()] * len(consts) + specs, o_specs)
+        out_tree = body.out_tree
         outs = shard_map_p.bind(
             *consts,
             *leaves,
@@ -90,6 +111,7 @@ def shard_map(
             mesh=the_mesh,
             in_specs=(PartitionSpec(),) * len(consts) + tuple(specs),
             out_specs=tuple(o_specs),
+            check_vma=bool(check),
         )
         return tree_unflatten(out_tree, outs)
 
@@ -143,53 +165,27 @@ def _spec_leaves(specs: Any, values: Any, count: int, mesh: Mesh, what: str) -> 
 
 
 # --------------------------------------------------------------------------------------------
-# check_rep: which outputs are equal along which mesh axes
-
-_REDUCING = {
-    collectives.psum_p,
-    collectives.pmax_p,
-    collectives.pmin_p,
-    collectives.all_gather_p,
-}
+# check_vma: an output may leave out of its spec only the axes it is the same along
 
 
-def _replicated_axes(jaxpr: ClosedJaxpr, mesh: Mesh, in_rep: list[frozenset]) -> list[frozenset]:
-    env: dict[Any, frozenset] = {}
-    everything = frozenset(mesh.axis_names)
-    for var, rep in zip(jaxpr.jaxpr.invars, in_rep):
-        env[var] = rep
-
-    def read(atom: Any) -> frozenset:
-        return env.get(atom, everything)  # literals and consts are the same everywhere
-
-    for eqn in jaxpr.jaxpr.eqns:
-        ins = [read(v) for v in eqn.invars]
-        common = frozenset.intersection(everything, *ins)
-        if eqn.primitive in _REDUCING:
-            out = common | frozenset(eqn.params["axes"])
-        elif eqn.primitive is collectives.axis_index_p:
-            out = everything - frozenset(eqn.params["axes"])
-        elif eqn.primitive in (
-            collectives.psum_scatter_p,
-            collectives.ppermute_p,
-            collectives.all_to_all_p,
-        ):
-            out = common - frozenset(eqn.params["axes"])
-        else:
-            out = common
-        for var in eqn.outvars:
-            env[var] = out
-    return [read(v) for v in jaxpr.jaxpr.outvars]
+def _varying_as_spec(out: Any, spec: PartitionSpec, mesh: Mesh) -> Any:
+    """``out`` typed as varying over the axes its spec splits it over (as JAX does): the
+    cotangent that comes back through that output differs from device to device."""
+    missing = mentioned(mesh, spec) - get_aval(out).vma
+    if not missing:
+        return out
+    return collectives.pvary_p.bind(out, axes=core.ordered_axes(missing))
 
 
-def _check_replication(jaxpr, mesh, in_specs, out_specs) -> None:
-    in_rep = [frozenset(unmentioned(mesh, s)) for s in in_specs]
-    for i, (rep, spec) in enumerate(zip(_replicated_axes(jaxpr, mesh, in_rep), out_specs)):
-        missing = [a for a in unmentioned(mesh, spec) if a not in rep]
+def _check_out_specs(out_avals, mesh: Mesh, out_specs) -> None:
+    for i, (aval, spec) in enumerate(zip(out_avals, out_specs)):
+        missing = [a for a in unmentioned(mesh, spec) if a in aval.vma]
         if missing:
+            names = ", ".join(repr(a) for a in missing)
             raise ValueError(
                 f"shard_map output #{i} has out_specs {spec}, which says it is the same on every "
-                f"device along mesh axes {missing}, but it can differ along them; reduce it "
-                f"(psum/all_gather), name the axes in out_specs, or pass check_rep=False"
-                f"{errors.where()}"
+                f"device along mesh axes {missing}, but its type {aval} says it can differ "
+                f"along them. Reduce it over them (psum or pmean over {names}, or "
+                f"all_gather(..., to='invarying')), name them in out_specs, or pass "
+                f"check_vma=False{errors.where()}"
             )

@@ -35,6 +35,7 @@ from ember._src.primitives.comparisons import ne
 from ember._src.primitives.control_flow import python_loops
 from ember._src.primitives.control_flow.body_jaxprs import (
     ControlFlowTypeError,
+    check_branch_vma,
     describe_avals,
     flatten_operands,
     join_weak_types,
@@ -250,6 +251,7 @@ def _with_outputs(closed: ClosedJaxpr, kept: Sequence[int]) -> ClosedJaxpr:
 
 cond_p = rules.define_primitive(
     "cond",
+    own_vma=True,  # typed by its jaxpr
     discharge=_cond_discharge,
     sharding=_cond_sharding,
     abstract_eval=_cond_abstract_eval,
@@ -360,6 +362,7 @@ def _bind(index: Any, funs: list[Callable], operands: tuple, what: str, names: t
                 f"{describe_avals(traced[0][1].out_avals)} and {describe_avals(jaxpr.out_avals)}"
                 f"{errors.where()}"
             )
+        check_branch_vma(traced[0][1].out_avals, jaxpr.out_avals, what, (names[0], name))
     consts, branches = join_branch_consts([(c, j) for c, j, _ in traced])
     outs = cond_p.bind(index, *consts, *leaves, branches=tuple(branches))
     return tree_unflatten(out_tree, outs)

@@ -334,6 +334,7 @@ def _cond_of_values(cond_jaxpr, cond_consts, cond_marks, body_writes):
 
 while_p = rules.define_primitive(
     "while",
+    own_vma=True,  # typed by its jaxpr
     discharge=_while_discharge,
     sharding=_while_sharding,
     abstract_eval=_while_abstract_eval,

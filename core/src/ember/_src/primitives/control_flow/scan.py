@@ -37,6 +37,7 @@ from ember._src.primitives import sharding_rules
 from ember._src.primitives.control_flow import python_loops
 from ember._src.primitives.control_flow.body_jaxprs import (
     ControlFlowTypeError,
+    check_carry_vma,
     describe_avals,
     flatten_operands,
     permute_jaxpr,
@@ -77,7 +78,7 @@ def _scan_abstract_eval(*avals, jaxpr, length, reverse, num_consts, num_carry, u
         if not a.shape or a.shape[0] != length:
             raise errors.EmberTypeError(f"scan: xs leaf {a.str_short()} has no axis of {length}")
     out = jaxpr.out_avals
-    ys = [ShapedArray((length, *a.shape), a.dtype, a.weak_type) for a in out[num_carry:]]
+    ys = [ShapedArray((length, *a.shape), a.dtype, a.weak_type, vma=a.vma) for a in out[num_carry:]]
     return [*out[:num_carry], *ys]
 
 
@@ -477,6 +478,7 @@ def _scan_discharge(in_avals, out_avals, *args, jaxpr, num_consts, num_carry, **
 
 scan_p = rules.define_primitive(
     "scan",
+    own_vma=True,  # typed by its jaxpr
     discharge=_scan_discharge,
     sharding=_scan_sharding,
     abstract_eval=_scan_abstract_eval,
@@ -567,7 +569,8 @@ def scan(
 def _slice_aval(aval: ShapedArray) -> ShapedArray:
     """The body's view of one element of a scanned array: typed as the array's other
     dimensions are (the scanned one's split goes)."""
-    return ShapedArray(aval.shape[1:], aval.dtype, aval.weak_type, drop_dim(aval.typed_sharding, 0))
+    typed = drop_dim(aval.typed_sharding, 0)
+    return ShapedArray(aval.shape[1:], aval.dtype, aval.weak_type, typed, aval.vma)
 
 
 def _out_trees(out_tree):
@@ -609,6 +612,7 @@ def settle_weak_types(
     promoting it with that type gives that type (a Python float may become bfloat16 or
     complex64, never an integer: a body turning a float carry into an int is an error, as in
     JAX)."""
+    check_carry_vma(carry_in, carry_out, what)
     settled = []
     for i, (a, b) in enumerate(zip(carry_in, carry_out)):
         if a.weak_type and a.shape == b.shape and a.dtype != b.dtype:
