@@ -900,19 +900,19 @@ EXPECTED = [
     ("float32[6]{V:i}",),
     (None,),
     (
-        '{ lambda ; a:f32[6@i] b:f32[3]. let\n'
-        '    c:f32[6@i] = shard_map[\n'
-        '      check_vma=True\n'
+        "{ lambda ; a:f32[6@i] b:f32[3]. let\n"
+        "    c:f32[6@i] = shard_map[\n"
+        "      check_vma=True\n"
         "      in_specs=(P('i',), P())\n"
-        '      jaxpr={ lambda ; d:f32[3]{V:i} e:f32[3]. let\n'
+        "      jaxpr={ lambda ; d:f32[3]{V:i} e:f32[3]. let\n"
         "          f:f32[3]{V:i} = pvary[axes=('i',)] e\n"
-        '          g:f32[3]{V:i} = mul d f\n'
-        '        in (g,) }\n'
+        "          g:f32[3]{V:i} = mul d f\n"
+        "        in (g,) }\n"
         "      mesh=AbstractMesh('i': 2, axis_types=(Explicit,), device_kind=cpu, num_cores=None, platform=cpu)\n"
         "      newly_manual_axes=frozenset({'i'})\n"
         "      out_specs=(P('i',),)\n"
-        '    ] a b\n'
-        '  in (c,) }',
+        "    ] a b\n"
+        "  in (c,) }",
     ),
     (
         "in_specs passed to shard_map: P('i',) does not match the specs of the input: P(None,) for arg: float32[6]. `in_specs` is an optional argument so you can omit specifying it and shard_map will infer the in_specs from the arguments. If you want to reshard your inputs, you can use `jax.reshard` on the arguments and then pass those args to shard_map.",

@@ -24,6 +24,7 @@ from ember._src.execution import float_checks, placement
 from ember._src.execution.compiled import Program, compile_program, mesh_in_jaxpr, remember
 from ember._src.ir import ClosedJaxpr, Eqn, Jaxpr, Var
 from ember._src.runtime.array import Array
+from ember._src.runtime.sharding import NamedSharding, PartitionSpec
 
 _cache: dict[tuple, Program] = {}
 # Programs kept (see compiled.remember): the oldest one is dropped past this many.
@@ -100,16 +101,28 @@ def _apply_placing(primitive: Primitive, args: Sequence[Any], params: dict) -> A
     program = _lookup(key, name, params)
     if program is None:
         closed = single_equation(primitive, list(avals), params)
-        # As asked where the rule asks (on a one-device mesh a placed array keeps its
-        # device's sharding, but the program is annotated with the mesh's), else as placed.
+        # As asked where the rule asks, else as placed (see _placed_sharding).
         in_shardings = [
-            w if w is not None else (None if p is None else p._sharding)
-            for w, p in zip(wanted, placed)
+            w if w is not None else _placed_sharding(p, a, mesh)
+            for w, p, a in zip(wanted, placed, avals)
         ]
         donated = params.get("donated_invars")
         program = compile_program(closed, name, mesh, in_shardings, out_shardings, donated)
         remember(_cache, key, program, EAGER_CACHE_SIZE)
     return _run(primitive, program, placed)
+
+
+def _placed_sharding(placed: Any, aval: ShapedArray, mesh: Any) -> Any:
+    """How an operand placed for a program over ``mesh`` is annotated. On a one-device mesh a
+    placed array keeps its device's sharding; the program names the mesh's (as the operand's
+    type says, else replicated), since a program over a mesh is annotated over it alone."""
+    if placed is None:
+        return None
+    sharding = placed._sharding
+    if isinstance(sharding, NamedSharding):
+        return sharding
+    typed = aval.typed_sharding
+    return NamedSharding(mesh, typed.spec if typed is not None else PartitionSpec())
 
 
 def _avals(args: Sequence[Any], placed: Sequence[Any]) -> tuple[ShapedArray, ...]:
