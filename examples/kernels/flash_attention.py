@@ -79,6 +79,16 @@ def forward_kernel(q_ref, k_ref, v_ref, o_ref, lse_ref, *, scale, causal, block_
     lse_ref[...] = m + enp.log(denom)
 
 
+def _logits_by_key(k, q, k_start, q_start, causal):
+    """The logits of ``_logits`` transposed: a (block_k, block_q) block, one row per key."""
+    s = pl.dot(k, q, trans_b=True)
+    if causal:
+        k_pos = k_start + enp.arange(k.shape[0])[:, None]
+        q_pos = q_start + enp.arange(q.shape[0])[None, :]
+        s = enp.where(q_pos >= k_pos, s, -enp.inf)
+    return s
+
+
 def backward_kernel(
     q_ref,
     k_ref,
@@ -95,10 +105,15 @@ def backward_kernel(
     block_q,
 ):
     """Gradients for one block of keys: this block's ``dk`` and ``dv``, and its share of
-    ``dq`` (the terms of ``dq`` that come from these keys) for every query."""
+    ``dq`` (the terms of ``dq`` that come from these keys) for every query.
+
+    The weights are rebuilt key by query (transposed), so that ``dk`` and ``dv``, the sums
+    over queries, are plain products (``p^T do`` is ``p_t do``); only ``dq`` contracts a
+    leading dimension.
+    """
     block_k, head_dim = k_ref.shape
     k_start = pl.program_id(2) * block_k
-    k = k_ref[...].astype(enp.float32)
+    k = k_ref[...].astype(enp.float32) * scale
     v = v_ref[...].astype(enp.float32)
     if causal:
         # The queries before this key block never see it: their share of dq is zero.
@@ -108,20 +123,19 @@ def backward_kernel(
         dk, dv = carry
         q_start = i * block_q
         rows = pl.ds(q_start, block_q)
-        q = q_ref[rows, :].astype(enp.float32) * scale
+        q = q_ref[rows, :].astype(enp.float32)
         do = do_ref[rows, :].astype(enp.float32)
         # The weights, rebuilt once for this (query block, key block) and used for all three.
-        p = enp.exp(_logits(q, k, q_start, k_start, causal) - lse_ref[rows][:, None])
+        p_t = enp.exp(_logits_by_key(k, q, k_start, q_start, causal) - lse_ref[rows][None, :])
         # d logits = p * (d p - sum_over_keys(p * d p)), and that sum is delta = sum(o * do).
-        ds = p * (pl.dot(do, v, trans_b=True) - delta_ref[rows][:, None])
-        dq_ref[rows, :] = (enp.dot(ds, k) * scale).astype(dq_ref.dtype)
-        # transposed products as contractions (no materialised transposes when batched)
-        return dk + pl.dot(ds, q, trans_a=True), dv + pl.dot(p, do, trans_a=True)
+        ds_t = p_t * (pl.dot(v, do, trans_b=True) - delta_ref[rows][None, :])
+        dq_ref[rows, :] = pl.dot(ds_t, k, trans_a=True).astype(dq_ref.dtype)
+        return dk + pl.dot(ds_t, q), dv + pl.dot(p_t, do)
 
     first = lax.div(k_start, block_q) if causal else 0
     zeros = enp.zeros((block_k, head_dim), enp.float32)
     dk, dv = lax.fori_loop(first, q_ref.shape[0] // block_q, step, (zeros, zeros))
-    dk_ref[...] = dk.astype(dk_ref.dtype)  # q was scaled already: dk = scale * ds^T q
+    dk_ref[...] = (dk * scale).astype(dk_ref.dtype)
     dv_ref[...] = dv.astype(dv_ref.dtype)
 
 
