@@ -9,10 +9,13 @@ new block raises the max, what was summed so far is rescaled by ``exp(m_old - m_
 output is ``acc / denom``; the program also writes ``lse = m + log(denom)``, the log of the
 softmax's denominator, which is all the backward pass needs to rebuild any block of weights.
 
-The backward pass recomputes the weights block by block from ``lse``: one kernel walks the
-keys for each block of queries and accumulates ``dq``; another walks the queries for each
-block of keys and accumulates ``dk`` and ``dv`` (two kernels, so that each program writes only
-its own block: no two programs add into the same output).
+The backward pass is one kernel over blocks of keys (FlashAttention-2's): each program
+walks the queries ``block_q`` at a time, rebuilds that block of weights once from ``lse``
+and uses it for all three gradients: it accumulates its keys' ``dk`` and ``dv`` and writes
+the terms of ``dq`` that come from its keys, its *share*, into its own slice of a
+(key blocks, ...) output that is summed after the kernel (so that each program writes only
+its own blocks: no two programs add into the same output). It rebuilds the weights
+transposed, one row per key, so that ``dk`` and ``dv`` are plain products.
 
 With ``causal=True`` query i sees keys 0..i, and the loops skip the blocks that lie wholly
 above the diagonal.
