@@ -293,27 +293,6 @@ def test_a_dimension_semantics_hint_keeps_an_axis_in_order():
     assert _axes(hinted) == ()
 
 
-def test_a_kernel_with_an_iota_of_its_own_still_batches(rng):
-    # iota has no batching rule, and needs none: under vmap it sees no batched operand.
-    def kernel(x_ref, o_ref):
-        positions = pl.program_id(0) * 4 + enp.arange(4)
-        o_ref[...] = enp.where(positions % 3 == 0, x_ref[...], 0.0)
-
-    spec = pl.BlockSpec((4,), lambda i: (i,))
-    call = pl.pallas_call(
-        kernel,
-        out_shape=ember.ShapeDtypeStruct((12,), F32),
-        grid=(3,),
-        in_specs=[spec],
-        out_specs=spec,
-    )
-    x = rng.standard_normal(12).astype(F32)
-    pc = _call_of(call, x)
-    assert _axes(pc) == (0,)
-    (out,) = _assert_same(pc, x)
-    np.testing.assert_array_equal(out, np.where(np.arange(12) % 3 == 0, x, 0))
-
-
 def _prefix_sums(rows, cols):
     """Row i of the output: the sum of the input's rows 0..i (a loop of i + 1 steps)."""
 

@@ -80,21 +80,10 @@ def _hinted_sequential(call: PallasCall) -> set[int]:
 
 
 def _batchable(jaxpr: Jaxpr) -> bool:
-    """Whether every primitive of the kernel (and of the jaxprs inside it) that sees a batched
-    value has a batching rule. The batched values are the blocks (the jaxpr's inputs), the
-    ``program_id`` of the batched axes, and what is computed from them. A primitive that sees
-    none of them (``iota`` for a causal mask, a constant's broadcast) is bound as it is under
-    ``vmap`` and needs no rule, unless it is a collective (``vmap`` always batches those).
-    ``num_programs`` becomes a constant; the inputs of an inner jaxpr all count as batched."""
-    batched = set(jaxpr.invars)
+    """Whether every primitive of the kernel (and of the jaxprs inside it) has a batching
+    rule; ``program_id`` and ``num_programs`` are replaced before they are bound."""
     for eqn in jaxpr.eqns:
-        if eqn.primitive is program_id_p:
-            batched.update(eqn.outvars)
-            continue
-        if eqn.primitive is num_programs_p:
-            continue
-        sees_batched = any(type(v) is not Literal and v in batched for v in eqn.invars)
-        if not sees_batched and rules.collective_batch_rule(eqn.primitive) is None:
+        if eqn.primitive in (program_id_p, num_programs_p):
             continue
         try:
             rules.batch_rule(eqn.primitive)
@@ -103,7 +92,6 @@ def _batchable(jaxpr: Jaxpr) -> bool:
         for inner in inner_jaxprs(eqn.params.values()):
             if not _batchable(inner):
                 return False
-        batched.update(eqn.outvars)
     return True
 
 
