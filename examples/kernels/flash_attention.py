@@ -116,6 +116,7 @@ def backward_kernel(
     """
     block_k, head_dim = k_ref.shape
     k_start = pl.program_id(2) * block_k
+    # k carries the scale: the logits and dq's share need no other multiply, dk one at the end.
     k = k_ref[...].astype(enp.float32) * scale
     v = v_ref[...].astype(enp.float32)
     if causal:
