@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 
 import numpy as np
 
@@ -218,8 +219,11 @@ def _backward(q, k, v, o, lse, do, causal, scale, block_q, block_k, interpret):
         ),
         interpret=interpret,
     )(q, k, v, do, lse, delta)
-    # Each program wrote only its own share, so no two programs add into the same block.
-    dq = enp.sum(dq_shares, axis=0).astype(q.dtype)
+    # Each program wrote only its own share, so no two programs add into the same block. The
+    # shares are added one by one (one elementwise pass) rather than reduced along their
+    # leading axis, which XLA's CPU backend walks with a stride of a whole share.
+    dq = functools.reduce(operator.add, [dq_shares[j] for j in range(key_blocks)])
+    dq = dq.astype(q.dtype)
     return dq, dk, dv
 
 
