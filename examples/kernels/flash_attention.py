@@ -9,10 +9,13 @@ new block raises the max, what was summed so far is rescaled by ``exp(m_old - m_
 output is ``acc / denom``; the program also writes ``lse = m + log(denom)``, the log of the
 softmax's denominator, which is all the backward pass needs to rebuild any block of weights.
 
-The backward pass recomputes the weights block by block from ``lse``: one kernel walks the
-keys for each block of queries and accumulates ``dq``; another walks the queries for each
-block of keys and accumulates ``dk`` and ``dv`` (two kernels, so that each program writes only
-its own block: no two programs add into the same output).
+The backward pass is one kernel over blocks of keys (FlashAttention-2's): each program
+walks the queries ``block_q`` at a time, rebuilds that block of weights once from ``lse``
+and uses it for all three gradients: it accumulates its keys' ``dk`` and ``dv`` and writes
+the terms of ``dq`` that come from its keys, its *share*, into its own slice of a
+(key blocks, ...) output that is summed after the kernel (so that each program writes only
+its own blocks: no two programs add into the same output). It rebuilds the weights
+transposed, one row per key, so that ``dk`` and ``dv`` are plain products.
 
 With ``causal=True`` query i sees keys 0..i, and the loops skip the blocks that lie wholly
 above the diagonal.
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 
 import numpy as np
 
@@ -79,51 +83,64 @@ def forward_kernel(q_ref, k_ref, v_ref, o_ref, lse_ref, *, scale, causal, block_
     lse_ref[...] = m + enp.log(denom)
 
 
-def dq_kernel(q_ref, k_ref, v_ref, do_ref, lse_ref, delta_ref, dq_ref, *, scale, causal, block_k):
-    block_q, head_dim = q_ref.shape
-    q_start = pl.program_id(2) * block_q
-    q = q_ref[...].astype(enp.float32) * scale
-    do = do_ref[...].astype(enp.float32)
-    lse, delta = lse_ref[...][:, None], delta_ref[...][:, None]
-
-    def step(j, dq):
-        k_start = j * block_k
-        k = k_ref[pl.ds(k_start, block_k), :].astype(enp.float32)
-        v = v_ref[pl.ds(k_start, block_k), :].astype(enp.float32)
-        p = enp.exp(_logits(q, k, q_start, k_start, causal) - lse)
-        # d logits = p * (d p - sum_over_keys(p * d p)), and that sum is delta = sum(o * do).
-        ds = p * (pl.dot(do, v, trans_b=True) - delta)
-        return dq + enp.dot(ds, k)
-
-    stop = _key_blocks_seen(q_start, block_q, block_k, k_ref.shape[0], causal)
-    dq = lax.fori_loop(0, stop, step, enp.zeros((block_q, head_dim), enp.float32))
-    dq_ref[...] = (dq * scale).astype(dq_ref.dtype)
+def _logits_by_key(k, q, k_start, q_start, causal):
+    """The logits of ``_logits`` transposed: a (block_k, block_q) block, one row per key."""
+    s = pl.dot(k, q, trans_b=True)
+    if causal:
+        k_pos = k_start + enp.arange(k.shape[0])[:, None]
+        q_pos = q_start + enp.arange(q.shape[0])[None, :]
+        s = enp.where(q_pos >= k_pos, s, -enp.inf)
+    return s
 
 
-def dkv_kernel(
-    q_ref, k_ref, v_ref, do_ref, lse_ref, delta_ref, dk_ref, dv_ref, *, scale, causal, block_q
+def backward_kernel(
+    q_ref,
+    k_ref,
+    v_ref,
+    do_ref,
+    lse_ref,
+    delta_ref,
+    dq_ref,
+    dk_ref,
+    dv_ref,
+    *,
+    scale,
+    causal,
+    block_q,
 ):
+    """Gradients for one block of keys: this block's ``dk`` and ``dv``, and its share of
+    ``dq`` (the terms of ``dq`` that come from these keys) for every query.
+
+    The weights are rebuilt key by query (transposed), so that ``dk`` and ``dv``, the sums
+    over queries, are plain products (``p^T do`` is ``p_t do``); only ``dq`` contracts a
+    leading dimension.
+    """
     block_k, head_dim = k_ref.shape
     k_start = pl.program_id(2) * block_k
-    k = k_ref[...].astype(enp.float32)
+    # k carries the scale: the logits and dq's share need no other multiply, dk one at the end.
+    k = k_ref[...].astype(enp.float32) * scale
     v = v_ref[...].astype(enp.float32)
+    if causal:
+        # The queries before this key block never see it: their share of dq is zero.
+        dq_ref[...] = enp.zeros(dq_ref.shape, dq_ref.dtype)
 
     def step(i, carry):
         dk, dv = carry
         q_start = i * block_q
         rows = pl.ds(q_start, block_q)
-        q = q_ref[rows, :].astype(enp.float32) * scale
+        q = q_ref[rows, :].astype(enp.float32)
         do = do_ref[rows, :].astype(enp.float32)
-        p = enp.exp(_logits(q, k, q_start, k_start, causal) - lse_ref[rows][:, None])
-        ds = p * (pl.dot(do, v, trans_b=True) - delta_ref[rows][:, None])
-        # transposed products as contractions (no materialised transposes when batched)
-        return dk + pl.dot(ds, q, trans_a=True), dv + pl.dot(p, do, trans_a=True)
+        # The weights, rebuilt once for this (query block, key block) and used for all three.
+        p_t = enp.exp(_logits_by_key(k, q, k_start, q_start, causal) - lse_ref[rows][None, :])
+        # d logits = p * (d p - sum_over_keys(p * d p)), and that sum is delta = sum(o * do).
+        ds_t = p_t * (pl.dot(v, do, trans_b=True) - delta_ref[rows][None, :])
+        dq_ref[rows, :] = pl.dot(ds_t, k, trans_a=True).astype(dq_ref.dtype)
+        return dk + pl.dot(ds_t, q), dv + pl.dot(p_t, do)
 
-    # Causal: the queries before this key block never see it.
     first = lax.div(k_start, block_q) if causal else 0
     zeros = enp.zeros((block_k, head_dim), enp.float32)
     dk, dv = lax.fori_loop(first, q_ref.shape[0] // block_q, step, (zeros, zeros))
-    dk_ref[...] = dk.astype(dk_ref.dtype)  # q was scaled already: dk = scale * ds^T q
+    dk_ref[...] = (dk * scale).astype(dk_ref.dtype)
     dv_ref[...] = dv.astype(dv_ref.dtype)
 
 
@@ -167,33 +184,26 @@ def _forward(q, k, v, causal, scale, block_q, block_k, interpret):
     )(q, k, v)
 
 
+def _dq_shares(key_blocks, seq, head_dim):
+    """(key_blocks, batch, seq, heads, head_dim) -> key block ``j``'s share of dq for every
+    position of one (b, h)."""
+    return pl.BlockSpec((None, None, seq, None, head_dim), lambda b, h, j: (j, b, 0, h, 0))
+
+
 def _backward(q, k, v, o, lse, do, causal, scale, block_q, block_k, interpret):
     batch, seq_q, heads, head_dim = q.shape
     seq_k = k.shape[1]
+    key_blocks = seq_k // block_k
     # delta[b, h, i] = sum_d o * do: one number per query, the same for every key block.
     delta = enp.einsum("bshd,bshd->bhs", o.astype(enp.float32), do.astype(enp.float32))
-    dq = pl.pallas_call(
-        functools.partial(dq_kernel, scale=scale, causal=causal, block_k=block_k),
-        out_shape=ember.ShapeDtypeStruct(q.shape, q.dtype),
-        grid=(batch, heads, seq_q // block_q),
-        in_specs=[
-            _block_of_rows(block_q, head_dim),
-            _whole_sequence(seq_k, head_dim),
-            _whole_sequence(seq_k, head_dim),
-            _block_of_rows(block_q, head_dim),
-            _stats_block(block_q),
-            _stats_block(block_q),
-        ],
-        out_specs=_block_of_rows(block_q, head_dim),
-        interpret=interpret,
-    )(q, k, v, do, lse, delta)
-    dk, dv = pl.pallas_call(
-        functools.partial(dkv_kernel, scale=scale, causal=causal, block_q=block_q),
+    dq_shares, dk, dv = pl.pallas_call(
+        functools.partial(backward_kernel, scale=scale, causal=causal, block_q=block_q),
         out_shape=(
+            ember.ShapeDtypeStruct((key_blocks, *q.shape), enp.float32),
             ember.ShapeDtypeStruct(k.shape, k.dtype),
             ember.ShapeDtypeStruct(v.shape, v.dtype),
         ),
-        grid=(batch, heads, seq_k // block_k),
+        grid=(batch, heads, key_blocks),
         in_specs=[
             _whole_sequence(seq_q, head_dim),
             _block_of_rows(block_k, head_dim),
@@ -202,9 +212,18 @@ def _backward(q, k, v, o, lse, do, causal, scale, block_q, block_k, interpret):
             _stats_whole(seq_q),
             _stats_whole(seq_q),
         ],
-        out_specs=(_block_of_rows(block_k, head_dim), _block_of_rows(block_k, head_dim)),
+        out_specs=(
+            _dq_shares(key_blocks, seq_q, head_dim),
+            _block_of_rows(block_k, head_dim),
+            _block_of_rows(block_k, head_dim),
+        ),
         interpret=interpret,
     )(q, k, v, do, lse, delta)
+    # Each program wrote only its own share, so no two programs add into the same block. The
+    # shares are added one by one (one elementwise pass) rather than reduced along their
+    # leading axis, which XLA's CPU backend walks with a stride of a whole share.
+    dq = functools.reduce(operator.add, [dq_shares[j] for j in range(key_blocks)])
+    dq = dq.astype(q.dtype)
     return dq, dk, dv
 
 

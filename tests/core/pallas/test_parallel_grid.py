@@ -9,6 +9,7 @@ import pytest
 import ember
 import ember.experimental.pallas as pl
 import ember.numpy as enp
+from ember import lax
 from ember._src.interpreters.discharge import discharge_state
 from ember._src.pallas.interpret import _written_refs, interpret
 from ember._src.pallas.parallel_grid import parallel_axes, resident_operands
@@ -290,3 +291,32 @@ def test_a_dimension_semantics_hint_keeps_an_axis_in_order():
         pc, compiler_params={"tpu": {"dimension_semantics": ("arbitrary",)}}
     )
     assert _axes(hinted) == ()
+
+
+def _prefix_sums(rows, cols):
+    """Row i of the output: the sum of the input's rows 0..i (a loop of i + 1 steps)."""
+
+    def kernel(x_ref, o_ref):
+        i = pl.program_id(1)
+
+        def step(r, acc):
+            return acc + x_ref[r, :]
+
+        o_ref[...] = lax.fori_loop(0, i + 1, step, enp.zeros((cols,), enp.float32))
+
+    return pl.pallas_call(
+        kernel,
+        out_shape=ember.ShapeDtypeStruct((2, rows, cols), F32),
+        grid=(2, rows),
+        in_specs=[pl.BlockSpec((None, rows, cols), lambda b, i: (b, 0, 0))],
+        out_specs=pl.BlockSpec((None, None, cols), lambda b, i: (b, i, 0)),
+    )
+
+
+def test_an_axis_a_loop_bound_depends_on_is_looped_over(rng):
+    # Batched, every program would run as many steps as the last one needs.
+    x = rng.standard_normal((2, 5, 3)).astype(F32)
+    pc = _call_of(_prefix_sums(5, 3), x)
+    assert _axes(pc) == (0,)
+    (out,) = _assert_same(pc, x)
+    np.testing.assert_allclose(out, np.cumsum(x, axis=1), rtol=1e-5, atol=1e-6)

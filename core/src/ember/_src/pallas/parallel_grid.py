@@ -8,7 +8,8 @@ block), the kernel writes none of its inputs and no output is aliased to an inpu
 axes (a reduction axis that an output ignores, such as matmul's ``k`` where
 ``pl.when(k == 0)`` initialises the accumulator) stay *sequential*: interpret mode loops over
 them and runs every parallel point at once inside each step, under ``vmap`` with
-``program_id`` batched.
+``program_id`` batched. So does an axis that the trip count of a loop in the kernel depends
+on (``loop_bounds.py``): batched, every program would run as long as the longest one.
 
 Blocks are moved without gathers where they tile the array: a block dimension indexed by a
 parallel axis is one slice of ``grid size x block size`` elements, split and transposed so the
@@ -40,6 +41,7 @@ from ember._src.ir import ClosedJaxpr, Jaxpr, Literal
 from ember._src.lax.slicing import dynamic_slice, dynamic_update_slice
 from ember._src.pallas.core import BlockMapping, PallasCall
 from ember._src.pallas.kernel_eval import block_starts, evaluate_kernel
+from ember._src.pallas.loop_bounds import inner_jaxprs, trip_count_axes
 from ember._src.pallas.primitives import num_programs_p, program_id_p
 from ember._src.primitives.shape import broadcast_in_dim, reshape, transpose
 from ember._src.transforms.vmap import vmap
@@ -58,10 +60,10 @@ def parallel_axes(call: PallasCall, kernel: ClosedJaxpr, written: Sequence[bool]
         return ()
     if not call.out_block_mappings or not _batchable(kernel.jaxpr):
         return ()
-    hinted = _hinted_sequential(call)
+    sequential = _hinted_sequential(call) | trip_count_axes(kernel.jaxpr)
     axes = []
     for axis, size in enumerate(call.grid):
-        if size > 1 and axis not in hinted:
+        if size > 1 and axis not in sequential:
             if all(_tiled_dim(m, axis, call.grid) is not None for m in call.out_block_mappings):
                 axes.append(axis)
     return tuple(axes)
@@ -87,22 +89,10 @@ def _batchable(jaxpr: Jaxpr) -> bool:
             rules.batch_rule(eqn.primitive)
         except NotImplementedError:
             return False
-        for inner in _inner_jaxprs(eqn.params.values()):
+        for inner in inner_jaxprs(eqn.params.values()):
             if not _batchable(inner):
                 return False
     return True
-
-
-def _inner_jaxprs(values: Any) -> list[Jaxpr]:
-    found = []
-    for value in values:
-        if isinstance(value, ClosedJaxpr):
-            found.append(value.jaxpr)
-        elif isinstance(value, Jaxpr):
-            found.append(value)
-        elif isinstance(value, (tuple, list)):
-            found.extend(_inner_jaxprs(value))
-    return found
 
 
 def _dependencies(index_map: ClosedJaxpr) -> list[set[int]]:
