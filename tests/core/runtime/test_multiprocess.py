@@ -189,7 +189,7 @@ def test_a_kind_of_wait_that_becomes_short_polls_again(monkeypatch):
     what = "running jit_step"
     for computation in [_Computation(seconds=0.2)] + [_Computation(polls=1) for _ in range(12)]:
         job.wait(computation.block, what, computation.ready)
-    # The moving average of the waits fell under POLL_SECONDS again: polled, and run here.
+    # The moving average of the waits fell back within the poll windows: polled, and run here.
     last = _Computation(polls=2)
     job.wait(last.block, what, last.ready)
     assert last.polls == 2 and last.threads == [threading.get_ident()]

@@ -211,11 +211,11 @@ class Job:
         when a peer dies or the collective timeout passes; returns what ``block`` returns.
 
         ``ready``, when given, tells without waiting whether ``block`` would return at once.
-        A wait of a kind that recently took under ``POLL_SECONDS`` polls it on this thread
-        for up to that long first, since handing the call to the waiter thread costs about
-        as much as a small collective's own latency; one that took longer (a training
-        step's result) is handed off at once: polling would only wake this thread for
-        nothing, on cores the computation itself needs."""
+        It is polled on this thread for up to ``POLL_SECONDS`` first, since handing the call
+        to the waiter thread costs about as much as a small collective's own latency; but a
+        kind of wait that recently took well beyond that (a training step's result) is
+        handed off at once: polling would only wake this thread for nothing, on cores the
+        computation itself needs."""
         if self.failure is not None:
             raise type(self.failure)(
                 f"{what}: the job already lost a process earlier ({self.failure})"
@@ -227,7 +227,7 @@ class Job:
                 return self._run_here(block, what)
             start = time.perf_counter()
             typical = self._wait_seconds.get(what, 0.0)
-            if typical < POLL_SECONDS and _poll(ready, POLL_SECONDS):
+            if typical < LONG_WAIT_POLLS * POLL_SECONDS and _poll(ready, POLL_SECONDS):
                 self._took(what, time.perf_counter() - start)
                 return self._run_here(block, what)
             try:
@@ -324,6 +324,10 @@ class Job:
 # How long a wait polls before handing off to the waiter thread, and how often.
 POLL_SECONDS = 0.002
 POLL_INTERVAL = 50e-6
+# A kind of wait whose recent ones took longer than this many poll windows on average is
+# handed off without polling (one that hovers around the window still polls: about half of
+# its waits end within it).
+LONG_WAIT_POLLS = 2
 # How many kinds of waits a job remembers the durations of.
 _WAIT_KINDS = 256
 
