@@ -10,6 +10,12 @@ Workloads, each timed inside the job's processes:
 - from just before ``import ember`` / ``import jax`` to the first cross-process psum value on
   the host (joining the job, building the mesh and the input, compiling, running).
 
+Both frameworks start from compiled bytecode, as installed packages do: JAX's comes with its
+installation, and ember's workers (often run from a source tree, maybe with
+PYTHONDONTWRITEBYTECODE set) get a bytecode cache of their own (PYTHONPYCACHEPREFIX), filled
+by one untimed ember job first; otherwise every timed start-up would include compiling
+ember's ~400 modules (about twice the import's own time).
+
 Running it as a script starts the jobs itself: ember and JAX jobs alternate for a few rounds,
 in ABBA order (so drift in the machine's speed hits both alike); each worker prints its timings
 as JSON on a marked line, and this process prints the medians and the paired ember/JAX ratios
@@ -245,7 +251,11 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _worker_environment(framework: str) -> dict[str, str]:
+def _worker_environment(
+    framework: str, bytecode: str | None, write_bytecode: bool = False
+) -> dict[str, str]:
+    """``bytecode``: the directory of ember's bytecode cache, which the workers read, or
+    fill when ``write_bytecode``."""
     env = dict(os.environ)
     # As run_all.py pins them (repeatable XLA CPU timings), whether or not it started us.
     env.update(MALLOC_MMAP_THRESHOLD_="4294967296", MALLOC_TRIM_THRESHOLD_="4294967296")
@@ -256,13 +266,23 @@ def _worker_environment(framework: str) -> dict[str, str]:
         env.pop(name, None)
     if framework == "ember":
         env["EMBER_CPU_DEVICE_COUNT"] = str(LOCAL_DEVICES)
+        if bytecode is not None:
+            env["PYTHONPYCACHEPREFIX"] = bytecode
+            if write_bytecode:
+                env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
-def run_job(framework: str, deadline_s: float = JOB_DEADLINE_S) -> list[dict[str, float]]:
-    """Start a job of PROCESSES workers of ``framework``; each one's timings, by rank."""
+def run_job(
+    framework: str,
+    deadline_s: float = JOB_DEADLINE_S,
+    bytecode: str | None = None,
+    write_bytecode: bool = False,
+) -> list[dict[str, float]]:
+    """Start a job of PROCESSES workers of ``framework``; each one's timings, by rank
+    (``bytecode``, ``write_bytecode``: see ``_worker_environment``)."""
     port = _free_port()
-    env = _worker_environment(framework)
+    env = _worker_environment(framework, bytecode, write_bytecode)
     procs: list[subprocess.Popen] = []
     logs = [tempfile.TemporaryFile(mode="w+") for _ in range(PROCESSES)]
     try:
@@ -335,11 +355,17 @@ def _job_value(ranks: list[dict[str, float]], key: str) -> float:
 def run(have_jax: bool, rounds: int = ROUNDS, verbose: bool = False):
     """The report rows; ember and JAX jobs alternate, ``rounds`` of each (``verbose``: each
     job's figures on stderr too)."""
+    with tempfile.TemporaryDirectory(prefix="ember-bench-bytecode-") as bytecode:
+        yield from _run(have_jax, rounds, verbose, bytecode)
+
+
+def _run(have_jax: bool, rounds: int, verbose: bool, bytecode: str):
+    run_job("ember", bytecode=bytecode, write_bytecode=True)  # untimed: fills the cache
     jobs: dict[str, list[list[dict[str, float]]]] = {"ember": [], "jax": []}
     for round_ in range(rounds):
         order = ("ember", "jax") if round_ % 2 == 0 else ("jax", "ember")  # ABBA: drift evens out
         for framework in order if have_jax else ("ember",):
-            ranks = run_job(framework)
+            ranks = run_job(framework, bytecode=bytecode if framework == "ember" else None)
             jobs[framework].append(ranks)
             if verbose:
                 figures = ", ".join(

@@ -56,6 +56,34 @@ def test_discovery_reads_metadata_without_importing(fake_plugins):
     assert "ember_fake_plugins" not in sys.modules
 
 
+def test_a_distribution_s_metadata_is_read_only_when_asked_for(monkeypatch):
+    read: list[str] = []
+
+    class Installed:
+        @property
+        def name(self) -> str:
+            read.append("name")
+            return "ember-lazy"
+
+        @property
+        def version(self) -> str:
+            read.append("version")
+            return "2.0"
+
+    class EntryPoint:
+        name, value, dist = "lazy", "ember_lazy.plugin", Installed()
+
+    monkeypatch.setattr(
+        manager_module.importlib_metadata, "entry_points", lambda group: [EntryPoint()]
+    )
+    (source,) = discover_entry_points()
+    assert (source.name, source.module) == ("lazy", "ember_lazy.plugin")
+    assert read == []  # parsing every plugin's metadata would delay the first computation
+    assert (source.distribution, source.version) == ("ember-lazy", "2.0")
+    assert (source.distribution, source.version) == ("ember-lazy", "2.0")
+    assert read == ["name", "version"]  # once each
+
+
 def test_statuses(manager):
     manager.load()
     plugins = manager.plugins

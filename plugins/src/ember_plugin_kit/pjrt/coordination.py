@@ -12,13 +12,14 @@ coordination engine returns an object with the same two methods.
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
 
-from ember_plugin_kit.pjrt import _jaxlib, coordinator, registration
+from ember_plugin_kit.pjrt import coordinator, registration
 
 # How long the service waits for its process to start and say it is ready.
 START_TIMEOUT_S = 60.0
@@ -91,10 +92,16 @@ class XlaCoordination:
     ) -> CoordinationClient:
         """A client of the service at ``address``, not connected yet: ``connect()`` blocks
         until every process of the job has connected (the caller bounds it)."""
-        raw = _jaxlib.coordination_client(
+        raw = _jaxlib().coordination_client(
             address, process_id, init_timeout, heartbeat_timeout, shutdown_timeout
         )
         return CoordinationClient(raw)
+
+
+def _jaxlib() -> Any:
+    """The kit's jaxlib bridge. Not imported with this module: process 0 loads it (~35 ms)
+    while its service's process starts, rather than before starting it."""
+    return importlib.import_module("ember_plugin_kit.pjrt._jaxlib")
 
 
 class ServiceProcess:
@@ -128,7 +135,14 @@ class ServiceProcess:
             stderr=subprocess.DEVNULL,
             text=True,
         )
-        line = _read_line(self._process, START_TIMEOUT_S)
+        reader = _LineReader(self._process)
+        try:
+            _jaxlib()  # this process's own client needs it: loaded while the service starts
+        except BaseException:
+            self._process.kill()
+            self._process.wait()
+            raise
+        line = reader.line(START_TIMEOUT_S)
         if line != coordinator.READY:
             self._process.kill()
             self._process.wait()
@@ -150,12 +164,17 @@ class ServiceProcess:
             self._process.wait()
 
 
-def _read_line(process: subprocess.Popen, timeout: float) -> str:
-    """The child's first line of output, or '' when it gives none within ``timeout``."""
-    found: list[str] = []
-    reader = threading.Thread(
-        target=lambda: found.append(process.stdout.readline().strip()), daemon=True
-    )
-    reader.start()
-    reader.join(timeout)
-    return found[0] if found else ""
+class _LineReader:
+    """Reads a child's first line of output on a thread, from the moment it is made."""
+
+    def __init__(self, process: subprocess.Popen):
+        self._found: list[str] = []
+        self._thread = threading.Thread(
+            target=lambda: self._found.append(process.stdout.readline().strip()), daemon=True
+        )
+        self._thread.start()
+
+    def line(self, timeout: float) -> str:
+        """The line, or '' when none came within ``timeout`` seconds from now."""
+        self._thread.join(timeout)
+        return self._found[0] if self._found else ""

@@ -9,15 +9,20 @@ inside process 0 would take the whole job down with process 0 before anyone coul
 exception. Here, when process 0 dies (its end of the pipe closes without ``shutdown``), the
 service outlives it for ``--linger`` seconds: long enough for the other processes to notice
 that process 0's heartbeats stopped, raise, and leave.
+
+Every process of the job waits for this one to start, so it imports as little as it can: not
+ember, and jaxlib (~0.1-0.2 s, most of its start-up) only once its registration desk listens,
+so that claims arriving meanwhile wait in the desk's queue rather than being refused.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
 
-from ember_plugin_kit.pjrt import _jaxlib, registration
+from ember_plugin_kit.pjrt import registration
 
 READY = "ready"
 SHUTDOWN = "shutdown"
@@ -32,13 +37,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--linger", type=float, required=True)
     args = parser.parse_args(argv)
     try:
-        service = _jaxlib.start_coordination_service(
+        desk = registration.Desk(args.bind, args.num_processes)
+        jaxlib_bridge = importlib.import_module("ember_plugin_kit.pjrt._jaxlib")
+        service = jaxlib_bridge.start_coordination_service(
             args.bind, args.num_processes, args.heartbeat_timeout, args.shutdown_timeout
         )
-        desk = registration.Desk(args.bind, args.num_processes)
     except Exception as exc:
         print(f"failed: {type(exc).__name__}: {exc}", flush=True)
         return 1
+    desk.open()
     print(READY, flush=True)
     told = sys.stdin.readline().strip()  # blocks until process 0 speaks or its pipe closes
     if told != SHUTDOWN:

@@ -8,6 +8,11 @@ process first states its claim there: ``{"process_id", "num_processes", "host", 
 one JSON line, answered by one JSON line, ``{"ok": true}`` or ``{"error": "..."}``. The
 connection stays open while the process lives: when it closes, the id is free again (a
 restarted process may take it).
+
+The desk listens before the service starts but answers only once it is up (``open()``): a
+claim that arrives early waits in the listen queue, under its own deadline, and its process
+then reaches a service that is ready (XLA's client, finding nobody there, would back off for
+about a second before trying again).
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ def desk_address(coordinator_address: str) -> tuple[str, int]:
 
 
 class Desk:
-    """The server side, in the coordinator process: a thread per connected process."""
+    """The server side, in the coordinator process: a thread per connected process. It
+    listens from the start and answers claims once ``open()``."""
 
     def __init__(self, bind_address: str, num_processes: int):
         host, port = desk_address(bind_address)
@@ -45,6 +51,9 @@ class Desk:
         self._count = num_processes
         self._claims: dict[int, dict[str, Any]] = {}
         self._lock = threading.Lock()
+
+    def open(self) -> None:
+        """Start answering claims (those waiting in the listen queue first)."""
         threading.Thread(target=self._accept, name="ember-desk", daemon=True).start()
 
     def _accept(self) -> None:
@@ -118,7 +127,7 @@ def claim(
     Raises ``ValueError`` when the claim is refused, ``TimeoutError`` when nobody answers."""
     host, port = desk_address(coordinator_address)
     deadline = time.monotonic() + timeout
-    pause, last = 0.05, "no attempt"
+    pause, last = RETRY_FIRST_S, "no attempt"
     line = json.dumps(
         {
             "process_id": process_id,
@@ -132,21 +141,39 @@ def claim(
         if remaining <= 0:
             raise TimeoutError(last)
         try:
-            connection = socket.create_connection((host, port), timeout=min(remaining, 2.0))
-        except OSError as exc:
+            answer, connection = _ask(host, port, line, remaining)
+        except (OSError, ValueError) as exc:
+            # Nobody listens yet (process 0 has not started the desk), or the desk went away
+            # before answering: try again until the deadline.
             last = f"{type(exc).__name__}: {exc}"
             time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
-            pause = min(pause * 2, 1.0)
+            pause = min(pause * 2, RETRY_MAX_S)
             continue
-        try:
-            connection.settimeout(max(deadline - time.monotonic(), 0.1))
-            connection.sendall((line + "\n").encode())
-            answer = json.loads(connection.makefile("r").readline() or "{}")
-        except (OSError, ValueError) as exc:
-            connection.close()
-            raise TimeoutError(f"the coordinator did not answer: {exc}") from None
         if "error" in answer or not answer.get("ok"):
             connection.close()
             raise ValueError(answer.get("error", "the coordinator refused the claim"))
         connection.settimeout(None)
         return connection
+
+
+# Pauses between attempts to reach a desk that is not listening yet: short, since a refused
+# connection costs next to nothing, and process 0 is often only a few milliseconds behind.
+RETRY_FIRST_S = 0.005
+RETRY_MAX_S = 0.1
+
+
+def _ask(host: str, port: int, line: str, seconds: float) -> tuple[dict, socket.socket]:
+    """Send the claim ``line``; the desk's answer and the open connection. The answer may
+    take until the service is up: it is waited for, up to ``seconds``."""
+    deadline = time.monotonic() + seconds
+    connection = socket.create_connection((host, port), timeout=min(seconds, 2.0))
+    try:
+        connection.settimeout(max(deadline - time.monotonic(), 0.01))
+        connection.sendall((line + "\n").encode())
+        text = connection.makefile("r").readline()
+        if not text:
+            raise ConnectionResetError("the desk closed the connection without answering")
+        return json.loads(text), connection
+    except BaseException:
+        connection.close()
+        raise

@@ -4,6 +4,10 @@ know (a fatal log line, exit status 1, no exception), the first time a client is
 So before the first client of a process, a flag not known to be valid is tried in a child
 process (which XLA may end instead), and a bad one becomes a ``BackendError`` naming it. The
 common flags below are known to be valid for the pinned jaxlib and skip the child (~0.2 s).
+
+Nothing here imports ember at module level: ``_jaxlib`` imports this module, and the process
+that hosts a job's coordination service (``coordinator``) imports ``_jaxlib`` without ember,
+which would cost it (and the whole job's start-up) a few tenths of a second.
 """
 
 from __future__ import annotations
@@ -12,8 +16,6 @@ import os
 import re
 import subprocess
 import sys
-
-from ember.errors import BackendError
 
 _KNOWN = frozenset(
     {
@@ -58,6 +60,9 @@ def check_xla_flags() -> None:
     if probe.returncode != 0:
         found = _UNKNOWN.search(probe.stderr)
         if found is not None:
+            # Imported here only: see the module's docstring (ember is loaded by now anyway).
+            from ember.errors import BackendError  # noqa: PLC0415
+
             raise BackendError(
                 f"XLA_FLAGS names a flag XLA does not know: {found.group(1).strip()} (XLA "
                 f"would end the process on it). Remove it from XLA_FLAGS={flags!r}"

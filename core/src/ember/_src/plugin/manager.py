@@ -54,14 +54,27 @@ NOT_INITIALISED = "not initialised"
 class PluginReport:
     """What happened to one plugin: where it came from and whether it loaded."""
 
-    name: str
-    module: str
-    distribution: str | None = None
-    version: str | None = None
+    source: PluginSource
     status: str = NOT_INITIALISED
     message: str = ""
     traceback: str = ""
     platforms: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+    @property
+    def module(self) -> str:
+        return self.source.module
+
+    @property
+    def distribution(self) -> str | None:
+        return self.source.distribution
+
+    @property
+    def version(self) -> str | None:
+        return self.source.version
 
 
 @dataclass
@@ -80,15 +93,45 @@ class PlatformReport:
         return self.spec.name
 
 
-@dataclass(frozen=True)
 class PluginSource:
-    """A plugin to load: an entry point, or (for tests and embedding) a module object."""
+    """A plugin to load: an entry point, or (for tests and embedding) a module object.
 
-    name: str
-    module: str
-    distribution: str | None = None
-    version: str | None = None
-    obj: Any = None
+    ``installed``: the distribution that advertises the entry point. Its name and version are
+    read from its metadata only when asked for (the doctor, ``EMBER_DISABLE_PLUGINS``, an
+    incompatible plugin's message): parsing the metadata of every plugin costs ~35 ms, on
+    the way to every program's first computation."""
+
+    def __init__(
+        self,
+        name: str,
+        module: str,
+        distribution: str | None = None,
+        version: str | None = None,
+        obj: Any = None,
+        *,
+        installed: Any = None,
+    ):
+        self.name = name
+        self.module = module
+        self.obj = obj
+        self._distribution = distribution
+        self._version = version
+        self._installed = installed
+
+    @property
+    def distribution(self) -> str | None:
+        if self._distribution is None and self._installed is not None:
+            self._distribution = self._installed.name
+        return self._distribution
+
+    @property
+    def version(self) -> str | None:
+        if self._version is None and self._installed is not None:
+            self._version = self._installed.version
+        return self._version
+
+    def __repr__(self) -> str:
+        return f"PluginSource(name={self.name!r}, module={self.module!r})"
 
     def load(self) -> Any:
         if self.obj is not None:
@@ -106,15 +149,7 @@ def discover_entry_points() -> list[PluginSource]:
         if ep.name in seen:  # the same distribution visible twice on sys.path
             continue
         seen.add(ep.name)
-        dist = getattr(ep, "dist", None)
-        sources.append(
-            PluginSource(
-                name=ep.name,
-                module=ep.value,
-                distribution=dist.name if dist is not None else None,
-                version=dist.version if dist is not None else None,
-            )
-        )
+        sources.append(PluginSource(ep.name, ep.value, installed=getattr(ep, "dist", None)))
     return sources
 
 
@@ -150,9 +185,9 @@ class PluginManager:
             self._loaded = True
 
     def _load_one(self, source: PluginSource, disabled: set[str]) -> None:
-        report = PluginReport(source.name, source.module, source.distribution, source.version)
+        report = PluginReport(source)
         self.plugins[source.name] = report
-        if source.name in disabled or (source.distribution or "") in disabled:
+        if disabled and (source.name in disabled or (source.distribution or "") in disabled):
             report.status = BLOCKED
             report.message = "disabled by EMBER_DISABLE_PLUGINS"
             return

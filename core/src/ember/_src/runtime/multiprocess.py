@@ -109,6 +109,9 @@ class Job:
             p: (None, now) for p in range(num_processes) if p != process_id
         }
         self._waiter: _Waiter | None = None
+        # How long recent waits of each kind (``what``) took, to choose between polling and
+        # handing off (see ``wait``).
+        self._wait_seconds: dict[str, float] = {}
         # (backend, buffers) of this process's last launch: while those are pending, a new
         # launch may queue behind a collective on the devices, so it runs under a deadline.
         self.last_launch: tuple[Any, list[Any]] | None = None
@@ -207,18 +210,49 @@ class Job:
         """``block()`` (a call that may wait on other processes), given up with an exception
         when a peer dies or the collective timeout passes; returns what ``block`` returns.
 
-        ``ready``, when given, tells without waiting whether ``block`` would return at once:
-        it is polled on this thread for up to 2 ms first, since handing the call to
-        the waiter thread costs about as much as a small collective's own latency."""
+        ``ready``, when given, tells without waiting whether ``block`` would return at once.
+        It is polled on this thread for up to ``POLL_SECONDS`` first, since handing the call
+        to the waiter thread costs about as much as a small collective's own latency; but a
+        kind of wait that recently took well beyond that (a training step's result) is
+        handed off at once: polling would only wake this thread for nothing, on cores the
+        computation itself needs."""
         if self.failure is not None:
             raise type(self.failure)(
                 f"{what}: the job already lost a process earlier ({self.failure})"
             )
-        if ready is not None and _poll(ready, POLL_SECONDS):
+        if ready is not None:
+            if ready():
+                if what in self._wait_seconds:
+                    self._took(what, 0.0)
+                return self._run_here(block, what)
+            start = time.perf_counter()
+            typical = self._wait_seconds.get(what, 0.0)
+            if typical < LONG_WAIT_POLLS * POLL_SECONDS and _poll(ready, POLL_SECONDS):
+                self._took(what, time.perf_counter() - start)
+                return self._run_here(block, what)
             try:
-                return block()
-            except Exception as exc:
-                raise self._explained(exc, what) from None
+                return self._handed_off(block, what)
+            finally:
+                self._took(what, time.perf_counter() - start)
+        return self._handed_off(block, what)
+
+    def _run_here(self, block: Callable[[], Any], what: str) -> Any:
+        try:
+            return block()
+        except Exception as exc:
+            raise self._explained(exc, what) from None
+
+    def _took(self, what: str, seconds: float) -> None:
+        """Remember how long a wait of kind ``what`` took (a moving average, so that one
+        slow wait does not decide for the next ones)."""
+        known = self._wait_seconds
+        if what not in known and len(known) >= _WAIT_KINDS:
+            known.clear()  # kinds come from array shapes and program names: keep few
+        previous = known.get(what)
+        known[what] = seconds if previous is None else 0.75 * previous + 0.25 * seconds
+
+    def _handed_off(self, block: Callable[[], Any], what: str) -> Any:
+        """``block()`` on the waiter thread, this thread watching the deadlines."""
         waiter = self._waiter
         if waiter is None or waiter.stuck:
             waiter = self._waiter = _Waiter()
@@ -290,6 +324,12 @@ class Job:
 # How long a wait polls before handing off to the waiter thread, and how often.
 POLL_SECONDS = 0.002
 POLL_INTERVAL = 50e-6
+# A kind of wait whose recent ones took longer than this many poll windows on average is
+# handed off without polling (one that hovers around the window still polls: about half of
+# its waits end within it).
+LONG_WAIT_POLLS = 2
+# How many kinds of waits a job remembers the durations of.
+_WAIT_KINDS = 256
 
 
 def _poll(ready: Callable[[], bool], seconds: float) -> bool:
