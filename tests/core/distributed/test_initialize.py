@@ -52,7 +52,7 @@ z = ember.make_array_from_single_device_arrays((8, 2), rows, pieces)
 report(assembled_total=float(ember.jit(enp.sum, out_shardings=NamedSharding(mesh, P()))(z)))
 
 def collectives(v):
-    return (lax.psum(v, "i"), lax.all_gather(v, "i", tiled=True),
+    return (lax.psum(v, "i"), lax.all_gather(v, "i", tiled=True, to="invarying"),
             lax.ppermute(v, "i", [(k, (k + 1) % 4) for k in range(4)]),
             lax.psum_scatter(enp.tile(v, (4, 1)), "i", tiled=True),
             lax.all_to_all(enp.tile(v, (4, 1)), "i", 0, 0, tiled=True), lax.axis_index("i")[None])
