@@ -127,11 +127,11 @@ from ember._src.primitives.bits import (
     shift_right_logical as shift_right_logical,
 )
 from ember._src.primitives.clamp import clamp as clamp
+from ember._src.primitives.collective_rules import axis_size_of as axis_size
 from ember._src.primitives.collectives import (
     all_gather as all_gather,
     all_to_all as all_to_all,
     axis_index as axis_index,
-    axis_size_of as axis_size,
     pcast as pcast,
     pmax as pmax,
     pmean as pmean,

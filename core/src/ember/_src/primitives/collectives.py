@@ -28,6 +28,25 @@ from ember._src import core, dtypes, errors, rules
 from ember._src.core import Primitive, ShapedArray, Zero, axis_size, get_aval
 from ember._src.interpreters.batching import not_mapped
 from ember._src.primitives.arithmetic import div, mul
+from ember._src.primitives.collective_rules import (
+    all_reduce_lowering,
+    axis_names_of,
+    collective_attrs,
+    combiner,
+    dense_i64,
+    device_groups,
+    implemented_by_plugin,
+    linear_jvp,
+    made_invariant,
+    no_index_groups,
+    reduction_batch,
+    same_type,
+    scalar_like,
+    split_axes,
+    total_size,
+    unbound,
+    vma_of,
+)
 from ember._src.primitives.indexing import dynamic_slice_op
 from ember._src.primitives.reduce import reduce_max, reduce_min
 from ember._src.primitives.shape import (
@@ -43,47 +62,7 @@ from ember._src.primitives.slicing import concatenate, slice_op
 from ember._src.tree.util import tree_map
 
 # --------------------------------------------------------------------------------------------
-# Shared by every collective: axis names, and the rules they have in common
-
-
-def _names(axis_name: Any) -> tuple:
-    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
-    for name in names:
-        axis_size(name)  # raises UnboundAxisError at the user's line
-    return names
-
-
-def _total_size(names: tuple) -> int:
-    return int(np.prod([axis_size(n) for n in names], dtype=np.int64))
-
-
-def _no_index_groups(what: str, axis_index_groups: Any) -> None:
-    """Collectives here always span the whole named axis (JAX's shard_map also refuses
-    groups)."""
-    if axis_index_groups is not None:
-        raise NotImplementedError(
-            f"{what}: axis_index_groups={axis_index_groups!r} is not supported; only None"
-            f"{errors.where()}"
-        )
-
-
-def _scalar(value: int, like: Any) -> Any:
-    dtype = like.dtype if hasattr(like, "dtype") else np.result_type(like)
-    return np.asarray(value, dtype)
-
-
-def axis_size_of(axis_name: Any) -> int:
-    """The size of the named axis (``lax.axis_size``)."""
-    return _total_size(_names(axis_name))
-
-
-def _same(x: ShapedArray, **params: Any) -> ShapedArray:
-    return x
-
-
-def _made_invariant(x: ShapedArray, *, axes: tuple) -> ShapedArray:
-    """psum, pmax and pmin: the result is the same along the axes reduced over."""
-    return x.update(vma=x.vma - frozenset(axes)) if x.vma else x
+# Typing an operand as varying over a collective's axes
 
 
 def _varying_over(leaf: Any, names: tuple) -> Any:
@@ -92,129 +71,8 @@ def _varying_over(leaf: Any, names: tuple) -> Any:
     checked = core.vma_axes()
     if not checked:
         return leaf
-    missing = [n for n in names if n in checked and n not in _vma(leaf)]
+    missing = [n for n in names if n in checked and n not in vma_of(leaf)]
     return pvary_p.bind(leaf, axes=core.ordered_axes(missing)) if missing else leaf
-
-
-def _vma(x: Any) -> frozenset:
-    return get_aval(x).vma
-
-
-def _linear_jvp(primitive: Primitive):
-    """The collectives linear in their operand differentiate as themselves."""
-
-    def jvp(primals, tangents, **params):
-        (t,) = tangents
-        out = primitive.bind(*primals, **params)
-        return out, t if type(t) is Zero else primitive.bind(t, **params)
-
-    return jvp
-
-
-def _split_axes(axes: tuple, name: Any) -> tuple[bool, tuple]:
-    return name in axes, tuple(a for a in axes if a != name)
-
-
-def _reduction_batch(primitive: Primitive, reduce, unbatched):
-    """Batching of psum/pmax/pmin: over this vmap's axis they reduce the batch axis (an
-    unbatched operand: ``unbatched(x, size)``); the other axes are reduced again."""
-
-    def batch(axis_name, size, vals, dims, *, axes):
-        (x,), (d,) = vals, dims
-        mine, rest = _split_axes(axes, axis_name)
-        if not mine:
-            return primitive.bind(x, axes=axes), d
-        out = unbatched(x, size) if d is not_mapped else reduce(x, (d,))
-        if rest:
-            out = primitive.bind(out, axes=rest)
-        return out, not_mapped
-
-    return batch
-
-
-def _unbound(primitive: Primitive):
-    """The reference rule of every collective: one left over after batching is unbound."""
-
-    def rule(*args, axes, **params):
-        raise errors.UnboundAxisError(
-            f"{primitive.name} over axis {axes} is being run outside any vmap or shard_map "
-            "binding it"
-        )
-
-    return rule
-
-
-# --------------------------------------------------------------------------------------------
-# Lowering inside a shard_map: StableHLO collectives over the mesh's device groups
-
-
-def device_groups(mesh: Any, axes: tuple) -> np.ndarray:
-    """(groups, members): positions of devices that differ only along ``axes``, members
-    ordered by their coordinates on ``axes`` (the first axis major)."""
-    names = list(mesh.axis_names)
-    positions = np.arange(mesh.size).reshape(mesh.axis_sizes)
-    others = [i for i, n in enumerate(names) if n not in axes]
-    order = others + [names.index(a) for a in axes]
-    members = int(np.prod([mesh.axis_size(a) for a in axes], dtype=np.int64))
-    return np.transpose(positions, order).reshape(-1, members)
-
-
-def _dense_i64(array: np.ndarray) -> str:
-    rows = ", ".join("[" + ", ".join(str(int(v)) for v in row) + "]" for row in array)
-    shape = "x".join(str(n) for n in array.shape)
-    return f"dense<[{rows}]> : tensor<{shape}xi64>"
-
-
-def _collective_attrs(ctx, axes: tuple, groups: bool = True) -> dict[str, str]:
-    mesh = ctx.module.mesh
-    if mesh is None:
-        raise errors.UnboundAxisError(
-            f"collective over {axes} outside any vmap or shard_map binding it"
-        )
-    attrs = {
-        "channel_handle": f"#stablehlo.channel_handle<handle = {ctx.module.next_channel()}, "
-        f"type = 1>"
-    }
-    if groups:
-        attrs["replica_groups"] = _dense_i64(device_groups(mesh, axes))
-        attrs["use_global_device_ids"] = "unit"
-    return attrs
-
-
-def _combiner(ctx, dtype, op: str) -> str:
-    scalar = ShapedArray((), dtype)
-    return ctx.region([scalar, scalar], lambda c, a, b: [c.op(op, [a, b], scalar)])
-
-
-def _implemented_by_plugin(collective: str, **extra: Any):
-    """Wrap the StableHLO lowering of ``collective``: a platform whose plugin declared its own
-    implementation (``ember_register_collectives``) gets that implementation's ``lower``
-    instead, called with the device groups the collective runs over."""
-
-    def wrap(standard):
-        def lower(ctx, *operands, **params):
-            implementation = ctx.module.collective_implementation(collective)
-            if implementation == "xla":
-                return standard(ctx, *operands, **params)
-            groups = device_groups(ctx.module.mesh, params["axes"])
-            return implementation.lower(
-                ctx, *operands, collective=collective, device_groups=groups, **extra, **params
-            )
-
-        return lower
-
-    return wrap
-
-
-def _all_reduce_lowering(op: str):
-    def lower(ctx, x, *, axes):
-        aval = ctx.avals_out[0]
-        region = _combiner(ctx, aval.dtype, op)
-        return ctx.op(
-            "stablehlo.all_reduce", [x], aval, _collective_attrs(ctx, axes), regions=[region]
-        )
-
-    return lower
 
 
 # --------------------------------------------------------------------------------------------
@@ -232,7 +90,7 @@ def _pvary_transpose(ct, x, *, axes):
 
 def _pvary_batch(axis_name, size, vals, dims, *, axes):
     (x,), (d,) = vals, dims
-    _, rest = _split_axes(axes, axis_name)  # over this vmap's axis, a cast that does nothing
+    _, rest = split_axes(axes, axis_name)  # over this vmap's axis, a cast that does nothing
     return (pvary_p.bind(x, axes=rest) if rest else x), d
 
 
@@ -248,7 +106,7 @@ pvary_p = rules.define_primitive(
     "pvary",
     sharding=rules.NOT_SHARDABLE,
     abstract_eval=_pvary_abstract_eval,
-    jvp=rules.per_primitive(_linear_jvp),
+    jvp=rules.per_primitive(linear_jvp),
     transpose=_pvary_transpose,
     lowering=_identity_lowering,
     reference=_identity,
@@ -269,7 +127,7 @@ def pcast(x: Any, axis_name: Any, *, to: str) -> Any:
         raise TypeError(f"axis_name={axis_name!r} must be a tuple or a str. Got {axis_name}")
     if not axis_name:
         return x
-    names = _names(axis_name)
+    names = axis_names_of(axis_name)
     if to not in _PCAST_TO:
         raise ValueError(
             f"Got unexpected `to` value. Allowed `to` values are: {set(_PCAST_TO)}{errors.where()}"
@@ -303,7 +161,7 @@ def vary_like(x: Any, like: Any) -> Any:
     as in JAX."""
     if not core.vma_axes():
         return x
-    missing = _vma(like) - _vma(x)
+    missing = vma_of(like) - vma_of(x)
     return pvary_p.bind(x, axes=core.ordered_axes(missing)) if missing else x
 
 
@@ -329,39 +187,41 @@ def _psum_transpose(ct, x, *, axes):
 
 
 def _sum_unbatched(x: Any, size: int) -> Any:
-    return mul(x, _scalar(size, x))
+    return mul(x, scalar_like(size, x))
 
 
 psum_p = rules.define_primitive(
     "psum",
     sharding=rules.NOT_SHARDABLE,
     own_vma=True,
-    abstract_eval=_made_invariant,
-    jvp=rules.per_primitive(_linear_jvp),
+    abstract_eval=made_invariant,
+    jvp=rules.per_primitive(linear_jvp),
     transpose=_psum_transpose,
-    lowering=_implemented_by_plugin("all_reduce", reduction="sum")(
-        _all_reduce_lowering("stablehlo.add")
+    lowering=implemented_by_plugin("all_reduce", reduction="sum")(
+        all_reduce_lowering("stablehlo.add")
     ),
-    reference=rules.per_primitive(_unbound),
+    reference=rules.per_primitive(unbound),
     collective_batch=rules.per_primitive(
-        functools.partial(_reduction_batch, reduce=reduce_sum, unbatched=_sum_unbatched)
+        functools.partial(reduction_batch, reduce=reduce_sum, unbatched=_sum_unbatched)
     ),
 )
 
 
 def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """The sum of ``x`` over the named axis (or axes); every member gets the total."""
-    _no_index_groups("psum", axis_index_groups)
-    names = _names(axis_name)
+    no_index_groups("psum", axis_index_groups)
+    names = axis_names_of(axis_name)
     return tree_map(lambda leaf: psum_p.bind(_varying_over(leaf, names), axes=names), x)
 
 
 def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
-    _no_index_groups("pmean", axis_index_groups)
-    names = _names(axis_name)
-    size = _total_size(names)
+    no_index_groups("pmean", axis_index_groups)
+    names = axis_names_of(axis_name)
+    size = total_size(names)
     return tree_map(
-        lambda leaf: div(psum_p.bind(_varying_over(leaf, names), axes=names), _scalar(size, leaf)),
+        lambda leaf: div(
+            psum_p.bind(_varying_over(leaf, names), axes=names), scalar_like(size, leaf)
+        ),
         x,
     )
 
@@ -378,20 +238,20 @@ pmax_p = rules.define_primitive(
     "pmax",
     sharding=rules.NOT_SHARDABLE,
     own_vma=True,
-    abstract_eval=_made_invariant,
-    lowering=_implemented_by_plugin("all_reduce", reduction="max")(
-        _all_reduce_lowering("stablehlo.maximum")
+    abstract_eval=made_invariant,
+    lowering=implemented_by_plugin("all_reduce", reduction="max")(
+        all_reduce_lowering("stablehlo.maximum")
     ),
-    reference=rules.per_primitive(_unbound),
+    reference=rules.per_primitive(unbound),
     collective_batch=rules.per_primitive(
-        functools.partial(_reduction_batch, reduce=reduce_max, unbatched=_extreme_unbatched)
+        functools.partial(reduction_batch, reduce=reduce_max, unbatched=_extreme_unbatched)
     ),
 )
 
 
 def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
-    _no_index_groups("pmax", axis_index_groups)
-    names = _names(axis_name)
+    no_index_groups("pmax", axis_index_groups)
+    names = axis_names_of(axis_name)
     return tree_map(lambda leaf: pmax_p.bind(_varying_over(leaf, names), axes=names), x)
 
 
@@ -399,20 +259,20 @@ pmin_p = rules.define_primitive(
     "pmin",
     sharding=rules.NOT_SHARDABLE,
     own_vma=True,
-    abstract_eval=_made_invariant,
-    lowering=_implemented_by_plugin("all_reduce", reduction="min")(
-        _all_reduce_lowering("stablehlo.minimum")
+    abstract_eval=made_invariant,
+    lowering=implemented_by_plugin("all_reduce", reduction="min")(
+        all_reduce_lowering("stablehlo.minimum")
     ),
-    reference=rules.per_primitive(_unbound),
+    reference=rules.per_primitive(unbound),
     collective_batch=rules.per_primitive(
-        functools.partial(_reduction_batch, reduce=reduce_min, unbatched=_extreme_unbatched)
+        functools.partial(reduction_batch, reduce=reduce_min, unbatched=_extreme_unbatched)
     ),
 )
 
 
 def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
-    _no_index_groups("pmin", axis_index_groups)
-    names = _names(axis_name)
+    no_index_groups("pmin", axis_index_groups)
+    names = axis_names_of(axis_name)
     return tree_map(lambda leaf: pmin_p.bind(_varying_over(leaf, names), axes=names), x)
 
 
@@ -462,7 +322,7 @@ def _all_gather_lowering(ctx, x, *, axes, axis, tiled, size):
         shape.insert(axis, 1)
         aval = aval.update(shape=tuple(shape))
         x = ctx.op("stablehlo.reshape", [x], aval)
-    attrs = {"all_gather_dim": f"{axis} : i64", **_collective_attrs(ctx, axes)}
+    attrs = {"all_gather_dim": f"{axis} : i64", **collective_attrs(ctx, axes)}
     return ctx.op("stablehlo.all_gather", [x], ctx.avals_out[0], attrs)
 
 
@@ -471,17 +331,17 @@ all_gather_p = rules.define_primitive(
     sharding=rules.NOT_SHARDABLE,
     own_vma=True,
     abstract_eval=_all_gather_abstract_eval,
-    jvp=rules.per_primitive(_linear_jvp),
+    jvp=rules.per_primitive(linear_jvp),
     transpose=_all_gather_transpose,
-    lowering=_implemented_by_plugin("all_gather")(_all_gather_lowering),
-    reference=rules.per_primitive(_unbound),
+    lowering=implemented_by_plugin("all_gather")(_all_gather_lowering),
+    reference=rules.per_primitive(unbound),
     collective_batch=rules.per_primitive(_all_gather_batch),
 )
 
 
 def _all_gather_invariant_abstract_eval(x, *, axes, axis, tiled, size):
     gathered = _all_gather_abstract_eval(x, axes=axes, axis=axis, tiled=tiled, size=size)
-    return _made_invariant(gathered, axes=axes)
+    return made_invariant(gathered, axes=axes)
 
 
 def _all_gather_invariant_transpose(ct, x, *, axes, axis, tiled, size):
@@ -502,10 +362,10 @@ all_gather_invariant_p = rules.define_primitive(
     sharding=rules.NOT_SHARDABLE,
     own_vma=True,
     abstract_eval=_all_gather_invariant_abstract_eval,
-    jvp=rules.per_primitive(_linear_jvp),
+    jvp=rules.per_primitive(linear_jvp),
     transpose=_all_gather_invariant_transpose,
-    lowering=_implemented_by_plugin("all_gather")(_all_gather_lowering),
-    reference=rules.per_primitive(_unbound),
+    lowering=implemented_by_plugin("all_gather")(_all_gather_lowering),
+    reference=rules.per_primitive(unbound),
     collective_batch=rules.per_primitive(_all_gather_batch),
 )
 _GATHER_TO = {"varying": all_gather_p, "invarying": all_gather_invariant_p}
@@ -524,7 +384,7 @@ def all_gather(
     Typed inside shard_map, the result varies over the axes (``to='varying'``), or is the
     same on every member of them (``to='invarying'``: its transpose slices instead of
     summing)."""
-    _no_index_groups("all_gather", axis_index_groups)
+    no_index_groups("all_gather", axis_index_groups)
     if to == "reduced":
         raise NotImplementedError(
             f"all_gather: to={to!r} is not supported (ember has no reduced types); "
@@ -535,7 +395,7 @@ def all_gather(
             f"Got unexpected `to` value for `all_gather`. Allowed `to` values are: "
             f"{{'varying', 'reduced', 'invarying'}}{errors.where()}"
         )
-    names = _names(axis_name)
+    names = axis_names_of(axis_name)
     if len(names) > 1:
         # Over several axes the members are ordered major axis first: gather the minor axis,
         # then the rest around it (tiled, so the pieces stay in that order), then stack.
@@ -593,7 +453,7 @@ def _psum_scatter_batch(axis_name, vmap_size, vals, dims, *, axes, dimension, ti
         x = move_axis(x, d, 0)
         out = psum_scatter_p.bind(x, axes=axes, dimension=dimension + 1, tiled=tiled, size=size)
         return out, 0
-    total = reduce_sum(x, (d,)) if d is not not_mapped else mul(x, _scalar(vmap_size, x))
+    total = reduce_sum(x, (d,)) if d is not not_mapped else mul(x, scalar_like(vmap_size, x))
     if tiled:  # split `dimension` into (members, part) and hand part k to member k
         shape = list(get_aval(total).shape)
         parts = [vmap_size, shape[dimension] // vmap_size]
@@ -606,8 +466,8 @@ def _psum_scatter_lowering(ctx, x, *, axes, dimension, tiled, size):
     shape = list(aval.shape)
     shape[dimension] //= size
     scattered = aval.update(shape=tuple(shape))
-    attrs = {"scatter_dimension": f"{dimension} : i64", **_collective_attrs(ctx, axes)}
-    region = _combiner(ctx, aval.dtype, "stablehlo.add")
+    attrs = {"scatter_dimension": f"{dimension} : i64", **collective_attrs(ctx, axes)}
+    region = combiner(ctx, aval.dtype, "stablehlo.add")
     out = ctx.op("stablehlo.reduce_scatter", [x], scattered, attrs, regions=[region])
     if not tiled:
         out = ctx.op("stablehlo.reshape", [out], ctx.avals_out[0])
@@ -619,10 +479,10 @@ psum_scatter_p = rules.define_primitive(
     sharding=rules.NOT_SHARDABLE,
     own_vma=True,
     abstract_eval=_psum_scatter_abstract_eval,
-    jvp=rules.per_primitive(_linear_jvp),
+    jvp=rules.per_primitive(linear_jvp),
     transpose=_psum_scatter_transpose,
-    lowering=_implemented_by_plugin("reduce_scatter")(_psum_scatter_lowering),
-    reference=rules.per_primitive(_unbound),
+    lowering=implemented_by_plugin("reduce_scatter")(_psum_scatter_lowering),
+    reference=rules.per_primitive(unbound),
     collective_batch=_psum_scatter_batch,
 )
 
@@ -636,8 +496,8 @@ def psum_scatter(
     tiled: bool = False,
 ) -> Any:
     """``psum`` whose result is split along ``scatter_dimension``: member k keeps part k."""
-    _no_index_groups("psum_scatter", axis_index_groups)
-    names = _names(axis_name)
+    no_index_groups("psum_scatter", axis_index_groups)
+    names = axis_names_of(axis_name)
     if len(names) > 1:
         # Member (i, j) keeps part i * size_j + j: scatter over the major axes, then the rest.
         # Untiled, the dimension holds one part per member: scattered as tiles of size one.
@@ -696,14 +556,14 @@ axis_index_p = rules.define_primitive(
     own_vma=True,
     abstract_eval=_axis_index_abstract_eval,
     lowering=_axis_index_lowering,
-    reference=rules.per_primitive(_unbound),
+    reference=rules.per_primitive(unbound),
     collective_batch=_axis_index_batch,
 )
 
 
 def axis_index(axis_name: Any) -> Any:
     """This member's position along the named axis, as an int32 scalar."""
-    (name,) = _names(axis_name)
+    (name,) = axis_names_of(axis_name)
     return axis_index_p.bind(axes=(name,))
 
 
@@ -725,7 +585,7 @@ def _ppermute_batch(axis_name, size, vals, dims, *, axes, perm):
     # Member dst takes member src's value; members nobody sends to get zeros.
     sources = dict((dst, src) for src, dst in perm)
     parts = [
-        _member(x, sources[i]) if i in sources else mul(_member(x, 0), _scalar(0, x))
+        _member(x, sources[i]) if i in sources else mul(_member(x, 0), scalar_like(0, x))
         for i in range(size)
     ]
     return concatenate([expand_dims(p, (0,)) for p in parts], 0), 0
@@ -740,9 +600,9 @@ def _member(x: Any, i: int) -> Any:
 
 def _ppermute_lowering(ctx, x, *, axes, perm):
     mesh = ctx.module.mesh
-    attrs = _collective_attrs(ctx, axes, groups=False)
+    attrs = collective_attrs(ctx, axes, groups=False)
     pairs = [(group[src], group[dst]) for group in device_groups(mesh, axes) for src, dst in perm]
-    attrs["source_target_pairs"] = _dense_i64(np.array(pairs, dtype=np.int64).reshape(-1, 2))
+    attrs["source_target_pairs"] = dense_i64(np.array(pairs, dtype=np.int64).reshape(-1, 2))
     return ctx.op("stablehlo.collective_permute", [x], ctx.avals_out[0], attrs)
 
 
@@ -750,11 +610,11 @@ ppermute_p = rules.define_primitive(
     "ppermute",
     sharding=rules.NOT_SHARDABLE,
     own_vma=True,
-    abstract_eval=_same,
-    jvp=rules.per_primitive(_linear_jvp),
+    abstract_eval=same_type,
+    jvp=rules.per_primitive(linear_jvp),
     transpose=_ppermute_transpose,
-    lowering=_implemented_by_plugin("collective_permute")(_ppermute_lowering),
-    reference=rules.per_primitive(_unbound),
+    lowering=implemented_by_plugin("collective_permute")(_ppermute_lowering),
+    reference=rules.per_primitive(unbound),
     collective_batch=_ppermute_batch,
 )
 
@@ -762,7 +622,7 @@ ppermute_p = rules.define_primitive(
 def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
     """Send member ``src``'s ``x`` to member ``dst`` for each ``(src, dst)`` in ``perm``;
     members that receive nothing get zeros."""
-    (name,) = _names(axis_name)
+    (name,) = axis_names_of(axis_name)
     size = axis_size(name)
     pairs = tuple((int(s), int(d)) for s, d in perm)
     for src, dst in pairs:
@@ -853,7 +713,7 @@ def _all_to_all_lowering(ctx, x, *, axes, split_axis, concat_axis, tiled, size):
         "split_dimension": f"{split} : i64",
         "concat_dimension": f"{concat} : i64",
         "split_count": f"{size} : i64",
-        **_collective_attrs(ctx, axes),
+        **collective_attrs(ctx, axes),
     }
     del attrs["use_global_device_ids"]  # all_to_all's replica groups are device ids already
     out = ctx.op("stablehlo.all_to_all", [x], exchanged, attrs)
@@ -867,10 +727,10 @@ all_to_all_p = rules.define_primitive(
     sharding=rules.NOT_SHARDABLE,
     own_vma=True,
     abstract_eval=_all_to_all_abstract_eval,
-    jvp=rules.per_primitive(_linear_jvp),
+    jvp=rules.per_primitive(linear_jvp),
     transpose=_all_to_all_transpose,
-    lowering=_implemented_by_plugin("all_to_all")(_all_to_all_lowering),
-    reference=rules.per_primitive(_unbound),
+    lowering=implemented_by_plugin("all_to_all")(_all_to_all_lowering),
+    reference=rules.per_primitive(unbound),
     collective_batch=_all_to_all_batch,
 )
 
@@ -886,8 +746,8 @@ def all_to_all(
 ) -> Any:
     """Member j gets part j of every member's ``x`` (split along ``split_axis``), stacked
     along ``concat_axis`` in member order (concatenated if ``tiled``)."""
-    _no_index_groups("all_to_all", axis_index_groups)
-    (name,) = _names(axis_name)
+    no_index_groups("all_to_all", axis_index_groups)
+    (name,) = axis_names_of(axis_name)
     size = axis_size(name)
 
     def one(leaf: Any) -> Any:
