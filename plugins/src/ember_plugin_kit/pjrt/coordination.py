@@ -79,6 +79,9 @@ class XlaCoordination:
         before registering with the service (which ends the process, instead of refusing,
         an id that is taken or out of range). Returns a handle to ``close()`` on leaving;
         ``ValueError``: refused, with the reason; ``TimeoutError``: no answer in time."""
+        # The client made next needs jaxlib: loaded now, while process 0's service may still
+        # be starting, rather than after the claim is answered.
+        _jaxlib()
         return registration.claim(address, process_id, num_processes, timeout)
 
     def client(
@@ -99,8 +102,8 @@ class XlaCoordination:
 
 
 def _jaxlib() -> Any:
-    """The kit's jaxlib bridge. Not imported with this module: process 0 loads it (~35 ms)
-    while its service's process starts, rather than before starting it."""
+    """The kit's jaxlib bridge. Not imported with this module: a process loads it (~35 ms)
+    while the service's process starts, rather than before (process 0 starts it)."""
     return importlib.import_module("ember_plugin_kit.pjrt._jaxlib")
 
 

@@ -325,9 +325,9 @@ class Job:
 POLL_SECONDS = 0.002
 POLL_INTERVAL = 50e-6
 # A kind of wait whose recent ones took longer than this many poll windows on average is
-# handed off without polling (one that hovers around the window still polls: about half of
-# its waits end within it).
-LONG_WAIT_POLLS = 2
+# handed off without polling. Generous: a small collective's waits swing from under one
+# window to three on a busy machine, and those still poll as they always did.
+LONG_WAIT_POLLS = 4
 # How many kinds of waits a job remembers the durations of.
 _WAIT_KINDS = 256
 
