@@ -107,6 +107,18 @@ def test_out_specs_are_checked_against_the_types():
     np.testing.assert_allclose(np.asarray(gathered), X)
 
 
+@pytest.mark.parametrize("check_vma", [True, False])
+def test_an_out_spec_longer_than_the_block_is_refused_when_traced(check_vma):
+    with pytest.raises(ValueError, match=r"output #0: out_specs .* 1 entries for a block f32\[\]"):
+        ember.shard_map(
+            lambda x: x.sum(),
+            mesh=_mesh("i"),
+            in_specs=P("i"),
+            out_specs=P("i"),
+            check_vma=check_vma,
+        )(X)
+
+
 def test_check_vma_false_types_nothing_and_checks_nothing():
     for flag in ({"check_vma": False}, {"check_rep": False}):
         types = _types_inside(

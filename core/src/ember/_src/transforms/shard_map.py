@@ -93,6 +93,7 @@ def shard_map(
             o_specs.extend(
                 _spec_leaves(out_specs, body.output, len(outs), the_mesh, "shard_map out_specs")
             )
+            _check_out_ranks([get_aval(o) for o in outs], o_specs, name)
             if not check:
                 return outs
             _check_out_specs([get_aval(o) for o in outs], the_mesh, o_specs)
@@ -132,6 +133,16 @@ def _typed_spec(aval: Any) -> PartitionSpec:
     an array over Auto axes, or one that is not split)."""
     typed = aval.typed_sharding
     return PartitionSpec() if typed is None else PartitionSpec(*typed.spec)
+
+
+def _check_out_ranks(avals: list[Any], specs: list[PartitionSpec], name: str) -> None:
+    """An out_spec names at most one entry per dimension of the block it puts together."""
+    for i, (aval, spec) in enumerate(zip(avals, specs)):
+        if len(spec) > aval.ndim:
+            raise ValueError(
+                f"shard_map({name}) output #{i}: out_specs {spec} has {len(spec)} entries for a "
+                f"block {aval.str_short()} of rank {aval.ndim}{errors.where()}"
+            )
 
 
 def _check_spec(mesh: Mesh, spec: Any, what: str) -> PartitionSpec:
