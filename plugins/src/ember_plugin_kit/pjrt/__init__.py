@@ -11,24 +11,6 @@ it), so that the job's processes wait for it as little as possible.
 
 import importlib as _importlib
 
-__all__ = [
-    "JAXLIB_VERSION",
-    "CoordinationClient",
-    "XlaCoordination",
-    "XlaRuntimeError",
-    "PjrtBackend",
-    "PjrtDevice",
-    "PjrtExecutable",
-    "describe_compile_error",
-    "gloo_collectives",
-    "initialize_lapack",
-    "lapack_enum_values",
-    "make_cpu_client",
-    "make_plugin_client",
-    "register_lapack_handlers",
-    "register_plugin_extension",
-]
-
 # The module each public name comes from.
 _HOME = {
     **dict.fromkeys(
@@ -52,6 +34,9 @@ _HOME = {
     "PjrtExecutable": "backend",
     "describe_compile_error": "backend",
 }
+
+
+__all__ = sorted(_HOME)
 
 
 def __getattr__(name: str):
