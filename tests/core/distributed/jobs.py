@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -18,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 
 import pytest
+
+from ember._src.distributed import launch
 
 # Prepended to every job's script: report() prints one JSON line the test reads back.
 PRELUDE = """\
@@ -43,9 +44,8 @@ def needs_cpu_plugin() -> None:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port whose next one is free too (the coordinator's desk listens there)."""
+    return launch.free_port()
 
 
 def run_job(

@@ -14,6 +14,7 @@ import os
 import pathlib
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -397,3 +398,11 @@ def test_stopping_the_launcher_stops_its_children(tmp_path, signum):
     while any(map(is_running, pids)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(map(is_running, pids))
+
+
+def test_the_coordinator_port_is_chosen_with_a_free_port_above_it_for_the_desk():
+    for _ in range(5):
+        port = launch.free_port()
+        for p in (port, port + 1):  # the service's, and the registration desk's
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", p))

@@ -205,10 +205,21 @@ def parse_request(argv: list[str]) -> Request:
 
 
 def free_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on now (the coordinator binds it soon after)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """A port on 127.0.0.1 that nothing listens on now, nor on the port above it: process 0
+    binds both soon after (its coordination service, and the registration desk one above)."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+            if port >= 65535:
+                continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as above:
+                try:
+                    above.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    continue
+            return port
+    raise RuntimeError("found no two adjacent free ports on 127.0.0.1 in 100 tries")
 
 
 def child_environment(
