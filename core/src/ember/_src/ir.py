@@ -8,7 +8,7 @@ of its constant variables.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -94,12 +94,21 @@ def eqn_effects(eqn: Eqn) -> frozenset[Effect]:
     if primitive.effects is not None:
         return primitive.effects(**eqn.params)
     found = NO_EFFECTS
-    for value in eqn.params.values():
-        for item in value if isinstance(value, (tuple, list)) else (value,):
-            inner = item.jaxpr if isinstance(item, ClosedJaxpr) else item
-            if isinstance(inner, Jaxpr):
-                found = found | inner.effects
+    for inner in jaxprs_in(eqn.params.values()):
+        found = found | inner.effects
     return found
+
+
+def jaxprs_in(values: Iterable[Any]) -> Iterator[Jaxpr]:
+    """The jaxprs among an equation's parameter ``values``: each ``Jaxpr``, and the jaxpr of
+    each ``ClosedJaxpr``, alone or in (nested) tuples and lists (a cond's branches)."""
+    for value in values:
+        if isinstance(value, ClosedJaxpr):
+            yield value.jaxpr
+        elif isinstance(value, Jaxpr):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            yield from jaxprs_in(value)
 
 
 class Jaxpr:

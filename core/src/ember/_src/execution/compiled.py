@@ -41,7 +41,7 @@ from ember._src.config import config
 from ember._src.execution import host_callbacks
 from ember._src.execution.compilation_cache import compile_cached
 from ember._src.interpreters.partial_eval import dce_jaxpr
-from ember._src.ir import ClosedJaxpr, Jaxpr
+from ember._src.ir import ClosedJaxpr, Jaxpr, jaxprs_in
 from ember._src.lowering.module import lower_module
 from ember._src.plugin import manager
 from ember._src.runtime import multiprocess
@@ -265,12 +265,10 @@ def _named_mesh_in_jaxpr(jaxpr: Jaxpr) -> Mesh | None:
                 return value
             if isinstance(value, NamedSharding) and isinstance(value.mesh, Mesh):
                 return value.mesh  # (a typed out_sharding, over an abstract mesh, names none)
-            for item in value if isinstance(value, (tuple, list)) else (value,):
-                inner = item.jaxpr if isinstance(item, ClosedJaxpr) else item
-                if isinstance(inner, Jaxpr):
-                    found = _named_mesh_in_jaxpr(inner)
-                    if found is not None:
-                        return found
+        for inner in jaxprs_in(eqn.params.values()):
+            found = _named_mesh_in_jaxpr(inner)
+            if found is not None:
+                return found
     return None
 
 

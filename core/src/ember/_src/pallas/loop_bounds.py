@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ember._src.ir import ClosedJaxpr, Jaxpr, Literal
+from ember._src.ir import Jaxpr, Literal, jaxprs_in
 from ember._src.pallas.primitives import program_id_p
 from ember._src.primitives.control_flow.loops import while_p
 
@@ -52,7 +52,7 @@ def _propagate(jaxpr: Jaxpr, in_axes: Sequence[_Axes], control: set[int]) -> lis
             outs = _while(eqn.params, ins, control)
         else:
             used = _NONE.union(*ins)
-            for inner in inner_jaxprs(eqn.params.values()):
+            for inner in jaxprs_in(eqn.params.values()):
                 _propagate(inner, [used] * len(inner.invars), control)
             outs = [used] * len(eqn.outvars)
         axes.update(zip(eqn.outvars, outs))
@@ -74,16 +74,3 @@ def _while(params: dict, ins: list[_Axes], control: set[int]) -> list[_Axes]:
         carry = widened
     control.update(*_propagate(cond, [*cond_consts, *carry], control))
     return carry
-
-
-def inner_jaxprs(values: Any) -> list[Jaxpr]:
-    """The jaxprs among an equation's parameters ``values`` (in tuples and lists too)."""
-    found = []
-    for value in values:
-        if isinstance(value, ClosedJaxpr):
-            found.append(value.jaxpr)
-        elif isinstance(value, Jaxpr):
-            found.append(value)
-        elif isinstance(value, (tuple, list)):
-            found.extend(inner_jaxprs(value))
-    return found

@@ -37,11 +37,11 @@ from typing import Any
 import numpy as np
 
 from ember._src import rules
-from ember._src.ir import ClosedJaxpr, Jaxpr, Literal
+from ember._src.ir import ClosedJaxpr, Jaxpr, Literal, jaxprs_in
 from ember._src.lax.slicing import dynamic_slice, dynamic_update_slice
 from ember._src.pallas.core import BlockMapping, PallasCall
 from ember._src.pallas.kernel_eval import block_starts, evaluate_kernel
-from ember._src.pallas.loop_bounds import inner_jaxprs, trip_count_axes
+from ember._src.pallas.loop_bounds import trip_count_axes
 from ember._src.pallas.primitives import num_programs_p, program_id_p
 from ember._src.primitives.shape import broadcast_in_dim, reshape, transpose
 from ember._src.transforms.vmap import vmap
@@ -89,7 +89,7 @@ def _batchable(jaxpr: Jaxpr) -> bool:
             rules.batch_rule(eqn.primitive)
         except NotImplementedError:
             return False
-        for inner in inner_jaxprs(eqn.params.values()):
+        for inner in jaxprs_in(eqn.params.values()):
             if not _batchable(inner):
                 return False
     return True
