@@ -105,31 +105,27 @@ _BOOL = ShapedArray((), dtypes.bool_)
 
 
 def _scan_lowering(ctx, *operands, jaxpr, length, reverse, num_consts, num_carry, unroll):
+    """A ``stablehlo.while`` whose body runs ``unroll`` iterations; the iterations that do not
+    fill a whole trip follow the loop inline, and a scan unrolled into at most one trip has
+    no loop at all (XLA runs straight-line code without a loop's per-trip costs, and can run
+    independent iterations' operations side by side)."""
     consts, carry, xs = _split_operands(operands, num_consts, num_carry)
     x_avals = ctx.avals_in[num_consts + num_carry :]
-    out_avals = list(ctx.avals_out)
-    carry_avals, ys_avals = out_avals[:num_carry], out_avals[num_carry:]
-    ys_init = [ctx.full(0, a) for a in ys_avals]
+    ys_avals = list(ctx.avals_out)[num_carry:]
+    ys = [ctx.full(0, a) for a in ys_avals]
     if length == 0:
         # No iteration runs; the body is not even emitted, since slicing one row out of a
         # zero-length xs would not type-check.
-        return [*carry, *ys_init]
-    tokens = ThreadedTokens(ctx, jaxpr)
-    n = 1 + len(carry_avals) + len(ys_avals)
-    loop_avals = [_I32, *carry_avals, *ys_avals, *tokens.avals]
+        return [*carry, *ys]
+    unroll = max(1, min(int(unroll), length))
+    trips = length // unroll
 
-    def cond_region(c, i, *_rest):
-        limit = c.constant(length, _I32)
-        return [c.op("stablehlo.compare", [i, limit], _BOOL, _compare("LT"))]
-
-    def body_region(c, i, *state):
-        tokens.enter(c, state[n - 1 :])
-        state = state[: n - 1]
-        loop_carry, ys = state[:num_carry], state[num_carry:]
-        index = i
+    def iteration(c, step: str, loop_carry: list[str], ys: list[str]) -> list[str]:
+        """Iteration number ``step`` (an i32 value) of the scan: new carry, then new ys."""
+        index = step
         if reverse:
             last = c.constant(length - 1, _I32)
-            index = c.op("stablehlo.subtract", [last, i], _I32)
+            index = c.op("stablehlo.subtract", [last, step], _I32)
         zero = c.constant(0, _I32)
         x_slices = [_index_leading(c, x, a, index, zero) for x, a in zip(xs, x_avals)]
         outs = lower_jaxpr_inline(c, jaxpr.jaxpr, [], [*consts, *loop_carry, *x_slices])
@@ -137,13 +133,43 @@ def _scan_lowering(ctx, *operands, jaxpr, length, reverse, num_consts, num_carry
         new_ys = [
             _update_leading(c, buf, y, a, index, zero) for buf, y, a in zip(ys, y_vals, ys_avals)
         ]
+        return [*new_carry, *new_ys]
+
+    state = [*carry, *ys]
+    done = 0
+    if trips > 1:
+        state = _unrolled_while(ctx, jaxpr, state, trips, unroll, iteration, num_carry)
+        done = trips * unroll
+    for step in range(done, length):
+        s = ctx.constant(step, _I32)
+        state = iteration(ctx, s, state[:num_carry], state[num_carry:])
+    return state
+
+
+def _unrolled_while(ctx, jaxpr, state, trips, unroll, iteration, num_carry) -> list[str]:
+    """``trips`` trips of a ``stablehlo.while`` over ``state`` (carry then ys), each running
+    ``iteration`` for ``unroll`` consecutive steps."""
+    tokens = ThreadedTokens(ctx, jaxpr)
+    n = 1 + len(state)
+    loop_avals = [_I32, *ctx.avals_out, *tokens.avals]
+
+    def cond_region(c, i, *_rest):
+        limit = c.constant(trips, _I32)
+        return [c.op("stablehlo.compare", [i, limit], _BOOL, _compare("LT"))]
+
+    def body_region(c, i, *loop_state):
+        tokens.enter(c, loop_state[n - 1 :])
+        values = list(loop_state[: n - 1])
+        first = c.op("stablehlo.multiply", [i, c.constant(unroll, _I32)], _I32)
+        for r in range(unroll):
+            step = first if r == 0 else c.op("stablehlo.add", [first, c.constant(r, _I32)], _I32)
+            values = iteration(c, step, values[:num_carry], values[num_carry:])
         one = c.constant(1, _I32)
-        return [c.op("stablehlo.add", [i, one], _I32), *new_carry, *new_ys, *tokens.current(c)]
+        return [c.op("stablehlo.add", [i, one], _I32), *values, *tokens.current(c)]
 
     start = ctx.constant(0, _I32)
     regions = [ctx.region(loop_avals, cond_region), ctx.region(loop_avals, body_region)]
-    operands = [start, *carry, *ys_init, *tokens.outer]
-    results = ctx.op("stablehlo.while", operands, loop_avals, regions=regions)
+    results = ctx.op("stablehlo.while", [start, *state, *tokens.outer], loop_avals, regions=regions)
     tokens.leave(ctx, results[n:])
     return results[1:n]
 
