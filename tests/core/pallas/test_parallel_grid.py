@@ -12,7 +12,7 @@ import ember.numpy as enp
 from ember import lax
 from ember._src.interpreters.discharge import discharge_state
 from ember._src.pallas.interpret import _written_refs, interpret
-from ember._src.pallas.parallel_grid import parallel_axes, resident_operands
+from ember._src.pallas.parallel_grid import _axis_groups, parallel_axes, resident_operands
 
 F32 = np.dtype(np.float32)
 
@@ -181,6 +181,31 @@ def test_program_id_and_num_programs_per_point():
     (out,) = _assert_same(pc)
     expected = np.repeat(np.repeat(np.arange(6).reshape(2, 3), 2, axis=0), 2, axis=1)
     np.testing.assert_array_equal(out, expected)
+
+
+def test_axes_every_operand_uses_alike_run_as_one_and_keep_their_program_ids(rng):
+    # (b, h) lead every operand together and are mapped as one axis of 6 points; the query
+    # axis i is used by the output only, as in an attention kernel's whole-sequence keys.
+    def kernel(x_ref, o_ref):
+        b, h, i = pl.program_id(0), pl.program_id(1), pl.program_id(2)
+        rows = x_ref[pl.ds(i * 2, 2)]
+        o_ref[...] = rows + (b * 100 + h * 10 + i).astype(enp.float32)
+
+    call = pl.pallas_call(
+        kernel,
+        out_shape=ember.ShapeDtypeStruct((2, 3, 8), F32),
+        grid=(2, 3, 4),
+        in_specs=[pl.BlockSpec((None, None, 8), lambda b, h, i: (b, h, 0))],
+        out_specs=pl.BlockSpec((None, None, 2), lambda b, h, i: (b, h, i)),
+    )
+    x = rng.normal(size=(2, 3, 8)).astype(np.float32)
+    pc = _call_of(call, x)
+    assert _axes(pc) == (0, 1, 2)
+    assert _axis_groups([0, 1, 2], [{0, 1}, {0, 1, 2}]) == [[0, 1], [2]]
+    (out,) = _assert_same(pc, x)
+    ids = np.arange(2)[:, None, None] * 100 + np.arange(3)[None, :, None] * 10
+    expected = x + (ids + np.repeat(np.arange(4), 2)[None, None, :]).astype(np.float32)
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
 
 
 def test_vmap_of_a_kernel_batches_its_new_grid_axis(rng):
