@@ -23,6 +23,7 @@ from ember._src import (
 )
 from ember._src.callback import effects_barrier as effects_barrier, pure_callback as pure_callback
 from ember._src.config import config as config
+from ember._src.core import ensure_compile_time_eval as ensure_compile_time_eval
 from ember._src.execution.devices import (
     block_until_ready as block_until_ready,
     default_backend as default_backend,

@@ -387,7 +387,12 @@ class EvalTrace(Trace):
         for x in args:
             if isinstance(x, Tracer):
                 raise _leaked_tracer_error(x, primitive)
-        return _eager_dispatcher(primitive, args, params)
+        context = _context
+        folding, context.fold_constants = context.fold_constants, False
+        try:  # running a primitive traces and compiles its program: nothing folds in there
+            return _eager_dispatcher(primitive, args, params)
+        finally:
+            context.fold_constants = folding
 
 
 def _leaked_tracer_error(tracer: Tracer, primitive: Primitive) -> errors.UnexpectedTracerError:
@@ -421,9 +426,13 @@ class _TraceContext(threading.local):
         # The manual mesh axes whose variation values' types track (inside a shard_map body
         # traced with check_vma=True); empty elsewhere, where binding costs nothing more.
         self.vma_axes: frozenset = NO_AXES
+        # Inside ``ensure_compile_time_eval``: staging runs an operation on values that are
+        # not tracers eagerly instead of recording it.
+        self.fold_constants = False
 
 
 _context = _TraceContext()
+_EVAL_TRACE = EvalTrace(None)
 
 
 def current_trace() -> Trace:
@@ -449,6 +458,33 @@ class set_current_trace:  # noqa: N801 - used like a function: `with set_current
 
 def eval_trace_is_current() -> bool:
     return isinstance(_context.trace, EvalTrace)
+
+
+class ensure_compile_time_eval:  # noqa: N801 - a context manager, named as JAX's
+    """``with ensure_compile_time_eval():`` runs, while tracing (under ``jit``, ``scan``,
+    ``make_jaxpr``...), every operation whose operands are all known values (no tracers)
+    right away, as JAX's: its result is a concrete array that Python control flow can use,
+    and the traced program holds it as a constant. Operations on traced values are traced
+    as usual. Outside any trace it changes nothing."""
+
+    __slots__ = ("previous",)
+
+    def __enter__(self) -> None:
+        self.previous = _context.fold_constants
+        _context.fold_constants = True
+
+    def __exit__(self, *exc: Any) -> None:
+        _context.fold_constants = self.previous
+
+
+def folding_constants() -> bool:
+    """Whether ``ensure_compile_time_eval`` is in effect (for the staging trace)."""
+    return _context.fold_constants
+
+
+def evaluate_eagerly(primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
+    """``primitive`` run now on the concrete ``args``, whatever trace is current."""
+    return _EVAL_TRACE.process_primitive(primitive, args, params)
 
 
 # --------------------------------------------------------------------------------------------

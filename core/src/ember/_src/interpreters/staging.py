@@ -21,6 +21,8 @@ from ember._src.core import (
     Tracer,
     Zero,
     current_trace,
+    evaluate_eagerly,
+    folding_constants,
     get_aval,
     set_current_trace,
 )
@@ -93,6 +95,8 @@ class StagingTrace(Trace):
     # -- primitives ------------------------------------------------------------------------------
 
     def process_primitive(self, primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
+        if folding_constants() and not any(isinstance(x, Tracer) for x in args):
+            return evaluate_eagerly(primitive, args, params)
         atoms = [self.to_atom(x) for x in args]
         avals_in = [a.aval for a in atoms]
         avals_out = rules.abstract_eval(primitive, avals_in, params)
