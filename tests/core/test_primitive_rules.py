@@ -37,6 +37,7 @@ ELSEWHERE = {
     "pure_callback", "io_callback", "debug_callback",  # tests/core/test_callback.py
     "check", "check_error",  # tests/core/checkify
     "call_exported",  # tests/core/export
+    "platform_index",  # primitives/control_flow/test_platform_dependent.py
     "program_id", "num_programs", "masked_load", "masked_swap", "atomic_rmw", "atomic_cas",
     "multiple_of", "max_contiguous", "pallas_call",  # Pallas kernels: tests/core/pallas
     "get", "swap", "addupdate", "run_scoped",  # Refs: primitives/test_state.py, test_discharge.py

@@ -156,6 +156,9 @@ from ember._src.primitives.control_flow.loops import (
     fori_loop as fori_loop,
     while_loop as while_loop,
 )
+from ember._src.primitives.control_flow.platform_dependent import (
+    platform_dependent as platform_dependent,
+)
 from ember._src.primitives.control_flow.scan import scan as scan
 from ember._src.primitives.conv import (
     ConvDimensionNumbers as ConvDimensionNumbers,

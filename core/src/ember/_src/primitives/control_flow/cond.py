@@ -61,7 +61,7 @@ from ember._src.tree.util import tree_unflatten
 # Rules
 
 
-def _cond_abstract_eval(index, *avals, branches):
+def _cond_abstract_eval(index, *avals, branches, platforms=None):
     if index.shape != () or index.dtype != dtypes.int32:
         raise errors.EmberTypeError(f"cond: the index must be int32[], got {index.str_short()}")
     for b in branches:
@@ -72,12 +72,19 @@ def _cond_abstract_eval(index, *avals, branches):
     return join_weak_types(*[b.out_avals for b in branches])
 
 
-def _cond_reference(index, *operands, branches):
+def _cond_reference(index, *operands, branches, platforms=None):
+    if platforms is not None:
+        index = branch_for_platform(platforms, "reference")
     chosen = branches[int(np.clip(index, 0, len(branches) - 1))]
     return evaluate_jaxpr(chosen, operands)
 
 
-def _cond_lowering(ctx, index, *operands, branches):
+def _cond_lowering(ctx, index, *operands, branches, platforms=None):
+    if platforms is not None:
+        # platform_dependent: only the branch for the platform lowered for is emitted (the
+        # others may hold operations this platform cannot compile).
+        chosen = branches[branch_for_platform(platforms, ctx.platform)]
+        return lower_jaxpr_inline(ctx, chosen.jaxpr, [], operands)
     tokens = ThreadedTokens(ctx, *branches)
     out_avals = [*ctx.avals_out, *tokens.avals]
     n = len(ctx.avals_out)
@@ -93,14 +100,16 @@ def _cond_lowering(ctx, index, *operands, branches):
     return outs[:n]
 
 
-def _cond_jvp(primals, tangents, *, branches):
+def _cond_jvp(primals, tangents, *, branches, platforms=None):
     index, operands = primals[0], primals[1:]
     nonzero = [type(t) is not Zero for t in tangents[1:]]
     out_nonzero = _union(jvp_jaxpr(b, nonzero)[2] for b in branches)
     transformed = [jvp_jaxpr(b, nonzero, out_nonzero) for b in branches]
     consts, new_branches = join_branch_consts([(c, j) for c, j, _ in transformed])
     live = [t for t in tangents[1:] if type(t) is not Zero]
-    outs = cond_p.bind(index, *consts, *operands, *live, branches=tuple(new_branches))
+    outs = cond_p.bind(
+        index, *consts, *operands, *live, branches=tuple(new_branches), **_kept(platforms)
+    )
     n = len(branches[0].out_avals)
     primal_out, tangent_live = outs[:n], outs[n:]
     zero_outs = [
@@ -109,12 +118,34 @@ def _cond_jvp(primals, tangents, *, branches):
     return primal_out, merge(out_nonzero, zero_outs, tangent_live)
 
 
+def _kept(platforms: tuple | None) -> dict:
+    """The ``platforms`` parameter of a ``platform_dependent`` cond, to bind again with its
+    transformed branches (ordinary conds have none: their jaxprs print as before)."""
+    return {} if platforms is None else {"platforms": platforms}
+
+
+def branch_for_platform(platforms: tuple, platform: str) -> int:
+    """Which branch of a ``platform_dependent`` cond runs on ``platform``: ``platforms``
+    holds each branch's platform names (None for the default branch)."""
+    for i, names in enumerate(platforms):
+        if names is not None and platform in names:
+            return i
+    for i, names in enumerate(platforms):
+        if names is None:
+            return i
+    named = sorted(n for names in platforms if names is not None for n in names)
+    raise errors.LoweringError(
+        f"platform_dependent has no branch for platform {platform!r} and no default "
+        f"(its branches are for {', '.join(named)}){errors.where()}"
+    )
+
+
 def _union(flag_lists) -> list[bool]:
     flag_lists = list(flag_lists)
     return [any(flags) for flags in zip(*flag_lists)]
 
 
-def _cond_batch(vals, dims, *, branches):
+def _cond_batch(vals, dims, *, branches, platforms=None):
     index, operands = vals[0], vals[1:]
     index_dim, op_dims = dims[0], dims[1:]
     size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
@@ -125,7 +156,7 @@ def _cond_batch(vals, dims, *, branches):
     out_batched = _union(batch_jaxpr(b, in_batched, size)[2] for b in branches)
     transformed = [batch_jaxpr(b, in_batched, size, out_batched) for b in branches]
     consts, new_branches = join_branch_consts([(c, j) for c, j, _ in transformed])
-    outs = cond_p.bind(index, *consts, *ops_front, branches=tuple(new_branches))
+    outs = cond_p.bind(index, *consts, *ops_front, branches=tuple(new_branches), **_kept(platforms))
     return outs, [0 if b else not_mapped for b in out_batched]
 
 
@@ -144,18 +175,20 @@ def _batched_index_select(index, index_dim, ops_front, in_batched, size, branche
     return outs, [0] * len(outs)
 
 
-def _cond_transpose(cts, index, *operands, branches):
+def _cond_transpose(cts, index, *operands, branches, platforms=None):
     linear = [is_undefined(x) for x in operands]
     residuals = [x for x in operands if not is_undefined(x)]
     transformed = [transpose_jaxpr(b, linear) for b in branches]
     consts, new_branches = join_branch_consts(transformed)
     ct_args = materialize_cts(cts)
-    outs = cond_p.bind(index, *consts, *residuals, *ct_args, branches=tuple(new_branches))
+    outs = cond_p.bind(
+        index, *consts, *residuals, *ct_args, branches=tuple(new_branches), **_kept(platforms)
+    )
     return [None, *merge(linear, [None] * len(residuals), outs)]
 
 
 def _cond_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) -> Any:
-    branches = params["branches"]
+    branches, platform = params["branches"], _kept(params.get("platforms"))
     index, operands = args[0], args[1:]
     if trace.owns(index):  # the choice itself is unknown: stage all of it
         return trace.stage(cond_p, args, params)
@@ -175,12 +208,14 @@ def _cond_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
     known_consts, known_branches = join_branch_consts(known_pairs)
     known_ops = [x for x, u in zip(operands, unknowns) if not u]
     with set_current_trace(trace.parent):
-        known_outs = cond_p.bind(index, *known_consts, *known_ops, branches=tuple(known_branches))
+        known_outs = cond_p.bind(
+            index, *known_consts, *known_ops, branches=tuple(known_branches), **platform
+        )
     n_known = len(known_outs) - len(all_res)
     residuals = known_outs[n_known:]
     unknown_ops = [x for x, u in zip(operands, unknowns) if u]
     unknown_outs = trace.stage(
-        cond_p, [index, *residuals, *unknown_ops], {"branches": tuple(unknown_branches)}
+        cond_p, [index, *residuals, *unknown_ops], {"branches": tuple(unknown_branches), **platform}
     )
     return merge(out_unknowns, known_outs[:n_known], unknown_outs)
 
@@ -202,7 +237,7 @@ def _known_with_all_residuals(split, all_res: list[ShapedArray], start: int):
     return [*inner_consts, *consts], wrapped
 
 
-def _cond_sharding(index, *avals, branches):
+def _cond_sharding(index, *avals, branches, platforms=None):
     """Every branch must give each result the same typed sharding."""
     out = []
     for i, first in enumerate(branches[0].out_avals):
@@ -222,7 +257,7 @@ def _cond_sharding(index, *avals, branches):
 # Discharge: each branch returns the final values of the Refs it was given
 
 
-def _cond_discharge(in_avals, out_avals, index, *operands, branches):
+def _cond_discharge(in_avals, out_avals, index, *operands, branches, platforms=None):
     marks = discharged_operands(in_avals[1:], operands)
     discharged = [discharge_state(b, marks) for b in branches]
     # A Ref no branch writes needs no result: it keeps its value.
@@ -233,7 +268,7 @@ def _cond_discharge(in_avals, out_avals, index, *operands, branches):
     kept = [*range(n), *(n + k for k, i in enumerate(_marked(marks)) if written[i])]
     trimmed = [hoist_consts(_with_outputs(d, kept)) for d in discharged]
     consts, new_branches = join_branch_consts(trimmed)
-    outs = cond_p.bind(index, *consts, *operands, branches=tuple(new_branches))
+    outs = cond_p.bind(index, *consts, *operands, branches=tuple(new_branches), **_kept(platforms))
     return [None, *new_ref_values(written, outs[n:])], outs[:n]
 
 
@@ -293,7 +328,7 @@ def cond(
         result = python_loops.switch(index, [false_fun, true_fun], operands)
         if result is not python_loops.NOT_APPLICABLE:
             return result
-    return _bind(index, [false_fun, true_fun], operands, "cond", ("false_fun", "true_fun"))
+    return bind_branches(index, [false_fun, true_fun], operands, "cond", ("false_fun", "true_fun"))
 
 
 def switch(
@@ -318,7 +353,7 @@ def switch(
         if result is not python_loops.NOT_APPLICABLE:
             return result
     names = tuple(f"branch {i}" for i in range(len(branches)))
-    return _bind(index, branches, operands, "switch", names)
+    return bind_branches(index, branches, operands, "switch", names)
 
 
 def _legacy_operand(operands: tuple, operand: Any, what: str) -> tuple:
@@ -346,7 +381,17 @@ def _scalar_aval(x: Any, what: str, name: str) -> ShapedArray:
     return aval
 
 
-def _bind(index: Any, funs: list[Callable], operands: tuple, what: str, names: tuple) -> Any:
+def bind_branches(
+    index: Any,
+    funs: list[Callable],
+    operands: tuple,
+    what: str,
+    names: Sequence[str],
+    platforms: tuple | None = None,
+) -> Any:
+    """``funs[index](*operands)`` as one ``cond``: every function traced as a branch (they
+    must agree on their results' structure and types); ``platforms`` for
+    ``platform_dependent``."""
     leaves, in_tree, avals = flatten_operands(operands, what)
     traced = [trace_function(f, in_tree, avals, f"{what}_{n}") for f, n in zip(funs, names)]
     out_tree = traced[0][2]
@@ -364,7 +409,7 @@ def _bind(index: Any, funs: list[Callable], operands: tuple, what: str, names: t
             )
         check_branch_vma(traced[0][1].out_avals, jaxpr.out_avals, what, (names[0], name))
     consts, branches = join_branch_consts([(c, j) for c, j, _ in traced])
-    outs = cond_p.bind(index, *consts, *leaves, branches=tuple(branches))
+    outs = cond_p.bind(index, *consts, *leaves, branches=tuple(branches), **_kept(platforms))
     return tree_unflatten(out_tree, outs)
 
 
