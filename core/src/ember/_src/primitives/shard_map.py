@@ -170,11 +170,15 @@ def _lowering(ctx, *operands, jaxpr, mesh, in_specs, out_specs, check_vma, manua
     def body(c, *block_args):
         return lower_jaxpr_inline(c, jaxpr.jaxpr, [], block_args)
 
-    outer, ctx.module.in_manual = ctx.module.in_manual, True
+    module = ctx.module
+    automatic = module.automatic_axes if module.in_manual else mesh.axis_names
+    outer = module.in_manual, module.automatic_axes
+    module.in_manual = True
+    module.automatic_axes = tuple(a for a in automatic if a not in manual_axes)
     try:
         region = ctx.region(jaxpr.in_avals, body, terminator="sdy.return")
     finally:
-        ctx.module.in_manual = outer
+        module.in_manual, module.automatic_axes = outer
     return ctx.op("sdy.manual_computation", list(operands), list(ctx.avals_out), attrs, [region])
 
 
