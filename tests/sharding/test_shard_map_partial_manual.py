@@ -138,3 +138,72 @@ def test_full_manual_lowering_keeps_closed_shardings(mesh):
     text = ember.jit(f).lower(X).as_text()
     assert 'manual_axes = #sdy<manual_axes{"x", "y"}>' in text
     assert '<@mesh, [{"x"}, {}]>' in text and "?" not in text
+
+
+@pytest.mark.parametrize("check_vma", [True, False])
+def test_grad_of_nested_shard_maps_manual_over_each_axis(mesh, check_vma):
+    a = RNG.standard_normal((4, 8)).astype(np.float32)
+    w = RNG.standard_normal((8, 3)).astype(np.float32)
+
+    def rows(a_block, w):  # "x" manual here; the inner one makes "y" manual too
+        inner = smap(
+            lambda b, wb: lax.psum(b @ wb, "y"),
+            mesh,
+            (P(None, "y"), P("y")),
+            P(),
+            {"y"},
+            check_vma=check_vma,
+        )
+        return inner(a_block, w)
+
+    f = smap(rows, mesh, (P("x"), P()), P("x"), {"x"}, check_vma=check_vma)
+
+    def loss(a, w):
+        return (f(a, w) ** 2).sum()
+
+    np.testing.assert_allclose(np.asarray(f(a, w)), a @ w, rtol=1e-5, atol=1e-5)
+    for g in (ember.grad(loss, argnums=(0, 1)), ember.jit(ember.grad(loss, argnums=(0, 1)))):
+        grad_a, grad_w = g(a, w)
+        np.testing.assert_allclose(np.asarray(grad_a), 2 * (a @ w) @ w.T, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(np.asarray(grad_w), 2 * a.T @ (a @ w), rtol=1e-4, atol=1e-4)
+
+
+def test_a_nested_body_varies_over_both_shard_maps_axes(mesh):
+    seen = []
+
+    def inner_body(b):
+        seen.append(str(ember.typeof(b)))
+        return b
+
+    def outer(block):
+        return smap(inner_body, mesh, P(None, "y"), P(None, "y"), {"y"})(block)
+
+    ember.make_jaxpr(smap(outer, mesh, P("x"), P("x"), {"x"}))(np.zeros((4, 8), np.float32))
+    assert seen == ["float32[2,2]{V:(x,y)}"]
+
+
+@pytest.mark.parametrize("inner_mesh", ["given", "in scope"])
+def test_a_nested_shard_map_maps_over_the_axes_not_yet_manual(mesh, inner_mesh):
+    seen = []
+
+    def inner_body(b):
+        seen.append((str(ember.typeof(b)), ember.sharding.get_abstract_mesh().axis_types))
+        return lax.psum(b, "y")
+
+    def outer(block):  # no axis_names: every axis the outer one left automatic
+        given = mesh if inner_mesh == "given" else None
+        return ember.shard_map(inner_body, mesh=given, in_specs=P(None, "y"), out_specs=P())(block)
+
+    a = np.arange(32.0, dtype=np.float32).reshape(4, 8)
+    out = smap(outer, mesh, P("x"), P("x"), {"x"})(a)
+    np.testing.assert_array_equal(np.asarray(out), a.reshape(4, 4, 2).sum(1))
+    # JAX 0.10.2 prints float32[2,2]{V:(x,y)} and (Manual, Manual) for the same program.
+    assert seen[0] == ("float32[2,2]{V:(x,y)}", (AxisType.Manual, AxisType.Manual))
+
+
+def test_a_nested_shard_map_may_not_remap_an_axis_already_manual(mesh):
+    def outer(block):
+        return smap(lambda b: b, mesh, P("x"), P("x"), {"x", "y"})(block)
+
+    with pytest.raises(ValueError, match=r"names mesh axes 'x' that the enclosing shard_map"):
+        smap(outer, mesh, P("x"), P("x"), {"x"})(X)

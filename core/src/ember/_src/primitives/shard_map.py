@@ -32,6 +32,7 @@ from ember._src.core import (
     extend_axis_env,
     get_aval,
     tangent_aval,
+    vma_axes,
 )
 from ember._src.interpreters.ad import UndefinedPrimal, backward_pass, is_undefined
 from ember._src.interpreters.ad_util import instantiate
@@ -82,17 +83,21 @@ def shard_aval(
             )
         shape.append(size // factor)
     # Inside, the manual axes are Manual: a per-device piece is split over none in its type,
-    # and (typed) varies over the axes that split it (specs name manual axes only).
-    vma = mentioned(mesh, spec) if check_vma else NO_AXES
+    # and (typed) varies over the axes that split it (specs name manual axes only), and over
+    # those an enclosing shard_map's body already saw it vary over.
+    vma = aval.vma | mentioned(mesh, spec) if check_vma else NO_AXES
     return aval.update(shape=tuple(shape), sharding=None, vma=vma)
 
 
-def global_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray) -> ShapedArray:
+def global_aval(
+    mesh: Mesh, spec: PartitionSpec, aval: ShapedArray, manual_axes: Sequence[str]
+) -> ShapedArray:
     """The whole of a result whose per-device pieces are ``aval``, typed as ``spec`` says
-    over the mesh's Explicit axes."""
+    over the mesh's Explicit axes. It still varies over an enclosing shard_map's manual axes
+    that the piece varied over (none outside any shard_map)."""
     shape = tuple(s * _factor(mesh, spec, d) for d, s in enumerate(aval.shape))
     typed = NamedSharding(mesh, spec).typed(aval.ndim)
-    return aval.update(shape=shape, sharding=typed, vma=NO_AXES)
+    return aval.update(shape=shape, sharding=typed, vma=aval.vma - frozenset(manual_axes))
 
 
 def unmentioned(manual_axes: Sequence[str], spec: PartitionSpec) -> tuple[str, ...]:
@@ -114,7 +119,8 @@ class mesh_axes:  # noqa: N801 - a context manager used like a function
     def __init__(self, mesh: Mesh, check_vma: bool = False, manual_axes: Any = None):
         manual = mesh.axis_names if manual_axes is None else tuple(manual_axes)
         self.frames = [extend_axis_env(n, mesh.axis_size(n)) for n in manual]
-        self.frames.append(checking_vma(manual if check_vma else ()))
+        # Nested in a partial-manual shard_map's body, values still vary over its axes too.
+        self.frames.append(checking_vma(vma_axes() | frozenset(manual) if check_vma else ()))
 
     def __enter__(self) -> None:
         for frame in self.frames:
@@ -130,7 +136,7 @@ class mesh_axes:  # noqa: N801 - a context manager used like a function
 
 
 def _abstract_eval(*avals, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
-    return [global_aval(mesh, s, a) for s, a in zip(out_specs, jaxpr.out_avals)]
+    return [global_aval(mesh, s, a, manual_axes) for s, a in zip(out_specs, jaxpr.out_avals)]
 
 
 def _sdy_specs(

@@ -85,7 +85,12 @@ def shard_map(
         the_mesh = mesh if mesh is not None else current_mesh()
         if the_mesh is None:
             raise ValueError(f"shard_map needs mesh= or an enclosing `with mesh:`{errors.where()}")
-        manual_axes = _manual_axes(the_mesh, axis_names)
+        # In an enclosing shard_map's body (its mesh in scope, typed Manual over its axes),
+        # those axes are manual already: this one maps over some of the others.
+        context = current_mesh()
+        nested = context is not None and context.same_devices(the_mesh) and context.manual_axes
+        already = tuple(context.manual_axes) if nested else ()
+        manual_axes = _manual_axes(the_mesh, axis_names, already)
         leaves, in_tree = tree_flatten(args)
         avals = [get_aval(x) for x in leaves]
         if in_specs is None:  # as JAX: each argument is split as its type says
@@ -118,7 +123,8 @@ def shard_map(
 
         # Inside, the manual axes are Manual: get_abstract_mesh() says so, types split nothing
         # over them; the automatic axes keep their types.
-        manual = the_mesh.update_axis_types(dict.fromkeys(manual_axes, AxisType.Manual))
+        base = context if nested else the_mesh
+        manual = base.update_axis_types(dict.fromkeys(manual_axes, AxisType.Manual))
         with mesh_axes(the_mesh, check, manual_axes), use_mesh(manual):
             closed = trace_to_jaxpr(typed_body, per_device, name=f"shard_map_{name}")
         consts, jaxpr = hoist_consts(closed)
@@ -147,10 +153,9 @@ def shard_map(
     return wrapped
 
 
-def _manual_axes(mesh: Mesh, axis_names: frozenset) -> tuple[str, ...]:
-    """The manual axes, in the mesh's order: ``axis_names``, or every axis when it is empty."""
-    if not axis_names:
-        return tuple(mesh.axis_names)
+def _manual_axes(mesh: Mesh, axis_names: frozenset, already: tuple) -> tuple[str, ...]:
+    """The manual axes, in the mesh's order: ``axis_names``, or when it is empty every axis
+    not ``already`` manual (in an enclosing shard_map's body)."""
     unknown = [a for a in axis_names if a not in mesh.axis_names]
     if unknown:
         raise ValueError(
@@ -158,7 +163,21 @@ def _manual_axes(mesh: Mesh, axis_names: frozenset) -> tuple[str, ...]:
             f"axis names {mesh.axis_names}: {', '.join(repr(a) for a in unknown)} "
             f"{'is' if len(unknown) == 1 else 'are'} not one{errors.where()}"
         )
-    return tuple(a for a in mesh.axis_names if a in axis_names)
+    twice = [a for a in axis_names if a in already]
+    if twice:
+        raise ValueError(
+            f"shard_map axis_names={sorted(axis_names, key=str)} names mesh axes "
+            f"{', '.join(repr(a) for a in twice)} that the enclosing shard_map already made "
+            f"manual; a nested shard_map maps over other axes{errors.where()}"
+        )
+    manual = tuple(a for a in mesh.axis_names if a in axis_names or not axis_names)
+    manual = tuple(a for a in manual if a not in already)
+    if not manual:
+        raise ValueError(
+            f"shard_map inside a shard_map whose body has every mesh axis manual already "
+            f"{already}: there is no axis left to map over{errors.where()}"
+        )
+    return manual
 
 
 def _check_manual_only(specs: list[PartitionSpec], manual_axes: tuple, what: str) -> None:
