@@ -9,6 +9,7 @@ import pytest
 
 import ember
 from ember import lax
+from ember.experimental import checkify
 from ember.sharding import AxisType, NamedSharding, PartitionSpec as P
 
 RNG = np.random.default_rng(0)
@@ -207,3 +208,36 @@ def test_a_nested_shard_map_may_not_remap_an_axis_already_manual(mesh):
 
     with pytest.raises(ValueError, match=r"names mesh axes 'x' that the enclosing shard_map"):
         smap(outer, mesh, P("x"), P("x"), {"x"})(X)
+
+
+def test_ppermute_and_psum_scatter_over_the_manual_axis(mesh):
+    x = np.arange(8.0, dtype=np.float32)
+    ring = [(i, (i + 1) % 4) for i in range(4)]
+    shifted = smap(lambda a: lax.ppermute(a, "y", ring), mesh, P("y"), P("y"), {"y"})(x)
+    np.testing.assert_array_equal(np.asarray(shifted), np.roll(x, 2))
+    scattered = smap(lambda a: lax.psum_scatter(a, "y", tiled=True), mesh, P(), P("y"), {"y"})
+    np.testing.assert_array_equal(np.asarray(scattered(x)), 4 * x)
+
+
+def test_a_scan_in_the_body_sums_over_the_manual_axis(mesh):
+    def body(a):
+        def step(carry, _):
+            return carry + lax.psum(a, "x"), None
+
+        return lax.scan(step, ember.numpy.zeros_like(a), None, length=3)[0]
+
+    x = np.arange(8.0, dtype=np.float32)
+    out = smap(body, mesh, P("x"), P("x"), {"x"})(x)
+    np.testing.assert_array_equal(np.asarray(out), np.tile(3 * (x[:4] + x[4:]), 2))
+
+
+def test_checkify_of_a_partial_manual_shard_map(mesh):
+    def body(a):
+        checkify.check(ember.numpy.all(a < 6), "too big")
+        return a
+
+    f = checkify.checkify(smap(body, mesh, P("x"), P("x"), {"x"}))
+    for g in (f, ember.jit(f)):
+        err, out = g(np.arange(8.0, dtype=np.float32))
+        assert err.get().startswith("too big")
+        np.testing.assert_array_equal(np.asarray(out), np.arange(8.0))

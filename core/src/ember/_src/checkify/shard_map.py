@@ -3,7 +3,8 @@ is checked, and the first device that failed, in the mesh's device order, gives 
 
 The error state goes in replicated (every device starts from the state so far) and comes out
 stacked: each device returns its own state with a leading axis of one, put together over all
-the mesh's axes, so the result's leading axis runs over the devices in the mesh's order. That
+the shard_map's manual axes (every mesh axis unless partial-manual), so the result's leading
+axis runs over the devices in the mesh's order. That
 stack is merged into the state as a batched error is, which keeps the first failing device's
 failure (JAX keeps one device's error the same way).
 """
