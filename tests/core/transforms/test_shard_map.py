@@ -10,7 +10,7 @@ import pytest
 
 import ember
 from ember import lax
-from ember.sharding import PartitionSpec as P
+from ember.sharding import AxisType, PartitionSpec as P
 
 X = np.arange(4.0, dtype=np.float32)
 W = np.float32(2.0)
@@ -177,3 +177,79 @@ def test_values_made_like_a_varying_one_vary_as_it_does():
         out_specs=P("i"),
     )(X)
     assert float(total[0]) == 6.0
+
+
+# -- axis_names: partial-manual shard_map ---------------------------------------------------
+
+
+def test_axis_names_marks_only_those_axes_manual_in_the_jaxpr():
+    mapped = ember.shard_map(
+        lambda x: lax.psum(x, "i"),
+        mesh=_mesh("i", "j"),
+        in_specs=P("i"),
+        out_specs=P(),
+        axis_names={"i"},
+    )
+    text = str(ember.make_jaxpr(mapped)(X))
+    assert "manual_axes=('i',)" in text
+    assert "c:f32[4]{V:i}" in text and "psum[axes=('i',)] c" in text
+    full = ember.shard_map(lambda x: x, mesh=_mesh("i", "j"), in_specs=P("i"), out_specs=P("i"))
+    assert "manual_axes=('i', 'j')" in str(ember.make_jaxpr(full)(X))
+
+
+@pytest.mark.parametrize("names", [{"i"}, ["i"], ("i",), "i", frozenset({"i"})])
+def test_axis_names_takes_any_iterable_of_names(names):
+    mapped = ember.shard_map(
+        lambda x: x, mesh=_mesh("i", "j"), in_specs=P("i"), out_specs=P("i"), axis_names=names
+    )
+    np.testing.assert_array_equal(np.asarray(mapped(X)), X)
+    assert "manual_axes=('i',)" in str(ember.make_jaxpr(mapped)(X))
+
+
+def test_axis_names_must_be_mesh_axes():
+    mapped = ember.shard_map(
+        lambda x: x, mesh=_mesh("i", "j"), in_specs=P("i"), out_specs=P("i"), axis_names={"k"}
+    )
+    with pytest.raises(ValueError, match=r"axis_names=\['k'\].*\('i', 'j'\).*'k' is not one"):
+        mapped(X)
+
+
+@pytest.mark.parametrize(
+    "in_spec, out_spec, what", [(P("j"), P(), "in_specs"), (P("i"), P(("i", "j")), "out_specs")]
+)
+def test_a_spec_naming_an_automatic_axis_is_refused(in_spec, out_spec, what):
+    mapped = ember.shard_map(
+        lambda x: x,
+        mesh=_mesh("i", "j"),
+        in_specs=in_spec,
+        out_specs=out_spec,
+        axis_names={"i"},
+    )
+    with pytest.raises(ValueError, match=rf"{what} #0 is .* names mesh axis 'j'.*manual axes"):
+        mapped(X)
+
+
+def test_a_collective_over_an_automatic_axis_finds_no_such_axis():
+    mapped = ember.shard_map(
+        lambda x: lax.psum(x, "j"),
+        mesh=_mesh("i", "j"),
+        in_specs=P("i"),
+        out_specs=P(),
+        axis_names={"i"},
+    )
+    with pytest.raises(NameError, match="unbound axis name: 'j'"):
+        mapped(X)
+
+
+def test_inside_only_the_manual_axes_are_typed_manual():
+    seen = []
+
+    def body(x):
+        seen.append(ember.sharding.get_abstract_mesh().axis_types)
+        return x
+
+    mesh = ember.make_mesh((1, 1), ("i", "j"), axis_types=(AxisType.Explicit, AxisType.Auto))
+    ember.make_jaxpr(
+        ember.shard_map(body, mesh=mesh, in_specs=P(), out_specs=P(), axis_names={"j"})
+    )(X)
+    assert seen == [(AxisType.Explicit, AxisType.Manual)]

@@ -3,7 +3,8 @@ is checked, and the first device that failed, in the mesh's device order, gives 
 
 The error state goes in replicated (every device starts from the state so far) and comes out
 stacked: each device returns its own state with a leading axis of one, put together over all
-the mesh's axes, so the result's leading axis runs over the devices in the mesh's order. That
+the shard_map's manual axes (every mesh axis unless partial-manual), so the result's leading
+axis runs over the devices in the mesh's order. That
 stack is merged into the state as a batched error is, which keeps the first failing device's
 failure (JAX keeps one device's error the same way).
 """
@@ -32,12 +33,14 @@ def _shard_map_rule(state, enabled, eqn, *invals):
         return [expand_dims(x, (0,)) for x in outs[:n_state]] + outs[n_state:]
 
     in_state = state.leaves()
-    with mesh_axes(mesh, p["check_vma"]):  # the body's collectives name the mesh's axes
+    with mesh_axes(
+        mesh, p["check_vma"], p["manual_axes"]
+    ):  # the body's collectives name the mesh's axes
         consts, body = trace_const_free(
             per_device, [*state.avals(), *jaxpr.in_avals], "checkify(shard_map)"
         )
     n_state = checked.n_out_state
-    over_every_device = PartitionSpec(tuple(mesh.axis_names))
+    over_every_device = PartitionSpec(tuple(p["manual_axes"]))
     outs = shard_map_p.bind(
         *consts,
         *in_state,
@@ -47,6 +50,7 @@ def _shard_map_rule(state, enabled, eqn, *invals):
         in_specs=(PartitionSpec(),) * (len(consts) + len(in_state)) + tuple(p["in_specs"]),
         out_specs=(over_every_device,) * n_state + tuple(p["out_specs"]),
         check_vma=p["check_vma"],
+        manual_axes=p["manual_axes"],
     )
     # Gathered (the state is small) and typed replicated, so that picking the failing device
     # out of it slices no split dimension under Explicit axes.

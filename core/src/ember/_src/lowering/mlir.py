@@ -272,8 +272,10 @@ class ModuleContext:
         self.tokens: dict[Any, str] = {}
         # Module-level declarations besides the mesh (e.g. a one-device mesh for callbacks).
         self.declarations: dict[str, str] = {}
-        # Inside a shard_map body (every mesh axis manual): each device runs its own part.
+        # Inside a shard_map body: each device runs its own part.
         self.in_manual = False
+        # The mesh axes still automatic there (a partial-manual shard_map's other axes).
+        self.automatic_axes: tuple[str, ...] = ()
         # The device mesh of an SPMD module (declared as ``@mesh``), else None.
         self.mesh = mesh
         # Who implements each collective on this platform (the plugins' declarations).

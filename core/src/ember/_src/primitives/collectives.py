@@ -539,11 +539,36 @@ def _axis_index_lowering(ctx, *, axes):
     mesh = ctx.module.mesh
     if mesh is None:
         raise errors.UnboundAxisError(f"axis_index({name!r}) outside any shard_map binding it")
+    out = ctx.avals_out[0]
+    automatic = ctx.module.automatic_axes
+    if not automatic:
+        return _position_along(ctx, mesh, name, out)
+    # In a partial-manual body the partitioner refuses partition_id (it cannot tell what a
+    # device's id means along the automatic axes): read it in a region manual over those
+    # axes too, whose scalar result is the same on all of them (as JAX does).
+    module = ctx.module
+    manual = ", ".join(f'"{a}"' for a in automatic)
+    attrs = {
+        "in_shardings": "#sdy.sharding_per_value<[]>",
+        "out_shardings": "#sdy.sharding_per_value<[<@mesh, []>]>",
+        "manual_axes": f"#sdy<manual_axes{{{manual}}}>",
+    }
+    module.automatic_axes = ()
+    try:
+        region = ctx.region(
+            [], lambda c: [_position_along(c, mesh, name, out)], terminator="sdy.return"
+        )
+    finally:
+        module.automatic_axes = automatic
+    return ctx.op("sdy.manual_computation", [], [out], attrs, [region])[0]
+
+
+def _position_along(ctx, mesh: Any, name: str, out: ShapedArray) -> str:
+    """This device's coordinate along mesh axis ``name``, from its partition id."""
     names = list(mesh.axis_names)
     stride = int(np.prod(mesh.axis_sizes[names.index(name) + 1 :], dtype=np.int64))
     u32 = ShapedArray((), np.dtype(np.uint32))
     pid = ctx.op("stablehlo.partition_id", [], u32)
-    out = ctx.avals_out[0]
     index = ctx.convert(pid, out)
     if stride > 1:
         index = ctx.op("stablehlo.divide", [index, ctx.constant(stride, out)], out)

@@ -1,14 +1,17 @@
 """The ``shard_map`` primitive: a per-device jaxpr run on every device of a mesh.
 
-Its parameters are the per-device ``jaxpr``, the ``mesh``, the ``in_specs``/``out_specs``
-(``PartitionSpec``s) that split operands into blocks and put result blocks together, and
+Its parameters are the per-device ``jaxpr``, the ``mesh``, ``manual_axes`` (the mesh axes the
+body is mapped over, in the mesh's order: all of them, or some when partial-manual; the others
+stay automatic, the body seeing arrays whole along them, laid out by the partitioner), the
+``in_specs``/``out_specs`` (``PartitionSpec``s over the manual axes) that split operands into
+blocks and put result blocks together, and
 ``check_vma``: whether the body's values are typed by the mesh axes they vary over (then the
 body's own transposition, which follows those types, is exact, and the rules below add no
 correction of their own; without types, a replicated output's cotangent is shared out among
 its copies and an input's cotangent summed over the devices it was copied to). It
 lowers to Shardy's ``sdy.manual_computation`` (the collectives inside lower to StableHLO
 collectives over the mesh's device groups). Backends that interpret jaxprs (the reference)
-run it as nested batching over the mesh axes, which is the same computation, device by
+run it as nested batching over the manual axes, which is the same computation, device by
 device. Run eagerly (outside any trace), its layout rule lays the operands out by
 ``in_specs`` and fixes the results' layouts by ``out_specs``. The user-facing transform is
 ``transforms/shard_map.py``.
@@ -29,6 +32,7 @@ from ember._src.core import (
     extend_axis_env,
     get_aval,
     tangent_aval,
+    vma_axes,
 )
 from ember._src.interpreters.ad import UndefinedPrimal, backward_pass, is_undefined
 from ember._src.interpreters.ad_util import instantiate
@@ -78,23 +82,28 @@ def shard_aval(
                 f"mesh axes {spec.axes_of(d)} of total size {factor}{errors.where()}"
             )
         shape.append(size // factor)
-    # Inside, every mesh axis is Manual: a per-device piece is split over none in its type,
-    # and (typed) varies over the axes that split it.
-    vma = mentioned(mesh, spec) if check_vma else NO_AXES
+    # Inside, the manual axes are Manual: a per-device piece is split over none in its type,
+    # and (typed) varies over the axes that split it (specs name manual axes only), and over
+    # those an enclosing shard_map's body already saw it vary over.
+    vma = aval.vma | mentioned(mesh, spec) if check_vma else NO_AXES
     return aval.update(shape=tuple(shape), sharding=None, vma=vma)
 
 
-def global_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray) -> ShapedArray:
+def global_aval(
+    mesh: Mesh, spec: PartitionSpec, aval: ShapedArray, manual_axes: Sequence[str]
+) -> ShapedArray:
     """The whole of a result whose per-device pieces are ``aval``, typed as ``spec`` says
-    over the mesh's Explicit axes."""
+    over the mesh's Explicit axes. It still varies over an enclosing shard_map's manual axes
+    that the piece varied over (none outside any shard_map)."""
     shape = tuple(s * _factor(mesh, spec, d) for d, s in enumerate(aval.shape))
     typed = NamedSharding(mesh, spec).typed(aval.ndim)
-    return aval.update(shape=shape, sharding=typed, vma=NO_AXES)
+    return aval.update(shape=shape, sharding=typed, vma=aval.vma - frozenset(manual_axes))
 
 
-def unmentioned(mesh: Mesh, spec: PartitionSpec) -> tuple[str, ...]:
-    used = mentioned(mesh, spec)
-    return tuple(a for a in mesh.axis_names if a not in used)
+def unmentioned(manual_axes: Sequence[str], spec: PartitionSpec) -> tuple[str, ...]:
+    """The manual axes ``spec`` does not split over: a block is the same along them."""
+    used = frozenset(a for d in range(len(spec)) for a in spec.axes_of(d))
+    return tuple(a for a in manual_axes if a not in used)
 
 
 def mentioned(mesh: Mesh, spec: PartitionSpec) -> frozenset:
@@ -103,12 +112,15 @@ def mentioned(mesh: Mesh, spec: PartitionSpec) -> frozenset:
 
 
 class mesh_axes:  # noqa: N801 - a context manager used like a function
-    """Bind every mesh axis as a named axis while tracing the per-device function, values
-    typed by the axes they vary over when ``check_vma``."""
+    """Bind the manual mesh axes (default: every one) as named axes while tracing the
+    per-device function, values typed by the axes they vary over when ``check_vma``. The
+    automatic axes stay unbound: a collective naming one finds no such axis."""
 
-    def __init__(self, mesh: Mesh, check_vma: bool = False):
-        self.frames = [extend_axis_env(n, s) for n, s in mesh.shape.items()]
-        self.frames.append(checking_vma(mesh.axis_names if check_vma else ()))
+    def __init__(self, mesh: Mesh, check_vma: bool = False, manual_axes: Any = None):
+        manual = mesh.axis_names if manual_axes is None else tuple(manual_axes)
+        self.frames = [extend_axis_env(n, mesh.axis_size(n)) for n in manual]
+        # Nested in a partial-manual shard_map's body, values still vary over its axes too.
+        self.frames.append(checking_vma(vma_axes() | frozenset(manual) if check_vma else ()))
 
     def __enter__(self) -> None:
         for frame in self.frames:
@@ -123,43 +135,65 @@ class mesh_axes:  # noqa: N801 - a context manager used like a function
 # Rules
 
 
-def _abstract_eval(*avals, jaxpr, mesh, in_specs, out_specs, check_vma):
-    return [global_aval(mesh, s, a) for s, a in zip(out_specs, jaxpr.out_avals)]
+def _abstract_eval(*avals, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
+    return [global_aval(mesh, s, a, manual_axes) for s, a in zip(out_specs, jaxpr.out_avals)]
 
 
-def _sdy_specs(specs: Sequence[PartitionSpec], avals: Sequence[ShapedArray], mesh: Mesh) -> str:
-    parts = [
-        NamedSharding(mesh, s).sdy_sharding(a.ndim)[len("#sdy.sharding") :]
-        for s, a in zip(specs, avals)
-    ]
+def _sdy_specs(
+    specs: Sequence[PartitionSpec], avals: Sequence[ShapedArray], mesh: Mesh, partial: bool
+) -> str:
+    if not partial:
+        parts = [
+            NamedSharding(mesh, s).sdy_sharding(a.ndim)[len("#sdy.sharding") :]
+            for s, a in zip(specs, avals)
+        ]
+    else:
+        parts = [_open_sdy_sharding(s, a.ndim) for s, a in zip(specs, avals)]
     return "#sdy.sharding_per_value<[" + ", ".join(parts) + "]>"
 
 
-def _lowering(ctx, *operands, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _open_sdy_sharding(spec: PartitionSpec, ndim: int) -> str:
+    """A dimension split over manual axes, left open (``?``) to the automatic ones: when some
+    mesh axes stay automatic, Shardy's partitioner may still split a dimension over them,
+    after the manual axes (``{"x", ?}``), as JAX writes it."""
+    dims = []
+    for d in range(ndim):
+        named = [f'"{a}"' for a in spec.axes_of(d)]
+        dims.append("{" + ", ".join([*named, "?"]) + "}")
+    return f"<@mesh, [{', '.join(dims)}]>"
+
+
+def _lowering(ctx, *operands, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
     ctx.module.require_mesh(mesh, "shard_map")
-    axes = ", ".join(f'"{a}"' for a in mesh.axis_names)
+    axes = ", ".join(f'"{a}"' for a in manual_axes)
+    partial = tuple(manual_axes) != tuple(mesh.axis_names)
     attrs = {
-        "in_shardings": _sdy_specs(in_specs, ctx.avals_in, mesh),
-        "out_shardings": _sdy_specs(out_specs, ctx.avals_out, mesh),
+        "in_shardings": _sdy_specs(in_specs, ctx.avals_in, mesh, partial),
+        "out_shardings": _sdy_specs(out_specs, ctx.avals_out, mesh, partial),
         "manual_axes": f"#sdy<manual_axes{{{axes}}}>",
     }
 
     def body(c, *block_args):
         return lower_jaxpr_inline(c, jaxpr.jaxpr, [], block_args)
 
-    outer, ctx.module.in_manual = ctx.module.in_manual, True
+    module = ctx.module
+    automatic = module.automatic_axes if module.in_manual else mesh.axis_names
+    outer = module.in_manual, module.automatic_axes
+    module.in_manual = True
+    module.automatic_axes = tuple(a for a in automatic if a not in manual_axes)
     try:
         region = ctx.region(jaxpr.in_avals, body, terminator="sdy.return")
     finally:
-        ctx.module.in_manual = outer
+        module.in_manual, module.automatic_axes = outer
     return ctx.op("sdy.manual_computation", list(operands), list(ctx.avals_out), attrs, [region])
 
 
 # -- running it as nested batching (the reference backend) ----------------------------------------
 
 
-def _to_blocks(x: Any, mesh: Mesh, spec: PartitionSpec) -> Any:
-    """Global ``x`` as (*mesh.axis_sizes, *block): every device's block, by mesh position."""
+def _to_blocks(x: Any, mesh: Mesh, manual: Sequence[str], spec: PartitionSpec) -> Any:
+    """Global ``x`` as (*sizes of the manual axes, *block): every device's block, by its
+    position along the manual axes (whole along the automatic ones)."""
     aval = get_aval(x)
     shape, where = [], {}
     for d, size in enumerate(aval.shape):
@@ -168,27 +202,29 @@ def _to_blocks(x: Any, mesh: Mesh, spec: PartitionSpec) -> Any:
             shape.append(mesh.axis_size(a))
         shape.append(size // _factor(mesh, spec, d))
     y = reshape(x, tuple(shape))
-    present = [a for a in mesh.axis_names if a in where]
+    present = [a for a in manual if a in where]
     rest = [i for i in range(len(shape)) if i not in where.values()]
     y = transpose(y, [where[a] for a in present] + rest)
     block = tuple(shape[i] for i in rest)
-    positions = [mesh.axis_names.index(a) for a in present]
-    dims = positions + list(range(len(mesh.axis_names), len(mesh.axis_names) + len(block)))
-    return broadcast_in_dim(y, mesh.axis_sizes + block, dims)
+    positions = [manual.index(a) for a in present]
+    dims = positions + list(range(len(manual), len(manual) + len(block)))
+    sizes = tuple(mesh.axis_size(a) for a in manual)
+    return broadcast_in_dim(y, sizes + block, dims)
 
 
-def _from_blocks(y: Any, mesh: Mesh, spec: PartitionSpec) -> Any:
+def _from_blocks(y: Any, manual: Sequence[str], spec: PartitionSpec, mesh: Mesh) -> Any:
     """The inverse of ``_to_blocks`` (blocks along unmentioned axes are taken from index 0)."""
-    n = len(mesh.axis_names)
+    n = len(manual)
     shape = get_aval(y).shape
+    same_along = unmentioned(manual, spec)
     for i in reversed(range(n)):
-        if mesh.axis_names[i] in unmentioned(mesh, spec):
+        if manual[i] in same_along:
             start = [0] * len(shape)
             limit = list(shape)
             limit[i] = 1
             y = squeeze(slice_op(y, start, limit), (i,))
             shape = get_aval(y).shape
-    kept = [a for a in mesh.axis_names if a not in unmentioned(mesh, spec)]
+    kept = [a for a in manual if a not in same_along]
     block = shape[len(kept) :]
     order, out_shape = [], []
     for d, size in enumerate(block):
@@ -199,19 +235,21 @@ def _from_blocks(y: Any, mesh: Mesh, spec: PartitionSpec) -> Any:
     return reshape(transpose(y, order), tuple(out_shape))
 
 
-def _as_vmaps(jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs, *args: Any) -> list[Any]:
-    per_device = _vmap_over_axes(jaxpr, mesh)
-    blocks = [_to_blocks(x, mesh, s) for x, s in zip(args, in_specs)]
+def _as_vmaps(
+    jaxpr: ClosedJaxpr, mesh: Mesh, manual: Sequence[str], in_specs, out_specs, *args: Any
+) -> list[Any]:
+    per_device = _vmap_over_axes(jaxpr, mesh, manual)
+    blocks = [_to_blocks(x, mesh, manual, s) for x, s in zip(args, in_specs)]
     outs = per_device(*blocks)
-    return [_from_blocks(y, mesh, s) for y, s in zip(outs, out_specs)]
+    return [_from_blocks(y, manual, s, mesh) for y, s in zip(outs, out_specs)]
 
 
-def _vmap_over_axes(jaxpr: ClosedJaxpr, mesh: Mesh) -> Callable[..., Any]:
+def _vmap_over_axes(jaxpr: ClosedJaxpr, mesh: Mesh, manual: Sequence[str]) -> Callable[..., Any]:
     def fun(*xs: Any) -> list[Any]:
         return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs)
 
-    for name, size in reversed(list(mesh.shape.items())):
-        fun = _batched_over(fun, name, size)
+    for name in reversed(manual):
+        fun = _batched_over(fun, name, mesh.axis_size(name))
     return fun
 
 
@@ -234,23 +272,25 @@ def _batched_over(fun: Callable[..., list[Any]], name: str, size: int) -> Callab
     return batched
 
 
-def _reference(*args, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _reference(*args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
     def build():
         avals = [get_aval(a) for a in args]
         return trace_to_jaxpr(
-            lambda *xs: _as_vmaps(jaxpr, mesh, in_specs, out_specs, *xs), avals, "shard_map"
+            lambda *xs: _as_vmaps(jaxpr, mesh, tuple(manual_axes), in_specs, out_specs, *xs),
+            avals,
+            "shard_map",
         )
 
-    key = ("reference", in_specs, out_specs, tuple(get_aval(a) for a in args))
+    key = ("reference", manual_axes, in_specs, out_specs, tuple(get_aval(a) for a in args))
     return evaluate_jaxpr(cached(jaxpr, key, build), args)
 
 
 # -- differentiation ---------------------------------------------------------------------------
 
 
-def _jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
     nonzero = tuple(type(t) is not Zero for t in tangents)
-    with mesh_axes(mesh, check_vma):
+    with mesh_axes(mesh, check_vma, manual_axes):
         consts, new_jaxpr, out_nonzero = jvp_jaxpr(jaxpr, nonzero)
     live = [t for t in tangents if type(t) is not Zero]
     t_specs = tuple(s for s, nz in zip(in_specs, nonzero) if nz)
@@ -264,16 +304,22 @@ def _jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, check_vma):
         in_specs=(PartitionSpec(),) * len(consts) + tuple(in_specs) + t_specs,
         out_specs=tuple(out_specs) + to_specs,
         check_vma=check_vma,
+        manual_axes=manual_axes,
     )
     n = len(out_specs)
     out_avals = _abstract_eval(
-        jaxpr=jaxpr, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=check_vma
+        jaxpr=jaxpr,
+        mesh=mesh,
+        in_specs=in_specs,
+        out_specs=out_specs,
+        check_vma=check_vma,
+        manual_axes=manual_axes,
     )
     zeros = [Zero(tangent_aval(a)) for a, nz in zip(out_avals, out_nonzero) if not nz]
     return outs[:n], merge(out_nonzero, zeros, outs[n:])
 
 
-def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
     undefined = [is_undefined(a) for a in args]
     residuals = [a for a in args if not is_undefined(a)]
     res_specs = tuple(s for s, u in zip(in_specs, undefined) if not u)
@@ -294,7 +340,7 @@ def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
             # Typed, it is an invariant value, and the body's pvary/psum transposes sum it.
             scaled = []
             for ct, spec in zip(cts_in, ct_specs):
-                copies = math.prod(mesh.axis_size(a) for a in unmentioned(mesh, spec))
+                copies = math.prod(mesh.axis_size(a) for a in unmentioned(manual_axes, spec))
                 scaled.append(ct if copies == 1 or check_vma else ct / copies)
             full_args = merge(undefined, res, [UndefinedPrimal(a) for a in lin_avals])
             zeros = [Zero(a) for a, nz in zip(jaxpr.out_avals, ct_nonzero) if not nz]
@@ -305,11 +351,11 @@ def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
                 ct = instantiate(ct)
                 # Untyped: the input was copied to these devices. Typed: its cotangent is
                 # already summed (the pvary that shared it out transposes to psum).
-                axes = () if check_vma else unmentioned(mesh, spec)
+                axes = () if check_vma else unmentioned(manual_axes, spec)
                 outs.append(collectives.psum_p.bind(ct, axes=axes) if axes else ct)
             return outs
 
-        with mesh_axes(mesh, check_vma):
+        with mesh_axes(mesh, check_vma, manual_axes):
             return trace_const_free(fun, [*res_avals, *ct_avals], "transpose")
 
     key = ("transpose", tuple(undefined), ct_nonzero)
@@ -323,6 +369,7 @@ def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
         in_specs=(PartitionSpec(),) * len(consts) + res_specs + ct_specs,
         out_specs=lin_specs,
         check_vma=check_vma,
+        manual_axes=manual_axes,
     )
     return merge(undefined, [None] * len(residuals), outs)
 
@@ -330,13 +377,14 @@ def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
 def _partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) -> list[Any]:
     jaxpr, mesh, check_vma = params["jaxpr"], params["mesh"], params["check_vma"]
     in_specs, out_specs = params["in_specs"], params["out_specs"]
+    manual_axes = params["manual_axes"]
     unknowns = tuple(trace.owns(x) for x in args)
     # Residuals are per-device values: they leave the known part stacked along a new leading
-    # dimension split over every mesh axis, and enter the unknown part the same way.
-    every_axis = PartitionSpec(tuple(mesh.axis_names))
+    # dimension split over every manual axis, and enter the unknown part the same way.
+    every_axis = PartitionSpec(tuple(manual_axes))
 
     def build():
-        with mesh_axes(mesh, check_vma):
+        with mesh_axes(mesh, check_vma, manual_axes):
             split = partial_eval_jaxpr(jaxpr, unknowns)
         n_res = split.num_residuals
         known = split.known
@@ -354,7 +402,7 @@ def _partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) ->
 
         res_avals = known.out_avals[n_known_out:]
         stacked = [r.update(shape=(1, *r.shape)) for r in res_avals]
-        with mesh_axes(mesh, check_vma):
+        with mesh_axes(mesh, check_vma, manual_axes):
             known_j = trace_const_free(known_fun, known.in_avals, "known")
             unknown_in = stacked + list(unknown.in_avals[n_res:])
             unknown_j = trace_const_free(unknown_fun, unknown_in, "unknown")
@@ -377,6 +425,7 @@ def _partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) ->
             in_specs=(PartitionSpec(),) * len(k_consts) + known_in_specs,
             out_specs=known_out_specs + (every_axis,) * n_res,
             check_vma=check_vma,
+            manual_axes=manual_axes,
         )
     n_known = len(known_outs) - n_res
     residuals = known_outs[n_known:]
@@ -391,6 +440,7 @@ def _partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) ->
             + unknown_in_specs,
             "out_specs": unknown_out_specs,
             "check_vma": check_vma,
+            "manual_axes": manual_axes,
         },
     )
     return merge(split.out_unknowns, known_outs[:n_known], unknown_outs)
@@ -399,11 +449,11 @@ def _partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) ->
 # -- batching ----------------------------------------------------------------------------------
 
 
-def _batch(vals, dims, *, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _batch(vals, dims, *, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
     size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
     fronts = [v if d is not_mapped else move_axis(v, d, 0) for v, d in zip(vals, dims)]
     batched_in = [d is not not_mapped for d in dims]
-    with mesh_axes(mesh, check_vma):
+    with mesh_axes(mesh, check_vma, manual_axes):
         consts, batched, out_batched = batch_jaxpr(jaxpr, batched_in, size, force_out=True)
     specs = tuple(PartitionSpec(None, *s) if b else s for s, b in zip(in_specs, batched_in))
     outs = shard_map_p.bind(
@@ -414,11 +464,12 @@ def _batch(vals, dims, *, jaxpr, mesh, in_specs, out_specs, check_vma):
         in_specs=(PartitionSpec(),) * len(consts) + specs,
         out_specs=tuple(PartitionSpec(None, *s) for s in out_specs),
         check_vma=check_vma,
+        manual_axes=manual_axes,
     )
     return outs, [0] * len(outs)
 
 
-def _layouts(*, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _layouts(*, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
     """Run eagerly: operands laid out by ``in_specs``, results by ``out_specs``."""
     return (
         [NamedSharding(mesh, s) for s in in_specs],
@@ -426,10 +477,11 @@ def _layouts(*, jaxpr, mesh, in_specs, out_specs, check_vma):
     )
 
 
-def _shard_map_sharding(*avals, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _shard_map_sharding(*avals, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
     """The results are typed as out_specs say over the mesh's Explicit axes."""
     return [a.typed_sharding for a in _abstract_eval(*avals, jaxpr=jaxpr, mesh=mesh,
-            in_specs=in_specs, out_specs=out_specs, check_vma=check_vma)]  # fmt: skip
+            in_specs=in_specs, out_specs=out_specs, check_vma=check_vma,
+            manual_axes=manual_axes)]  # fmt: skip
 
 
 shard_map_p = rules.define_primitive(
