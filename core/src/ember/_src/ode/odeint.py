@@ -77,7 +77,19 @@ def odeint(
     # Values func closes over that carry derivatives become explicit arguments, so the
     # adjoint pass sees them (custom_vjp rejects closed-over differentiated values).
     converted, hoisted = closure_convert(func, y0, t[0], *args)
+    if not hoisted and _hashable(func):
+        # Nothing to hoist: func itself computes the same, and as the compiled program's key
+        # it is the same object on every call, so repeated eager calls compile once.
+        converted = func
     return _odeint_pytree(converted, rtol, atol, mxstep, hmax, y0, t, *args, *hoisted)
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 @jit(static_argnums=(0, 1, 2, 3, 4))
