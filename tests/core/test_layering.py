@@ -49,6 +49,7 @@ LAYERS = [
         "example_libraries",
         "assembly",
         "topologies",
+        "ode",
     ],
 ]
 
