@@ -106,12 +106,14 @@ def _remat_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: di
     The split itself is ordinary partial evaluation of the body, so loops, conds and nested
     checkpoints inside it split by their own rules (a loop carrying primal and tangent values
     together must not be staged whole: its primal half would then look linear). The policy
-    then decides which of the forward part's residuals are saved; the rest are recomputed at
-    the start of the backward part from the known inputs and the saved values.
+    goes down with it: a loop or cond chooses the residuals of its own body by it (those are
+    ``presaved``). The policy then decides which of the forward part's other residuals are
+    saved; the rest are recomputed at the start of the backward part from the known inputs
+    and the saved values.
     """
     closed: ClosedJaxpr = params["jaxpr"]
     unknown_in = [trace.owns(x) for x in args]
-    split = partial_eval_jaxpr(closed, unknown_in)
+    split = partial_eval_jaxpr(closed, unknown_in, policy=params["policy"])
     known_args = [a for a, u in zip(args, unknown_in) if not u]
     unknown_args = [a for a, u in zip(args, unknown_in) if u]
     if not any(split.out_unknowns):
@@ -121,7 +123,7 @@ def _remat_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: di
     known = split.known.jaxpr
     n_known_out = len(known.outvars) - split.num_residuals
     known_outs, residuals = known.outvars[:n_known_out], known.outvars[n_known_out:]
-    saved, recomputed = _choose_saved(residuals, known.eqns, params["policy"])
+    saved, recomputed = choose_saved(residuals, known.eqns, params["policy"], split.presaved)
 
     # The forward part: the known outputs, plus the values saved for the backward part.
     forward = dce_jaxpr(
@@ -201,20 +203,26 @@ def _may_save(policy: Callable[..., Any], eqn: Eqn) -> bool:
     )
 
 
-def _choose_saved(
-    needed: Sequence[Any], eqns: Sequence[Eqn], policy: Callable[..., Any]
+def choose_saved(
+    needed: Sequence[Any],
+    eqns: Sequence[Eqn],
+    policy: Callable[..., Any],
+    presaved: Sequence[bool] | None = None,
 ) -> tuple[list[Var], set[int]]:
     """Which forward values to save (policy permitting) and which equations to recompute.
 
     Walks back from the values the backward part ``needed``: a value the policy lets us save
     is saved; otherwise its equation is recomputed, and what that equation reads is
-    considered in turn. Inputs of the function need neither. A policy with
+    considered in turn. Inputs of the function need neither. The ``needed`` values marked
+    ``presaved`` were chosen by the policy already (inside a loop or cond): they are saved
+    without asking it about the loop as a whole. A policy with
     ``excluded_names`` (``save_anything_except_these_names``) refuses an array with one of
     those names under any name: what a ``name`` equation names is the same array, so it is
     recomputed too rather than offered to the policy again.
     """
     producer = {id(v): eqn for eqn in eqns for v in eqn.outvars}
     never = _arrays_named(eqns, getattr(policy, "excluded_names", frozenset()))
+    chosen = {id(v) for v, p in zip(needed, presaved or ()) if p and type(v) is Var}
     saved: list[Var] = []
     saved_ids: set[int] = set()
     recomputed: set[int] = set()
@@ -224,13 +232,39 @@ def _choose_saved(
         eqn = producer.get(id(var))
         if eqn is None or id(var) in saved_ids or id(eqn) in recomputed:
             continue  # an input of the function, or already handled
-        if id(var) not in never and _may_save(policy, eqn):
+        if id(var) in chosen or (id(var) not in never and _may_save(policy, eqn)):
             saved.append(var)
             saved_ids.add(id(var))
         else:
             recomputed.add(id(eqn))
             pending.extend(v for v in eqn.invars if type(v) is Var)
     return saved, recomputed
+
+
+def replay_eqns(
+    eqns: Sequence[Eqn], outvars: Sequence[Any], saved: Sequence[Var]
+) -> tuple[list[Eqn], list[Var]]:
+    """The equations to run again for ``outvars`` when the ``saved`` values are at hand.
+
+    An equation whose needed results are all saved is not run again: those results become
+    inputs (the second list, in the order found). One with a needed result that is not
+    saved is run again whole, recomputing its saved results too.
+    """
+    saved_ids = {id(v) for v in saved}
+    live = {id(v) for v in outvars if type(v) is Var}
+    kept: list[Eqn] = []
+    inputs: list[Var] = []
+    for eqn in reversed(eqns):
+        needed = [v for v in eqn.outvars if id(v) in live]
+        if not needed:
+            continue
+        if all(id(v) in saved_ids for v in needed):
+            inputs.extend(needed)
+            continue
+        kept.append(eqn)
+        live.update(id(v) for v in eqn.invars if type(v) is Var)
+    kept.reverse()
+    return kept, inputs
 
 
 def _arrays_named(eqns: Sequence[Eqn], names: frozenset[str]) -> set[int]:
