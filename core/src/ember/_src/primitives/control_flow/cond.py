@@ -26,7 +26,12 @@ from ember._src.interpreters.discharge import (
     unchanged_refs,
 )
 from ember._src.interpreters.eval import eval_jaxpr
-from ember._src.interpreters.partial_eval import PartialEvalTrace, merge, partial_eval_jaxpr
+from ember._src.interpreters.partial_eval import (
+    PartialEvalTrace,
+    dce_jaxpr,
+    merge,
+    partial_eval_jaxpr,
+)
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr, Var
 from ember._src.lowering.module import ThreadedTokens, lower_jaxpr_inline
@@ -40,6 +45,7 @@ from ember._src.primitives.control_flow.body_jaxprs import (
     flatten_operands,
     join_weak_types,
     same_types,
+    split_list,
     trace_function,
     with_inputs_at,
     with_leading_inputs,
@@ -52,6 +58,7 @@ from ember._src.primitives.jaxpr_transforms import (
     trace_const_free,
     transpose_jaxpr,
 )
+from ember._src.primitives.remat import choose_saved, replay_eqns
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import broadcast_in_dim, convert_element_type, move_axis
 from ember._src.state_types import is_ref
@@ -160,14 +167,20 @@ def _cond_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
     if trace.owns(index):  # the choice itself is unknown: stage all of it
         return trace.stage(cond_p, args, params)
     unknowns = [trace.owns(x) for x in operands]
-    out_unknowns = _union(partial_eval_jaxpr(b, unknowns).out_unknowns for b in branches)
+    policy = trace.policy
+    out_unknowns = _union(
+        partial_eval_jaxpr(b, unknowns, policy=policy).out_unknowns for b in branches
+    )
+    if policy is not None:
+        return _partial_eval_by_policy(trace, index, operands, branches, unknowns, out_unknowns)
     splits = [partial_eval_jaxpr(b, unknowns, out_unknowns) for b in branches]
     res_avals = [list(s.unknown.in_avals[: s.num_residuals]) for s in splits]
     all_res = [a for avals in res_avals for a in avals]
     known_pairs, unknown_branches = [], []
     start = 0
     for split, avals in zip(splits, res_avals):
-        known_pairs.append(_known_with_all_residuals(split, all_res, start))
+        own_slots = list(range(start, start + len(avals)))
+        known_pairs.append(_known_with_all_residuals(split.known, own_slots, all_res))
         # The unknown part takes its own residuals first: the later branches' go after them.
         unknown = with_inputs_at(split.unknown, len(avals), all_res[start + len(avals) :])
         unknown_branches.append(with_leading_inputs(unknown, all_res[:start]))
@@ -185,21 +198,107 @@ def _cond_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
     return merge(out_unknowns, known_outs[:n_known], unknown_outs)
 
 
-def _known_with_all_residuals(split, all_res: list[ShapedArray], start: int):
-    """The known part of one branch, returning zeros in the other branches' residual slots."""
-    consts, known = hoist_consts(split.known)
-    n_out = len(known.out_avals) - split.num_residuals
+def _partial_eval_by_policy(trace, index, operands, branches, unknowns, out_unknowns):
+    """Split a cond under a checkpoint policy (``trace.policy``): each branch's known part
+    returns only the values the policy saves; the staged cond takes them and the known
+    operands too, and recomputes the rest of its residuals before its unknown part (a cond
+    carries nothing, so its recomputation can share the staged cond with the linear part)."""
+    policy = trace.policy
+    splits = [partial_eval_jaxpr(b, unknowns, out_unknowns, policy) for b in branches]
+    chosen = [_save_by_policy(split, policy) for split in splits]
+    all_res, slots = _shared_slots([[v.aval for v in saved] for _, _, saved in chosen])
+    known_avals = [a for a, u in zip(branches[0].in_avals, unknowns) if not u]
+    unknown_avals = [a for a, u in zip(branches[0].in_avals, unknowns) if u]
+    known_pairs, unknown_pairs = [], []
+    for split, (forward, replay, _), own_slots in zip(splits, chosen, slots):
+        known_pairs.append(_known_with_all_residuals(forward, own_slots, all_res))
+        fun = functools.partial(
+            _replay_then_unknown, replay, split.unknown, own_slots, len(all_res), len(known_avals)
+        )
+        unknown_pairs.append(
+            trace_const_free(fun, [*all_res, *known_avals, *unknown_avals], "cond_unknown")
+        )
+    known_consts, known_branches = join_branch_consts(known_pairs)
+    known_ops = [x for x, u in zip(operands, unknowns) if not u]
+    with set_current_trace(trace.parent):
+        known_outs = cond_p.bind(index, *known_consts, *known_ops, branches=tuple(known_branches))
+    # Chosen by the policy here: the enclosing checkpoint saves these as they are.
+    trace.mark_saved(known_outs)
+    n_known = len(known_outs) - len(all_res)
+    unknown_consts, unknown_branches = join_branch_consts(unknown_pairs)
+    unknown_ops = [x for x, u in zip(operands, unknowns) if u]
+    unknown_outs = trace.stage(
+        cond_p,
+        [index, *unknown_consts, *known_outs[n_known:], *known_ops, *unknown_ops],
+        {"branches": tuple(unknown_branches)},
+    )
+    return merge(out_unknowns, known_outs[:n_known], unknown_outs)
+
+
+def _save_by_policy(split, policy) -> tuple[ClosedJaxpr, ClosedJaxpr, list[Var]]:
+    """One branch's known part cut down to its outputs and the values the policy saves;
+    the jaxpr that recomputes its residuals from (those values, the known operands); and
+    the saved values."""
+    known = split.known.jaxpr
+    n_out = len(known.outvars) - split.num_residuals
+    residuals = known.outvars[n_out:]
+    saved, _ = choose_saved(residuals, known.eqns, policy, split.presaved)
+    outvars = [*known.outvars[:n_out], *saved]
+    forward = dce_jaxpr(Jaxpr(known.constvars, known.invars, outvars, known.eqns, "cond_fwd"))
+    eqns, _ = replay_eqns(known.eqns, residuals, saved)
+    # A saved value an equation run again also computes is just computed again, equal.
+    replay = Jaxpr(known.constvars, [*saved, *known.invars], residuals, eqns, "cond_recompute")
+    consts = split.known.consts
+    return ClosedJaxpr(forward, consts), ClosedJaxpr(replay, consts), saved
+
+
+def _replay_then_unknown(replay, unknown, own_slots, n_slots, n_known, *args):
+    """A branch of the staged cond: its own saved values from the residual slots, then its
+    residuals recomputed from them and the known operands, then its unknown part."""
+    saved, known_ops, unknown_ops = split_list(args, [n_slots, n_known])
+    own = [saved[slot] for slot in own_slots]
+    residuals = eval_jaxpr(replay.jaxpr, replay.consts, *own, *known_ops)
+    return eval_jaxpr(unknown.jaxpr, unknown.consts, *residuals, *unknown_ops)
+
+
+def _known_with_all_residuals(
+    known_part: ClosedJaxpr, slots: Sequence[int], all_res: list[ShapedArray]
+):
+    """The known part of one branch, returning its residuals in its ``slots`` of the
+    residual slots ``all_res`` and zeros in the others."""
+    consts, known = hoist_consts(known_part)
+    n_out = len(known.out_avals) - len(slots)
 
     def fun(*args):
         outs = eval_jaxpr(known.jaxpr, [], *args)
-        own = outs[n_out:]
-        before = [zeros(a) for a in all_res[:start]]
-        after = [zeros(a) for a in all_res[start + len(own) :]]
-        return [*outs[:n_out], *before, *own, *after]
+        filled = [zeros(a) for a in all_res]
+        for slot, value in zip(slots, outs[n_out:]):
+            filled[slot] = value
+        return [*outs[:n_out], *filled]
 
     # The wrapper takes (its own captured values, the known part's consts, known operands).
     inner_consts, wrapped = trace_const_free(fun, known.in_avals, "cond_known")
     return [*inner_consts, *consts], wrapped
+
+
+def _shared_slots(aval_lists: Sequence[Sequence[ShapedArray]]):
+    """Residual slots the branches share: a branch's value takes a free slot of its type that
+    another branch uses, if there is one (only one branch runs), else a new one. Returns the
+    slots' types and, per branch, the slot of each of its values."""
+    slot_avals: list[ShapedArray] = []
+    per_branch = []
+    for avals in aval_lists:
+        taken: set[int] = set()
+        slots = []
+        for aval in avals:
+            free = (j for j, a in enumerate(slot_avals) if j not in taken and a == aval)
+            slot = next(free, len(slot_avals))
+            if slot == len(slot_avals):
+                slot_avals.append(aval)
+            taken.add(slot)
+            slots.append(slot)
+        per_branch.append(slots)
+    return slot_avals, per_branch
 
 
 def _cond_sharding(index, *avals, branches):
