@@ -7,7 +7,9 @@ point of it: instead of saving every intermediate value the backward pass needs,
 (known) part saves only the values the *policy* calls saveable, and the backward (unknown)
 part recomputes the rest from the saved values and the inputs. The staged backward part is
 itself a ``remat`` call, lowered behind an optimisation barrier so XLA cannot merge the
-recomputation back into the forward pass. A policy, the call's ``policy`` parameter, is
+recomputation back into the forward pass. The policy goes down into the partial evaluation
+of the body, so that the loops and conds there choose their own residuals by it (see
+``choose_saved``'s callers in ``control_flow/``). A policy, the call's ``policy`` parameter, is
 ``(primitive, *input avals, **params) -> bool``: may this equation's output be saved? It may
 answer with ``Saveable``, ``Recompute`` or ``Offloadable(src, dst)`` instead, as JAX's do.
 
