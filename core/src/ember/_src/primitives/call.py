@@ -16,13 +16,21 @@ from ember._src.interpreters.ad import UndefinedPrimal, backward_pass, is_undefi
 from ember._src.interpreters.ad_util import instantiate
 from ember._src.interpreters.batching import not_mapped
 from ember._src.interpreters.discharge import discharge_state, discharged_operands, new_ref_values
+from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.interpreters.partial_eval import PartialEvalTrace, merge, partial_eval_jaxpr
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.ir import ClosedJaxpr
 from ember._src.lowering.module import lower_jaxpr_inline
 from ember._src.primitives import sharding_rules
-from ember._src.primitives.jaxpr_transforms import batch_jaxpr, cached, hoist_consts, jvp_jaxpr
+from ember._src.primitives.jaxpr_transforms import (
+    batch_jaxpr,
+    cached,
+    hoist_consts,
+    jvp_jaxpr,
+    trace_const_free,
+)
+from ember._src.primitives.remat import save_by_policy, saved_outputs
 from ember._src.primitives.shape import move_axis
 
 
@@ -88,6 +96,8 @@ def _jit_batch(vals, dims, *, jaxpr, name, donated_invars):
 def _partial_eval_jit(trace: PartialEvalTrace, args: Sequence[Any], params: dict) -> list[Any]:
     jaxpr, name = params["jaxpr"], params["name"]
     unknowns = tuple(trace.owns(x) for x in args)
+    if trace.policy is not None:
+        return _partial_eval_by_policy(trace, args, params, unknowns)
 
     def build():
         split = partial_eval_jaxpr(jaxpr, unknowns)
@@ -107,6 +117,52 @@ def _partial_eval_jit(trace: PartialEvalTrace, args: Sequence[Any], params: dict
             "jaxpr": split.unknown,
             "name": f"unknown({name})",
             "donated_invars": (False,) * (len(residuals) + len(unknown_args)),
+        },
+    )
+    return merge(split.out_unknowns, known_outs[:n_known], unknown_outs)
+
+
+def _partial_eval_by_policy(
+    trace: PartialEvalTrace, args: Sequence[Any], params: dict, unknowns: Sequence[bool]
+) -> list[Any]:
+    """Split a call under a checkpoint policy (``trace.policy``), as JAX does: the known call
+    returns only the values the policy saves among its body's; the unknown call takes them
+    and the known inputs, and recomputes the other residuals first. (Not cached: a policy
+    need not be hashable.)"""
+    jaxpr, name = params["jaxpr"], params["name"]
+    split = partial_eval_jaxpr(jaxpr, unknowns, policy=trace.policy)
+    forward, replay, saved = save_by_policy(split, trace.policy)
+    known_consts, known_jaxpr = hoist_consts(forward)
+    known_args = [x for x, u in zip(args, unknowns) if not u]
+    unknown_args = [x for x, u in zip(args, unknowns) if u]
+    with set_current_trace(trace.parent):
+        known_outs = jit_call([*known_consts, *known_args], known_jaxpr, f"known({name})")
+    n_known = len(known_outs) - len(saved)
+    # Chosen by the policy here: the enclosing checkpoint saves these as they are.
+    kept = saved_outputs(split.known.jaxpr, n_known, trace.policy)
+    trace.mark_saved([x for x, k in zip(known_outs, kept) if k] + known_outs[n_known:])
+    n_saved, n_known_in = len(saved), len(known_args)
+
+    def unknown_part(*xs: Any) -> list[Any]:
+        residuals = eval_jaxpr(replay.jaxpr, replay.consts, *xs[: n_saved + n_known_in])
+        return eval_jaxpr(
+            split.unknown.jaxpr, split.unknown.consts, *residuals, *xs[n_saved + n_known_in :]
+        )
+
+    in_avals = [
+        *[v.aval for v in saved],
+        *[a for a, u in zip(jaxpr.in_avals, unknowns) if not u],
+        *[a for a, u in zip(jaxpr.in_avals, unknowns) if u],
+    ]
+    consts, unknown_jaxpr = trace_const_free(unknown_part, in_avals, "remat")
+    operands = [*consts, *known_outs[n_known:], *known_args, *unknown_args]
+    unknown_outs = trace.stage(
+        jit_p,
+        operands,
+        {
+            "jaxpr": unknown_jaxpr,
+            "name": f"unknown({name})",
+            "donated_invars": (False,) * len(operands),
         },
     )
     return merge(split.out_unknowns, known_outs[:n_known], unknown_outs)

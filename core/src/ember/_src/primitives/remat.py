@@ -28,6 +28,7 @@ from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.batching import not_mapped
 from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.interpreters.partial_eval import (
+    PartialEvalResult,
     PartialEvalTrace,
     dce_jaxpr,
     merge,
@@ -241,6 +242,38 @@ def choose_saved(
             recomputed.add(id(eqn))
             pending.extend(v for v in eqn.invars if type(v) is Var)
     return saved, recomputed
+
+
+def saved_outputs(jaxpr: Jaxpr, count: int, policy: Callable[..., Any]) -> list[bool]:
+    """Whether the policy saves each of the first ``count`` outputs of a known part where it is
+    computed. A loop's, cond's or call's results that it does not save are recomputed by the
+    enclosing checkpoint (as JAX stages them again), not saved because they leave the loop."""
+    return [
+        type(var) is Var and any(v is var for v in choose_saved([var], jaxpr.eqns, policy)[0])
+        for var in jaxpr.outvars[:count]
+    ]
+
+
+def save_by_policy(
+    split: PartialEvalResult, policy: Callable[..., Any]
+) -> tuple[ClosedJaxpr, ClosedJaxpr, list[Var]]:
+    """Cut a split call (a cond branch, a ``jit`` call) by a checkpoint ``policy``.
+
+    Returns the known part reduced to its outputs and the values the policy saves; the
+    jaxpr that recomputes the residuals from (those values, the known inputs), to run at the
+    start of the unknown part; and the saved values (variables of the known part).
+    """
+    known = split.known.jaxpr
+    n_out = len(known.outvars) - split.num_residuals
+    residuals = known.outvars[n_out:]
+    saved, _ = choose_saved(residuals, known.eqns, policy, split.presaved)
+    outvars = [*known.outvars[:n_out], *saved]
+    forward = dce_jaxpr(Jaxpr(known.constvars, known.invars, outvars, known.eqns, "remat_fwd"))
+    eqns, _ = replay_eqns(known.eqns, residuals, saved)
+    # A saved value that an equation run again also computes is just computed again, equal.
+    replay = Jaxpr(known.constvars, [*saved, *known.invars], residuals, eqns, "remat_recompute")
+    consts = split.known.consts
+    return ClosedJaxpr(forward, consts), ClosedJaxpr(replay, consts), saved
 
 
 def replay_eqns(

@@ -28,7 +28,6 @@ from ember._src.interpreters.discharge import (
 from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.interpreters.partial_eval import (
     PartialEvalTrace,
-    dce_jaxpr,
     merge,
     partial_eval_jaxpr,
 )
@@ -58,7 +57,7 @@ from ember._src.primitives.jaxpr_transforms import (
     trace_const_free,
     transpose_jaxpr,
 )
-from ember._src.primitives.remat import choose_saved, replay_eqns
+from ember._src.primitives.remat import save_by_policy, saved_outputs
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import broadcast_in_dim, convert_element_type, move_axis
 from ember._src.state_types import is_ref
@@ -205,7 +204,7 @@ def _partial_eval_by_policy(trace, index, operands, branches, unknowns, out_unkn
     carries nothing, so its recomputation can share the staged cond with the linear part)."""
     policy = trace.policy
     splits = [partial_eval_jaxpr(b, unknowns, out_unknowns, policy) for b in branches]
-    chosen = [_save_by_policy(split, policy) for split in splits]
+    chosen = [save_by_policy(split, policy) for split in splits]
     all_res, slots = _shared_slots([[v.aval for v in saved] for _, _, saved in chosen])
     known_avals = [a for a, u in zip(branches[0].in_avals, unknowns) if not u]
     unknown_avals = [a for a, u in zip(branches[0].in_avals, unknowns) if u]
@@ -222,9 +221,14 @@ def _partial_eval_by_policy(trace, index, operands, branches, unknowns, out_unkn
     known_ops = [x for x, u in zip(operands, unknowns) if not u]
     with set_current_trace(trace.parent):
         known_outs = cond_p.bind(index, *known_consts, *known_ops, branches=tuple(known_branches))
-    # Chosen by the policy here: the enclosing checkpoint saves these as they are.
-    trace.mark_saved(known_outs)
     n_known = len(known_outs) - len(all_res)
+    # Chosen by the policy here: the enclosing checkpoint saves these as they are (a result,
+    # if every branch's policy saves it).
+    kept = [
+        all(flags)
+        for flags in zip(*(saved_outputs(s.known.jaxpr, n_known, policy) for s in splits))
+    ]
+    trace.mark_saved([x for x, k in zip(known_outs, kept) if k] + known_outs[n_known:])
     unknown_consts, unknown_branches = join_branch_consts(unknown_pairs)
     unknown_ops = [x for x, u in zip(operands, unknowns) if u]
     unknown_outs = trace.stage(
@@ -233,23 +237,6 @@ def _partial_eval_by_policy(trace, index, operands, branches, unknowns, out_unkn
         {"branches": tuple(unknown_branches)},
     )
     return merge(out_unknowns, known_outs[:n_known], unknown_outs)
-
-
-def _save_by_policy(split, policy) -> tuple[ClosedJaxpr, ClosedJaxpr, list[Var]]:
-    """One branch's known part cut down to its outputs and the values the policy saves;
-    the jaxpr that recomputes its residuals from (those values, the known operands); and
-    the saved values."""
-    known = split.known.jaxpr
-    n_out = len(known.outvars) - split.num_residuals
-    residuals = known.outvars[n_out:]
-    saved, _ = choose_saved(residuals, known.eqns, policy, split.presaved)
-    outvars = [*known.outvars[:n_out], *saved]
-    forward = dce_jaxpr(Jaxpr(known.constvars, known.invars, outvars, known.eqns, "cond_fwd"))
-    eqns, _ = replay_eqns(known.eqns, residuals, saved)
-    # A saved value an equation run again also computes is just computed again, equal.
-    replay = Jaxpr(known.constvars, [*saved, *known.invars], residuals, eqns, "cond_recompute")
-    consts = split.known.consts
-    return ClosedJaxpr(forward, consts), ClosedJaxpr(replay, consts), saved
 
 
 def _replay_then_unknown(replay, unknown, own_slots, n_slots, n_known, *args):

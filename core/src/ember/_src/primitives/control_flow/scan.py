@@ -59,7 +59,7 @@ from ember._src.primitives.jaxpr_transforms import (
     trace_const_free,
     transpose_jaxpr,
 )
-from ember._src.primitives.remat import choose_saved, replay_eqns
+from ember._src.primitives.remat import choose_saved, replay_eqns, saved_outputs
 from ember._src.primitives.shape import (
     bdim_to_front,
     convert_element_type,
@@ -347,7 +347,9 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
     computed_res = known_outs[n_known_out:]
     if policy is not None:
         # Chosen by the policy here: the enclosing checkpoint saves these as they are.
-        trace.mark_saved([*known_carry_out, *known_ys, *computed_res])
+        kept = saved_outputs(known_jaxpr, n_known_out, policy)
+        known_results = [*known_carry_out, *known_ys]
+        trace.mark_saved([x for x, k in zip(known_results, kept) if k] + computed_res)
     known_inputs = (const_values, known_carry, known_xs)
     again_res = _recompute_residuals(
         trace, params, known_jaxpr, known_inputs, (computed, computed_res), again
