@@ -30,7 +30,7 @@ from ember._src.primitives.jaxpr_transforms import (
     jvp_jaxpr,
     trace_const_free,
 )
-from ember._src.primitives.remat import save_by_policy, saved_outputs
+from ember._src.primitives.remat import save_by_policy
 from ember._src.primitives.shape import move_axis
 
 
@@ -126,36 +126,42 @@ def _partial_eval_by_policy(
     trace: PartialEvalTrace, args: Sequence[Any], params: dict, unknowns: Sequence[bool]
 ) -> list[Any]:
     """Split a call under a checkpoint policy (``trace.policy``), as JAX does: the known call
-    returns only the values the policy saves among its body's; the unknown call takes them
-    and the known inputs, and recomputes the other residuals first. (Not cached: a policy
-    need not be hashable.)"""
-    jaxpr, name = params["jaxpr"], params["name"]
-    split = partial_eval_jaxpr(jaxpr, unknowns, policy=trace.policy)
-    forward, replay, saved = save_by_policy(split, trace.policy)
-    known_consts, known_jaxpr = hoist_consts(forward)
+    returns the values the policy saves among its body's, and its results if the policy
+    saves them; a replay call recomputes its other results from those; the unknown call takes
+    the saved values and the known inputs, and recomputes the residuals first. (Not cached:
+    a policy need not be hashable.)"""
+    jaxpr, name, policy = params["jaxpr"], params["name"], trace.policy
+    split = partial_eval_jaxpr(jaxpr, unknowns, policy=policy)
+    cut = save_by_policy(split, policy)
     known_args = [x for x, u in zip(args, unknowns) if not u]
     unknown_args = [x for x, u in zip(args, unknowns) if u]
+    known_consts, forward = hoist_consts(cut.forward)
     with set_current_trace(trace.parent):
-        known_outs = jit_call([*known_consts, *known_args], known_jaxpr, f"known({name})")
-    n_known = len(known_outs) - len(saved)
+        forward_outs = jit_call([*known_consts, *known_args], forward, f"known({name})")
+        n_kept = sum(cut.kept)
+        kept_outs, saved = forward_outs[:n_kept], forward_outs[n_kept:]
+        replayed = []
+        if not all(cut.kept):
+            replay_consts, replay = hoist_consts(cut.replay_outputs)
+            replayed = jit_call([*replay_consts, *saved, *known_args], replay, f"replay({name})")
     # Chosen by the policy here: the enclosing checkpoint saves these as they are.
-    kept = saved_outputs(split.known.jaxpr, n_known, trace.policy)
-    trace.mark_saved([x for x, k in zip(known_outs, kept) if k] + known_outs[n_known:])
+    trace.mark_saved([*kept_outs, *saved])
+    known_outs = merge([not k for k in cut.kept], kept_outs, replayed)
     n_saved, n_known_in = len(saved), len(known_args)
+    recompute = cut.replay_residuals
 
     def unknown_part(*xs: Any) -> list[Any]:
-        residuals = eval_jaxpr(replay.jaxpr, replay.consts, *xs[: n_saved + n_known_in])
-        return eval_jaxpr(
-            split.unknown.jaxpr, split.unknown.consts, *residuals, *xs[n_saved + n_known_in :]
-        )
+        residuals = eval_jaxpr(recompute.jaxpr, recompute.consts, *xs[: n_saved + n_known_in])
+        rest = xs[n_saved + n_known_in :]
+        return eval_jaxpr(split.unknown.jaxpr, split.unknown.consts, *residuals, *rest)
 
     in_avals = [
-        *[v.aval for v in saved],
+        *[v.aval for v in cut.saved],
         *[a for a, u in zip(jaxpr.in_avals, unknowns) if not u],
         *[a for a, u in zip(jaxpr.in_avals, unknowns) if u],
     ]
     consts, unknown_jaxpr = trace_const_free(unknown_part, in_avals, "remat")
-    operands = [*consts, *known_outs[n_known:], *known_args, *unknown_args]
+    operands = [*consts, *saved, *known_args, *unknown_args]
     unknown_outs = trace.stage(
         jit_p,
         operands,
@@ -165,7 +171,7 @@ def _partial_eval_by_policy(
             "donated_invars": (False,) * len(operands),
         },
     )
-    return merge(split.out_unknowns, known_outs[:n_known], unknown_outs)
+    return merge(split.out_unknowns, known_outs, unknown_outs)
 
 
 def _jit_discharge(in_avals, out_avals, *args, jaxpr, name, donated_invars):

@@ -246,34 +246,62 @@ def choose_saved(
 
 def saved_outputs(jaxpr: Jaxpr, count: int, policy: Callable[..., Any]) -> list[bool]:
     """Whether the policy saves each of the first ``count`` outputs of a known part where it is
-    computed. A loop's, cond's or call's results that it does not save are recomputed by the
-    enclosing checkpoint (as JAX stages them again), not saved because they leave the loop."""
+    computed. A loop's, cond's or call's result that it does not save is recomputed from the
+    values saved inside (as JAX stages it again), not saved because it leaves the loop."""
     return [
         type(var) is Var and any(v is var for v in choose_saved([var], jaxpr.eqns, policy)[0])
         for var in jaxpr.outvars[:count]
     ]
 
 
-def save_by_policy(
-    split: PartialEvalResult, policy: Callable[..., Any]
-) -> tuple[ClosedJaxpr, ClosedJaxpr, list[Var]]:
-    """Cut a split call (a cond branch, a ``jit`` call) by a checkpoint ``policy``.
+class PolicySplit(NamedTuple):
+    """A split call (a cond branch, a ``jit`` call) cut by a checkpoint policy.
 
-    Returns the known part reduced to its outputs and the values the policy saves; the
-    jaxpr that recomputes the residuals from (those values, the known inputs), to run at the
-    start of the unknown part; and the saved values (variables of the known part).
+    ``forward`` is the known part reduced to its ``kept`` outputs (those the policy saves)
+    and the ``saved`` values (variables of the known part). ``replay_outputs`` and
+    ``replay_residuals`` take (the saved values, the known inputs) and recompute the other
+    known outputs, and the residuals of the unknown part.
     """
+
+    forward: ClosedJaxpr
+    kept: list[bool]
+    saved: list[Var]
+    replay_outputs: ClosedJaxpr
+    replay_residuals: ClosedJaxpr
+
+
+def save_by_policy(
+    split: PartialEvalResult, policy: Callable[..., Any], kept: Sequence[bool] | None = None
+) -> PolicySplit:
+    """Cut ``split`` by ``policy``; ``kept`` overrides which known outputs are saved (the
+    branches of a cond must agree)."""
     known = split.known.jaxpr
     n_out = len(known.outvars) - split.num_residuals
-    residuals = known.outvars[n_out:]
+    outs, residuals = known.outvars[:n_out], known.outvars[n_out:]
+    kept = list(saved_outputs(known, n_out, policy) if kept is None else kept)
     saved, _ = choose_saved(residuals, known.eqns, policy, split.presaved)
-    outvars = [*known.outvars[:n_out], *saved]
-    forward = dce_jaxpr(Jaxpr(known.constvars, known.invars, outvars, known.eqns, "remat_fwd"))
-    eqns, _ = replay_eqns(known.eqns, residuals, saved)
-    # A saved value that an equation run again also computes is just computed again, equal.
-    replay = Jaxpr(known.constvars, [*saved, *known.invars], residuals, eqns, "remat_recompute")
+    kept_outs = [v for v, k in zip(outs, kept) if k]
+    forward = dce_jaxpr(
+        Jaxpr(known.constvars, known.invars, [*kept_outs, *saved], known.eqns, "remat_fwd")
+    )
     consts = split.known.consts
-    return ClosedJaxpr(forward, consts), ClosedJaxpr(replay, consts), saved
+
+    def replay(outvars: list[Any], name: str) -> ClosedJaxpr:
+        eqns, read = replay_eqns(known.eqns, outvars, saved)
+        # A saved value that an equation run again computes anyway is an unused input here.
+        read_ids = {id(v) for v in read}
+        inputs = [v if id(v) in read_ids else Var(v.aval) for v in saved]
+        jaxpr = Jaxpr(known.constvars, [*inputs, *known.invars], outvars, eqns, name)
+        return ClosedJaxpr(jaxpr, consts)
+
+    others = [v for v, k in zip(outs, kept) if not k]
+    return PolicySplit(
+        ClosedJaxpr(forward, consts),
+        kept,
+        saved,
+        replay(others, "remat_replay"),
+        replay(list(residuals), "remat_recompute"),
+    )
 
 
 def replay_eqns(

@@ -198,54 +198,67 @@ def _cond_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
 
 
 def _partial_eval_by_policy(trace, index, operands, branches, unknowns, out_unknowns):
-    """Split a cond under a checkpoint policy (``trace.policy``): each branch's known part
-    returns only the values the policy saves; the staged cond takes them and the known
-    operands too, and recomputes the rest of its residuals before its unknown part (a cond
-    carries nothing, so its recomputation can share the staged cond with the linear part)."""
+    """Split a cond under a checkpoint policy (``trace.policy``), as JAX does: each branch's
+    known part returns the values the policy saves, and the cond's results if the policy
+    saves them (in every branch); a replay cond recomputes its other results from those; the
+    staged cond takes the saved values and the known operands too, and recomputes the rest of
+    its residuals before its unknown part (a cond carries nothing, so its recomputation can
+    share the staged cond with the linear part)."""
     policy = trace.policy
     splits = [partial_eval_jaxpr(b, unknowns, out_unknowns, policy) for b in branches]
-    chosen = [save_by_policy(split, policy) for split in splits]
-    all_res, slots = _shared_slots([[v.aval for v in saved] for _, _, saved in chosen])
+    n_out = len(out_unknowns) - sum(out_unknowns)
+    kept = [
+        all(flags) for flags in zip(*(saved_outputs(s.known.jaxpr, n_out, policy) for s in splits))
+    ]
+    cuts = [save_by_policy(split, policy, kept) for split in splits]
+    all_res, slots = _shared_slots([[v.aval for v in cut.saved] for cut in cuts])
     known_avals = [a for a, u in zip(branches[0].in_avals, unknowns) if not u]
     unknown_avals = [a for a, u in zip(branches[0].in_avals, unknowns) if u]
-    known_pairs, unknown_pairs = [], []
-    for split, (forward, replay, _), own_slots in zip(splits, chosen, slots):
-        known_pairs.append(_known_with_all_residuals(forward, own_slots, all_res))
-        fun = functools.partial(
-            _replay_then_unknown, replay, split.unknown, own_slots, len(all_res), len(known_avals)
-        )
-        unknown_pairs.append(
-            trace_const_free(fun, [*all_res, *known_avals, *unknown_avals], "cond_unknown")
-        )
-    known_consts, known_branches = join_branch_consts(known_pairs)
+    from_saved = [*all_res, *known_avals]
+    known_pairs, replay_pairs, unknown_pairs = [], [], []
+    for split, cut, own_slots in zip(splits, cuts, slots):
+        known_pairs.append(_known_with_all_residuals(cut.forward, own_slots, all_res))
+        where = (own_slots, len(all_res), len(known_avals))
+        replay = functools.partial(_from_saved, cut.replay_outputs, None, where)
+        replay_pairs.append(trace_const_free(replay, from_saved, "cond_replay"))
+        unknown = functools.partial(_from_saved, cut.replay_residuals, split.unknown, where)
+        unknown_pairs.append(trace_const_free(unknown, [*from_saved, *unknown_avals], "cond"))
     known_ops = [x for x, u in zip(operands, unknowns) if not u]
+    known_consts, known_branches = join_branch_consts(known_pairs)
     with set_current_trace(trace.parent):
-        known_outs = cond_p.bind(index, *known_consts, *known_ops, branches=tuple(known_branches))
-    n_known = len(known_outs) - len(all_res)
-    # Chosen by the policy here: the enclosing checkpoint saves these as they are (a result,
-    # if every branch's policy saves it).
-    kept = [
-        all(flags)
-        for flags in zip(*(saved_outputs(s.known.jaxpr, n_known, policy) for s in splits))
-    ]
-    trace.mark_saved([x for x, k in zip(known_outs, kept) if k] + known_outs[n_known:])
+        forward_outs = cond_p.bind(index, *known_consts, *known_ops, branches=tuple(known_branches))
+        n_kept = sum(kept)
+        kept_outs, saved = forward_outs[:n_kept], forward_outs[n_kept:]
+        replayed = []
+        if not all(kept):
+            replay_consts, replay_branches = join_branch_consts(replay_pairs)
+            replayed = cond_p.bind(
+                index, *replay_consts, *saved, *known_ops, branches=tuple(replay_branches)
+            )
+    # Chosen by the policy here: the enclosing checkpoint saves these as they are.
+    trace.mark_saved([*kept_outs, *saved])
+    known_outs = merge([not k for k in kept], kept_outs, replayed)
     unknown_consts, unknown_branches = join_branch_consts(unknown_pairs)
     unknown_ops = [x for x, u in zip(operands, unknowns) if u]
     unknown_outs = trace.stage(
         cond_p,
-        [index, *unknown_consts, *known_outs[n_known:], *known_ops, *unknown_ops],
+        [index, *unknown_consts, *saved, *known_ops, *unknown_ops],
         {"branches": tuple(unknown_branches)},
     )
-    return merge(out_unknowns, known_outs[:n_known], unknown_outs)
+    return merge(out_unknowns, known_outs, unknown_outs)
 
 
-def _replay_then_unknown(replay, unknown, own_slots, n_slots, n_known, *args):
-    """A branch of the staged cond: its own saved values from the residual slots, then its
-    residuals recomputed from them and the known operands, then its unknown part."""
+def _from_saved(replay, unknown, where, *args):
+    """A branch that recomputes from the saved values: its own from the residual slots
+    (``where``: its slots, how many slots, how many known operands), then ``replay`` of
+    them and the known operands, then, if given, the ``unknown`` part on the results."""
+    own_slots, n_slots, n_known = where
     saved, known_ops, unknown_ops = split_list(args, [n_slots, n_known])
     own = [saved[slot] for slot in own_slots]
-    residuals = eval_jaxpr(replay.jaxpr, replay.consts, *own, *known_ops)
-    return eval_jaxpr(unknown.jaxpr, unknown.consts, *residuals, *unknown_ops)
+    results = eval_jaxpr(replay.jaxpr, replay.consts, *own, *known_ops)
+    if unknown is None:
+        return results
+    return eval_jaxpr(unknown.jaxpr, unknown.consts, *results, *unknown_ops)
 
 
 def _known_with_all_residuals(

@@ -322,10 +322,23 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
     stacked.sort()
 
     known_jaxpr = known.jaxpr
-    kept_out = [*known_jaxpr.outvars[:n_known_out], *computed]
+    n_kc = len(known_carry)
+    # Under a policy, the loop's results it does not save are replayed from the saved values
+    # (the carries are results of the known loop all the same).
+    kept = [True] * n_known_out
+    if policy is not None:
+        kept = saved_outputs(known_jaxpr, n_known_out, policy)
+    ys_vars = known_jaxpr.outvars[n_kc:n_known_out]
+    kept_ys = [v for v, k in zip(ys_vars, kept[n_kc:]) if k]
     known_body = ClosedJaxpr(
         dce_jaxpr(
-            Jaxpr([], known_jaxpr.invars, kept_out, known_jaxpr.eqns, known_jaxpr.debug_info)
+            Jaxpr(
+                [],
+                known_jaxpr.invars,
+                [*known_jaxpr.outvars[:n_kc], *kept_ys, *computed],
+                known_jaxpr.eqns,
+                known_jaxpr.debug_info,
+            )
         ),
         [],
     )
@@ -338,22 +351,29 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
             length=length,
             reverse=params["reverse"],
             num_consts=n_const_inputs,
-            num_carry=len(known_carry),
+            num_carry=n_kc,
             unroll=params["unroll"],
         )
-    n_kc = len(known_carry)
     known_carry_out = known_outs[:n_kc]
-    known_ys = known_outs[n_kc:n_known_out]
-    computed_res = known_outs[n_known_out:]
+    known_ys = known_outs[n_kc : n_kc + len(kept_ys)]
+    computed_res = known_outs[n_kc + len(kept_ys) :]
+    known_inputs = (const_values, known_carry, known_xs)
+    saved = (computed, computed_res)
     if policy is not None:
         # Chosen by the policy here: the enclosing checkpoint saves these as they are.
-        kept = saved_outputs(known_jaxpr, n_known_out, policy)
-        known_results = [*known_carry_out, *known_ys]
-        trace.mark_saved([x for x, k in zip(known_results, kept) if k] + computed_res)
-    known_inputs = (const_values, known_carry, known_xs)
-    again_res = _recompute_residuals(
-        trace, params, known_jaxpr, known_inputs, (computed, computed_res), again
-    )
+        kept_carry = [c for c, k in zip(known_carry_out, kept) if k]
+        trace.mark_saved([*kept_carry, *known_ys, *computed_res])
+        if not all(kept):
+            replayed_ys = [v for v, k in zip(ys_vars, kept[n_kc:]) if not k]
+            replayed = _replay_loop(trace, params, known_jaxpr, known_inputs, saved, replayed_ys)
+            known_carry_out = [
+                c if k else r for c, r, k in zip(known_carry_out, replayed[:n_kc], kept)
+            ]
+            known_ys = merge([not k for k in kept[n_kc:]], known_ys, replayed[n_kc:])
+    again_res = []
+    if again:
+        staged = _replay_loop(trace, params, known_jaxpr, known_inputs, saved, again, staged=True)
+        again_res = staged[n_kc:]
     sources = {"xs": known_xs, "out": computed_res, "again": again_res}
     stacked_res = [sources[kind][i] for _, (kind, i) in stacked]
     invariant_res = [const_values[i] for _, i in invariant]
@@ -422,38 +442,37 @@ def _choose_per_iteration(
     return saved, again
 
 
-def _recompute_residuals(
+def _replay_loop(
     trace: PartialEvalTrace,
     params: dict,
     known: Jaxpr,
     known_inputs: tuple[list[Any], list[Any], list[Any]],
     saved: tuple[list[Var], list[Any]],
-    again: list[Any],
+    wanted: list[Any],
+    staged: bool = False,
 ) -> list[Any]:
-    """Stage a loop that runs the known body again and stacks the residuals ``again`` that
-    were not saved. It takes the known body's inputs (``known_inputs``: consts, carry, xs)
-    and the saved residuals it reads (``saved``: the body's variables and their stacked
-    values), passed as extra xs. Its carry is the known carry: a body's carry input is never
-    saved, as in JAX."""
-    if not again:
-        return []
+    """A loop that runs the known body again from its inputs (``known_inputs``: consts,
+    carry, xs) and the saved values it reads (``saved``: the body's variables and their
+    stacked values, passed as extra xs), returning the final carry and the body values
+    ``wanted``, stacked. Bound now, or ``staged`` for the backward pass. Its carry is the
+    known carry: a body's carry input is never saved, as in JAX."""
     consts, carry, xs = known_inputs
     saved_vars, saved_values = saved
     carry_out = known.outvars[: len(carry)]
-    eqns, saved_inputs = replay_eqns(known.eqns, [*carry_out, *again], saved_vars)
+    eqns, saved_inputs = replay_eqns(known.eqns, [*carry_out, *wanted], saved_vars)
     saved_at = {id(v): i for i, v in enumerate(saved_vars)}
-    body = Jaxpr([], [*known.invars, *saved_inputs], [*carry_out, *again], eqns, "scan_recompute")
-    outs = trace.stage(
-        scan_p,
-        [*consts, *carry, *xs, *[saved_values[saved_at[id(v)]] for v in saved_inputs]],
-        {
-            **params,
-            "jaxpr": ClosedJaxpr(body, []),
-            "num_consts": len(consts),
-            "num_carry": len(carry),
-        },
-    )
-    return outs[len(carry) :]
+    body = Jaxpr([], [*known.invars, *saved_inputs], [*carry_out, *wanted], eqns, "scan_replay")
+    operands = [*consts, *carry, *xs, *[saved_values[saved_at[id(v)]] for v in saved_inputs]]
+    new_params = {
+        **params,
+        "jaxpr": ClosedJaxpr(body, []),
+        "num_consts": len(consts),
+        "num_carry": len(carry),
+    }
+    if staged:
+        return trace.stage(scan_p, operands, new_params)
+    with set_current_trace(trace.parent):
+        return scan_p.bind(*operands, **new_params)
 
 
 # --------------------------------------------------------------------------------------------
