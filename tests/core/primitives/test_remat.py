@@ -35,6 +35,39 @@ def _cond_layer(W, x):
     return enp.sum(lax.cond(x[0] > 0, taken, other))
 
 
+def _scan_then_sin(W, x):
+    """The loop's results feed non-linear work after it: the policy decides them too."""
+
+    def layer(h, w):
+        z = checkpoint_name(w @ h, "h")
+        return enp.tanh(z), enp.sin(z)
+
+    h, ys = lax.scan(layer, x, W)
+    return enp.sum(enp.sin(h)) + enp.sum(enp.cos(ys))
+
+
+def _two_scans(W, x):
+    layer = lambda h, w: (enp.tanh(checkpoint_name(w @ h, "h")), None)
+    h, _ = lax.scan(layer, x, W)
+    h, _ = lax.scan(layer, h, W)
+    return enp.sum(h)
+
+
+def _cond_then_sin(W, x):
+    taken = lambda: enp.sin(checkpoint_name(W[0] @ x, "h"))
+    other = lambda: enp.cos(W[1] @ x)
+    return enp.sum(enp.sin(lax.cond(x[0] > 0, taken, other)))
+
+
+@ember.jit
+def _jitted_layer(W, h):
+    return enp.tanh(checkpoint_name(W @ h, "h"))
+
+
+def _two_jitted_layers(W, x):
+    return enp.sum(_jitted_layer(W[0], _jitted_layer(W[1], x)))
+
+
 def _reverse_scan_with_ys(W, x):
     def layer(h, w):
         z = checkpoint_name(w @ h, "h")
@@ -67,6 +100,10 @@ PROGRAMS = [
     _scan_layers,
     _fori_layers,
     _cond_layer,
+    _scan_then_sin,
+    _two_scans,
+    _cond_then_sin,
+    _two_jitted_layers,
     _reverse_scan_with_ys,
     _nested_scans,
     _cond_in_scan,
@@ -106,7 +143,7 @@ def test_gradients_are_those_without_the_checkpoint(program, policy, weights_and
 
 # JAX 0.10.2's print_saved_residuals for jax.checkpoint(program, policy=...) on the same
 # programs: (type, source). JAX says "output of closed_call" for a loop's stacked values,
-# ember "output of scan"; "output" stands for both.
+# ember "output of scan"; "output" stands for both (and for a cond's or jitted function's).
 JAX_SAVED = {
     ("dots", "_scan_layers"): [("f32[3,4,4]", "W"), ("f32[4]", "x"), ("f32[3,4]", "output")],
     ("dots", "_fori_layers"): [("f32[3,4,4]", "W"), ("f32[4]", "x"), ("f32[3,4]", "output")],
@@ -135,12 +172,38 @@ JAX_SAVED = {
         ("f32[3,4]", "output"),
     ],
 }
+for _policy in ("dots", "only_h"):
+    JAX_SAVED[_policy, "_scan_then_sin"] = [
+        ("f32[3,4,4]", "W"),
+        ("f32[4]", "x"),
+        ("f32[3,4]", "output"),
+    ]
+    JAX_SAVED[_policy, "_two_scans"] = [
+        ("f32[3,4,4]", "W"),
+        ("f32[4]", "x"),
+        ("f32[3,4]", "output"),
+        ("f32[3,4]", "output"),
+    ]
+    JAX_SAVED[_policy, "_cond_then_sin"] = [
+        ("f32[3,4,4]", "W"),
+        ("f32[4]", "x"),
+        ("f32[4]", "output"),
+    ]
+    JAX_SAVED[_policy, "_two_jitted_layers"] = [
+        ("f32[3,4,4]", "W"),
+        ("f32[4]", "x"),
+        ("f32[4]", "output"),
+        ("f32[4]", "output"),
+    ]
+for _program in ("_scan_then_sin", "_two_scans", "_cond_then_sin", "_two_jitted_layers"):
+    JAX_SAVED["nothing", _program] = [("f32[3,4,4]", "W"), ("f32[4]", "x")]
 
 
 def _kind(source: str) -> str:
     if source.startswith("from the argument "):
         return source.removeprefix("from the argument ")
-    assert source.startswith(("output of scan", "output of cond")), source
+    outputs = ("output of scan", "output of cond", "output of jitted function '_jitted_layer'")
+    assert source.startswith(outputs), source
     return "output"
 
 
