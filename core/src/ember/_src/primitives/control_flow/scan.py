@@ -254,9 +254,12 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
     """Split the loop into a known loop run now and an unknown loop staged for later.
 
     Without a checkpoint policy the known loop stacks every residual the unknown loop needs.
-    Under one (``trace.policy``), the body's residuals are chosen by it, equation by equation:
-    the known loop stacks only the saved ones, and a third loop, staged before the unknown
-    one, runs the known body again (its carry included) to recompute the rest.
+    Under one (``trace.policy``), the body's residuals are chosen by it, equation by equation,
+    as in JAX: the known loop stacks only the saved values, and a loop staged before the
+    unknown one runs the known body again (its carry included) to recompute the rest. The
+    loop's results that the policy does not save are replayed the same way, from the saved
+    values, so that the enclosing checkpoint recomputes them from those rather than saving
+    them or rerunning the known loop (when nothing is saved, the known loop is then dead).
     """
     jaxpr, length = params["jaxpr"], params["length"]
     num_consts, num_carry = params["num_consts"], params["num_carry"]
