@@ -19,7 +19,7 @@ select it by.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ember._src import rules
@@ -109,8 +109,8 @@ def _remat_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: di
     The split itself is ordinary partial evaluation of the body, so loops, conds and nested
     checkpoints inside it split by their own rules (a loop carrying primal and tangent values
     together must not be staged whole: its primal half would then look linear). The policy
-    goes down with it: a loop or cond chooses the residuals of its own body by it (those are
-    ``presaved``). The policy then decides which of the forward part's other residuals are
+    goes down with it: a loop, cond or call chooses the residuals of its own body by it (the
+    split's ``decided``). The policy then decides which of the forward part's other values are
     saved; the rest are recomputed at the start of the backward part from the known inputs
     and the saved values.
     """
@@ -126,7 +126,7 @@ def _remat_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: di
     known = split.known.jaxpr
     n_known_out = len(known.outvars) - split.num_residuals
     known_outs, residuals = known.outvars[:n_known_out], known.outvars[n_known_out:]
-    saved, recomputed = choose_saved(residuals, known.eqns, params["policy"], split.presaved)
+    saved, recomputed = choose_saved(residuals, known.eqns, params["policy"], split.decided)
 
     # The forward part: the known outputs, plus the values saved for the backward part.
     forward = dce_jaxpr(
@@ -210,22 +210,25 @@ def choose_saved(
     needed: Sequence[Any],
     eqns: Sequence[Eqn],
     policy: Callable[..., Any],
-    presaved: Sequence[bool] | None = None,
+    decided: Mapping[int, bool] | None = None,
 ) -> tuple[list[Var], set[int]]:
     """Which forward values to save (policy permitting) and which equations to recompute.
 
     Walks back from the values the backward part ``needed``: a value the policy lets us save
     is saved; otherwise its equation is recomputed, and what that equation reads is
-    considered in turn. Inputs of the function need neither. The ``needed`` values marked
-    ``presaved`` were chosen by the policy already (inside a loop or cond): they are saved
-    without asking it about the loop as a whole. A policy with
+    considered in turn. Inputs of the function need neither. The values in ``decided`` (by
+    the id of their variable) were decided by the policy already, inside a loop, cond or
+    call: True ones are saved and False ones recomputed, without asking it about the loop
+    as a whole. A policy with
     ``excluded_names`` (``save_anything_except_these_names``) refuses an array with one of
     those names under any name: what a ``name`` equation names is the same array, so it is
     recomputed too rather than offered to the policy again.
     """
     producer = {id(v): eqn for eqn in eqns for v in eqn.outvars}
     never = _arrays_named(eqns, getattr(policy, "excluded_names", frozenset()))
-    chosen = {id(v) for v, p in zip(needed, presaved or ()) if p and type(v) is Var}
+    decided = decided or {}
+    chosen = {key for key, saved in decided.items() if saved}
+    never |= {key for key, saved in decided.items() if not saved}
     saved: list[Var] = []
     saved_ids: set[int] = set()
     recomputed: set[int] = set()
@@ -244,12 +247,15 @@ def choose_saved(
     return saved, recomputed
 
 
-def saved_outputs(jaxpr: Jaxpr, count: int, policy: Callable[..., Any]) -> list[bool]:
+def saved_outputs(
+    jaxpr: Jaxpr, count: int, policy: Callable[..., Any], decided: Mapping[int, bool]
+) -> list[bool]:
     """Whether the policy saves each of the first ``count`` outputs of a known part where it is
     computed. A loop's, cond's or call's result that it does not save is recomputed from the
     values saved inside (as JAX stages it again), not saved because it leaves the loop."""
     return [
-        type(var) is Var and any(v is var for v in choose_saved([var], jaxpr.eqns, policy)[0])
+        type(var) is Var
+        and any(v is var for v in choose_saved([var], jaxpr.eqns, policy, decided)[0])
         for var in jaxpr.outvars[:count]
     ]
 
@@ -278,8 +284,9 @@ def save_by_policy(
     known = split.known.jaxpr
     n_out = len(known.outvars) - split.num_residuals
     outs, residuals = known.outvars[:n_out], known.outvars[n_out:]
-    kept = list(saved_outputs(known, n_out, policy) if kept is None else kept)
-    saved, _ = choose_saved(residuals, known.eqns, policy, split.presaved)
+    if kept is None:
+        kept = saved_outputs(known, n_out, policy, split.decided)
+    saved, _ = choose_saved(residuals, known.eqns, policy, split.decided)
     kept_outs = [v for v, k in zip(outs, kept) if k]
     forward = dce_jaxpr(
         Jaxpr(known.constvars, known.invars, [*kept_outs, *saved], known.eqns, "remat_fwd")

@@ -208,7 +208,8 @@ def _partial_eval_by_policy(trace, index, operands, branches, unknowns, out_unkn
     splits = [partial_eval_jaxpr(b, unknowns, out_unknowns, policy) for b in branches]
     n_out = len(out_unknowns) - sum(out_unknowns)
     kept = [
-        all(flags) for flags in zip(*(saved_outputs(s.known.jaxpr, n_out, policy) for s in splits))
+        all(flags)
+        for flags in zip(*(saved_outputs(s.known.jaxpr, n_out, policy, s.decided) for s in splits))
     ]
     cuts = [save_by_policy(split, policy, kept) for split in splits]
     all_res, slots = _shared_slots([[v.aval for v in cut.saved] for cut in cuts])

@@ -255,11 +255,11 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
 
     Without a checkpoint policy the known loop stacks every residual the unknown loop needs.
     Under one (``trace.policy``), the body's residuals are chosen by it, equation by equation,
-    as in JAX: the known loop stacks only the saved values, and a loop staged before the
-    unknown one runs the known body again (its carry included) to recompute the rest. The
-    loop's results that the policy does not save are replayed the same way, from the saved
-    values, so that the enclosing checkpoint recomputes them from those rather than saving
-    them or rerunning the known loop (when nothing is saved, the known loop is then dead).
+    as in JAX: the known loop stacks only the saved values, and a replay loop runs the known
+    body again from them (its carry included) for the other residuals and for the loop's
+    results that the policy does not save. The enclosing checkpoint recomputes what the
+    replay loop gives (it never saves the residuals), so the backward pass runs it once,
+    from the saved values; when nothing is saved, the known loop is dead.
     """
     jaxpr, length = params["jaxpr"], params["length"]
     num_consts, num_carry = params["num_consts"], params["num_carry"]
@@ -309,7 +309,7 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
         computed, again = _choose_per_iteration(
             known.jaxpr,
             [residuals[k] for k in per_iteration],
-            [split.presaved[k] for k in per_iteration],
+            split.decided,
             policy,
             n_const_inputs,
             len(known_carry),
@@ -330,7 +330,7 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
     # (the carries are results of the known loop all the same).
     kept = [True] * n_known_out
     if policy is not None:
-        kept = saved_outputs(known_jaxpr, n_known_out, policy)
+        kept = saved_outputs(known_jaxpr, n_known_out, policy, split.decided)
     ys_vars = known_jaxpr.outvars[n_kc:n_known_out]
     kept_ys = [v for v, k in zip(ys_vars, kept[n_kc:]) if k]
     known_body = ClosedJaxpr(
@@ -362,21 +362,23 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
     computed_res = known_outs[n_kc + len(kept_ys) :]
     known_inputs = (const_values, known_carry, known_xs)
     saved = (computed, computed_res)
+    again_res = []
     if policy is not None:
         # Chosen by the policy here: the enclosing checkpoint saves these as they are.
         kept_carry = [c for c, k in zip(known_carry_out, kept) if k]
         trace.mark_saved([*kept_carry, *known_ys, *computed_res])
-        if not all(kept):
-            replayed_ys = [v for v, k in zip(ys_vars, kept[n_kc:]) if not k]
-            replayed = _replay_loop(trace, params, known_jaxpr, known_inputs, saved, replayed_ys)
-            known_carry_out = [
-                c if k else r for c, r, k in zip(known_carry_out, replayed[:n_kc], kept)
-            ]
-            known_ys = merge([not k for k in kept[n_kc:]], known_ys, replayed[n_kc:])
-    again_res = []
-    if again:
-        staged = _replay_loop(trace, params, known_jaxpr, known_inputs, saved, again, staged=True)
-        again_res = staged[n_kc:]
+    if policy is not None and (again or not all(kept)):
+        # One loop replays, from the saved values, the results not saved and the residuals
+        # not saved. Those residuals are computed now only for the backward pass, which
+        # recomputes them by this loop (compiled, the forward pass drops them).
+        replayed_ys = [v for v, k in zip(ys_vars, kept[n_kc:]) if not k]
+        wanted = [*replayed_ys, *again]
+        replayed = _replay_loop(trace, params, known_jaxpr, known_inputs, saved, wanted)
+        known_carry_out = [c if k else r for c, r, k in zip(known_carry_out, replayed, kept)]
+        n_replayed = n_kc + len(replayed_ys)
+        known_ys = merge([not k for k in kept[n_kc:]], known_ys, replayed[n_kc:n_replayed])
+        again_res = replayed[n_replayed:]
+        trace.mark_recomputed(again_res)
     sources = {"xs": known_xs, "out": computed_res, "again": again_res}
     stacked_res = [sources[kind][i] for _, (kind, i) in stacked]
     invariant_res = [const_values[i] for _, i in invariant]
@@ -419,7 +421,7 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
 def _choose_per_iteration(
     known: Jaxpr,
     candidates: list[Any],
-    presaved: list[bool],
+    decided: dict[int, bool],
     policy: Callable[..., Any],
     num_consts: int,
     num_carry: int,
@@ -433,12 +435,12 @@ def _choose_per_iteration(
     """
     carry_in = known.invars[num_consts : num_consts + num_carry]
     carry_out_of = {id(v): known.outvars[j] for j, v in enumerate(carry_in)}
-    saved, _ = choose_saved(candidates, known.eqns, policy, presaved)
+    saved, _ = choose_saved(candidates, known.eqns, policy, decided)
     saved_ids = {id(v) for v in saved}
     for var in candidates:
         out = carry_out_of.get(id(var)) if type(var) is Var else None
         if type(out) is Var and id(var) not in saved_ids:
-            if any(v is out for v in choose_saved([out], known.eqns, policy)[0]):
+            if any(v is out for v in choose_saved([out], known.eqns, policy, decided)[0]):
                 saved.append(var)
                 saved_ids.add(id(var))
     again = [v for v in candidates if not (type(v) is Var and id(v) in saved_ids)]
@@ -452,13 +454,12 @@ def _replay_loop(
     known_inputs: tuple[list[Any], list[Any], list[Any]],
     saved: tuple[list[Var], list[Any]],
     wanted: list[Any],
-    staged: bool = False,
 ) -> list[Any]:
     """A loop that runs the known body again from its inputs (``known_inputs``: consts,
     carry, xs) and the saved values it reads (``saved``: the body's variables and their
     stacked values, passed as extra xs), returning the final carry and the body values
-    ``wanted``, stacked. Bound now, or ``staged`` for the backward pass. Its carry is the
-    known carry: a body's carry input is never saved, as in JAX."""
+    ``wanted``, stacked. Its carry is the known carry: a body's carry input is never saved,
+    as in JAX."""
     consts, carry, xs = known_inputs
     saved_vars, saved_values = saved
     carry_out = known.outvars[: len(carry)]
@@ -472,8 +473,6 @@ def _replay_loop(
         "num_consts": len(consts),
         "num_carry": len(carry),
     }
-    if staged:
-        return trace.stage(scan_p, operands, new_params)
     with set_current_trace(trace.parent):
         return scan_p.bind(*operands, **new_params)
 
