@@ -16,7 +16,6 @@ from ember._src.interpreters.ad import UndefinedPrimal, backward_pass, is_undefi
 from ember._src.interpreters.ad_util import instantiate
 from ember._src.interpreters.batching import not_mapped
 from ember._src.interpreters.discharge import discharge_state, discharged_operands, new_ref_values
-from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.interpreters.partial_eval import PartialEvalTrace, merge, partial_eval_jaxpr
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.interpreters.staging import trace_to_jaxpr
@@ -28,7 +27,6 @@ from ember._src.primitives.jaxpr_transforms import (
     cached,
     hoist_consts,
     jvp_jaxpr,
-    trace_const_free,
 )
 from ember._src.primitives.remat import save_by_policy
 from ember._src.primitives.shape import move_axis
@@ -127,48 +125,34 @@ def _partial_eval_by_policy(
 ) -> list[Any]:
     """Split a call under a checkpoint policy (``trace.policy``), as JAX does: the known call
     returns the values the policy saves among its body's, and its results if the policy
-    saves them; a replay call recomputes its other results from those; the unknown call takes
-    the saved values and the known inputs, and recomputes the residuals first. (Not cached:
-    a policy need not be hashable.)"""
+    saves them; a replay call recomputes from those its other results and the residuals of
+    the unknown call, which the enclosing checkpoint recomputes too (it never saves them).
+    (Not cached: a policy need not be hashable.)"""
     jaxpr, name, policy = params["jaxpr"], params["name"], trace.policy
     split = partial_eval_jaxpr(jaxpr, unknowns, policy=policy)
     cut = save_by_policy(split, policy)
     known_args = [x for x, u in zip(args, unknowns) if not u]
     unknown_args = [x for x, u in zip(args, unknowns) if u]
-    known_consts, forward = hoist_consts(cut.forward)
+    forward_consts, forward = hoist_consts(cut.forward)
+    replay_consts, replay = hoist_consts(cut.replay)
     with set_current_trace(trace.parent):
-        forward_outs = jit_call([*known_consts, *known_args], forward, f"known({name})")
+        forward_outs = jit_call([*forward_consts, *known_args], forward, f"known({name})")
         n_kept = sum(cut.kept)
         kept_outs, saved = forward_outs[:n_kept], forward_outs[n_kept:]
-        replayed = []
-        if not all(cut.kept):
-            replay_consts, replay = hoist_consts(cut.replay_outputs)
-            replayed = jit_call([*replay_consts, *saved, *known_args], replay, f"replay({name})")
-    # Chosen by the policy here: the enclosing checkpoint saves these as they are.
+        replayed = jit_call([*replay_consts, *saved, *known_args], replay, f"replay({name})")
+    n_replayed = len(cut.kept) - n_kept
+    residuals = replayed[n_replayed:]
+    # Chosen by the policy here: the enclosing checkpoint saves and recomputes these.
     trace.mark_saved([*kept_outs, *saved])
-    known_outs = merge([not k for k in cut.kept], kept_outs, replayed)
-    n_saved, n_known_in = len(saved), len(known_args)
-    recompute = cut.replay_residuals
-
-    def unknown_part(*xs: Any) -> list[Any]:
-        residuals = eval_jaxpr(recompute.jaxpr, recompute.consts, *xs[: n_saved + n_known_in])
-        rest = xs[n_saved + n_known_in :]
-        return eval_jaxpr(split.unknown.jaxpr, split.unknown.consts, *residuals, *rest)
-
-    in_avals = [
-        *[v.aval for v in cut.saved],
-        *[a for a, u in zip(jaxpr.in_avals, unknowns) if not u],
-        *[a for a, u in zip(jaxpr.in_avals, unknowns) if u],
-    ]
-    consts, unknown_jaxpr = trace_const_free(unknown_part, in_avals, "remat")
-    operands = [*consts, *saved, *known_args, *unknown_args]
+    trace.mark_recomputed(residuals)
+    known_outs = merge([not k for k in cut.kept], kept_outs, replayed[:n_replayed])
     unknown_outs = trace.stage(
         jit_p,
-        operands,
+        [*residuals, *unknown_args],
         {
-            "jaxpr": unknown_jaxpr,
+            "jaxpr": split.unknown,
             "name": f"unknown({name})",
-            "donated_invars": (False,) * len(operands),
+            "donated_invars": (False,) * (len(residuals) + len(unknown_args)),
         },
     )
     return merge(split.out_unknowns, known_outs, unknown_outs)

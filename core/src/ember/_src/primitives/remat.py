@@ -264,16 +264,16 @@ class PolicySplit(NamedTuple):
     """A split call (a cond branch, a ``jit`` call) cut by a checkpoint policy.
 
     ``forward`` is the known part reduced to its ``kept`` outputs (those the policy saves)
-    and the ``saved`` values (variables of the known part). ``replay_outputs`` and
-    ``replay_residuals`` take (the saved values, the known inputs) and recompute the other
-    known outputs, and the residuals of the unknown part.
+    and the ``saved`` values (variables of the known part). ``replay`` takes (the saved
+    values, the known inputs) and recomputes the other known outputs, then the residuals of
+    the unknown part: run in the forward pass, and again, from the saved values, in the
+    backward pass.
     """
 
     forward: ClosedJaxpr
     kept: list[bool]
     saved: list[Var]
-    replay_outputs: ClosedJaxpr
-    replay_residuals: ClosedJaxpr
+    replay: ClosedJaxpr
 
 
 def save_by_policy(
@@ -291,24 +291,14 @@ def save_by_policy(
     forward = dce_jaxpr(
         Jaxpr(known.constvars, known.invars, [*kept_outs, *saved], known.eqns, "remat_fwd")
     )
+    replayed = [*(v for v, k in zip(outs, kept) if not k), *residuals]
+    eqns, read = replay_eqns(known.eqns, replayed, saved)
+    # A saved value that an equation run again computes anyway is an unused input here.
+    read_ids = {id(v) for v in read}
+    inputs = [v if id(v) in read_ids else Var(v.aval) for v in saved]
+    replay = Jaxpr(known.constvars, [*inputs, *known.invars], replayed, eqns, "remat_replay")
     consts = split.known.consts
-
-    def replay(outvars: list[Any], name: str) -> ClosedJaxpr:
-        eqns, read = replay_eqns(known.eqns, outvars, saved)
-        # A saved value that an equation run again computes anyway is an unused input here.
-        read_ids = {id(v) for v in read}
-        inputs = [v if id(v) in read_ids else Var(v.aval) for v in saved]
-        jaxpr = Jaxpr(known.constvars, [*inputs, *known.invars], outvars, eqns, name)
-        return ClosedJaxpr(jaxpr, consts)
-
-    others = [v for v, k in zip(outs, kept) if not k]
-    return PolicySplit(
-        ClosedJaxpr(forward, consts),
-        kept,
-        saved,
-        replay(others, "remat_replay"),
-        replay(list(residuals), "remat_recompute"),
-    )
+    return PolicySplit(ClosedJaxpr(forward, consts), list(kept), saved, ClosedJaxpr(replay, consts))
 
 
 def replay_eqns(

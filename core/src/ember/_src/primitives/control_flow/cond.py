@@ -44,7 +44,6 @@ from ember._src.primitives.control_flow.body_jaxprs import (
     flatten_operands,
     join_weak_types,
     same_types,
-    split_list,
     trace_function,
     with_inputs_at,
     with_leading_inputs,
@@ -200,66 +199,78 @@ def _cond_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
 def _partial_eval_by_policy(trace, index, operands, branches, unknowns, out_unknowns):
     """Split a cond under a checkpoint policy (``trace.policy``), as JAX does: each branch's
     known part returns the values the policy saves, and the cond's results if the policy
-    saves them (in every branch); a replay cond recomputes its other results from those; the
-    staged cond takes the saved values and the known operands too, and recomputes the rest of
-    its residuals before its unknown part (a cond carries nothing, so its recomputation can
-    share the staged cond with the linear part)."""
+    saves them (in every branch); a replay cond recomputes from those its other results and
+    the residuals of the unknown cond, which the enclosing checkpoint recomputes too (it
+    never saves them). Branches share result slots of one type (only one branch runs)."""
     policy = trace.policy
     splits = [partial_eval_jaxpr(b, unknowns, out_unknowns, policy) for b in branches]
     n_out = len(out_unknowns) - sum(out_unknowns)
-    kept = [
-        all(flags)
-        for flags in zip(*(saved_outputs(s.known.jaxpr, n_out, policy, s.decided) for s in splits))
-    ]
+    per_branch = (saved_outputs(s.known.jaxpr, n_out, policy, s.decided) for s in splits)
+    kept = [all(flags) for flags in zip(*per_branch)]
     cuts = [save_by_policy(split, policy, kept) for split in splits]
-    all_res, slots = _shared_slots([[v.aval for v in cut.saved] for cut in cuts])
+    saved_avals, saved_slots = _shared_slots([[v.aval for v in cut.saved] for cut in cuts])
+    res_avals, res_slots = _shared_slots([s.unknown.in_avals[: s.num_residuals] for s in splits])
     known_avals = [a for a, u in zip(branches[0].in_avals, unknowns) if not u]
     unknown_avals = [a for a, u in zip(branches[0].in_avals, unknowns) if u]
-    from_saved = [*all_res, *known_avals]
-    known_pairs, replay_pairs, unknown_pairs = [], [], []
-    for split, cut, own_slots in zip(splits, cuts, slots):
-        known_pairs.append(_known_with_all_residuals(cut.forward, own_slots, all_res))
-        where = (own_slots, len(all_res), len(known_avals))
-        replay = functools.partial(_from_saved, cut.replay_outputs, None, where)
-        replay_pairs.append(trace_const_free(replay, from_saved, "cond_replay"))
-        unknown = functools.partial(_from_saved, cut.replay_residuals, split.unknown, where)
-        unknown_pairs.append(trace_const_free(unknown, [*from_saved, *unknown_avals], "cond"))
+    n_replayed = len(kept) - sum(kept)
+    forward_pairs, replay_pairs, unknown_pairs = [], [], []
+    for split, cut, own_saved, own_res in zip(splits, cuts, saved_slots, res_slots):
+        forward_pairs.append(_known_with_all_residuals(cut.forward, own_saved, saved_avals))
+        replay = functools.partial(
+            _replay_branch, cut.replay, (own_saved, saved_avals), (own_res, res_avals), n_replayed
+        )
+        replay_pairs.append(trace_const_free(replay, [*saved_avals, *known_avals], "cond_replay"))
+        unknown = functools.partial(_unknown_branch, split.unknown, own_res, len(res_avals))
+        unknown_pairs.append(trace_const_free(unknown, [*res_avals, *unknown_avals], "cond"))
     known_ops = [x for x, u in zip(operands, unknowns) if not u]
-    known_consts, known_branches = join_branch_consts(known_pairs)
+    forward_consts, forward_branches = join_branch_consts(forward_pairs)
+    replay_consts, replay_branches = join_branch_consts(replay_pairs)
     with set_current_trace(trace.parent):
-        forward_outs = cond_p.bind(index, *known_consts, *known_ops, branches=tuple(known_branches))
-        n_kept = sum(kept)
-        kept_outs, saved = forward_outs[:n_kept], forward_outs[n_kept:]
-        replayed = []
-        if not all(kept):
-            replay_consts, replay_branches = join_branch_consts(replay_pairs)
-            replayed = cond_p.bind(
-                index, *replay_consts, *saved, *known_ops, branches=tuple(replay_branches)
-            )
-    # Chosen by the policy here: the enclosing checkpoint saves these as they are.
+        forward_outs = cond_p.bind(
+            index, *forward_consts, *known_ops, branches=tuple(forward_branches)
+        )
+        kept_outs, saved = forward_outs[: sum(kept)], forward_outs[sum(kept) :]
+        replayed = cond_p.bind(
+            index, *replay_consts, *saved, *known_ops, branches=tuple(replay_branches)
+        )
+    residuals = replayed[n_replayed:]
+    # Chosen by the policy here: the enclosing checkpoint saves and recomputes these.
     trace.mark_saved([*kept_outs, *saved])
-    known_outs = merge([not k for k in kept], kept_outs, replayed)
+    trace.mark_recomputed(residuals)
+    known_outs = merge([not k for k in kept], kept_outs, replayed[:n_replayed])
     unknown_consts, unknown_branches = join_branch_consts(unknown_pairs)
     unknown_ops = [x for x, u in zip(operands, unknowns) if u]
     unknown_outs = trace.stage(
         cond_p,
-        [index, *unknown_consts, *saved, *known_ops, *unknown_ops],
+        [index, *unknown_consts, *residuals, *unknown_ops],
         {"branches": tuple(unknown_branches)},
     )
     return merge(out_unknowns, known_outs, unknown_outs)
 
 
-def _from_saved(replay, unknown, where, *args):
-    """A branch that recomputes from the saved values: its own from the residual slots
-    (``where``: its slots, how many slots, how many known operands), then ``replay`` of
-    them and the known operands, then, if given, the ``unknown`` part on the results."""
-    own_slots, n_slots, n_known = where
-    saved, known_ops, unknown_ops = split_list(args, [n_slots, n_known])
-    own = [saved[slot] for slot in own_slots]
-    results = eval_jaxpr(replay.jaxpr, replay.consts, *own, *known_ops)
-    if unknown is None:
-        return results
-    return eval_jaxpr(unknown.jaxpr, unknown.consts, *results, *unknown_ops)
+def _replay_branch(replay, saved_at, res_at, n_replayed, *args):
+    """A branch of the replay cond: from its own saved values and the known operands, the
+    results not saved, then its residuals in its residual slots (zeros in the others).
+    ``saved_at`` and ``res_at`` are (its slots, the slots' types) of each kind."""
+    saved_slots, saved_avals = saved_at
+    saved, known_ops = args[: len(saved_avals)], args[len(saved_avals) :]
+    outs = eval_jaxpr(replay.jaxpr, replay.consts, *[saved[i] for i in saved_slots], *known_ops)
+    return [*outs[:n_replayed], *_into_slots(outs[n_replayed:], *res_at)]
+
+
+def _into_slots(values, slots, avals):
+    """``values`` in their ``slots`` of slots of types ``avals``, zeros in the others."""
+    filled = [zeros(a) for a in avals]
+    for slot, value in zip(slots, values):
+        filled[slot] = value
+    return filled
+
+
+def _unknown_branch(unknown, res_slots, n_slots, *args):
+    """A branch of the unknown cond: its own residuals from the residual slots."""
+    slots, unknown_ops = args[:n_slots], args[n_slots:]
+    own = [slots[i] for i in res_slots]
+    return eval_jaxpr(unknown.jaxpr, unknown.consts, *own, *unknown_ops)
 
 
 def _known_with_all_residuals(
@@ -272,10 +283,7 @@ def _known_with_all_residuals(
 
     def fun(*args):
         outs = eval_jaxpr(known.jaxpr, [], *args)
-        filled = [zeros(a) for a in all_res]
-        for slot, value in zip(slots, outs[n_out:]):
-            filled[slot] = value
-        return [*outs[:n_out], *filled]
+        return [*outs[:n_out], *_into_slots(outs[n_out:], slots, all_res)]
 
     # The wrapper takes (its own captured values, the known part's consts, known operands).
     inner_consts, wrapped = trace_const_free(fun, known.in_avals, "cond_known")
