@@ -8,10 +8,11 @@ point of it: instead of saving every intermediate value the backward pass needs,
 part recomputes the rest from the saved values and the inputs. The staged backward part is
 itself a ``remat`` call, lowered behind an optimisation barrier so XLA cannot merge the
 recomputation back into the forward pass. The policy goes down into the partial evaluation
-of the body, so that the loops and conds there choose their own residuals by it (see
-``choose_saved``'s callers in ``control_flow/``). A policy, the call's ``policy`` parameter, is
-``(primitive, *input avals, **params) -> bool``: may this equation's output be saved? It may
-answer with ``Saveable``, ``Recompute`` or ``Offloadable(src, dst)`` instead, as JAX's do.
+of the body, so that the scans, conds and ``jit`` calls there choose their own residuals by
+it, as JAX's do (their rules use ``choose_saved`` and ``save_by_policy`` below). A policy,
+the call's ``policy`` parameter, is ``(primitive, *input avals, **params) -> bool``: may
+this equation's output be saved? It may answer with ``Saveable``, ``Recompute`` or
+``Offloadable(src, dst)`` instead, as JAX's do.
 
 ``name`` (``checkpoint_name``) is the identity on a value, with a name that policies can
 select it by.
