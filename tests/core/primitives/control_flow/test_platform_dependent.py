@@ -88,3 +88,18 @@ def test_bad_branches_are_refused():
         lax.platform_dependent(1.0, gpu=lambda x: x)
     with pytest.raises(TypeError, match="at least one branch"):
         lax.platform_dependent(1.0)
+
+
+@pytest.mark.parametrize("policy", [None, ember.checkpoint_policies.dots_saveable])
+def test_checkpointed_gradients_keep_the_platform_choice(policy):
+    # Partial evaluation splits the cond in two (with or without a policy): both halves must
+    # still choose by platform.
+    w = np.linspace(-1.0, 1.0, 9, dtype=np.float32).reshape(3, 3)
+    x = np.arange(3.0, dtype=np.float32)
+
+    def layer(x):
+        return enp.sum(enp.tanh(_by_platform(w @ x)))
+
+    checked = ember.checkpoint(layer, policy=policy)
+    expected = ember.grad(lambda x: enp.sum(enp.tanh(_factor() * (w @ x))))(x)
+    assert_close(ember.jit(ember.grad(checked))(x), expected, rtol=1e-5)

@@ -4,6 +4,12 @@
 applied only to known values runs on the enclosing trace right away; one that touches an
 unknown value is recorded, and any known values it reads become the recorded jaxpr's
 constants — the *residuals*. Linearisation uses it with the tangents unknown.
+
+Under ``checkpoint`` the trace also carries the checkpoint's *policy*, so that a loop or a
+cond inside the checkpointed function can choose its own residuals by it, equation by
+equation of its body, instead of being saved or recomputed whole. What such a rule has
+already decided is recorded in ``decided``: the enclosing checkpoint saves the values it
+chose to save, and recomputes those it chose to recompute, without asking the policy again.
 """
 
 from __future__ import annotations
@@ -20,7 +26,25 @@ from ember._src.state_types import has_lasting_effects
 
 
 class PartialEvalTrace(StagingTrace):
-    __slots__ = ()
+    __slots__ = ("policy", "decided")
+
+    def __init__(self, parent: Any, name: str = "partial_eval", policy: Any = None):
+        super().__init__(parent, name)
+        # The enclosing checkpoint's policy, ``(primitive, *avals, **params) -> answer``.
+        self.policy = policy
+        # Known values a rule decided by ``policy``: id -> (value, kept alive; saved?).
+        self.decided: dict[int, tuple[Any, bool]] = {}
+
+    def mark_saved(self, values: Sequence[Any]) -> None:
+        """Record known values that a rule saved by the policy: they are saved as they are."""
+        for value in values:
+            self.decided[id(value)] = (value, True)
+
+    def mark_recomputed(self, values: Sequence[Any]) -> None:
+        """Record known values that a rule computed only to be recomputed in the backward
+        pass (the policy did not save them): they are never saved."""
+        for value in values:
+            self.decided[id(value)] = (value, False)
 
     def describe(self) -> str:
         return "reverse-mode differentiation (grad, vjp, linearize)"
@@ -47,7 +71,9 @@ class PartialEvalTrace(StagingTrace):
 
 class PartialEvalResult:
     """A jaxpr split in two: ``known`` runs now and also returns residuals; ``unknown`` takes
-    the residuals followed by the unknown inputs."""
+    the residuals followed by the unknown inputs. ``decided`` maps (the ids of) variables of
+    the known part that a rule inside already decided by the policy to whether it saved them
+    (True) or computed them to be recomputed (False); empty without a policy."""
 
     def __init__(
         self,
@@ -55,20 +81,26 @@ class PartialEvalResult:
         unknown: ClosedJaxpr,
         out_unknowns: list[bool],
         num_residuals: int,
+        decided: dict[int, bool],
     ):
         self.known = known
         self.unknown = unknown
         self.out_unknowns = out_unknowns
         self.num_residuals = num_residuals
+        self.decided = decided
 
 
 def partial_eval_jaxpr(
-    closed: ClosedJaxpr, unknowns: Sequence[bool], instantiate: Sequence[bool] | bool = False
+    closed: ClosedJaxpr,
+    unknowns: Sequence[bool],
+    instantiate: Sequence[bool] | bool = False,
+    policy: Any = None,
 ) -> PartialEvalResult:
     """Split ``closed`` into what its known inputs determine and what needs the unknown ones.
 
     Outputs marked in ``instantiate`` are made unknown even when they are known (the unknown
     jaxpr then returns them from residuals), so that several jaxprs can be split alike.
+    ``policy`` is a checkpoint's, handed to the rules of the loops and conds inside.
     """
     if isinstance(instantiate, bool):
         instantiate = [instantiate] * len(closed.out_avals)
@@ -77,7 +109,7 @@ def partial_eval_jaxpr(
     split: dict[str, Any] = {}
 
     def known_part(*known_args: Any) -> list[Any]:
-        pe = PartialEvalTrace(current_trace(), "partial_eval")
+        pe = PartialEvalTrace(current_trace(), "partial_eval", policy)
         unknown_args = [pe.new_arg(aval) for aval in unknown_avals]
         args = merge(unknowns, known_args, unknown_args)
         with set_current_trace(pe):
@@ -88,10 +120,18 @@ def partial_eval_jaxpr(
         split["unknown"] = _residuals_as_inputs(unknown_jaxpr)
         residuals = unknown_jaxpr.consts
         split["num_residuals"] = len(residuals)
+        # The known values are tracers of the known part's trace: their variables.
+        split["decided"] = {
+            id(value.var): saved
+            for value, saved in pe.decided.values()
+            if isinstance(value, StagingTracer)
+        }
         return [x for x, u in zip(outs, out_unknowns) if not u] + list(residuals)
 
     known = trace_to_jaxpr(known_part, known_avals, name="partial_eval_known")
-    return PartialEvalResult(known, split["unknown"], split["out_unknowns"], split["num_residuals"])
+    return PartialEvalResult(
+        known, split["unknown"], split["out_unknowns"], split["num_residuals"], split["decided"]
+    )
 
 
 def _residuals_as_inputs(closed: ClosedJaxpr) -> ClosedJaxpr:

@@ -22,7 +22,13 @@ from ember._src.interpreters.staging import trace_to_jaxpr
 from ember._src.ir import ClosedJaxpr
 from ember._src.lowering.module import lower_jaxpr_inline
 from ember._src.primitives import sharding_rules
-from ember._src.primitives.jaxpr_transforms import batch_jaxpr, cached, hoist_consts, jvp_jaxpr
+from ember._src.primitives.jaxpr_transforms import (
+    batch_jaxpr,
+    cached,
+    hoist_consts,
+    jvp_jaxpr,
+)
+from ember._src.primitives.remat import save_by_policy
 from ember._src.primitives.shape import move_axis
 
 
@@ -88,6 +94,8 @@ def _jit_batch(vals, dims, *, jaxpr, name, donated_invars):
 def _partial_eval_jit(trace: PartialEvalTrace, args: Sequence[Any], params: dict) -> list[Any]:
     jaxpr, name = params["jaxpr"], params["name"]
     unknowns = tuple(trace.owns(x) for x in args)
+    if trace.policy is not None:
+        return _partial_eval_by_policy(trace, args, params, unknowns)
 
     def build():
         split = partial_eval_jaxpr(jaxpr, unknowns)
@@ -110,6 +118,44 @@ def _partial_eval_jit(trace: PartialEvalTrace, args: Sequence[Any], params: dict
         },
     )
     return merge(split.out_unknowns, known_outs[:n_known], unknown_outs)
+
+
+def _partial_eval_by_policy(
+    trace: PartialEvalTrace, args: Sequence[Any], params: dict, unknowns: Sequence[bool]
+) -> list[Any]:
+    """Split a call under a checkpoint policy (``trace.policy``), as JAX does: the known call
+    returns the values the policy saves among its body's, and its results if the policy
+    saves them; a replay call recomputes from those its other results and the residuals of
+    the unknown call, which the enclosing checkpoint recomputes too (it never saves them).
+    (Not cached: a policy need not be hashable.)"""
+    jaxpr, name, policy = params["jaxpr"], params["name"], trace.policy
+    split = partial_eval_jaxpr(jaxpr, unknowns, policy=policy)
+    cut = save_by_policy(split, policy)
+    known_args = [x for x, u in zip(args, unknowns) if not u]
+    unknown_args = [x for x, u in zip(args, unknowns) if u]
+    forward_consts, forward = hoist_consts(cut.forward)
+    replay_consts, replay = hoist_consts(cut.replay)
+    with set_current_trace(trace.parent):
+        forward_outs = jit_call([*forward_consts, *known_args], forward, f"known({name})")
+        n_kept = sum(cut.kept)
+        kept_outs, saved = forward_outs[:n_kept], forward_outs[n_kept:]
+        replayed = jit_call([*replay_consts, *saved, *known_args], replay, f"replay({name})")
+    n_replayed = len(cut.kept) - n_kept
+    residuals = replayed[n_replayed:]
+    # Chosen by the policy here: the enclosing checkpoint saves and recomputes these.
+    trace.mark_saved([*kept_outs, *saved])
+    trace.mark_recomputed(residuals)
+    known_outs = merge([not k for k in cut.kept], kept_outs, replayed[:n_replayed])
+    unknown_outs = trace.stage(
+        jit_p,
+        [*residuals, *unknown_args],
+        {
+            "jaxpr": split.unknown,
+            "name": f"unknown({name})",
+            "donated_invars": (False,) * (len(residuals) + len(unknown_args)),
+        },
+    )
+    return merge(split.out_unknowns, known_outs, unknown_outs)
 
 
 def _jit_discharge(in_avals, out_avals, *args, jaxpr, name, donated_invars):

@@ -7,9 +7,12 @@ point of it: instead of saving every intermediate value the backward pass needs,
 (known) part saves only the values the *policy* calls saveable, and the backward (unknown)
 part recomputes the rest from the saved values and the inputs. The staged backward part is
 itself a ``remat`` call, lowered behind an optimisation barrier so XLA cannot merge the
-recomputation back into the forward pass. A policy, the call's ``policy`` parameter, is
-``(primitive, *input avals, **params) -> bool``: may this equation's output be saved? It may
-answer with ``Saveable``, ``Recompute`` or ``Offloadable(src, dst)`` instead, as JAX's do.
+recomputation back into the forward pass. The policy goes down into the partial evaluation
+of the body, so that the scans, conds and ``jit`` calls there choose their own residuals by
+it, as JAX's do (their rules use ``choose_saved`` and ``save_by_policy`` below). A policy,
+the call's ``policy`` parameter, is ``(primitive, *input avals, **params) -> bool``: may
+this equation's output be saved? It may answer with ``Saveable``, ``Recompute`` or
+``Offloadable(src, dst)`` instead, as JAX's do.
 
 ``name`` (``checkpoint_name``) is the identity on a value, with a name that policies can
 select it by.
@@ -17,7 +20,7 @@ select it by.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ember._src import rules
@@ -26,6 +29,7 @@ from ember._src.interpreters.ad import is_undefined
 from ember._src.interpreters.batching import not_mapped
 from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.interpreters.partial_eval import (
+    PartialEvalResult,
     PartialEvalTrace,
     dce_jaxpr,
     merge,
@@ -106,12 +110,14 @@ def _remat_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: di
     The split itself is ordinary partial evaluation of the body, so loops, conds and nested
     checkpoints inside it split by their own rules (a loop carrying primal and tangent values
     together must not be staged whole: its primal half would then look linear). The policy
-    then decides which of the forward part's residuals are saved; the rest are recomputed at
-    the start of the backward part from the known inputs and the saved values.
+    goes down with it: a loop, cond or call chooses the residuals of its own body by it (the
+    split's ``decided``). The policy then decides which of the forward part's other values are
+    saved; the rest are recomputed at the start of the backward part from the known inputs
+    and the saved values.
     """
     closed: ClosedJaxpr = params["jaxpr"]
     unknown_in = [trace.owns(x) for x in args]
-    split = partial_eval_jaxpr(closed, unknown_in)
+    split = partial_eval_jaxpr(closed, unknown_in, policy=params["policy"])
     known_args = [a for a, u in zip(args, unknown_in) if not u]
     unknown_args = [a for a, u in zip(args, unknown_in) if u]
     if not any(split.out_unknowns):
@@ -121,7 +127,7 @@ def _remat_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: di
     known = split.known.jaxpr
     n_known_out = len(known.outvars) - split.num_residuals
     known_outs, residuals = known.outvars[:n_known_out], known.outvars[n_known_out:]
-    saved, recomputed = _choose_saved(residuals, known.eqns, params["policy"])
+    saved, recomputed = choose_saved(residuals, known.eqns, params["policy"], split.decided)
 
     # The forward part: the known outputs, plus the values saved for the backward part.
     forward = dce_jaxpr(
@@ -201,20 +207,29 @@ def _may_save(policy: Callable[..., Any], eqn: Eqn) -> bool:
     )
 
 
-def _choose_saved(
-    needed: Sequence[Any], eqns: Sequence[Eqn], policy: Callable[..., Any]
+def choose_saved(
+    needed: Sequence[Any],
+    eqns: Sequence[Eqn],
+    policy: Callable[..., Any],
+    decided: Mapping[int, bool] | None = None,
 ) -> tuple[list[Var], set[int]]:
     """Which forward values to save (policy permitting) and which equations to recompute.
 
     Walks back from the values the backward part ``needed``: a value the policy lets us save
     is saved; otherwise its equation is recomputed, and what that equation reads is
-    considered in turn. Inputs of the function need neither. A policy with
+    considered in turn. Inputs of the function need neither. The values in ``decided`` (by
+    the id of their variable) were decided by the policy already, inside a loop, cond or
+    call: True ones are saved and False ones recomputed, without asking it about the loop
+    as a whole. A policy with
     ``excluded_names`` (``save_anything_except_these_names``) refuses an array with one of
     those names under any name: what a ``name`` equation names is the same array, so it is
     recomputed too rather than offered to the policy again.
     """
     producer = {id(v): eqn for eqn in eqns for v in eqn.outvars}
     never = _arrays_named(eqns, getattr(policy, "excluded_names", frozenset()))
+    decided = decided or {}
+    chosen = {key for key, saved in decided.items() if saved}
+    never |= {key for key, saved in decided.items() if not saved}
     saved: list[Var] = []
     saved_ids: set[int] = set()
     recomputed: set[int] = set()
@@ -224,13 +239,93 @@ def _choose_saved(
         eqn = producer.get(id(var))
         if eqn is None or id(var) in saved_ids or id(eqn) in recomputed:
             continue  # an input of the function, or already handled
-        if id(var) not in never and _may_save(policy, eqn):
+        if id(var) in chosen or (id(var) not in never and _may_save(policy, eqn)):
             saved.append(var)
             saved_ids.add(id(var))
         else:
             recomputed.add(id(eqn))
             pending.extend(v for v in eqn.invars if type(v) is Var)
     return saved, recomputed
+
+
+def saved_outputs(
+    jaxpr: Jaxpr, count: int, policy: Callable[..., Any], decided: Mapping[int, bool]
+) -> list[bool]:
+    """Whether the policy saves each of the first ``count`` outputs of a known part where it is
+    computed. A loop's, cond's or call's result that it does not save is recomputed from the
+    values saved inside (as JAX stages it again), not saved because it leaves the loop."""
+    return [
+        type(var) is Var
+        and any(v is var for v in choose_saved([var], jaxpr.eqns, policy, decided)[0])
+        for var in jaxpr.outvars[:count]
+    ]
+
+
+class PolicySplit(NamedTuple):
+    """A split call (a cond branch, a ``jit`` call) cut by a checkpoint policy.
+
+    ``forward`` is the known part reduced to its ``kept`` outputs (those the policy saves)
+    and the ``saved`` values (variables of the known part). ``replay`` takes (the saved
+    values, the known inputs) and recomputes the other known outputs, then the residuals of
+    the unknown part: run in the forward pass, and again, from the saved values, in the
+    backward pass.
+    """
+
+    forward: ClosedJaxpr
+    kept: list[bool]
+    saved: list[Var]
+    replay: ClosedJaxpr
+
+
+def save_by_policy(
+    split: PartialEvalResult, policy: Callable[..., Any], kept: Sequence[bool] | None = None
+) -> PolicySplit:
+    """Cut ``split`` by ``policy``; ``kept`` overrides which known outputs are saved (the
+    branches of a cond must agree)."""
+    known = split.known.jaxpr
+    n_out = len(known.outvars) - split.num_residuals
+    outs, residuals = known.outvars[:n_out], known.outvars[n_out:]
+    if kept is None:
+        kept = saved_outputs(known, n_out, policy, split.decided)
+    saved, _ = choose_saved(residuals, known.eqns, policy, split.decided)
+    kept_outs = [v for v, k in zip(outs, kept) if k]
+    forward = dce_jaxpr(
+        Jaxpr(known.constvars, known.invars, [*kept_outs, *saved], known.eqns, "remat_fwd")
+    )
+    replayed = [*(v for v, k in zip(outs, kept) if not k), *residuals]
+    eqns, read = replay_eqns(known.eqns, replayed, saved)
+    # A saved value that an equation run again computes anyway is an unused input here.
+    read_ids = {id(v) for v in read}
+    inputs = [v if id(v) in read_ids else Var(v.aval) for v in saved]
+    replay = Jaxpr(known.constvars, [*inputs, *known.invars], replayed, eqns, "remat_replay")
+    consts = split.known.consts
+    return PolicySplit(ClosedJaxpr(forward, consts), list(kept), saved, ClosedJaxpr(replay, consts))
+
+
+def replay_eqns(
+    eqns: Sequence[Eqn], outvars: Sequence[Any], saved: Sequence[Var]
+) -> tuple[list[Eqn], list[Var]]:
+    """The equations to run again for ``outvars`` when the ``saved`` values are at hand.
+
+    An equation whose needed results are all saved is not run again: those results become
+    inputs (the second list, in the order found). One with a needed result that is not
+    saved is run again whole, recomputing its saved results too.
+    """
+    saved_ids = {id(v) for v in saved}
+    live = {id(v) for v in outvars if type(v) is Var}
+    kept: list[Eqn] = []
+    inputs: list[Var] = []
+    for eqn in reversed(eqns):
+        needed = [v for v in eqn.outvars if id(v) in live]
+        if not needed:
+            continue
+        if all(id(v) in saved_ids for v in needed):
+            inputs.extend(needed)
+            continue
+        kept.append(eqn)
+        live.update(id(v) for v in eqn.invars if type(v) is Var)
+    kept.reverse()
+    return kept, inputs
 
 
 def _arrays_named(eqns: Sequence[Eqn], names: frozenset[str]) -> set[int]:

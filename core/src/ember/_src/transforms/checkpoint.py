@@ -2,8 +2,10 @@
 
 A checkpointed function is one call of the ``remat`` primitive (``primitives/remat.py``), whose
 partial-evaluation rule saves only what the *policy* calls saveable for the backward pass and
-recomputes the rest there. ``checkpoint_name`` names a value for the policies that select by
-name.
+recomputes the rest there. The policy reaches into the ``scan``s and ``cond``s inside the
+function, as JAX's does: it chooses among their bodies' equations, and a loop's saved values
+are stacked across its iterations. ``checkpoint_name`` names a value for the policies that
+select by name, inside loop bodies too.
 
 The policies (``ember.checkpoint_policies``) are JAX's: ``everything_saveable``,
 ``nothing_saveable`` (the default), ``dots_saveable`` (alias ``checkpoint_dots``),

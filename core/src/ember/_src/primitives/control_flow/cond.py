@@ -26,7 +26,11 @@ from ember._src.interpreters.discharge import (
     unchanged_refs,
 )
 from ember._src.interpreters.eval import eval_jaxpr
-from ember._src.interpreters.partial_eval import PartialEvalTrace, merge, partial_eval_jaxpr
+from ember._src.interpreters.partial_eval import (
+    PartialEvalTrace,
+    merge,
+    partial_eval_jaxpr,
+)
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr, Var
 from ember._src.lowering.module import ThreadedTokens, lower_jaxpr_inline
@@ -52,6 +56,7 @@ from ember._src.primitives.jaxpr_transforms import (
     trace_const_free,
     transpose_jaxpr,
 )
+from ember._src.primitives.remat import save_by_policy, saved_outputs
 from ember._src.primitives.selection import select_n
 from ember._src.primitives.shape import broadcast_in_dim, convert_element_type, move_axis
 from ember._src.state_types import is_ref
@@ -193,14 +198,22 @@ def _cond_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
     if trace.owns(index):  # the choice itself is unknown: stage all of it
         return trace.stage(cond_p, args, params)
     unknowns = [trace.owns(x) for x in operands]
-    out_unknowns = _union(partial_eval_jaxpr(b, unknowns).out_unknowns for b in branches)
+    policy = trace.policy
+    out_unknowns = _union(
+        partial_eval_jaxpr(b, unknowns, policy=policy).out_unknowns for b in branches
+    )
+    if policy is not None:
+        return _partial_eval_by_policy(
+            trace, index, operands, branches, unknowns, out_unknowns, platform
+        )
     splits = [partial_eval_jaxpr(b, unknowns, out_unknowns) for b in branches]
     res_avals = [list(s.unknown.in_avals[: s.num_residuals]) for s in splits]
     all_res = [a for avals in res_avals for a in avals]
     known_pairs, unknown_branches = [], []
     start = 0
     for split, avals in zip(splits, res_avals):
-        known_pairs.append(_known_with_all_residuals(split, all_res, start))
+        own_slots = list(range(start, start + len(avals)))
+        known_pairs.append(_known_with_all_residuals(split.known, own_slots, all_res))
         # The unknown part takes its own residuals first: the later branches' go after them.
         unknown = with_inputs_at(split.unknown, len(avals), all_res[start + len(avals) :])
         unknown_branches.append(with_leading_inputs(unknown, all_res[:start]))
@@ -220,21 +233,118 @@ def _cond_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
     return merge(out_unknowns, known_outs[:n_known], unknown_outs)
 
 
-def _known_with_all_residuals(split, all_res: list[ShapedArray], start: int):
-    """The known part of one branch, returning zeros in the other branches' residual slots."""
-    consts, known = hoist_consts(split.known)
-    n_out = len(known.out_avals) - split.num_residuals
+def _partial_eval_by_policy(trace, index, operands, branches, unknowns, out_unknowns, platform):
+    """Split a cond under a checkpoint policy (``trace.policy``), as JAX does: each branch's
+    known part returns the values the policy saves, and the cond's results if the policy
+    saves them (in every branch); a replay cond recomputes from those its other results and
+    the residuals of the unknown cond, which the enclosing checkpoint recomputes too (it
+    never saves them). Branches share result slots of one type (only one branch runs)."""
+    policy = trace.policy
+    splits = [partial_eval_jaxpr(b, unknowns, out_unknowns, policy) for b in branches]
+    n_out = len(out_unknowns) - sum(out_unknowns)
+    per_branch = (saved_outputs(s.known.jaxpr, n_out, policy, s.decided) for s in splits)
+    kept = [all(flags) for flags in zip(*per_branch)]
+    cuts = [save_by_policy(split, policy, kept) for split in splits]
+    saved_avals, saved_slots = _shared_slots([[v.aval for v in cut.saved] for cut in cuts])
+    res_avals, res_slots = _shared_slots([s.unknown.in_avals[: s.num_residuals] for s in splits])
+    known_avals = [a for a, u in zip(branches[0].in_avals, unknowns) if not u]
+    unknown_avals = [a for a, u in zip(branches[0].in_avals, unknowns) if u]
+    n_replayed = len(kept) - sum(kept)
+    forward_pairs, replay_pairs, unknown_pairs = [], [], []
+    for split, cut, own_saved, own_res in zip(splits, cuts, saved_slots, res_slots):
+        forward_pairs.append(_known_with_all_residuals(cut.forward, own_saved, saved_avals))
+        replay = functools.partial(
+            _replay_branch, cut.replay, (own_saved, saved_avals), (own_res, res_avals), n_replayed
+        )
+        replay_pairs.append(trace_const_free(replay, [*saved_avals, *known_avals], "cond_replay"))
+        unknown = functools.partial(_unknown_branch, split.unknown, own_res, len(res_avals))
+        unknown_pairs.append(trace_const_free(unknown, [*res_avals, *unknown_avals], "cond"))
+    known_ops = [x for x, u in zip(operands, unknowns) if not u]
+    forward_consts, forward_branches = join_branch_consts(forward_pairs)
+    replay_consts, replay_branches = join_branch_consts(replay_pairs)
+    with set_current_trace(trace.parent):
+        forward_outs = cond_p.bind(
+            index, *forward_consts, *known_ops, branches=tuple(forward_branches), **platform
+        )
+        kept_outs, saved = forward_outs[: sum(kept)], forward_outs[sum(kept) :]
+        replayed = cond_p.bind(
+            index, *replay_consts, *saved, *known_ops, branches=tuple(replay_branches), **platform
+        )
+    residuals = replayed[n_replayed:]
+    # Chosen by the policy here: the enclosing checkpoint saves and recomputes these.
+    trace.mark_saved([*kept_outs, *saved])
+    trace.mark_recomputed(residuals)
+    known_outs = merge([not k for k in kept], kept_outs, replayed[:n_replayed])
+    unknown_consts, unknown_branches = join_branch_consts(unknown_pairs)
+    unknown_ops = [x for x, u in zip(operands, unknowns) if u]
+    unknown_outs = trace.stage(
+        cond_p,
+        [index, *unknown_consts, *residuals, *unknown_ops],
+        {"branches": tuple(unknown_branches), **platform},
+    )
+    return merge(out_unknowns, known_outs, unknown_outs)
+
+
+def _replay_branch(replay, saved_at, res_at, n_replayed, *args):
+    """A branch of the replay cond: from its own saved values and the known operands, the
+    results not saved, then its residuals in its residual slots (zeros in the others).
+    ``saved_at`` and ``res_at`` are (its slots, the slots' types) of each kind."""
+    saved_slots, saved_avals = saved_at
+    saved, known_ops = args[: len(saved_avals)], args[len(saved_avals) :]
+    outs = eval_jaxpr(replay.jaxpr, replay.consts, *[saved[i] for i in saved_slots], *known_ops)
+    return [*outs[:n_replayed], *_into_slots(outs[n_replayed:], *res_at)]
+
+
+def _into_slots(values, slots, avals):
+    """``values`` in their ``slots`` of slots of types ``avals``, zeros in the others."""
+    filled = [zeros(a) for a in avals]
+    for slot, value in zip(slots, values):
+        filled[slot] = value
+    return filled
+
+
+def _unknown_branch(unknown, res_slots, n_slots, *args):
+    """A branch of the unknown cond: its own residuals from the residual slots."""
+    slots, unknown_ops = args[:n_slots], args[n_slots:]
+    own = [slots[i] for i in res_slots]
+    return eval_jaxpr(unknown.jaxpr, unknown.consts, *own, *unknown_ops)
+
+
+def _known_with_all_residuals(
+    known_part: ClosedJaxpr, slots: Sequence[int], all_res: list[ShapedArray]
+):
+    """The known part of one branch, returning its residuals in its ``slots`` of the
+    residual slots ``all_res`` and zeros in the others."""
+    consts, known = hoist_consts(known_part)
+    n_out = len(known.out_avals) - len(slots)
 
     def fun(*args):
         outs = eval_jaxpr(known.jaxpr, [], *args)
-        own = outs[n_out:]
-        before = [zeros(a) for a in all_res[:start]]
-        after = [zeros(a) for a in all_res[start + len(own) :]]
-        return [*outs[:n_out], *before, *own, *after]
+        return [*outs[:n_out], *_into_slots(outs[n_out:], slots, all_res)]
 
     # The wrapper takes (its own captured values, the known part's consts, known operands).
     inner_consts, wrapped = trace_const_free(fun, known.in_avals, "cond_known")
     return [*inner_consts, *consts], wrapped
+
+
+def _shared_slots(aval_lists: Sequence[Sequence[ShapedArray]]):
+    """Residual slots the branches share: a branch's value takes a free slot of its type that
+    another branch uses, if there is one (only one branch runs), else a new one. Returns the
+    slots' types and, per branch, the slot of each of its values."""
+    slot_avals: list[ShapedArray] = []
+    per_branch = []
+    for avals in aval_lists:
+        taken: set[int] = set()
+        slots = []
+        for aval in avals:
+            free = (j for j, a in enumerate(slot_avals) if j not in taken and a == aval)
+            slot = next(free, len(slot_avals))
+            if slot == len(slot_avals):
+                slot_avals.append(aval)
+            taken.add(slot)
+            slots.append(slot)
+        per_branch.append(slots)
+    return slot_avals, per_branch
 
 
 def _cond_sharding(index, *avals, branches, platforms=None):

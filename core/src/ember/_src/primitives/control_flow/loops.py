@@ -148,6 +148,8 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
 
 
 def _while_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) -> Any:
+    # A checkpoint's policy (trace.policy) is not handed down: a while loop has no reverse
+    # mode, so its unknown part is never transposed and has no residuals to choose among.
     cond_jaxpr, body_jaxpr = params["cond_jaxpr"], params["body_jaxpr"]
     cond_nconsts, body_nconsts = params["cond_nconsts"], params["body_nconsts"]
     unknowns = [trace.owns(x) for x in args]

@@ -28,7 +28,12 @@ from ember._src.interpreters.ad_util import add_tangents, instantiate, zeros
 from ember._src.interpreters.batching import drop_dim, not_mapped
 from ember._src.interpreters.discharge import discharged_operands, new_ref_values
 from ember._src.interpreters.eval import eval_jaxpr
-from ember._src.interpreters.partial_eval import PartialEvalTrace, merge, partial_eval_jaxpr
+from ember._src.interpreters.partial_eval import (
+    PartialEvalTrace,
+    dce_jaxpr,
+    merge,
+    partial_eval_jaxpr,
+)
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.ir import ClosedJaxpr, Jaxpr, Var
 from ember._src.lowering.mlir import i64_array
@@ -54,6 +59,7 @@ from ember._src.primitives.jaxpr_transforms import (
     trace_const_free,
     transpose_jaxpr,
 )
+from ember._src.primitives.remat import choose_saved, replay_eqns, saved_outputs
 from ember._src.primitives.shape import (
     bdim_to_front,
     convert_element_type,
@@ -271,16 +277,31 @@ def _ranges(sizes: Sequence[int]) -> list[list[int]]:
 
 
 def _scan_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dict) -> Any:
+    """Split the loop into a known loop run now and an unknown loop staged for later.
+
+    Without a checkpoint policy the known loop stacks every residual the unknown loop needs.
+    Under one (``trace.policy``), the body's residuals are chosen by it, equation by equation,
+    as in JAX: the known loop stacks only the saved values, and a replay loop runs the known
+    body again from them (its carry included) for the other residuals and for the loop's
+    results that the policy does not save. The enclosing checkpoint recomputes what the
+    replay loop gives (it never saves the residuals), so the backward pass runs it once,
+    from the saved values; when nothing is saved, the known loop is dead.
+    """
     jaxpr, length = params["jaxpr"], params["length"]
     num_consts, num_carry = params["num_consts"], params["num_carry"]
+    policy = trace.policy
     unknowns = [trace.owns(x) for x in args]
     const_uk, init_uk, xs_uk = split_list(unknowns, [num_consts, num_carry])
     carry_uk = fixpoint(
-        lambda cu: partial_eval_jaxpr(jaxpr, [*const_uk, *cu, *xs_uk]).out_unknowns[:num_carry],
+        lambda cu: partial_eval_jaxpr(jaxpr, [*const_uk, *cu, *xs_uk], policy=policy).out_unknowns[
+            :num_carry
+        ],
         init_uk,
     )
     n_y = len(jaxpr.out_avals) - num_carry
-    split = partial_eval_jaxpr(jaxpr, [*const_uk, *carry_uk, *xs_uk], [*carry_uk, *([False] * n_y)])
+    split = partial_eval_jaxpr(
+        jaxpr, [*const_uk, *carry_uk, *xs_uk], [*carry_uk, *([False] * n_y)], policy
+    )
     ys_uk = split.out_unknowns[num_carry:]
     consts, carry, xs = split_list(args, [num_consts, num_carry])
     known_consts = [x for x, u in zip(consts, const_uk) if not u]
@@ -294,23 +315,61 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
     # A residual that is one of the known part's const inputs is loop-invariant: pass it
     # through unstacked instead of saving a copy per iteration. One that is one of its xs
     # inputs is that xs, sliced the same way: pass the xs on instead of stacking a copy.
-    invariant, stacked, computed = [], [], []
+    invariant, stacked, per_iteration = [], [], []
     n_inputs_before_xs = n_const_inputs + len(known_carry)
     const_at = {id(v): i for i, v in enumerate(known.jaxpr.invars[:n_const_inputs])}
     xs_at = {id(v): j for j, v in enumerate(known.jaxpr.invars[n_inputs_before_xs:])}
-    for k, var in enumerate(known.jaxpr.outvars[n_known_out:]):
+    residuals = known.jaxpr.outvars[n_known_out:]
+    for k, var in enumerate(residuals):
         key = id(var) if type(var) is Var else None
         if key in const_at:
             invariant.append((k, const_at[key]))
         elif key in xs_at:
             stacked.append((k, ("xs", xs_at[key])))
         else:
-            stacked.append((k, ("out", len(computed))))
-            computed.append(var)
+            per_iteration.append(k)
+    # The per-iteration residuals the known loop stacks ("out") and those recomputed ("again").
+    if policy is None:
+        computed, again = [residuals[k] for k in per_iteration], []
+    else:
+        computed, again = _choose_per_iteration(
+            known.jaxpr,
+            [residuals[k] for k in per_iteration],
+            split.decided,
+            policy,
+            n_const_inputs,
+            len(known_carry),
+        )
+    computed_at = {id(v): i for i, v in enumerate(computed)}
+    again_at = {id(v): i for i, v in enumerate(again)}
+    for k in per_iteration:
+        var = residuals[k]
+        if type(var) is Var and id(var) in computed_at:
+            stacked.append((k, ("out", computed_at[id(var)])))
+        else:
+            stacked.append((k, ("again", again_at[id(var)])))
+    stacked.sort()
+
     known_jaxpr = known.jaxpr
-    kept_out = [*known_jaxpr.outvars[:n_known_out], *computed]
+    n_kc = len(known_carry)
+    # Under a policy, the loop's results it does not save are replayed from the saved values
+    # (the carries are results of the known loop all the same).
+    kept = [True] * n_known_out
+    if policy is not None:
+        kept = saved_outputs(known_jaxpr, n_known_out, policy, split.decided)
+    ys_vars = known_jaxpr.outvars[n_kc:n_known_out]
+    kept_ys = [v for v, k in zip(ys_vars, kept[n_kc:]) if k]
     known_body = ClosedJaxpr(
-        Jaxpr([], known_jaxpr.invars, kept_out, known_jaxpr.eqns, known_jaxpr.debug_info), []
+        dce_jaxpr(
+            Jaxpr(
+                [],
+                known_jaxpr.invars,
+                [*known_jaxpr.outvars[:n_kc], *kept_ys, *computed],
+                known_jaxpr.eqns,
+                known_jaxpr.debug_info,
+            )
+        ),
+        [],
     )
     with set_current_trace(trace.parent):
         known_outs = scan_p.bind(
@@ -321,15 +380,34 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
             length=length,
             reverse=params["reverse"],
             num_consts=n_const_inputs,
-            num_carry=len(known_carry),
+            num_carry=n_kc,
             unroll=params["unroll"],
         )
-    n_kc = len(known_carry)
     known_carry_out = known_outs[:n_kc]
-    known_ys = known_outs[n_kc:n_known_out]
-    computed_res = known_outs[n_known_out:]
-    stacked_res = [known_xs[i] if kind == "xs" else computed_res[i] for _, (kind, i) in stacked]
-    invariant_res = [const_values[where] for _, where in invariant]
+    known_ys = known_outs[n_kc : n_kc + len(kept_ys)]
+    computed_res = known_outs[n_kc + len(kept_ys) :]
+    known_inputs = (const_values, known_carry, known_xs)
+    saved = (computed, computed_res)
+    again_res = []
+    if policy is not None:
+        # Chosen by the policy here: the enclosing checkpoint saves these as they are.
+        kept_carry = [c for c, k in zip(known_carry_out, kept) if k]
+        trace.mark_saved([*kept_carry, *known_ys, *computed_res])
+    if policy is not None and (again or not all(kept)):
+        # One loop replays, from the saved values, the results not saved and the residuals
+        # not saved. Those residuals are computed now only for the backward pass, which
+        # recomputes them by this loop (compiled, the forward pass drops them).
+        replayed_ys = [v for v, k in zip(ys_vars, kept[n_kc:]) if not k]
+        wanted = [*replayed_ys, *again]
+        replayed = _replay_loop(trace, params, known_jaxpr, known_inputs, saved, wanted)
+        known_carry_out = [c if k else r for c, r, k in zip(known_carry_out, replayed, kept)]
+        n_replayed = n_kc + len(replayed_ys)
+        known_ys = merge([not k for k in kept[n_kc:]], known_ys, replayed[n_kc:n_replayed])
+        again_res = replayed[n_replayed:]
+        trace.mark_recomputed(again_res)
+    sources = {"xs": known_xs, "out": computed_res, "again": again_res}
+    stacked_res = [sources[kind][i] for _, (kind, i) in stacked]
+    invariant_res = [const_values[i] for _, i in invariant]
 
     # The unknown body takes (residuals, unknown consts, unknown carry, unknown xs); reorder
     # its inputs to (invariant residuals, unknown consts | carry | stacked residuals, xs).
@@ -364,6 +442,65 @@ def _scan_partial_eval(trace: PartialEvalTrace, args: Sequence[Any], params: dic
     carry_out = merge(carry_uk, known_carry_out, unknown_outs[:n_ucarry])
     ys_out = merge(ys_uk, known_ys, unknown_outs[n_ucarry:])
     return [*carry_out, *ys_out]
+
+
+def _choose_per_iteration(
+    known: Jaxpr,
+    candidates: list[Any],
+    decided: dict[int, bool],
+    policy: Callable[..., Any],
+    num_consts: int,
+    num_carry: int,
+) -> tuple[list[Var], list[Any]]:
+    """Split a known body's per-iteration residuals by the checkpoint ``policy``: the values
+    the known loop stacks (residuals, or values they are recomputed from), and the
+    residuals recomputed by running the body again.
+
+    A carry input is saved when the policy saves the carry output that becomes it (a
+    value stacked by the known loop either way); otherwise the loop run again carries it.
+    """
+    carry_in = known.invars[num_consts : num_consts + num_carry]
+    carry_out_of = {id(v): known.outvars[j] for j, v in enumerate(carry_in)}
+    saved, _ = choose_saved(candidates, known.eqns, policy, decided)
+    saved_ids = {id(v) for v in saved}
+    for var in candidates:
+        out = carry_out_of.get(id(var)) if type(var) is Var else None
+        if type(out) is Var and id(var) not in saved_ids:
+            if any(v is out for v in choose_saved([out], known.eqns, policy, decided)[0]):
+                saved.append(var)
+                saved_ids.add(id(var))
+    again = [v for v in candidates if not (type(v) is Var and id(v) in saved_ids)]
+    return saved, again
+
+
+def _replay_loop(
+    trace: PartialEvalTrace,
+    params: dict,
+    known: Jaxpr,
+    known_inputs: tuple[list[Any], list[Any], list[Any]],
+    saved: tuple[list[Var], list[Any]],
+    wanted: list[Any],
+) -> list[Any]:
+    """A loop that runs the known body again from its inputs (``known_inputs``: consts,
+    carry, xs) and the saved values it reads (``saved``: the body's variables and their
+    stacked values, passed as extra xs), returning the final carry and the body values
+    ``wanted``, stacked. Its carry is the known carry: a body's carry input is never saved,
+    as in JAX."""
+    consts, carry, xs = known_inputs
+    saved_vars, saved_values = saved
+    carry_out = known.outvars[: len(carry)]
+    eqns, saved_inputs = replay_eqns(known.eqns, [*carry_out, *wanted], saved_vars)
+    saved_at = {id(v): i for i, v in enumerate(saved_vars)}
+    body = Jaxpr([], [*known.invars, *saved_inputs], [*carry_out, *wanted], eqns, "scan_replay")
+    operands = [*consts, *carry, *xs, *[saved_values[saved_at[id(v)]] for v in saved_inputs]]
+    new_params = {
+        **params,
+        "jaxpr": ClosedJaxpr(body, []),
+        "num_consts": len(consts),
+        "num_carry": len(carry),
+    }
+    with set_current_trace(trace.parent):
+        return scan_p.bind(*operands, **new_params)
 
 
 # --------------------------------------------------------------------------------------------
