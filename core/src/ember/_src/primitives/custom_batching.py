@@ -32,7 +32,7 @@ from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.lowering.module import lower_jaxpr_inline
 from ember._src.primitives import sharding_rules
 from ember._src.primitives.jaxpr_transforms import jvp_jaxpr
-from ember._src.primitives.shape import bdim_to_front, move_axis
+from ember._src.primitives.shape import move_axis
 
 
 def rule_name(rule: Any) -> str:
@@ -146,14 +146,16 @@ class JvpOfRule:
 
     def __call__(self, size: int, in_batched: Sequence[bool], args: Sequence[Any]):
         n = len(self.with_tangent)
+        primal_batched = list(in_batched[:n])
         # Each operand's tangent's batching (False where it has no tangent).
         tangent_batched = merge(self.with_tangent, [False] * n, in_batched[n:])
-        primal_batched = in_batched[:n]
         mutual = [p and t for p, t in zip(primal_batched, tangent_batched)]
-        extra_primal = [0 if p and not t else not_mapped for p, t in zip(primal_batched, tangent_batched)]
+        extra = [p != t for p, t in zip(primal_batched, tangent_batched)]
+        extra_primal = [0 if p and e else not_mapped for p, e in zip(primal_batched, extra)]
         extra_tangent = [
-            0 if b and not p else not_mapped
-            for b, p in zip(in_batched[n:], [p for p, w in zip(primal_batched, self.with_tangent) if w])
+            0 if t and e else not_mapped
+            for t, e, w in zip(tangent_batched, extra, self.with_tangent)
+            if w
         ]
         rule_batched: list[list[bool]] = []
 
@@ -164,8 +166,10 @@ class JvpOfRule:
 
         def jvp_of_rule(*xs):
             primals, live = xs[:n], xs[n:]
-            zeros = [Zero(tangent_aval(get_aval(p))) for p, w in zip(primals, self.with_tangent)]
-            tangents = merge(self.with_tangent, [z for z, w in zip(zeros, self.with_tangent) if not w], live)
+            zeros = [
+                Zero(tangent_aval(get_aval(p))) for p, w in zip(primals, self.with_tangent) if not w
+            ]
+            tangents = merge(self.with_tangent, zeros, live)
             outs, tangent_outs = jvp_flat(rule_outputs, primals, tangents)
             kept = [instantiate(t) for t, nz in zip(tangent_outs, self.out_nonzero) if nz]
             return [*outs, *kept]

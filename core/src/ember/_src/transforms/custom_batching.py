@@ -150,4 +150,3 @@ def _split(mask: Any, tree: Any) -> tuple[Any, Any]:
 
 def _merge(mask: Any, mapped: Any, fixed: Any) -> list[Any]:
     return tree_map(lambda m, a, b: a if m else b, mask, mapped, fixed)
-
