@@ -269,6 +269,28 @@ def test_jvp_with_an_integer_argument():
     assert_close(tangent, [0.0, 1.0, 2.0])  # JAX 0.10.2
 
 
+def test_a_custom_jvp_inside_gives_the_jvp_and_the_rule_the_vmap_of_jvp():
+    @custom_vmap
+    @ember.custom_jvp
+    def f(x):
+        return enp.sin(x)
+
+    @f.defjvp  # reaches the custom_jvp inside, as in JAX
+    def f_jvp(primals, tangents):
+        return f(primals[0]), 10.0 * tangents[0]
+
+    @f.def_vmap
+    def rule(axis_size, in_batched, x):
+        return enp.sin(x), in_batched[0]
+
+    assert_close(ember.jvp(f, (1.0,), (1.0,)), (np.sin(1.0), 10.0))  # JAX 0.10.2
+    out, tangent = ember.vmap(lambda x: ember.jvp(f, (x,), (enp.ones_like(x),)))(X3)
+    assert_close(out, np.sin(X3))
+    assert_close(tangent, np.cos(X3))  # JAX 0.10.2: the rule's own derivative
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        f.nope  # noqa: B018
+
+
 @pytest.mark.parametrize(
     "differentiate",
     [
@@ -285,15 +307,14 @@ def test_reverse_mode_is_refused_as_in_jax(differentiate):
 
 
 def test_custom_vjp_outside_gives_grad_and_keeps_the_rule():
+    @ember.custom_vjp
     @custom_vmap
-    def inner(x, y):
+    def f(x, y):
         return enp.sin(x) * y
 
-    @inner.def_vmap
+    @f.def_vmap  # reaches the custom_vmap inside, as in JAX
     def rule(axis_size, in_batched, xs, ys):
         return enp.cos(xs) * ys, True
-
-    f = ember.custom_vjp(inner)
 
     def fwd(x, y):
         return f(x, y), (enp.cos(x), enp.sin(x), y)

@@ -40,6 +40,13 @@ class custom_vmap:  # noqa: N801 - JAX's name
         self.fun = fun
         self.vmap_rule: Callable[..., tuple[Any, Any]] | None = None
 
+    def __getattr__(self, name: str) -> Any:
+        # As JAX's: the ``def...`` methods of a custom function inside (custom_jvp under
+        # custom_vmap) are reachable through this one.
+        if name.startswith("def"):
+            return getattr(self.fun, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def def_vmap(self, vmap_rule: Callable[..., tuple[Any, Any]]) -> Callable[..., tuple[Any, Any]]:
         """Set the rule ``vmap_rule(axis_size, in_batched, *args) -> (out, out_batched)``;
         returns it unchanged, so that it can be used as a decorator."""
