@@ -27,6 +27,7 @@ from ember._src.core import Zero, get_aval, tangent_aval
 from ember._src.interpreters.ad import jvp_flat
 from ember._src.interpreters.ad_util import instantiate
 from ember._src.interpreters.batching import batch_flat, not_mapped
+from ember._src.interpreters.eval import eval_jaxpr
 from ember._src.interpreters.partial_eval import merge
 from ember._src.interpreters.reference import evaluate_jaxpr
 from ember._src.lowering.module import lower_jaxpr_inline
@@ -53,6 +54,13 @@ def _reference(*args, call, rule, num_consts):
 
 def _lowering(ctx, *args, call, rule, num_consts):
     return lower_jaxpr_inline(ctx, call.jaxpr, [], args)
+
+
+def _eager(*args, call, rule, num_consts):
+    """Run eagerly (a ``jvp`` with nothing around it binds one), the jaxpr runs equation by
+    equation: each call has a new jaxpr and rule, so a program compiled for the call as a
+    whole would never be found again."""
+    return eval_jaxpr(call.jaxpr, call.consts, *args)
 
 
 # --------------------------------------------------------------------------------------------
@@ -212,5 +220,6 @@ custom_vmap_call_p = rules.define_primitive(
     batch=_batch,
     lowering=_lowering,
     reference=_reference,
+    eager=_eager,
     multiple_results=True,
 )
