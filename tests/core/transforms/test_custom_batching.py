@@ -360,3 +360,18 @@ def test_sequential_vmap_is_a_scan_in_the_jaxpr():
     assert "scan" in text and "length=3" in text
     assert_close(f(np.ones(2, np.float32)), 2.0)
     assert_close(ember.vmap(f, in_axes=1)(np.arange(6.0).reshape(3, 2)), [6.0, 9.0])  # JAX 0.10.2
+
+
+def test_sequential_vmap_of_jvp_batched_alike_loops_and_otherwise_is_refused():
+    @sequential_vmap
+    def f(x):
+        return enp.sin(x)
+
+    out, tangent = ember.vmap(lambda x, t: ember.jvp(f, (x,), (t,)))(X3, np.ones(3, np.float32))
+    assert_close(out, np.sin(X3))
+    assert_close(tangent, np.cos(X3))
+    # JAX 0.10.2 fails in its loop (no length) for these two.
+    with pytest.raises(NotImplementedError, match="batches an argument's primal but not"):
+        ember.vmap(lambda t: ember.jvp(f, (1.0,), (t,)))(X3)
+    with pytest.raises(NotImplementedError, match="batches an argument's primal but not"):
+        ember.jacfwd(ember.vmap(f))(X3)

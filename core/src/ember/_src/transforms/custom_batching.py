@@ -137,6 +137,15 @@ def sequential_vmap(f: Callable[..., Any]) -> custom_vmap:
 
     @function.def_vmap
     def rule(axis_size, in_batched, *args):
+        if not any(tree_flatten(in_batched)[0]):
+            # The jvp's rule asks this when vmap batches an argument's primal but not its
+            # tangent, or the reverse (jacfwd does): the loop has nothing to run over, and
+            # running the function batched would defeat the loop. JAX fails here too.
+            raise NotImplementedError(
+                f"sequential_vmap function {getattr(f, '__name__', '')}: the jvp of a vmap "
+                f"that batches an argument's primal but not its tangent (or the reverse, as "
+                f"jacfwd does) is not supported, as in JAX; batch both alike{errors.where()}"
+            )
         mapped, fixed = _split(in_batched, list(args))
 
         def one(mapped_slice):
