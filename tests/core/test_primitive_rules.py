@@ -30,6 +30,7 @@ from tests.core.util import assert_close
 # taking no operands.
 ELSEWHERE = {
     "cond", "scan", "while", "jit", "remat", "custom_jvp_call", "custom_vjp_call", "custom_lin",
+    "custom_vmap_call",  # transforms/test_custom_batching.py
     "psum", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index", "iota", "zeros",
     "pvary", "all_gather_invariant",  # primitives/test_collectives.py, tests/sharding
     "rng_bit_generator",  # implementation-defined bits: tests/core/primitives/test_precision.py

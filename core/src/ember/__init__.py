@@ -8,6 +8,7 @@ import importlib as _importlib
 
 from ember import (
     ad_checkpoint as ad_checkpoint,
+    custom_batching as custom_batching,
     debug as debug,
     dtypes as dtypes,
     errors as errors,

@@ -123,6 +123,13 @@ class _CustomFunction:
         self.nondiff_argnums = tuple(sorted(nondiff_argnums))
         self._signature = _signature(fun)
 
+    def __getattr__(self, name: str) -> Any:
+        # As JAX's: a decorator stacked on another custom function (custom_vjp on custom_vmap)
+        # passes the inner one's ``def...`` methods through, to define its rules.
+        if name.startswith("def"):
+            return getattr(self.fun, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def _positional(self, args: tuple, kwargs: dict) -> tuple:
         if not kwargs:
             return args
