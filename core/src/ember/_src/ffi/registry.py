@@ -58,14 +58,24 @@ def register_ffi_target(
             f"register_ffi_target({name!r}): fn must be a PyCapsule holding a handler (see "
             f"ember.ffi.pycapsule) or a dict of them by stage; not one: {', '.join(map(str, bad))}"
         )
-    platforms = _platforms(platform)
-    with _lock:
-        for p in platforms:
-            _targets.setdefault(p, {})[name] = (fn, api_version, dict(kwargs))
+    for p in _platforms(platform):
+        with _lock:
+            previous = _targets.setdefault(p, {}).get(name)
+            _targets[p][name] = (fn, api_version, dict(kwargs))
             for given in _given.values():
                 given.discard(name)  # a re-registration goes to the backends again
-    for p in platforms:
-        _hand_over_if_running(p)
+        try:
+            _hand_over_if_running(p)
+        except Exception:
+            # refused (XLA keeps the first handler under a name): the registry keeps it too
+            with _lock:
+                if previous is None:
+                    del _targets[p][name]
+                else:
+                    _targets[p][name] = previous
+                for given in _given.values():
+                    given.add(name)
+            raise
 
 
 def register_ffi_type(name: str, type_registration: Any, platform: str = "cpu") -> None:
