@@ -97,6 +97,7 @@ _LAZY_SUBMODULES = frozenset(
         "dlpack",
         "experimental",
         "export",
+        "ffi",
         "image",
         "nn",
         "profiler",
