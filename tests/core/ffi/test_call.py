@@ -58,6 +58,16 @@ def test_vmap_with_each_method(handlers, method):
     np.testing.assert_allclose(got, rms_norm_np(xs), rtol=1e-6)
 
 
+def test_sequential_unrolled_calls_the_handler_once_per_element_without_a_loop():
+    def count_calls(method):
+        call = ffi.ffi_call("t", ember.ShapeDtypeStruct((3,), np.float32), vmap_method=method)
+        text = ember.jit(ember.vmap(call)).lower(np.ones((4, 3), np.float32)).as_text()
+        return text.count("stablehlo.custom_call"), "stablehlo.while" in text
+
+    assert count_calls("sequential") == (1, True)
+    assert count_calls("sequential_unrolled") == (4, False)
+
+
 def test_vmap_legacy_vectorized_passes_the_batch_through(handlers):
     xs = np.stack([X, X + 1])
     got = ember.jit(ember.vmap(lambda x: rms_norm(x, vmap_method="legacy_vectorized")))(xs)

@@ -193,12 +193,14 @@ def _batch(vals, dims, *, vmap_method, result_avals, target_name, **params):
     )
     args, layouts = [], []
     for v, d, layout in zip(front, dims, params["input_layouts"]):
-        if d is not_mapped and vmap_method != "legacy_vectorized":
+        # legacy_vectorized passes an unbatched operand as it is, its layout too
+        gains_batch_axis = d is not not_mapped or vmap_method != "legacy_vectorized"
+        if d is not_mapped and gains_batch_axis:
             # expand_dims: a unit batch dimension; broadcast_all: the whole batch
             width = size if vmap_method == "broadcast_all" else 1
             shape = (width, *get_aval(v).shape)
             v = broadcast_in_dim(v, shape, tuple(range(1, len(shape))))
-        if get_aval(v).ndim == len(layout) + 1:
+        if gains_batch_axis:
             layout = tuple(n + 1 for n in layout) + (0,)
         args.append(v)
         layouts.append(layout)
