@@ -17,7 +17,9 @@ def test_python_scalars():
 
 
 def test_numpy_scalars_keep_their_dtype():
-    assert attribute("t", "a", np.float32(1e-5)) == "0x3727C5AC : f32"  # 9.99999974E-6
+    assert attribute("t", "a", np.float32(1e-5)) == "0x3727C5AC : f32"
+    # the same value as JAX 0.10.2's "9.99999974E-6 : f32"
+    assert np.float32(9.99999974e-6).view(np.uint32) == 0x3727C5AC
     assert attribute("t", "a", np.float16(1)) == "0x3C00 : f16"
     assert attribute("t", "a", np.int8(2)) == "2 : i8"
     assert attribute("t", "a", np.uint32(5)) == "5 : ui32"
