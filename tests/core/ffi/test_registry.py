@@ -4,6 +4,7 @@ or when a program calling one is first lowered for it), include_dir, and the err
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import subprocess
 import sys
@@ -86,14 +87,19 @@ lib = ctypes.cdll.LoadLibrary(sys.argv[1])
 ffi.register_ffi_target("late_rms_norm", ffi.pycapsule(lib.RmsNorm), platform="cpu")
 assert "cpu" not in manager().started_platforms()  # registered before the backend exists
 import ember
-x = np.array([[3.0, 4.0]], np.float32)
-call = ffi.ffi_call("late_rms_norm", ember.ShapeDtypeStruct(x.shape, x.dtype))
-print(np.asarray(ember.jit(lambda x: call(x, eps=np.float32(0.0)))(x)).tolist())
+from ember.sharding import Mesh, PartitionSpec as P
+x = np.array([[3.0, 4.0], [1.0, 0.0]], np.float32)
+call = ffi.ffi_call("late_rms_norm", ember.ShapeDtypeStruct((1, 2), x.dtype))
+mesh = Mesh(np.array(ember.devices()), ("b",))
+# inside shard_map each of the two devices calls the handler on its own row
+f = ember.shard_map(lambda x: call(x, eps=np.float32(0.0)), mesh=mesh, in_specs=P("b"),
+                    out_specs=P("b"))
+print(np.asarray(ember.jit(f)(x)).tolist())
 """
 
 
 def test_a_backend_created_after_the_registration_gets_the_target(handlers):
-    env = dict(os.environ, EMBER_PLATFORMS="cpu", EMBER_CPU_DEVICE_COUNT="1")
+    env = dict(os.environ, EMBER_PLATFORMS="cpu", EMBER_CPU_DEVICE_COUNT="2")
     env["PYTHONPATH"] = os.pathsep.join(sys.path)
     done = subprocess.run(
         [sys.executable, "-c", _LATE_BACKEND, handlers._name],
@@ -103,6 +109,7 @@ def test_a_backend_created_after_the_registration_gets_the_target(handlers):
         env=env,
     )
     assert done.returncode == 0, done.stderr
-    # the root mean square of (3, 4) is sqrt(12.5)
-    got = np.array(eval(done.stdout.strip().splitlines()[-1]))
-    np.testing.assert_allclose(got, [[3 / 12.5**0.5, 4 / 12.5**0.5]], rtol=1e-6)
+    # the root mean square of (3, 4) is sqrt(12.5), of (1, 0) sqrt(0.5)
+    got = np.array(json.loads(done.stdout.strip().splitlines()[-1]))
+    want = [[3 / 12.5**0.5, 4 / 12.5**0.5], [1 / 0.5**0.5, 0.0]]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
