@@ -19,6 +19,8 @@ HANDLERS = pathlib.Path(__file__).with_name("handlers.cc")
 # are the tests' own, registered once per process.
 RMS_NORM = "ember_test_rms_norm"
 SCALE_COUNT = "ember_test_scale_count"
+COUNTER = "ember_test_counter"  # stateful: a dict of handlers by stage
+COUNTER_STATE = "ember_test_counter_state"
 _registered: list[ctypes.CDLL] = []
 
 
@@ -32,7 +34,8 @@ def cpu():
 
 @pytest.fixture(scope="module")
 def handlers(cpu, tmp_path_factory):
-    """The compiled library, its handlers registered for cpu (as RMS_NORM, SCALE_COUNT)."""
+    """The compiled library, its handlers registered for cpu (as RMS_NORM, SCALE_COUNT and
+    COUNTER, with its state's type COUNTER_STATE)."""
     if _registered:
         return _registered[0]
     compiler = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
@@ -46,5 +49,16 @@ def handlers(cpu, tmp_path_factory):
     lib = ctypes.cdll.LoadLibrary(str(library))
     ffi.register_ffi_target(RMS_NORM, ffi.pycapsule(lib.RmsNorm), platform="cpu")
     ffi.register_ffi_target(SCALE_COUNT, ffi.pycapsule(lib.ScaleCount), platform="cpu")
+    lib.CounterTypeId.restype = lib.CounterTypeInfo.restype = ctypes.c_void_p
+    state = {
+        "type_id": ffi.pycapsule(ctypes.c_void_p(lib.CounterTypeId())),
+        "type_info": ffi.pycapsule(ctypes.c_void_p(lib.CounterTypeInfo())),
+    }
+    ffi.register_ffi_type(COUNTER_STATE, state, platform="cpu")
+    stages = {
+        "instantiate": ffi.pycapsule(lib.CounterInstantiate),
+        "execute": ffi.pycapsule(lib.CounterExecute),
+    }
+    ffi.register_ffi_target(COUNTER, stages, platform="cpu")
     _registered.append(lib)
     return lib

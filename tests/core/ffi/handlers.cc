@@ -1,6 +1,7 @@
 // Two small XLA FFI handlers the ember.ffi tests compile and call.
 #include <cmath>
 #include <cstdint>
+#include <memory>
 
 #include "xla/ffi/api/ffi.h"
 
@@ -47,3 +48,33 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(ScaleCount, ScaleCountImpl,
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
                                   .Ret<ffi::Buffer<ffi::S32>>());
+
+// A stateful handler: XLA creates a Counter once per compiled program (the "instantiate"
+// stage) and hands it to every run of the "execute" stage, which returns how many runs
+// there have been. The state's type is registered from Python (register_ffi_type).
+struct Counter {
+  static ffi::TypeId id;
+  int32_t calls = 0;
+};
+ffi::TypeId Counter::id = {};
+static const ffi::TypeInfo kCounterTypeInfo = ffi::MakeTypeInfo<Counter>();
+
+static ffi::ErrorOr<std::unique_ptr<Counter>> CounterInstantiateImpl() {
+  return std::make_unique<Counter>();
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(CounterInstantiate, CounterInstantiateImpl,
+                              ffi::Ffi::BindInstantiate());
+
+static ffi::Error CounterExecuteImpl(Counter* counter, ffi::ResultBuffer<ffi::S32> out) {
+  out->typed_data()[0] = ++counter->calls;
+  return ffi::Error::Success();
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(CounterExecute, CounterExecuteImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::State<Counter>>()
+                                  .Ret<ffi::Buffer<ffi::S32>>());
+
+extern "C" void* CounterTypeId() { return &Counter::id; }
+extern "C" const void* CounterTypeInfo() { return &kCounterTypeInfo; }

@@ -15,7 +15,7 @@ import pytest
 import ember
 from ember import ffi
 from ember._src.ffi import registry
-from tests.core.ffi.conftest import RMS_NORM
+from tests.core.ffi.conftest import COUNTER, RMS_NORM
 
 
 def test_pycapsule_wraps_a_ctypes_function_pointer():
@@ -76,6 +76,14 @@ def test_xla_keeps_the_first_handler_of_a_name(handlers):
     np.testing.assert_allclose(out, x)
     # the same handler again is fine
     ffi.register_ffi_target(RMS_NORM, ffi.pycapsule(handlers.RmsNorm), platform="cpu")
+
+
+def test_a_stateful_handler_registered_by_stage_with_its_state_type(handlers):
+    # XLA instantiates the state once per compiled program; every run then counts on it
+    count = ffi.ffi_call(COUNTER, ember.ShapeDtypeStruct((), np.int32), has_side_effect=True)
+    program = ember.jit(lambda: count())
+    assert [int(program()) for _ in range(3)] == [1, 2, 3]
+    assert int(ember.jit(lambda: count())()) == 1  # another program, another state
 
 
 _LATE_BACKEND = """

@@ -141,8 +141,10 @@ _NO_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.py_object)
 
 
 def pycapsule(funcptr: Any) -> Any:
-    """A PyCapsule holding the address of ``funcptr`` (a ctypes function, e.g.
-    ``ctypes.cdll.LoadLibrary(path).MyHandler``), what ``register_ffi_target`` takes."""
+    """A PyCapsule holding the address ``funcptr`` points at: a ctypes function (e.g.
+    ``ctypes.cdll.LoadLibrary(path).MyHandler``, what ``register_ffi_target`` takes) or a
+    ``ctypes.c_void_p`` (the address of a type's ``XLA_FFI_TypeId``, for
+    ``register_ffi_type``)."""
     address = ctypes.cast(funcptr, ctypes.c_void_p).value
     if not address:
         raise TypeError(f"pycapsule: {funcptr!r} is not a ctypes function pointer")
