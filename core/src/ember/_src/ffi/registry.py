@@ -62,18 +62,20 @@ def register_ffi_target(
         with _lock:
             previous = _targets.setdefault(p, {}).get(name)
             _targets[p][name] = (fn, api_version, dict(kwargs))
-            for given in _given.values():
-                given.discard(name)  # a re-registration goes to the backends again
+            # a re-registration goes to the backends again
+            had_it = [g for b, g in _given.items() if b.platform == p and name in g]
+            for given in had_it:
+                given.discard(name)
         try:
             _hand_over_if_running(p)
         except Exception:
-            # refused (XLA keeps the first handler under a name): the registry keeps it too
+            # refused (XLA keeps the first handler of a name): so does the registry
             with _lock:
                 if previous is None:
                     del _targets[p][name]
                 else:
                     _targets[p][name] = previous
-                for given in _given.values():
+                for given in had_it:
                     given.add(name)
             raise
 
