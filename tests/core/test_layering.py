@@ -50,6 +50,7 @@ LAYERS = [
         "assembly",
         "topologies",
         "ode",
+        "ffi",
     ],
 ]
 

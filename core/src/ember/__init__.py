@@ -98,6 +98,7 @@ _LAZY_SUBMODULES = frozenset(
         "dlpack",
         "experimental",
         "export",
+        "ffi",
         "image",
         "nn",
         "profiler",

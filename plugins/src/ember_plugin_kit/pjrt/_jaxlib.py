@@ -353,6 +353,35 @@ def register_plugin_extension(
     return list(registered)
 
 
+# -- XLA's FFI: user handlers -------------------------------------------------------------
+
+
+def register_ffi_target(
+    name: str, handler: Any, platform: str, api_version: int, **options: Any
+) -> None:
+    """Register a user's FFI handler (a PyCapsule, or a dict of them by stage) as custom-call
+    target ``name`` for XLA platform ``platform``; process-wide, as XLA's registry is. XLA
+    rejects a second, different handler under a name: that is a ValueError."""
+    try:
+        xla_client.register_custom_call_target(name, handler, platform, api_version, **options)
+    except (_jax.JaxRuntimeError, RuntimeError, TypeError) as exc:
+        raise ValueError(f"XLA refused FFI target {name!r} for {platform}: {exc}") from None
+
+
+def register_ffi_type(name: str, registration: Any, platform: str) -> None:
+    """Register a user's FFI type (``{"type_id": capsule, "type_info": capsule}``)."""
+    try:
+        xla_client.register_custom_type(name, registration, platform=platform)
+    except (_jax.JaxRuntimeError, RuntimeError, TypeError) as exc:
+        raise ValueError(f"XLA refused FFI type {name!r} for {platform}: {exc}") from None
+
+
+def ffi_include_dir() -> str:
+    """The XLA FFI headers jaxlib ships (``<jaxlib>/include``, holding ``xla/ffi/api``)."""
+    # xla_client.py sits at the top of the jaxlib package, beside include/
+    return os.path.join(os.path.dirname(os.path.abspath(xla_client.__file__)), "include")
+
+
 # -- buffers -----------------------------------------------------------------------------------
 
 

@@ -292,6 +292,27 @@ class PjrtBackend(Backend):
     def versions(self) -> dict[str, str]:
         return {"jaxlib": _jaxlib.JAXLIB_VERSION, "pjrt platform": self.client.platform_version}
 
+    def register_ffi_target(
+        self, name: str, handler: Any, api_version: int, **options: Any
+    ) -> None:
+        _jaxlib.register_ffi_target(name, handler, self._ffi_platform(name), api_version, **options)
+
+    def register_ffi_type(self, name: str, registration: Any) -> None:
+        _jaxlib.register_ffi_type(name, registration, self._ffi_platform(name))
+
+    def _ffi_platform(self, name: str) -> str:
+        # XLA's process-wide registry reaches the CPU client; other platforms' clients come
+        # from PJRT plugins, whose registration goes through the plugin's own C API.
+        if self.platform != "cpu":
+            raise NotImplementedError(
+                f"registering FFI target or type {name!r} on {self.platform} is not "
+                f"supported by the plugin kit yet (only on cpu)"
+            )
+        return "cpu"
+
+    def ffi_include_dir(self) -> str:
+        return _jaxlib.ffi_include_dir()
+
     def profiler(self) -> XlaProfiler:
         return _XLA_PROFILER
 

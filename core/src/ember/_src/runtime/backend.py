@@ -284,6 +284,32 @@ class Backend(abc.ABC):
         """Library versions worth reporting in ``python -m ember doctor``."""
         return {}
 
+    # -- XLA's FFI (optional: what ember.ffi needs) -----------------------------------------
+
+    def register_ffi_target(
+        self, name: str, handler: Any, api_version: int, **options: Any
+    ) -> None:
+        """Make the custom-call target ``name`` run ``handler`` (a PyCapsule holding a C
+        function pointer, or a dict of them by FFI stage) in the programs this backend
+        compiles from now on. ``api_version``: 1 for XLA's typed FFI, 0 for the legacy custom
+        call API; ``options``: what the compiler's registration takes besides (``traits``).
+        ValueError when the compiler refuses the handler."""
+        raise NotImplementedError(
+            f"the {self.platform} backend cannot register XLA FFI targets (target {name!r})"
+        )
+
+    def register_ffi_type(self, name: str, registration: Any) -> None:
+        """Register the FFI user type ``name`` (``registration``: a dict with a ``type_id``
+        capsule and optionally a ``type_info`` one) for the handlers of this backend."""
+        raise NotImplementedError(
+            f"the {self.platform} backend cannot register XLA FFI types (type {name!r})"
+        )
+
+    def ffi_include_dir(self) -> str:
+        """The folder holding the C++ headers of XLA's FFI (``xla/ffi/api/ffi.h``) that
+        handlers for this backend compile against."""
+        raise NotImplementedError(f"the {self.platform} backend ships no XLA FFI headers")
+
     # -- profiling (optional) -------------------------------------------------------------------
 
     def profiler(self) -> Profiler:

@@ -1,0 +1,1 @@
+"""Calling handlers written in C++ against XLA's FFI (``ember.ffi``)."""
