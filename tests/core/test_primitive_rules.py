@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import ember
+import ember.ffi  # a lazy submodule: its primitive is defined when it is imported
 import ember.numpy as enp
 from ember import lax
 from ember._src import rules
@@ -38,6 +39,7 @@ ELSEWHERE = {
     "pure_callback", "io_callback", "debug_callback",  # tests/core/test_callback.py
     "check", "check_error",  # tests/core/checkify
     "call_exported",  # tests/core/export
+    "ffi_call",  # C++ handlers through XLA's FFI: tests/core/ffi
     "platform_index",  # primitives/control_flow/test_platform_dependent.py
     "program_id", "num_programs", "masked_load", "masked_swap", "atomic_rmw", "atomic_cas",
     "multiple_of", "max_contiguous", "pallas_call",  # Pallas kernels: tests/core/pallas
