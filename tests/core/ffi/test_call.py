@@ -230,3 +230,13 @@ def test_bad_arguments():
         ffi.ffi_call("t", out, input_output_aliases={0: 0})(np.ones(2, np.float32))
     with pytest.raises(ValueError, match="there are 1 inputs"):
         ffi.ffi_call("t", out, input_output_aliases={1: 0})(x)
+
+
+def test_an_exported_program_with_a_call_runs_after_a_round_trip(handlers):
+    # The custom call and its typed attributes survive serialization; the handler is found by
+    # name in the process that calls the deserialized program (registered here).
+    exported = ember.export.export(ember.jit(rms_norm))(X)
+    blob = exported.serialize()
+    restored = ember.export.deserialize(blob)
+    np.testing.assert_allclose(restored.call(X), rms_norm_np(X), rtol=1e-6)
+    np.testing.assert_allclose(ember.jit(restored.call)(X * 2), rms_norm_np(X * 2), rtol=1e-6)
