@@ -388,11 +388,14 @@ class EvalTrace(Trace):
             if isinstance(x, Tracer):
                 raise _leaked_tracer_error(x, primitive)
         context = _context
-        folding, context.fold_constants = context.fold_constants, False
-        try:  # running a primitive traces and compiles its program: nothing folds in there
+        if not context.fold_constants:
+            return _eager_dispatcher(primitive, args, params)
+        # Running a primitive traces and compiles its program: nothing folds in there.
+        context.fold_constants = False
+        try:
             return _eager_dispatcher(primitive, args, params)
         finally:
-            context.fold_constants = folding
+            context.fold_constants = True
 
 
 def _leaked_tracer_error(tracer: Tracer, primitive: Primitive) -> errors.UnexpectedTracerError:

@@ -108,15 +108,7 @@ def _partial_eval_jit(trace: PartialEvalTrace, args: Sequence[Any], params: dict
         known_outs = jit_call([*known_consts, *known_args], known_jaxpr, f"known({name})")
     n_known = len(known_outs) - split.num_residuals
     residuals = known_outs[n_known:]
-    unknown_outs = trace.stage(
-        jit_p,
-        [*residuals, *unknown_args],
-        {
-            "jaxpr": split.unknown,
-            "name": f"unknown({name})",
-            "donated_invars": (False,) * (len(residuals) + len(unknown_args)),
-        },
-    )
+    unknown_outs = _stage_unknown(trace, split.unknown, [*residuals, *unknown_args], name)
     return merge(split.out_unknowns, known_outs[:n_known], unknown_outs)
 
 
@@ -146,16 +138,18 @@ def _partial_eval_by_policy(
     trace.mark_saved([*kept_outs, *saved])
     trace.mark_recomputed(residuals)
     known_outs = merge([not k for k in cut.kept], kept_outs, replayed[:n_replayed])
-    unknown_outs = trace.stage(
-        jit_p,
-        [*residuals, *unknown_args],
-        {
-            "jaxpr": split.unknown,
-            "name": f"unknown({name})",
-            "donated_invars": (False,) * (len(residuals) + len(unknown_args)),
-        },
-    )
+    unknown_outs = _stage_unknown(trace, split.unknown, [*residuals, *unknown_args], name)
     return merge(split.out_unknowns, known_outs, unknown_outs)
+
+
+def _stage_unknown(trace: PartialEvalTrace, unknown: Any, args: list[Any], name: str) -> Any:
+    """The unknown part of a split call, staged on ``trace`` as a call of its own."""
+    params = {
+        "jaxpr": unknown,
+        "name": f"unknown({name})",
+        "donated_invars": (False,) * len(args),
+    }
+    return trace.stage(jit_p, args, params)
 
 
 def _jit_discharge(in_avals, out_avals, *args, jaxpr, name, donated_invars):
